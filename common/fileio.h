@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Whole-file helpers with errno-style returns. */
+#ifndef KVRUN_COMMON_FILEIO_H
+#define KVRUN_COMMON_FILEIO_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Read all of path (at most max bytes) into a NUL-terminated malloc'd buffer.
+ * On success *ret_buf is owned by the caller and *ret_len (if not NULL) is
+ * the length without the terminator. -EFBIG when the file exceeds max. */
+int read_file_all(const char *path, size_t max, char **ret_buf, size_t *ret_len);
+
+/* Write len bytes of data to path atomically: a temporary file in the same
+ * directory, fsync'd, then renamed over path. */
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
+
+/* write() all of buf, retrying on EINTR and short writes. */
+int write_all(int fd, const void *buf, size_t len);
+
+/* mkdir -p with the given mode for created components. */
+int mkdir_p(const char *path, mode_t mode);
+
+/* rm -rf that does not follow symlinks and does not cross mount points. */
+int rm_rf(const char *path);
+
+#endif
