@@ -301,6 +301,7 @@ static int open_console(const char *console)
 struct boot_devices {
 	struct serial *serial;
 	struct test_device *test;
+	struct platform *platform;
 	int console_fd, signal_fd;
 };
 
@@ -314,7 +315,7 @@ static int setup_devices(struct vm *vm, const struct boot_opts *o, struct boot_d
 	d->console_fd = r;
 	r = serial_create(vm, d->console_fd, &d->serial);
 	if (r >= 0)
-		r = platform_devices_register(vm);
+		r = platform_create(vm, &d->platform);
 	if (r >= 0 && o->test_device)
 		r = test_device_create(vm, &d->test);
 	if (r >= 0)
@@ -332,6 +333,7 @@ static void free_devices(struct vm *vm, struct boot_devices *d)
 		close(d->signal_fd);
 	}
 	serial_free(d->serial);
+	platform_free(d->platform);
 	if (d->console_fd > STDERR_FILENO)
 		close(d->console_fd);
 }

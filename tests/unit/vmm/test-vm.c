@@ -56,6 +56,7 @@ static const char *make_kernel(const uint8_t *code, size_t len, char *path, size
 struct run {
 	struct vm *vm;
 	struct test_device *td;
+	struct platform *plat;
 	struct vm_result res;
 	char path[64];
 };
@@ -70,7 +71,7 @@ static int boot(struct run *r, const uint8_t *code, size_t len, unsigned int ncp
 	bc.kernel_path = make_kernel(code, len, r->path, sizeof(r->path));
 	ret = vm_create(&cfg, &r->vm);
 	if (ret >= 0)
-		ret = platform_devices_register(r->vm);
+		ret = platform_create(r->vm, &r->plat);
 	if (ret >= 0)
 		ret = test_device_create(r->vm, &r->td);
 	if (ret >= 0)
@@ -87,6 +88,7 @@ static void finish(struct run *r)
 static void cleanup(struct run *r)
 {
 	test_device_free(r->td);
+	platform_free(r->plat);
 	vm_free(r->vm);
 	close(atoi(strrchr(r->path, '/') + 1));
 }
