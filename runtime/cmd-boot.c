@@ -345,10 +345,12 @@ static int run_vm(const struct boot_opts *o, struct vm_result *res)
 	int r;
 
 	r = vm_create(&o->vm, &vm);
+	log_debug("boot: VM created at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
 	if (r >= 0)
 		r = setup_devices(vm, o, &d);
 	if (r >= 0)
 		r = boot_linux(vm, &o->boot);
+	log_debug("boot: kernel loaded at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
 	if (r >= 0)
 		r = vm_start(vm);
 	if (r >= 0 || (vm && vm->started)) {

@@ -2,6 +2,7 @@
 /* Creating and freeing a KVM VM: /dev/kvm checks, RAM, irqchip, vCPUs. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/kvm.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,12 +134,15 @@ static int vm_setup(struct vm *vm, const struct vm_config *cfg)
 	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
 	if (vm->vm_fd < 0)
 		return err_setsys(-errno, "KVM_CREATE_VM");
+	log_debug("vm: created at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
 	r = vm_setup_irqchip(vm);
 	if (r < 0)
 		return r;
+	log_debug("vm: irqchip at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
 	r = vm_setup_memory(vm, cfg->mem_size);
 	if (r < 0)
 		return r;
+	log_debug("vm: memory at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
 	r = kvm_get_supported_cpuid(vm);
 	if (r < 0)
 		return r;
