@@ -4,6 +4,7 @@
  * how a VM ends, port and string I/O, MMIO exits, ioeventfd, irq lines,
  * timeouts and stops from another thread.
  */
+#include <asm/bootparam.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -98,6 +99,7 @@ static void check_ncpus(unsigned int n)
 	static const uint8_t code[] = {0x66,    0xba, 0xf0, 0x06, 0xee, /* boot marker */
 	                               0x66,    0xba, 0xfc, 0x06, 0xed, /* in eax, ncpus port */
 	                               EXIT_EAX};
+	struct boot_params *bp;
 	struct run r;
 
 	is_int(boot(&r, code, sizeof(code), n), 0);
@@ -105,6 +107,9 @@ static void check_ncpus(unsigned int n)
 	is_int(r.res.reason, VM_EXIT_GUEST);
 	is_int(r.res.code, n);
 	ok(atomic_load(&r.vm->t_boot_marker) >= r.vm->t_first_run && r.vm->t_first_run > 0, "boot marker recorded");
+	bp = guest_mem_ptr(&r.vm->mem, BOOT_PARAMS_ADDR, sizeof(*bp));
+	is_int(bp->hdr.cmdline_size, BOOT_ELF_CMDLINE_SIZE - 1);
+	is_str((const char *)guest_mem_ptr(&r.vm->mem, bp->hdr.cmd_line_ptr, 5), "test");
 	cleanup(&r);
 }
 
