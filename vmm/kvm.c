@@ -170,7 +170,7 @@ int vm_create(const struct vm_config *cfg, struct vm **ret)
 	vm = calloc(1, sizeof(*vm));
 	if (!vm)
 		return -ENOMEM;
-	vm->kvm_fd = vm->vm_fd = vm->done_fd = vm->timer_fd = -1;
+	vm->kvm_fd = vm->vm_fd = vm->done_fd = vm->timer_fd = vm->sample_fd = -1;
 	vm->ncpus = cfg->ncpus;
 	pthread_mutex_init(&vm->lock, NULL);
 	bus_init(&vm->pio, "pio");
@@ -203,6 +203,8 @@ void vm_free(struct vm *vm)
 	bus_destroy(&vm->mmio);
 	if (vm->timer_fd >= 0)
 		close(vm->timer_fd);
+	if (vm->sample_fd >= 0)
+		close(vm->sample_fd);
 	if (vm->done_fd >= 0)
 		close(vm->done_fd);
 	if (vm->vm_fd >= 0)
