@@ -103,11 +103,11 @@ int vm_start(struct vm *vm)
 
 	if (vm->started)
 		return -EBUSY;
-	r = event_loop_start(vm->loop);
+	r = vm_memslots_wait(vm);
 	if (r < 0)
-		return err_setsys(r, "starting the event loop");
+		return r;
 	vm->started = true;
-	/* vCPU threads inherit this mask: process signals (SIGINT, SIGTERM,
+	/* The boot vCPU first: its first KVM_RUN ends setup. vCPU threads inherit this mask: process signals (SIGINT, SIGTERM,
 	 * SIGCHLD...) are left to the thread that owns them. */
 	sigfillset(&set);
 	sigdelset(&set, SIGSEGV);
@@ -123,6 +123,11 @@ int vm_start(struct vm *vm)
 	}
 	pthread_mutex_unlock(&vm->lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r >= 0) {
+		r = event_loop_start(vm->loop);
+		if (r < 0)
+			r = err_setsys(r, "starting the event loop");
+	}
 	if (r < 0)
 		vm_stopf(vm, VM_EXIT_CRASH, r, "%s", err_msg());
 	return r;

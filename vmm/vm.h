@@ -91,6 +91,9 @@ struct vm {
 	int timer_fd;
 	int sample_fd;
 	bool started;
+	pthread_t memslot_thread; /* registers guest RAM with KVM */
+	bool memslot_pending;
+	int memslot_err;
 
 	/* Timings, CLOCK_MONOTONIC ns; 0 when not reached. */
 	uint64_t t_first_run;
@@ -108,8 +111,14 @@ int vm_create(const struct vm_config *cfg, struct vm **ret);
  * Accepts NULL. */
 void vm_free(struct vm *vm);
 
-/* Start the event loop thread and one thread per vCPU. */
+/* Start the event loop thread and one thread per vCPU (after waiting for
+ * guest RAM to be registered with KVM, which vm_create() leaves running in
+ * the background). */
 int vm_start(struct vm *vm);
+
+/* Wait until guest RAM is registered with KVM (vm_start() does this; only
+ * needed by code that must have it earlier). */
+int vm_memslots_wait(struct vm *vm);
 
 /* End the VM with this result (first caller wins; later calls are ignored).
  * Safe from any thread, including vCPU and event-loop threads; it does not
