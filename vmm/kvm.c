@@ -201,6 +201,7 @@ int vm_create(const struct vm_config *cfg, struct vm **ret)
 	vm->kvm_fd = vm->vm_fd = vm->done_fd = vm->timer_fd = vm->sample_fd = -1;
 	vm->ncpus = cfg->ncpus;
 	pthread_mutex_init(&vm->lock, NULL);
+	pthread_cond_init(&vm->pause_cond, NULL);
 	bus_init(&vm->pio, "pio");
 	bus_init(&vm->mmio, "mmio");
 	r = vm_setup(vm, cfg);
@@ -242,5 +243,6 @@ void vm_free(struct vm *vm)
 		close(vm->kvm_fd);
 	guest_mem_destroy(&vm->mem);
 	pthread_mutex_destroy(&vm->lock);
+	pthread_cond_destroy(&vm->pause_cond);
 	free(vm);
 }
