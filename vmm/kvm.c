@@ -43,6 +43,8 @@ static int kvm_open(struct vm *vm)
 	if (vm->kvm_fd < 0)
 		return err_setsys(-errno, "cannot open /dev/kvm");
 	v = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);
+	if (v < 0)
+		return err_setsys(-errno, "/dev/kvm is not a KVM device (KVM_GET_API_VERSION)");
 	if (v != KVM_API_VERSION)
 		return err_set(-ENOTSUP, "/dev/kvm speaks KVM API %d, kvrun needs %d", v, KVM_API_VERSION);
 	for (size_t i = 0; i < ARRAY_SIZE(required_caps); i++)
