@@ -51,7 +51,8 @@ int oci_time_now_rfc3339(char **ret);
 
 /* `runc state <id>` output: ociVersion, id, pid, status, bundle, rootfs,
  * created, annotations (only when non-empty, keys sorted), owner; two-space
- * indentation, Go's escaping, no trailing newline (the CLI adds one).
+ * indentation, Go's escaping, no trailing newline (runc prints none). owner
+ * is printed as given (runc's state prints "", its list the user name).
  * *ret is malloc'd, owned by the caller. */
 int oci_state_to_runc_json(const struct oci_state *s, char **ret);
 
