@@ -46,7 +46,7 @@ static int parse_magnitude(const char *s, unsigned long long *ret)
 		s++;
 	}
 	/* strtoull would accept blanks and a sign here; Go does not. */
-	if (!*s || !(s[0] >= '0' && s[0] <= '9') && !(base == 16 && strchr("abcdefABCDEF", s[0])))
+	if (!*s || (!(s[0] >= '0' && s[0] <= '9') && !(base == 16 && strchr("abcdefABCDEF", s[0]))))
 		return -EINVAL;
 	errno = 0;
 	*ret = strtoull(s, &end, base);
