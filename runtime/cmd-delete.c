@@ -1,25 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `kvrun delete <id>`: remove a container and everything it holds. */
 #include <errno.h>
-#include <limits.h>
 
 #include "common/error.h"
-#include "common/fileio.h"
 #include "runtime/commands.h"
 #include "runtime/state.h"
-
-/* A create that died before writing state.json leaves a directory the
- * store cannot load; runc removes it on delete, and so do we. */
-static int remove_leftover(struct cli_context *ctx, const char *id)
-{
-	char path[PATH_MAX];
-	int r;
-
-	if (snprintf(path, sizeof(path), "%s/%s", ctx->root, id) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	r = rm_rf(path);
-	return r < 0 ? err_setsys(r, "remove %s", path) : 0;
-}
 
 static int run_delete(struct cli_context *ctx, int argc, char **argv)
 {
@@ -38,7 +23,7 @@ static int run_delete(struct cli_context *ctx, int argc, char **argv)
 	id = argv[i];
 	r = cli_load_container(ctx, id, force ? CONTAINER_OP_DELETE_FORCE : CONTAINER_OP_DELETE, &c);
 	if (r == -ENOENT) {
-		int q = remove_leftover(ctx, id);
+		int q = container_remove_leftover(ctx->root, id);
 
 		if (q < 0)
 			return q;

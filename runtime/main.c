@@ -28,6 +28,7 @@ static int run_verb(struct cli_context *ctx, int argc, char **argv)
 	if (!cmd)
 		return report(err_set(-EINVAL, "unknown command \"%s\" (see 'kvrun --help')", argv[0]));
 	log_debug("running %s", cmd->name);
+	err_clear();
 	r = cmd->run(ctx, argc, argv);
 	if (r < 0)
 		return report(r);

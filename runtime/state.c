@@ -19,6 +19,14 @@
 
 const char *container_proc_root = "/proc";
 
+/* "<a>/<b>" into buf (PATH_MAX bytes); -ENAMETOOLONG when it does not fit. */
+static int path_join(char *buf, const char *a, const char *b)
+{
+	int n = snprintf(buf, PATH_MAX, "%s/%s", a, b);
+
+	return n < 0 || n >= PATH_MAX ? err_set(-ENAMETOOLONG, "path too long: %s/%s", a, b) : 0;
+}
+
 static bool id_char_ok(unsigned char c)
 {
 	/* \w is [0-9A-Za-z_]; "+-\." in runc's class is the range '+'..'.',
@@ -153,7 +161,8 @@ static int lock_open(const char *dir, bool create, int op, int *ret_fd)
 	char path[PATH_MAX];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/lock", dir);
+	if (path_join(path, dir, "lock") < 0)
+		return -ENAMETOOLONG;
 	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600);
 	if (fd < 0)
 		return -errno;
@@ -209,7 +218,9 @@ int container_save(struct container *c)
 	r = oci_state_to_file_json(c->state, &json);
 	if (r < 0)
 		return r;
-	snprintf(path, sizeof(path), "%s/state.json", c->dir);
+	r = path_join(path, c->dir, "state.json");
+	if (r < 0)
+		return r;
 	r = write_file_atomic(path, json, strlen(json), 0600);
 	if (r < 0)
 		return err_setsys(r, "write %s", path);
@@ -232,9 +243,47 @@ static int record_creator(struct oci_state *s)
 	return map_set_ull(&s->private_data, STATE_KEY_CREATOR_START, st.start_time);
 }
 
+/* Build the container's directory under a name no id can have, then move
+ * it into place with RENAME_NOREPLACE: <root>/<id> appears complete, with
+ * its lock held and state.json written, or not at all. */
+static int publish_new(const char *root, const char *tmpdir, const char *id)
+{
+	char path[PATH_MAX];
+
+	if (path_join(path, root, id) < 0)
+		return -ENAMETOOLONG;
+	if (renameat2(AT_FDCWD, tmpdir, AT_FDCWD, path, RENAME_NOREPLACE) < 0) {
+		if (errno == EEXIST)
+			return err_set(-EEXIST, "container with id exists: %s", id);
+		return err_setsys(-errno, "rename %s to %s", tmpdir, path);
+	}
+	return 0;
+}
+
+/* The locked, saved, not yet published directory of a new container. */
+static int prepare_new(struct container *c, const char *tmpdir)
+{
+	int r;
+
+	if (mkdir(tmpdir, 0711) < 0)
+		return err_setsys(-errno, "create %s", tmpdir);
+	free(c->dir);
+	c->dir = strdup(tmpdir);
+	if (!c->dir)
+		return -ENOMEM;
+	r = lock_open(c->dir, true, LOCK_EX, &c->lock_fd);
+	if (r < 0)
+		return err_setsys(r, "lock %s", c->dir);
+	r = record_creator(c->state);
+	if (r < 0)
+		return r;
+	return container_save(c);
+}
+
 int container_create(const char *root, struct oci_state *state, struct container **ret)
 {
-	struct container *c = NULL;
+	_cleanup_container_ struct container *c = NULL;
+	char tmpdir[PATH_MAX];
 	int r;
 
 	r = container_id_validate(state->id);
@@ -254,31 +303,51 @@ int container_create(const char *root, struct oci_state *state, struct container
 		r = -ENOMEM;
 		goto fail;
 	}
-	if (mkdir(c->dir, 0711) < 0) {
-		r = errno == EEXIST ? err_set(-EEXIST, "container with id exists: %s", state->id)
-		                    : err_setsys(-errno, "create %s", c->dir);
-		container_free(c);
-		goto fail;
-	}
 	c->state = state;
 	c->exclusive = true;
-	r = lock_open(c->dir, true, LOCK_EX, &c->lock_fd);
-	if (r < 0)
-		r = err_setsys(r, "lock %s", c->dir);
+	/* '~' is not allowed in ids: list and load never see this name. */
+	snprintf(tmpdir, sizeof(tmpdir), "%s/~new-%d-%lx", root, (int)getpid(), (unsigned long)random());
+	r = prepare_new(c, tmpdir);
 	if (r >= 0)
-		r = record_creator(state);
-	if (r >= 0)
-		r = container_save(c);
+		r = publish_new(root, tmpdir, state->id);
 	if (r < 0) {
-		rm_rf(c->dir);
-		container_free(c);
+		rm_rf(tmpdir);
 		return r;
 	}
-	*ret = c;
+	free(c->dir);
+	if (asprintf(&c->dir, "%s/%s", root, state->id) < 0) {
+		c->dir = NULL;
+		return -ENOMEM;
+	}
+	*ret = TAKE_PTR(c);
 	return 0;
 fail:
 	oci_state_free(state);
 	return r;
+}
+
+int container_remove_leftover(const char *root, const char *id)
+{
+	_cleanup_close_ int fd = -1;
+	char dir[PATH_MAX], path[PATH_MAX];
+	int r;
+
+	r = container_id_validate(id);
+	if (r < 0)
+		return r;
+	r = path_join(dir, root, id);
+	if (r >= 0)
+		r = path_join(path, dir, "state.json");
+	if (r < 0)
+		return r;
+	if (access(dir, F_OK) < 0 || access(path, F_OK) == 0)
+		return 0;
+	/* Someone holding the lock is still working on it: leave it be. */
+	r = lock_open(dir, false, LOCK_EX | LOCK_NB, &fd);
+	if (r == -EWOULDBLOCK)
+		return 0;
+	r = rm_rf(dir);
+	return r < 0 ? err_setsys(r, "remove %s", dir) : 0;
 }
 
 /* runc shows the owner's user name, and "" for root. */
@@ -318,7 +387,9 @@ static int read_state(struct container *c)
 	size_t len;
 	int r;
 
-	snprintf(path, sizeof(path), "%s/state.json", c->dir);
+	r = path_join(path, c->dir, "state.json");
+	if (r < 0)
+		return r;
 	r = read_file_all(path, STATE_MAX_SIZE, &json, &len);
 	if (r == -ENOENT)
 		return err_set(-ENOENT, "container does not exist");

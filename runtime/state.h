@@ -70,8 +70,9 @@ struct container {
 /* Store options: the /proc root (tests point it at a fake one). */
 extern const char *container_proc_root;
 
-/* Claim state->id under root (mkdir <root>/<id>; root is created 0700 if
- * missing), take the lock exclusively and write state (status must be
+/* Claim state->id under root (root is created 0700 if missing): build
+ * <root>/<id> with its lock taken exclusively and state written, and move it
+ * into place atomically (status must be
  * CREATING; the creator's pid and start time are added to the private map).
  * Takes ownership of state (heap-allocated), also on failure.
  * -EEXIST: "container with id exists: <id>". On success *ret is owned by the
@@ -98,6 +99,11 @@ int container_save(struct container *c);
 /* Remove the container's directory (state, lock and all) and free c. Needs
  * the exclusive lock. c is freed even on failure. */
 int container_destroy(struct container *c);
+
+/* Remove <root>/<id> when it is a directory without state.json that nobody
+ * holds locked (what a crash half-way through a removal leaves), as runc's
+ * delete does. 0 when there was nothing to remove. */
+int container_remove_leftover(const char *root, const char *id);
 
 /* Unlock and free; NULL is fine. */
 void container_free(struct container *c);

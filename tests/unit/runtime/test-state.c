@@ -311,6 +311,62 @@ TEST(abandoned_create_reads_as_stopped)
 	container_free(c);
 }
 
+TEST(create_is_atomic_and_exclusive)
+{
+	struct container *c = NULL;
+	char path[128], **ids = NULL;
+	DIR *d;
+	struct dirent *de;
+	int entries = 0;
+
+	fresh_root();
+	is_int(mkdir_p(root, 0700), 0);
+	/* An empty directory in the way is not replaced. */
+	snprintf(path, sizeof(path), "%s/taken", root);
+	is_int(mkdir(path, 0700), 0);
+	is_int(new_container("taken", &c), -EEXIST);
+	is_str(err_msg(), "container with id exists: taken");
+	/* A failed create leaves nothing behind but what was there. */
+	d = opendir(root);
+	while (d && (de = readdir(d)))
+		entries += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	is_int(entries, 1);
+	/* Temporary names are never listed. */
+	snprintf(path, sizeof(path), "%s/~new-1-2", root);
+	is_int(mkdir(path, 0700), 0);
+	is_int(container_list_ids(root, &ids), 0);
+	ok(ids && ids[0] && !strcmp(ids[0], "taken") && !ids[1], "only the id directory is listed");
+	container_ids_free(ids);
+}
+
+TEST(leftover_removal)
+{
+	struct container *c = NULL;
+	char path[128];
+
+	fresh_root();
+	is_int(new_container("half", &c), 0);
+	snprintf(path, sizeof(path), "%s/half/state.json", root);
+	is_int(unlink(path), 0);
+	/* Locked by its owner: kept. */
+	is_int(container_remove_leftover(root, "half"), 0);
+	snprintf(path, sizeof(path), "%s/half", root);
+	is_int(access(path, F_OK), 0);
+	container_free(c);
+	is_int(container_load(root, "half", false, &c), -ENOENT);
+	is_int(container_remove_leftover(root, "half"), 0);
+	ok(access(path, F_OK) < 0, "unlocked leftover removed");
+	/* A complete container is never a leftover. */
+	is_int(new_container("whole", &c), 0);
+	container_free(c);
+	is_int(container_remove_leftover(root, "whole"), 0);
+	is_int(container_load(root, "whole", false, &c), 0);
+	container_free(c);
+	is_int(container_remove_leftover(root, "../x"), -EINVAL);
+}
+
 TEST(cleanup)
 {
 	rm_rf(root);
