@@ -192,27 +192,6 @@ json_t *jfield(json_t *obj, const char *key)
 	return v;
 }
 
-static const char *json_type_desc(json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-		return "an integer";
-	case JSON_REAL:
-		return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	default:
-		return "null";
-	}
-}
-
 static bool is_big_integer(json_t *v)
 {
 	return json_is_string(v) && json_string_length(v) > 1 && json_string_value(v)[0] == '\0';
@@ -223,7 +202,7 @@ int jread_string(struct jctx *c, json_t *v, char **ret)
 	char *s;
 
 	if (!json_is_string(v) || is_big_integer(v))
-		return jctx_error(c, "expected a string, got %s", is_big_integer(v) ? "an integer" : json_type_desc(v));
+		return jctx_error(c, "expected a string");
 	if (strlen(json_string_value(v)) != json_string_length(v))
 		return jctx_error(c, "string contains a NUL character");
 	s = strdup(json_string_value(v));
@@ -237,7 +216,7 @@ int jread_string(struct jctx *c, json_t *v, char **ret)
 int jread_bool(struct jctx *c, json_t *v, bool *ret)
 {
 	if (!json_is_boolean(v))
-		return jctx_error(c, "expected a boolean, got %s", json_type_desc(v));
+		return jctx_error(c, "expected a boolean");
 	*ret = json_is_true(v);
 	return 0;
 }
@@ -247,7 +226,7 @@ int jread_i64(struct jctx *c, json_t *v, int64_t min, int64_t max, const char *t
 	if (is_big_integer(v))
 		return jctx_error(c, "%s is out of range for %s", json_string_value(v) + 1, type);
 	if (!json_is_integer(v))
-		return jctx_error(c, "expected an integer, got %s", json_type_desc(v));
+		return jctx_error(c, "expected an integer");
 	json_int_t x = json_integer_value(v);
 	if (x < min || x > max)
 		return jctx_error(c, "%" JSON_INTEGER_FORMAT " is out of range for %s", x, type);
@@ -268,7 +247,7 @@ int jread_u64(struct jctx *c, json_t *v, uint64_t max, const char *type, uint64_
 		return 0;
 	}
 	if (!json_is_integer(v))
-		return jctx_error(c, "expected an integer, got %s", json_type_desc(v));
+		return jctx_error(c, "expected an integer");
 	json_int_t x = json_integer_value(v);
 	if (x < 0 || (uint64_t)x > max)
 		return jctx_error(c, "%" JSON_INTEGER_FORMAT " is out of range for %s", x, type);
@@ -409,7 +388,7 @@ static int jget_typed(struct jctx *c, json_t *obj, const char *key, json_type ty
 	if (!v)
 		return 0;
 	if (json_typeof(v) != type || is_big_integer(v))
-		r = jctx_error(c, "expected %s, got %s", desc, is_big_integer(v) ? "an integer" : json_type_desc(v));
+		r = jctx_error(c, "expected %s", desc);
 	else
 		*ret = v;
 	jctx_pop(c, old);
@@ -429,8 +408,7 @@ int jget_array(struct jctx *c, json_t *obj, const char *key, json_t **ret)
 int jexpect_object(struct jctx *c, json_t *v)
 {
 	if (!json_is_object(v))
-		return jctx_error(c, "expected an object, got %s",
-		                  is_big_integer(v) ? "an integer" : json_type_desc(v));
+		return jctx_error(c, "expected an object");
 	return 0;
 }
 

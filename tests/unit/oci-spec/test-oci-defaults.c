@@ -1,0 +1,2 @@
+#include "tap.h"
+TAP_MAIN()
