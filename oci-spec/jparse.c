@@ -183,12 +183,14 @@ int jparse_document(const char *json, size_t len, const char *name, json_t **ret
 
 json_t *jfield(json_t *obj, const char *key)
 {
-	json_t *v = json_object_get(obj, key), *m;
+	json_t *v = NULL, *m;
 	const char *k;
 
-	if (v)
-		return v;
-	json_object_foreach(obj, k, m) if (strcasecmp(k, key) == 0) v = m;
+	/* Go assigns every member whose name folds to the field's, in document
+	 * order, so the last one wins. */
+	json_object_foreach (obj, k, m)
+		if (strcasecmp(k, key) == 0)
+			v = m;
 	return v;
 }
 
