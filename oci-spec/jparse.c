@@ -188,9 +188,7 @@ json_t *jfield(json_t *obj, const char *key)
 
 	/* Go assigns every member whose name folds to the field's, in document
 	 * order, so the last one wins. */
-	json_object_foreach (obj, k, m)
-		if (strcasecmp(k, key) == 0)
-			v = m;
+	json_object_foreach(obj, k, m) if (strcasecmp(k, key) == 0) v = m;
 	return v;
 }
 
