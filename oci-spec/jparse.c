@@ -156,6 +156,20 @@ static int mark_big_integers(const char *json, size_t len, char **ret, size_t *r
 	return 0;
 }
 
+/* A syntax error after a rewritten integer on the same line is reported
+ * at the column of the original text: each rewrite added 8 characters. */
+static int original_column(const char *marked, int position, int column)
+{
+	static const char mark[] = "\"" BIG_MARK;
+	const char *end = marked + position, *line = end;
+
+	while (line > marked && line[-1] != '\n')
+		line--;
+	for (const char *p = line; (p = strstr(p, mark)) && p < end; p += sizeof(mark) - 1)
+		column -= sizeof(mark);
+	return column;
+}
+
 int jparse_document(const char *json, size_t len, const char *name, json_t **ret)
 {
 	_cleanup_free_ char *marked = NULL;
@@ -172,7 +186,8 @@ int jparse_document(const char *json, size_t len, const char *name, json_t **ret
 	else
 		j = json_loadb(json, len, JSON_ALLOW_NUL, &e);
 	if (!j)
-		return err_set(-EINVAL, "%s: line %d, column %d: %s", name, e.line, e.column, e.text);
+		return err_set(-EINVAL, "%s: line %d, column %d: %s", name, e.line,
+		               marked ? original_column(marked, e.position, e.column) : e.column, e.text);
 	if (!json_is_object(j)) {
 		json_decref(j);
 		return err_set(-EINVAL, "%s: expected a JSON object", name);

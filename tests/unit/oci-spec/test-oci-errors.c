@@ -99,6 +99,10 @@ TEST(inline_errors)
 	              "c.json: process.rlimits[0].hard: 18446744073709551616 is out of range for uint64");
 	expect_inline("{\"process\":{\"oomScoreAdj\":9223372036854775808}}",
 	              "c.json: process.oomScoreAdj: 9223372036854775808 is out of range for int32");
+	/* The column is the original text's, though the big integer before
+	 * the error was rewritten. */
+	expect_inline("{\"a\": 18446744073709551615, \"b\": 1, x}",
+	              "c.json: line 1, column 37: string or '}' expected near 'x'");
 	expect_inline("{\"hostname\":9223372036854775808}", "c.json: hostname: expected a string");
 	expect_inline("{\"hostname\":\"a\\u0000b\"}", "c.json: hostname: string contains a NUL character");
 	expect_inline("{\"linux\":{\"resources\":{\"blockIO\":{\"weight\":65536}}}}",
