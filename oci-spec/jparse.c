@@ -156,6 +156,20 @@ static int mark_big_integers(const char *json, size_t len, char **ret, size_t *r
 	return 0;
 }
 
+/* A syntax error after a rewritten integer on the same line is reported
+ * at the column of the original text: each rewrite added 8 characters. */
+static int original_column(const char *marked, int position, int column)
+{
+	static const char mark[] = "\"" BIG_MARK;
+	const char *end = marked + position, *line = end;
+
+	while (line > marked && line[-1] != '\n')
+		line--;
+	for (const char *p = line; (p = strstr(p, mark)) && p < end; p += sizeof(mark) - 1)
+		column -= sizeof(mark);
+	return column;
+}
+
 int jparse_document(const char *json, size_t len, const char *name, json_t **ret)
 {
 	_cleanup_free_ char *marked = NULL;
@@ -172,7 +186,8 @@ int jparse_document(const char *json, size_t len, const char *name, json_t **ret
 	else
 		j = json_loadb(json, len, JSON_ALLOW_NUL, &e);
 	if (!j)
-		return err_set(-EINVAL, "%s: line %d, column %d: %s", name, e.line, e.column, e.text);
+		return err_set(-EINVAL, "%s: line %d, column %d: %s", name, e.line,
+		               marked ? original_column(marked, e.position, e.column) : e.column, e.text);
 	if (!json_is_object(j)) {
 		json_decref(j);
 		return err_set(-EINVAL, "%s: expected a JSON object", name);
@@ -183,34 +198,13 @@ int jparse_document(const char *json, size_t len, const char *name, json_t **ret
 
 json_t *jfield(json_t *obj, const char *key)
 {
-	json_t *v = json_object_get(obj, key), *m;
+	json_t *v = NULL, *m;
 	const char *k;
 
-	if (v)
-		return v;
+	/* Go assigns every member whose name folds to the field's, in document
+	 * order, so the last one wins. */
 	json_object_foreach(obj, k, m) if (strcasecmp(k, key) == 0) v = m;
 	return v;
-}
-
-static const char *json_type_desc(json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-		return "an integer";
-	case JSON_REAL:
-		return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	default:
-		return "null";
-	}
 }
 
 static bool is_big_integer(json_t *v)
@@ -223,7 +217,7 @@ int jread_string(struct jctx *c, json_t *v, char **ret)
 	char *s;
 
 	if (!json_is_string(v) || is_big_integer(v))
-		return jctx_error(c, "expected a string, got %s", is_big_integer(v) ? "an integer" : json_type_desc(v));
+		return jctx_error(c, "expected a string");
 	if (strlen(json_string_value(v)) != json_string_length(v))
 		return jctx_error(c, "string contains a NUL character");
 	s = strdup(json_string_value(v));
@@ -237,7 +231,7 @@ int jread_string(struct jctx *c, json_t *v, char **ret)
 int jread_bool(struct jctx *c, json_t *v, bool *ret)
 {
 	if (!json_is_boolean(v))
-		return jctx_error(c, "expected a boolean, got %s", json_type_desc(v));
+		return jctx_error(c, "expected a boolean");
 	*ret = json_is_true(v);
 	return 0;
 }
@@ -247,7 +241,7 @@ int jread_i64(struct jctx *c, json_t *v, int64_t min, int64_t max, const char *t
 	if (is_big_integer(v))
 		return jctx_error(c, "%s is out of range for %s", json_string_value(v) + 1, type);
 	if (!json_is_integer(v))
-		return jctx_error(c, "expected an integer, got %s", json_type_desc(v));
+		return jctx_error(c, "expected an integer");
 	json_int_t x = json_integer_value(v);
 	if (x < min || x > max)
 		return jctx_error(c, "%" JSON_INTEGER_FORMAT " is out of range for %s", x, type);
@@ -268,7 +262,7 @@ int jread_u64(struct jctx *c, json_t *v, uint64_t max, const char *type, uint64_
 		return 0;
 	}
 	if (!json_is_integer(v))
-		return jctx_error(c, "expected an integer, got %s", json_type_desc(v));
+		return jctx_error(c, "expected an integer");
 	json_int_t x = json_integer_value(v);
 	if (x < 0 || (uint64_t)x > max)
 		return jctx_error(c, "%" JSON_INTEGER_FORMAT " is out of range for %s", x, type);
@@ -409,7 +403,7 @@ static int jget_typed(struct jctx *c, json_t *obj, const char *key, json_type ty
 	if (!v)
 		return 0;
 	if (json_typeof(v) != type || is_big_integer(v))
-		r = jctx_error(c, "expected %s, got %s", desc, is_big_integer(v) ? "an integer" : json_type_desc(v));
+		r = jctx_error(c, "expected %s", desc);
 	else
 		*ret = v;
 	jctx_pop(c, old);
@@ -429,8 +423,7 @@ int jget_array(struct jctx *c, json_t *obj, const char *key, json_t **ret)
 int jexpect_object(struct jctx *c, json_t *v)
 {
 	if (!json_is_object(v))
-		return jctx_error(c, "expected an object, got %s",
-		                  is_big_integer(v) ? "an integer" : json_type_desc(v));
+		return jctx_error(c, "expected an object");
 	return 0;
 }
 

@@ -39,8 +39,8 @@ int jctx_error(const struct jctx *c, const char *fmt, ...) _printf_(2, 3);
  * INT64_MAX are kept (as marked strings) for jread_u64(). */
 int jparse_document(const char *json, size_t len, const char *name, json_t **ret);
 
-/* The member of obj named key: an exact match, else (as Go does) a
- * case-insensitive one, the last in document order. NULL when absent. */
+/* The member of obj named key, compared case-insensitively as Go does;
+ * the last match in document order. NULL when absent. */
 json_t *jfield(json_t *obj, const char *key);
 
 /* Readers of one value v at the current path. v is never JSON null (callers

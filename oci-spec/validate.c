@@ -338,13 +338,13 @@ int oci_spec_validate(const struct oci_spec *s)
 		r = AT_KEY(&c, "root.path", check_required(&c, s->root->path));
 	if (r >= 0 && s->process)
 		r = AT_KEY(&c, "process", check_process(&c, s->process));
-	if (r >= 0 && s->hostname && *s->hostname && !has_namespace(s->linux_spec, OCI_NS_UTS, NULL))
-		r = AT_KEY(&c, "hostname", jctx_error(&c, "setting the hostname needs a new uts namespace"));
 	if (r >= 0)
 		r = AT_KEY(&c, "mounts", check_mounts(&c, s));
 	if (r >= 0)
 		r = AT_KEY(&c, "hooks", check_hooks(&c, &s->hooks));
 	if (r >= 0 && s->linux_spec)
 		r = AT_KEY(&c, "linux", check_linux(&c, s->linux_spec));
+	if (r >= 0 && s->hostname && *s->hostname && !has_namespace(s->linux_spec, OCI_NS_UTS, NULL))
+		r = AT_KEY(&c, "hostname", jctx_error(&c, "setting the hostname needs a new uts namespace"));
 	return r;
 }
