@@ -53,11 +53,15 @@ def root_clean(root):
     return not os.path.exists(root) or os.listdir(root) == []
 
 
-def expect_error(t, env, args, want, what=None):
+def expect_error(t, env, args, want, what=None, stdin=None):
     """One call that must fail: status 1, one stderr line containing want
     (a string or a regexp object), nothing under the root."""
     root = env.root()
-    p = kvrun(root, *args)
+    if stdin is None:
+        p = kvrun(root, *args)
+    else:
+        p = subprocess.run([KVRUN, "--root", root] + list(args), capture_output=True, text=True, input=stdin,
+                           timeout=60)
     what = what or "kvrun " + " ".join(a if len(a) < 40 else a[:20] + "..." for a in args)
     lines = p.stderr.splitlines()
     msg = lines[0] if lines else ""
@@ -140,6 +144,11 @@ def main():
         expect_error(t, env, ["update", "--memory", "lots", "x"], "invalid value for memory: lots")
         expect_error(t, env, ["update", "--cpu-quota", "1.5", "x"], "invalid value for cpu-quota: 1.5")
         expect_error(t, env, ["ps", "--format", "yaml", "x"], "invalid format option")
+        expect_error(t, env, ["update", "-r", "-", "x"], "<stdin>: memory.limit", "update -r - names the JSON path",
+                     stdin='{"memory": {"limit": "lots"}}')
+        expect_error(t, env, ["update", "--resources=-", "x"], "container does not exist",
+                     "update --resources=- with valid JSON looks the container up", stdin='{"memory": {"limit": 1}}')
+        expect_error(t, env, ["update", "-r", missing, "x"], f"read resources from {missing}")
         expect_error(t, env, ["checkpoint", "--manage-cgroups-mode", "odd", "x"], "Invalid manage cgroups mode")
         expect_error(t, env, ["exec", "x"], "exec failed: args must not be empty")
         expect_error(t, env, ["exec", "--user", "bob", "x", "ls"], "parsing bob as int for uid failed")
