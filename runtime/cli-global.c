@@ -13,7 +13,7 @@ struct global_raw {
 	bool help, version;
 };
 
-#define GLOBAL_NFLAGS 11
+#define GLOBAL_NFLAGS 10
 
 static void global_flags(struct cli_context *ctx, struct global_raw *raw, struct cli_flag out[GLOBAL_NFLAGS])
 {

@@ -2,7 +2,6 @@
 /* `kvrun update <id>`: change a container's resource limits. */
 #include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,7 +45,7 @@ static int parse_ram(const char *s, long long *ret)
 	}
 	if (*end)
 		return -EINVAL;
-	v = ldexp(v, shift);
+	v *= (double)(1ULL << shift);
 	if (v > 9.2e18)
 		return -ERANGE;
 	*ret = (long long)v;

@@ -46,7 +46,6 @@ const struct cli_command *cli_command_find(const char *name);
 void cli_print_main_help(const struct cli_flag *global_flags, FILE *f);
 
 struct container;
-enum container_op;
 
 /* Load container id from ctx->root, locked exclusively, and check that op is
  * allowed in its live status (runc's messages otherwise). On success *ret is
