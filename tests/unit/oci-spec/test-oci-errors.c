@@ -111,7 +111,7 @@ TEST(inline_errors)
 	expect_inline("{\"linux\":{\"rdma\":{}, \"timeOffsets\":{\"x\":[]}}}",
 	              "c.json: linux.timeOffsets.x: expected an object");
 	expect_inline("{\"ociVersion\":\"1\",\"root\":{\"path\":\"r\"},\"hostname\":\"h\"}",
-	              "c.json: hostname: setting the hostname needs a new uts namespace");
+	              "c.json: hostname: setting the hostname needs a private uts namespace");
 	expect_inline("{\"ociVersion\":\"1\",\"root\":{\"path\":\"r\"},\"linux\":{\"namespaces\":[{\"type\":\"user\"}],"
 	              "\"uidMappings\":[{\"containerID\":0,\"hostID\":1000,\"size\":1}]}}",
 	              "c.json: linux.gidMappings: a new user namespace needs uid and gid mappings");
