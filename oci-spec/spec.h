@@ -457,12 +457,20 @@ int oci_spec_parse(const char *json, size_t len, const char *name, struct oci_sp
 
 void oci_spec_free(struct oci_spec *s);
 
-/* runc-like semantic checks: ociVersion present, root.path present,
- * process.args non-empty, cwd absolute, rlimit types known and soft <= hard,
- * namespace types known and not repeated, mount destinations absolute,
- * id mappings only with a user namespace, seccomp actions/operators/archs
- * known, hook paths absolute... The first problem found is recorded as
- * "<name>: <json.path>: <what>" and -EINVAL returned; 0 when fine. */
+/* runc-like semantic checks: ociVersion and root.path present; when
+ * process is present (it is optional here; `create` needs it), args
+ * non-empty, cwd absolute, rlimit types known, unique and soft <= hard,
+ * oomScoreAdj/ioPriority/scheduler in range; namespace types known and not
+ * repeated, namespace paths absolute, a new user namespace has uid and gid
+ * mappings and mappings come with a user namespace; mount destinations,
+ * hook paths, device paths, masked/readonly paths absolute; hook timeouts
+ * positive; seccomp actions/operators/archs/flags known, arg index <= 5,
+ * SCMP_ACT_NOTIFY with a listenerPath; rootfsPropagation, personality and
+ * timeOffsets clocks known; a hostname only with a private uts namespace.
+ * Capability names are not checked (runc ignores unknown ones).
+ * The first problem found is recorded as "<name>: <json.path>: <what>"
+ * (e.g. "config.json: linux.namespaces[3].type: duplicate namespace \"pid\"")
+ * and -EINVAL returned; 0 when fine. */
 int oci_spec_validate(const struct oci_spec *s);
 
 /* Standalone process.json (the "process" object of config.json). */

@@ -345,6 +345,6 @@ int oci_spec_validate(const struct oci_spec *s)
 	if (r >= 0 && s->linux_spec)
 		r = AT_KEY(&c, "linux", check_linux(&c, s->linux_spec));
 	if (r >= 0 && s->hostname && *s->hostname && !has_namespace(s->linux_spec, OCI_NS_UTS, NULL))
-		r = AT_KEY(&c, "hostname", jctx_error(&c, "setting the hostname needs a new uts namespace"));
+		r = AT_KEY(&c, "hostname", jctx_error(&c, "setting the hostname needs a private uts namespace"));
 	return r;
 }
