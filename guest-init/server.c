@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -8,6 +9,7 @@
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -295,22 +297,46 @@ static int handle_stats(struct state *st, uint64_t id)
 	return reply(st, PROTO_MSG_STATS, id, &m);
 }
 
+/* Signal every process in the container's pid namespace (kill --all).
+ * Never kill(-1): the same code runs on the host in tests. */
+static int kill_container(pid_t init, int signo)
+{
+	_cleanup_closedir_ DIR *d = opendir("/proc");
+	struct stat ns, pns;
+	char path[64];
+	struct dirent *de;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)init);
+	if (!d || stat(path, &ns) < 0)
+		return -errno;
+	while ((de = readdir(d))) {
+		int pid = atoi(de->d_name);
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
+		if (stat(path, &pns) == 0 && pns.st_ino == ns.st_ino && pns.st_dev == ns.st_dev)
+			kill(pid, signo);
+	}
+	return 0;
+}
+
 static int handle_signal(struct state *st, const struct proto_msg *m)
 {
 	const struct proto_signal *s = &m->u.signal;
 	struct proc *p = proc_find(st, (pid_t)s->pid);
-	pid_t target;
+	int r = 0;
 
 	if (s->signo == 0 || s->signo >= 65)
 		return reply_error(st, m->id, -EINVAL, "invalid signal");
-	if (s->all)
-		target = -1; /* from PID 1: every process but itself */
-	else if (p && !p->exited)
-		target = p->pid;
-	else
+	if (!p || p->exited)
 		return reply_error(st, m->id, -ESRCH, "process not found");
-	if (kill(target, (int)s->signo) < 0 && !(s->all && errno == ESRCH))
-		return reply_error(st, m->id, -errno, "kill");
+	if (s->all && st->init_pid && !st->init_done)
+		r = kill_container(st->init_pid, (int)s->signo);
+	else if (p->pid <= 0 || kill(p->pid, (int)s->signo) < 0)
+		r = -errno;
+	if (r < 0)
+		return reply_error(st, m->id, r, "kill");
 	return reply_error(st, m->id, 0, "");
 }
 
@@ -381,8 +407,7 @@ static int report_exits(struct state *st)
 		if (p->init) {
 			st->init_done = true;
 			st->init_status = p->status;
-			/* The pid namespace is gone; make sure nothing lingers. */
-			kill(-1, SIGKILL);
+			/* The kernel has already killed the rest of its pid namespace. */
 		}
 		proc_close(p);
 	}
@@ -451,7 +476,8 @@ static int poll_once(struct state *st, int sfd)
 		if (r < 0) {
 			/* The monitor is gone or speaks nonsense: end the VM. */
 			st->host_gone = true;
-			kill(-1, SIGKILL);
+			if (st->init_pid && !st->init_done)
+				kill(st->init_pid, SIGKILL); /* takes its pid namespace along */
 		} else {
 			handle_msg(st, &m);
 			proto_msg_free(&m);
