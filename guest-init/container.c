@@ -173,6 +173,9 @@ static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 		r = gi_rootfs_setup(sp->start, sp->rootfs, sp->files_dir ? sp->files_dir : GI_FILES_DIR);
 	else
 		r = join_namespaces(sp->join_pid);
+	if (r >= 0 && sp->start)
+		r = gi_run_hooks(sp->start->create_container_hooks, sp->start->n_create_container_hooks,
+		                 "createContainer", sp->start->state_json);
 	if (r < 0)
 		child_fail(fd, r, 1);
 	r = p->terminal ? child_terminal(p, &master) : child_stdio(sp->stdio);
@@ -184,6 +187,12 @@ static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 		close(master);
 	if (sync_recv(fd, &m, NULL) <= 0 || m.type != SYNC_GO)
 		_exit(1);
+	if (sp->start) {
+		r = gi_run_hooks(sp->start->start_container_hooks, sp->start->n_start_container_hooks, "startContainer",
+		                 sp->start->state_json);
+		if (r < 0)
+			child_fail(fd, r, 1);
+	}
 	r = gi_child_exec(p, sp->seccomp, &code);
 	child_fail(fd, r, code);
 }

@@ -96,6 +96,12 @@ int gi_child_exec(const struct proto_process *p, const struct proto_seccomp *sc,
 /* Map "RLIMIT_NOFILE" to its number, -EINVAL when unknown. */
 int gi_rlimit_from_name(const char *name);
 
+/* ---- hooks.c ---- */
+
+/* Run hooks[0..n) in order with state on stdin; the first failure (exit
+ * status, timeout) stops and is returned as "error running <kind> hook #i". */
+int gi_run_hooks(const struct proto_hook *hooks, size_t n, const char *kind, const char *state);
+
 /* ---- container.c: fork the container process ---- */
 
 struct gi_spawn {

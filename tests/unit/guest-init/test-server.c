@@ -243,6 +243,87 @@ TEST(control_flow)
 	close(s_xout);
 }
 
+/* Read from fd until needle shows up (or EOF); returns the buffer. */
+static const char *read_until(int fd, char *buf, size_t cap, size_t *len, const char *needle)
+{
+	ssize_t n;
+
+	while (!strstr(buf, needle) && *len < cap - 1 && (n = read(fd, buf + *len, cap - 1 - *len)) > 0) {
+		*len += (size_t)n;
+		buf[*len] = '\0';
+	}
+	return buf;
+}
+
+static void add_mount(struct proto_start *s, const char *dst, const char *type, const char *const *opts)
+{
+	s->mounts = realloc(s->mounts, (s->n_mounts + 1) * sizeof(*s->mounts));
+	memset(&s->mounts[s->n_mounts], 0, sizeof(*s->mounts));
+	s->mounts[s->n_mounts].destination = strdup(dst);
+	s->mounts[s->n_mounts].type = strdup(type);
+	s->mounts[s->n_mounts].source = strdup(type);
+	s->mounts[s->n_mounts++].options = strv(opts);
+}
+
+TEST(terminal_flow)
+{
+	int sv[2], l_tty, s_tty, st;
+	struct proto_msg m = {0};
+	char buf[4096] = "";
+	size_t len = 0;
+	pid_t guest;
+
+	is_int(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	l_tty = listen_port(5011);
+	guest = start_guest(sv[1], sv[0]);
+	close(sv[1]);
+	if (expect(sv[0], PROTO_MSG_HELLO, &m) == 0)
+		proto_msg_free(&m);
+	m = (struct proto_msg){.type = PROTO_MSG_HELLO, .u.hello = {1, 1, NULL}};
+	send_msg(sv[0], &m);
+
+	m = (struct proto_msg){.type = PROTO_MSG_START, .id = 1};
+	m.u.start.process.args = strv((const char *const[]){
+	    "/bin/busybox", "sh", "-c",
+	    "echo size=$(stty size); echo tty=$(tty); read x; echo size=$(stty size); exit 5", NULL});
+	m.u.start.process.env = strv((const char *const[]){"PATH=/bin", NULL});
+	m.u.start.process.terminal = true;
+	m.u.start.process.rows = 30;
+	m.u.start.process.cols = 100;
+	m.u.start.process.stdin_port = 5011;
+	add_mount(&m.u.start, "/proc", "proc", (const char *const[]){NULL});
+	add_mount(&m.u.start, "/dev", "tmpfs", (const char *const[]){"mode=755", NULL});
+	add_mount(&m.u.start, "/dev/pts", "devpts", (const char *const[]){"newinstance", "ptmxmode=0666", NULL});
+	send_msg(sv[0], &m);
+	proto_start_free(&m.u.start);
+	s_tty = accept4(l_tty, NULL, NULL, SOCK_CLOEXEC);
+	ok(s_tty >= 0, "guest opened the pty stream");
+	if (expect(sv[0], PROTO_MSG_STARTED, &m) == 0)
+		ok(m.u.started.pid > 0, "started");
+	read_until(s_tty, buf, sizeof(buf), &len, "tty=");
+	read_until(s_tty, buf, sizeof(buf), &len, "\n");
+	ok(strstr(buf, "size=30 100") != NULL, "initial terminal size");
+	ok(strstr(buf, "tty=/dev/pts/0") != NULL, "a pty of the container's devpts");
+
+	m = (struct proto_msg){.type = PROTO_MSG_RESIZE, .id = 2, .u.resize = {0, 40, 120}};
+	send_msg(sv[0], &m);
+	if (expect(sv[0], PROTO_MSG_ERROR, &m) == 0) {
+		is_int(m.u.error.err, 0);
+		proto_msg_free(&m);
+	}
+	is_int(write_all(s_tty, "go\n", 3), 0);
+	read_until(s_tty, buf, sizeof(buf), &len, "\x01never");
+	if (!ok(strstr(buf, "size=40 120") != NULL, "size after RESIZE"))
+		printf("# output: %s\n", buf);
+	if (expect(sv[0], PROTO_MSG_EXIT, &m) == 0)
+		is_int(m.u.exit.status, 5 << 8);
+	close(sv[0]);
+	waitpid(guest, &st, 0);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 5, "guest loop returns 5");
+	close(s_tty);
+	close(l_tty);
+}
+
 struct tap_test tap_tests[TAP_MAX_TESTS];
 int tap_nr_tests, tap_count, tap_failed;
 const char *tap_current = "";

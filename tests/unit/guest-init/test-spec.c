@@ -383,6 +383,46 @@ TEST(setup_failure_reported)
 	proto_start_free(&s);
 }
 
+static void add_hook(struct proto_hook **hooks, size_t *n, const char *script)
+{
+	*hooks = realloc(*hooks, (*n + 1) * sizeof(**hooks));
+	memset(&(*hooks)[*n], 0, sizeof(**hooks));
+	(*hooks)[*n].path = strdup("/bin/busybox");
+	(*hooks)[*n].args = strv((const char *const[]){"busybox", "sh", "-c", script, NULL});
+	(*hooks)[*n].env = strv((const char *const[]){"PATH=/bin", NULL});
+	(*hooks)[*n].has_timeout = true;
+	(*hooks)[*n].timeout = 30;
+	(*n)++;
+}
+
+TEST(hooks)
+{
+	struct proto_start s;
+	struct result res;
+
+	base_spec(&s, "cat /tmp/hooks; exit 0");
+	default_mounts(&s);
+	add_mount(&s, "/tmp", "tmpfs", "tmpfs", (const char *const[]){NULL});
+	s.state_json = strdup("{\"ociVersion\":\"1.2.0\",\"id\":\"c1\",\"status\":\"created\"}");
+	add_hook(&s.create_container_hooks, &s.n_create_container_hooks, "echo create=$(cat) > /tmp/hooks");
+	add_hook(&s.start_container_hooks, &s.n_start_container_hooks, "echo start=$(hostname) >> /tmp/hooks");
+	s.hostname = strdup("hooked");
+	run(&s, NULL, &res);
+	is_int(res.spawn_err, 0);
+	is_int(res.go_err, 0);
+	has(&res, "create={\"ociVersion\":\"1.2.0\",\"id\":\"c1\",\"status\":\"created\"}");
+	has(&res, "start=hooked");
+	proto_start_free(&s);
+
+	base_spec(&s, "exit 0");
+	add_hook(&s.create_container_hooks, &s.n_create_container_hooks, "exit 0");
+	add_hook(&s.create_container_hooks, &s.n_create_container_hooks, "exit 3");
+	run(&s, NULL, &res);
+	ok(res.spawn_err < 0, "a failing hook fails the create");
+	is_str(res.msg, "error running createContainer hook #1: exit status 3");
+	proto_start_free(&s);
+}
+
 static int can_unshare(void)
 {
 	pid_t pid = fork();
