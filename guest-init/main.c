@@ -24,8 +24,9 @@
 
 static void boot_marker(void)
 {
-	/* Lets the VMM time the boot up to here; harmless where it fails. */
-	if (ioperm(KVRUN_PORT_BOOT_MARKER, 1, 1) == 0)
+	/* Lets the VMM time the boot up to here; harmless where it fails.
+	 * Only as the VM's PID 1: nowhere else is the port ours. */
+	if (getpid() == 1 && ioperm(KVRUN_PORT_BOOT_MARKER, 1, 1) == 0)
 		outb(1, KVRUN_PORT_BOOT_MARKER);
 }
 
