@@ -12,17 +12,20 @@
 """
 import os
 import re
+import struct
 import subprocess
 import time
 
 # Exit statuses of `kvrun boot` for each way a VM can end (docs/vmm.md).
 EXIT_STATUS = {
+    "guest-exit-0": 0,
+    "guest-exit": lambda code: code,
     "poweroff": 0,
-    "reboot": 0,
-    "triple-fault": 0,
-    "crash": 0,
-    "timeout": 0,
-    "error": 0,
+    "reboot": 129,
+    "triple-fault": 130,
+    "crash": 131,
+    "timeout": 124,
+    "signal": lambda sig: 128 + sig,
 }
 
 # The kernel command line the guest kernel needs on a kvm_pvm host, where
@@ -74,18 +77,41 @@ def linux_cmdline(kind):
     return PVM_CMDLINE if kind == "pvm" else NATIVE_CMDLINE
 
 
+def _main_checkout(root):
+    """For a git worktree, the directory of its main checkout, else None."""
+    try:
+        with open(os.path.join(root, ".git")) as f:
+            line = f.read().strip()
+    except OSError:
+        return None  # a plain checkout (.git is a directory) or no git
+    if not line.startswith("gitdir:"):
+        return None
+    gitdir = line.split(":", 1)[1].strip()
+    # <main>/.git/worktrees/<name>
+    return os.path.dirname(os.path.dirname(os.path.dirname(gitdir)))
+
+
 def find_kernel():
-    """Returns (path or None, [places tried])."""
+    """Returns (path or None, [places tried]): $KVRUN_TEST_KERNEL, else
+    shared/guest-kernel/vmlinux beside the source tree (or beside the main
+    checkout when the source tree is a git worktree)."""
     tried = []
     env = os.environ.get("KVRUN_TEST_KERNEL")
     if env:
         tried.append(f"$KVRUN_TEST_KERNEL={env}")
         return (env if os.path.isfile(env) else None), tried
     root = os.environ.get("KVRUN_SOURCE_ROOT",
-                          os.path.join(os.path.dirname(__file__), "..", ".."))
-    path = os.path.normpath(os.path.join(root, "..", "shared", "guest-kernel", "vmlinux"))
-    tried.append(path)
-    return (path if os.path.isfile(path) else None), tried
+                          os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    roots = [root]
+    main = _main_checkout(root)
+    if main:
+        roots.append(main)
+    for r in roots:
+        path = os.path.normpath(os.path.join(r, "..", "shared", "guest-kernel", "vmlinux"))
+        tried.append(path)
+        if os.path.isfile(path):
+            return path, tried
+    return None, tried
 
 
 def _cpio_entry(out, ino, name, mode, data=b"", rdev=(0, 0)):
@@ -119,6 +145,18 @@ def write_initramfs(path, init_script, busybox="/bin/busybox"):
             _cpio_entry(out, ino, name, mode, data, rdev)
             ino += 1
         _cpio_entry(out, 0, "TRAILER!!!", 0)
+
+
+def elf_load_midpoint(data):
+    """File offset halfway into the first PT_LOAD segment of an ELF64
+    image: a copy cut there has intact headers but a short segment."""
+    phoff, = struct.unpack_from("<Q", data, 32)
+    phentsize, phnum = struct.unpack_from("<HH", data, 54)
+    for i in range(phnum):
+        p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+        if p_type == 1 and p_filesz:
+            return p_offset + p_filesz // 2
+    raise ValueError("no PT_LOAD segment")
 
 
 class Result:
