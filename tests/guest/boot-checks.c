@@ -7,6 +7,7 @@
 
 #define E820_RAM 1
 #define UNCLAIMED_PORT 0x510
+#define COM1_PORT 0x3f8
 #define COM1_SCRATCH 0x3ff
 
 struct e820_entry {
@@ -132,6 +133,25 @@ void check_boot_params(void)
 	check_e820();
 }
 
+/* String I/O: one exit carries several items (kvm_run io.count > 1). */
+static void check_string_io(void)
+{
+	static const char msg[] = "# string-io: rep outsb reached the console\n";
+	uint8_t buf[8];
+	const void *src = msg;
+	void *dst = buf;
+	size_t n = sizeof(msg) - 1;
+
+	__asm__ volatile("rep outsb" : "+S"(src), "+c"(n) : "d"(COM1_PORT) : "memory");
+	memset(buf, 0, sizeof(buf));
+	n = sizeof(buf);
+	__asm__ volatile("rep insb" : "+D"(dst), "+c"(n) : "d"(UNCLAIMED_PORT) : "memory");
+	bool all_ones = true;
+	for (size_t i = 0; i < sizeof(buf); i++)
+		all_ones &= buf[i] == 0xff;
+	tap_ok(all_ones, "port: rep insb from an unclaimed port fills all ones");
+}
+
 void check_ports(void)
 {
 	uint8_t b = inb(UNCLAIMED_PORT);
@@ -149,6 +169,8 @@ void check_ports(void)
 	outb(COM1_SCRATCH, 0x5a);
 	uint8_t b2 = inb(COM1_SCRATCH);
 	tap_ok(b == 0xa5 && b2 == 0x5a, "port: 8250 scratch register keeps what was written (0x%x 0x%x)", b, b2);
+
+	check_string_io();
 
 	uint32_t ncpus = inl(KVRUN_PORT_TEST_NCPUS);
 	tap_ok(ncpus >= 1 && ncpus <= MAX_CPUS, "port: test device reports %u vCPUs", ncpus);

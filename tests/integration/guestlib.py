@@ -16,15 +16,18 @@ import struct
 import subprocess
 import time
 
-# Exit statuses of `kvrun boot` for each way a VM can end (docs/vmm.md).
+# Exit statuses of `kvrun boot` for each way a VM can end (`kvrun boot
+# --help`): 0 power-off, the test device's exit code, 120 reboot, 121 triple
+# fault, 122 crash, 124 timeout, 125 kvrun error, 128+N signal N.
 EXIT_STATUS = {
     "guest-exit-0": 0,
-    "guest-exit": lambda code: code,
+    "guest-exit": lambda code: code & 0xff,
     "poweroff": 0,
-    "reboot": 129,
-    "triple-fault": 130,
-    "crash": 131,
+    "reboot": 120,
+    "triple-fault": 121,
+    "crash": 122,
     "timeout": 124,
+    "error": 125,
     "signal": lambda sig: 128 + sig,
 }
 

@@ -8,6 +8,7 @@ re-reported here, prefixed with the scenario), and the exit status that
 says how the VM ended. Then the ways `kvrun boot` must refuse to start.
 Needs /dev/kvm; skips loudly without it.
 """
+import json
 import os
 import signal
 import tempfile
@@ -31,10 +32,11 @@ t.diag(f"host: {guestlib.host_kind()} KVM, guest: {GUEST}")
 VM_TIMEOUT_S = 60
 
 
-def guest_args(test, cpus=1, mem="128M", extra="", timeout=VM_TIMEOUT_S):
+def guest_args(test, cpus=1, mem="128M", extra="", timeout=VM_TIMEOUT_S, console="--console",
+               test_device=True):
     cmdline = f"test={test} mem_expect={mem} {extra}".strip()
-    return ["--kernel", GUEST, "--test-device", "--console", "--cpus", str(cpus),
-            "--memory", mem, "--cmdline", cmdline, "--timeout", str(timeout)]
+    return ["--kernel", GUEST] + (["--test-device"] if test_device else []) + [
+        console, "--cpus", str(cpus), "--memory", mem, "--cmdline", cmdline, "--timeout", str(timeout)]
 
 
 def check_guest_tap(name, r, must_pass=()):
@@ -52,8 +54,8 @@ def check_guest_tap(name, r, must_pass=()):
     return results
 
 
-def run_scenario(name, test, status, cpus=1, mem="128M", extra="", must_pass=(), tap=True):
-    r = guestlib.boot(guest_args(test, cpus, mem, extra), timeout=VM_TIMEOUT_S + 30)
+def run_scenario(name, test, status, cpus=1, mem="128M", extra="", must_pass=(), tap=True, more=()):
+    r = guestlib.boot(guest_args(test, cpus, mem, extra) + list(more), timeout=VM_TIMEOUT_S + 30)
     t.diag(f"{name}: exit status {r.rc} in {r.elapsed:.2f} s")
     if tap:
         check_guest_tap(name, r, must_pass)
@@ -62,8 +64,17 @@ def run_scenario(name, test, status, cpus=1, mem="128M", extra="", must_pass=(),
 
 
 # Scenarios that report TAP and end through the exit port (0 = all passed).
-run_scenario("basic 128M", "basic", EXIT_STATUS["guest-exit-0"], mem="128M",
-             must_pass=["e820: RAM total 0x7f9fc00 matches mem_expect 0x8000000"])
+r = run_scenario("basic 128M", "basic", EXIT_STATUS["guest-exit-0"], mem="128M", more=["--timings"],
+                 must_pass=["e820: RAM total 0x7f9fc00 matches mem_expect 0x8000000",
+                            "port: rep insb from an unclaimed port fills all ones"])
+t.ok("# string-io: rep outsb reached the console" in r.out + r.err,
+     "basic 128M: string I/O (rep outsb) reached the console", r.describe())
+timings = [json.loads(line) for line in r.err.splitlines() if line.startswith("{")]
+t.ok(len(timings) == 1 and timings[0].get("boot_marker_us") is not None
+     and timings[0].get("result") == "guest-exit",
+     "basic 128M: --timings saw the guest's boot marker", r.err[-2000:])
+if timings:
+    t.diag(f"basic 128M: timings {timings[0]}")
 run_scenario("basic 2G", "basic", EXIT_STATUS["guest-exit-0"], mem="2G",
              must_pass=["e820: RAM total 0x7ff9fc00 matches mem_expect 0x80000000"])
 for n in (1, 2, 4):
@@ -89,6 +100,22 @@ t.ok("not ok" not in r.out, "reset: the VM ended at the reset", r.describe())
 r = run_scenario("triplefault", "triplefault", EXIT_STATUS["triple-fault"], tap=False)
 t.ok("loading an empty IDT" in r.out + r.err, "triplefault: guest console reached the fault", r.describe())
 t.ok("not ok" not in r.out, "triplefault: the VM ended at the fault", r.describe())
+
+# --console=FILE: the guest's output goes to the file, not to stderr.
+with tempfile.TemporaryDirectory() as tmp:
+    log = os.path.join(tmp, "console.log")
+    r = guestlib.boot(guest_args("mmio", console=f"--console={log}"), timeout=VM_TIMEOUT_S + 30)
+    text = open(log, errors="replace").read() if os.path.exists(log) else ""
+    results, plan = guestlib.parse_tap(text)
+    t.ok(r.rc == 0 and plan and len(results) == plan and all(ok for ok, _ in results),
+         "console file: guest TAP passed and landed in the file", r.describe() + "\nfile:\n" + text[-1500:])
+    t.ok("ok 1 -" not in r.err, "console file: nothing of the guest's on stderr", r.describe())
+
+# Without --test-device the exit port is not there: the guest's write does
+# nothing, it halts, and only --timeout ends the VM.
+r = guestlib.boot(guest_args("poweroff", timeout=3, test_device=False), timeout=60)
+t.eq(r.rc, EXIT_STATUS["timeout"], "no --test-device: exit port absent, the VM ends on --timeout")
+t.ok("powering off" in r.out + r.err, "no --test-device: guest reached its exit", r.describe())
 
 # spin: ended by --timeout, then by SIGTERM; no kvrun process may be left.
 before = guestlib.kvrun_pids()
