@@ -127,11 +127,16 @@ def _cpio_entry(out, ino, name, mode, data=b"", rdev=(0, 0)):
     out.write(b"\0" * ((4 - len(data) % 4) % 4))
 
 
-def write_initramfs(path, init_script, busybox="/bin/busybox"):
+def busybox_path():
+    """A static busybox: $KVRUN_TEST_BUSYBOX, else Debian's busybox-static."""
+    return os.environ.get("KVRUN_TEST_BUSYBOX", "/bin/busybox")
+
+
+def write_initramfs(path, init_script, busybox=None):
     """An uncompressed newc cpio: /bin/busybox, /bin/sh, /init (the given
     shell script), /proc, /sys, /dev/console. Uncompressed, because gunzip
     in the guest kernel is slow where CPL0 code is emulated."""
-    with open(busybox, "rb") as f:
+    with open(busybox or busybox_path(), "rb") as f:
         bb = f.read()
     with open(path, "wb") as out:
         ino = 1

@@ -46,8 +46,8 @@ if problem:
 kernel, tried = guestlib.find_kernel()
 if not kernel:
     t.skip_all(f"no Linux guest kernel: tried {', '.join(tried)}; set KVRUN_TEST_KERNEL to a vmlinux")
-if not os.path.isfile("/bin/busybox"):
-    t.skip_all("no /bin/busybox (install busybox-static)")
+if not os.path.isfile(guestlib.busybox_path()):
+    t.skip_all(f"no static busybox at {guestlib.busybox_path()} (install busybox-static)")
 
 kind = guestlib.host_kind()
 config = os.path.join(os.path.dirname(kernel), "config")
