@@ -10,6 +10,7 @@
 - boot(): runs `kvrun boot`, returns a Result with output, status, time.
 - parse_tap(): the guest's TAP lines from its console output.
 """
+import json
 import os
 import re
 import struct
@@ -183,11 +184,12 @@ class Result:
                 f"stdout (tail):\n{tail(self.out)}\nstderr (tail):\n{tail(self.err)}")
 
 
-def boot(args, timeout=60, stop_signal=None, stop_after=None, wait_for=None):
+def boot(args, timeout=60, stop_signal=None, stop_after=None, wait_for=None, marks=()):
     """Runs `kvrun boot ARGS`. With stop_signal, sends it after stop_after
     seconds, or once wait_for (a string) appeared on stdout or stderr.
     The process is killed (and the result marked timed_out) after
-    timeout seconds."""
+    timeout seconds. Result.seen maps each string in marks to the seconds
+    after the start when it first appeared in the output."""
     argv = [kvrun(), "boot"] + list(args)
     start = time.monotonic()
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -197,6 +199,7 @@ def boot(args, timeout=60, stop_signal=None, stop_after=None, wait_for=None):
     out, err = b"", b""
     sent = False
     timed_out = False
+    seen = {}
     while True:
         for stream in (p.stdout, p.stderr):
             chunk = stream.read()
@@ -206,6 +209,9 @@ def boot(args, timeout=60, stop_signal=None, stop_after=None, wait_for=None):
                 else:
                     err += chunk
         now = time.monotonic() - start
+        for m in marks:
+            if m not in seen and (m.encode() in out or m.encode() in err):
+                seen[m] = now
         if p.poll() is not None:
             break
         if stop_signal and not sent:
@@ -228,8 +234,22 @@ def boot(args, timeout=60, stop_signal=None, stop_after=None, wait_for=None):
         else:
             err += rest
     elapsed = time.monotonic() - start
-    return Result(argv, p.returncode, out.decode(errors="replace"),
-                  err.decode(errors="replace"), elapsed, timed_out)
+    r = Result(argv, p.returncode, out.decode(errors="replace"),
+               err.decode(errors="replace"), elapsed, timed_out)
+    r.seen = seen
+    return r
+
+
+def timings_of(r):
+    """The JSON object `kvrun boot --timings` printed on stderr, or None."""
+    for line in reversed(r.err.splitlines()):
+        line = line.strip()
+        if line.startswith("{") and "total_us" in line:
+            try:
+                return json.loads(line)
+            except ValueError:
+                return None
+    return None
 
 
 TAP_RE = re.compile(r"^(not )?ok (\d+) - (.*)$")

@@ -82,12 +82,16 @@ with tempfile.TemporaryDirectory() as tmp:
         cmdline = f"{guestlib.linux_cmdline(kind)} kvrun_action={action}"
         args = ["--kernel", kernel, "--initrd", initrd, "--cmdline", cmdline, "--cpus", str(cpus),
                 "--memory", mem, "--console", "--timeout", str(vm_timeout), "--timings"]
-        r = guestlib.boot(args, timeout=vm_timeout + 60)
+        r = guestlib.boot(args, timeout=vm_timeout + 60, marks=["KVRUN-LINUX-MARKER"])
         text = r.out + "\n" + r.err
         t.diag(f"{name}: exit status {r.rc} after {r.elapsed:.1f} s (wall, whole kvrun run)")
-        for line in r.err.splitlines():
-            if "timing" in line.lower() or "boot marker" in line.lower():
-                t.diag(f"{name}: {line.strip()}")
+        if "KVRUN-LINUX-MARKER" in r.seen:
+            t.diag(f"{name}: /init marker on the console {r.seen['KVRUN-LINUX-MARKER']:.1f} s after kvrun started")
+        tm = guestlib.timings_of(r)
+        if tm:
+            t.diag(f"{name}: kvrun timings: setup {tm.get('setup_us', 0) / 1000:.1f} ms, "
+                   f"total {tm.get('total_us', 0) / 1e6:.1f} s, RSS {tm.get('rss_kib')} KiB "
+                   f"(monitor {tm.get('monitor_rss_kib')} KiB), result {tm.get('result')}")
         m = MARKER_RE.search(text)
         if not t.ok(m is not None, f"{name}: /init ran and printed its marker", r.describe()):
             continue

@@ -8,9 +8,10 @@ re-reported here, prefixed with the scenario), and the exit status that
 says how the VM ended. Then the ways `kvrun boot` must refuse to start.
 Needs /dev/kvm; skips loudly without it.
 """
-import json
 import os
+import re
 import signal
+import struct
 import tempfile
 
 import guestlib
@@ -69,12 +70,11 @@ r = run_scenario("basic 128M", "basic", EXIT_STATUS["guest-exit-0"], mem="128M",
                             "port: rep insb from an unclaimed port fills all ones"])
 t.ok("# string-io: rep outsb reached the console" in r.out + r.err,
      "basic 128M: string I/O (rep outsb) reached the console", r.describe())
-timings = [json.loads(line) for line in r.err.splitlines() if line.startswith("{")]
-t.ok(len(timings) == 1 and timings[0].get("boot_marker_us") is not None
-     and timings[0].get("result") == "guest-exit",
+tm = guestlib.timings_of(r)
+t.ok(tm is not None and tm.get("boot_marker_us") is not None and tm.get("result") == "guest-exit",
      "basic 128M: --timings saw the guest's boot marker", r.err[-2000:])
-if timings:
-    t.diag(f"basic 128M: timings {timings[0]}")
+if tm:
+    t.diag(f"basic 128M: timings {tm}")
 run_scenario("basic 2G", "basic", EXIT_STATUS["guest-exit-0"], mem="2G",
              must_pass=["e820: RAM total 0x7ff9fc00 matches mem_expect 0x80000000"])
 for n in (1, 2, 4):
@@ -137,8 +137,24 @@ t.eq(guestlib.kvrun_pids() - before, set(), "spin + SIGTERM: no kvrun process le
 # Refusals: each names the file and exits non-zero, without starting a VM.
 def refuse(name, args, needle):
     r = guestlib.boot(args, timeout=60)
-    t.ok(r.rc not in (0, None) and not r.timed_out, f"{name}: non-zero exit ({r.rc})", r.describe())
+    t.eq(r.rc, EXIT_STATUS["error"], f"{name}: refused with the kvrun error status")
     t.ok(needle in r.err, f"{name}: error message names {needle}", r.describe())
+    t.ok("ok 1 -" not in r.out + r.err, f"{name}: no guest ran", r.describe())
+
+
+def patched_guest(tmp, name, data, edits):
+    """A copy of the guest ELF with (offset, struct format, value) edits;
+    offsets may be relative to the first program header ("ph+N")."""
+    phoff, = struct.unpack_from("<Q", data, 32)
+    buf = bytearray(data)
+    for off, fmt, value in edits:
+        if isinstance(off, str):
+            off = phoff + int(off[3:])
+        struct.pack_into(fmt, buf, off, value)
+    path = os.path.join(tmp, name)
+    with open(path, "wb") as f:
+        f.write(buf)
+    return path
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -156,6 +172,21 @@ with tempfile.TemporaryDirectory() as tmp:
 
     missing = os.path.join(tmp, "no-such-kernel")
     refuse("missing kernel", ["--kernel", missing, "--test-device", "--timeout", "10"], missing)
+
+    # Kernel files are input too: nothing in them may make kvrun write
+    # outside guest RAM, over its boot structures, or crash.
+    refuse("guest larger than RAM", ["--kernel", GUEST, "--memory", "16M", "--test-device", "--timeout", "10"],
+           GUEST)
+    for name, edits in (
+        ("p_paddr near 2^64", [("ph+24", "<Q", 0xfffffffffffff000)]),
+        ("p_paddr in the MMIO hole", [("ph+24", "<Q", 0xd0000000)]),
+        ("p_memsz near 2^64", [("ph+40", "<Q", 0xffffffffffff0000)]),
+        ("p_paddr 0 (over the boot structures)", [("ph+24", "<Q", 0)]),
+        ("e_phnum 65535", [(56, "<H", 0xffff)]),
+        ("e_phoff past the end", [(32, "<Q", 0xfffffffffffffff0)]),
+    ):
+        path = patched_guest(tmp, re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-"), data, edits)
+        refuse(f"ELF with {name}", ["--kernel", path, "--test-device", "--timeout", "10"], path)
 
     no_initrd = os.path.join(tmp, "no-such-initrd")
     refuse("missing initrd", ["--kernel", GUEST, "--initrd", no_initrd, "--test-device", "--timeout", "10"],
