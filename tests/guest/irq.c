@@ -6,6 +6,10 @@
 #include "hw.h"
 
 #define TEST_VECTOR 0x40
+#define SERIAL_VECTOR 0x41
+#define SERIAL_GSI 4
+#define COM1_IER 0x3f9
+#define COM1_IIR 0x3fa
 #define SPURIOUS_VECTOR 0xff
 
 #define LAPIC_ID 0x20
@@ -33,6 +37,8 @@ static bool idt_ready;
 static volatile uint32_t irq_count[256]; /* test interrupts, by APIC id */
 static volatile uint32_t spurious_count;
 static volatile uint32_t other_count;
+static volatile uint32_t serial_count;
+static volatile uint8_t serial_iir;
 
 void isr_dispatch(struct isr_frame *f);
 void isr_dispatch(struct isr_frame *f)
@@ -45,10 +51,17 @@ void isr_dispatch(struct isr_frame *f)
 		spurious_count++;
 		return;
 	}
-	if (f->vector == TEST_VECTOR)
+	if (f->vector == TEST_VECTOR) {
 		irq_count[(mmio_read32(LAPIC_BASE + LAPIC_ID) >> 24) & 0xff]++;
-	else
+	} else if (f->vector == SERIAL_VECTOR) {
+		/* Reading IIR acknowledges THR-empty; IER=0 keeps the console
+		 * from raising more. */
+		serial_iir = inb(COM1_IIR);
+		outb(COM1_IER, 0);
+		serial_count++;
+	} else {
 		other_count++;
+	}
 	mmio_write32(LAPIC_BASE + LAPIC_EOI, 0);
 }
 
@@ -99,11 +112,35 @@ static uint32_t ioapic_read(uint32_t reg)
 }
 
 /* Edge-triggered, fixed delivery, physical destination, unmasked. */
-static void ioapic_route(uint32_t gsi, uint32_t apic_id)
+static void ioapic_route_vector(uint32_t gsi, uint32_t apic_id, uint32_t vector)
 {
 	ioapic_write(0x10 + 2 * gsi, 1 << 16);
 	ioapic_write(0x11 + 2 * gsi, apic_id << 24);
-	ioapic_write(0x10 + 2 * gsi, TEST_VECTOR);
+	ioapic_write(0x10 + 2 * gsi, vector);
+}
+
+static void ioapic_route(uint32_t gsi, uint32_t apic_id)
+{
+	ioapic_route_vector(gsi, apic_id, TEST_VECTOR);
+}
+
+/* The 8250 raises IRQ 4 once THR-empty interrupts are enabled while the
+ * transmitter is empty, as Linux's serial driver expects. */
+static void check_serial_irq(uint32_t bsp)
+{
+	struct deadline d;
+
+	ioapic_route_vector(SERIAL_GSI, bsp, SERIAL_VECTOR);
+	irq_enable();
+	outb(COM1_IER, 0x02);
+	deadline_start(&d, 4000000000ULL);
+	while (!serial_count && !deadline_passed(&d))
+		cpu_relax();
+	irq_disable();
+	outb(COM1_IER, 0);
+	ioapic_write(0x10 + 2 * SERIAL_GSI, 1 << 16);
+	tap_ok(serial_count && (serial_iir & 0x0f) == 0x02, "irq: 8250 THR-empty interrupt on GSI 4 (IIR 0x%x)",
+	       serial_iir);
 }
 
 /* Raises the test line (the VMM does it from its event loop, through an
@@ -140,6 +177,7 @@ void check_irq(void)
 	bool again = raise_and_wait(bsp);
 	tap_ok(again, "irq: delivered again after EOI (%u so far)", irq_count[bsp]);
 	tap_ok(other_count == 0, "irq: no other vectors arrived (%u, %u spurious)", other_count, spurious_count);
+	check_serial_irq(bsp);
 
 	if (!ap_online && inl(KVRUN_PORT_TEST_NCPUS) > 1)
 		check_smp();
