@@ -56,7 +56,7 @@ static void usage(FILE *f)
 	        "  --test-device        add the test device (exit/irq/ncpus ports, MMIO window)\n"
 	        "  --timeout SECONDS    end the VM after this long\n"
 	        "  --timings            print a JSON line with setup/boot times and memory on stderr\n"
-	        "  --debug              debug logging\n\n"
+	        "  --debug              debug logging, and every vCPU's RIP every 2 s\n\n"
 	        "Exit status: 0 power-off; the code written to the test device's exit port;\n"
 	        "  %d reboot (i8042, port 0xcf9, KVM reset); %d triple fault; %d crash\n"
 	        "  (KVM internal error, failed entry, unknown exit); %d timeout; %d kvrun error\n"
@@ -301,6 +301,7 @@ static int open_console(const char *console)
 struct boot_devices {
 	struct serial *serial;
 	struct test_device *test;
+	struct platform *platform;
 	int console_fd, signal_fd;
 };
 
@@ -314,11 +315,14 @@ static int setup_devices(struct vm *vm, const struct boot_opts *o, struct boot_d
 	d->console_fd = r;
 	r = serial_create(vm, d->console_fd, &d->serial);
 	if (r >= 0)
-		r = platform_devices_register(vm);
+		r = platform_create(vm, &d->platform);
 	if (r >= 0 && o->test_device)
 		r = test_device_create(vm, &d->test);
 	if (r >= 0)
 		r = watch_signals(vm, &d->signal_fd);
+	/* --debug: where the guest is, every 2 s (System.map finds it). */
+	if (r >= 0 && log_get_max_level() >= LOG_LEVEL_DEBUG)
+		r = vm_set_rip_sampling(vm, 2000);
 	if (r >= 0 && o->timeout_s > 0)
 		r = vm_set_timeout(vm, (uint64_t)(o->timeout_s * 1000.0));
 	return r;
@@ -332,6 +336,7 @@ static void free_devices(struct vm *vm, struct boot_devices *d)
 		close(d->signal_fd);
 	}
 	serial_free(d->serial);
+	platform_free(d->platform);
 	if (d->console_fd > STDERR_FILENO)
 		close(d->console_fd);
 }
@@ -343,10 +348,12 @@ static int run_vm(const struct boot_opts *o, struct vm_result *res)
 	int r;
 
 	r = vm_create(&o->vm, &vm);
+	log_debug("boot: VM created at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
 	if (r >= 0)
 		r = setup_devices(vm, o, &d);
 	if (r >= 0)
 		r = boot_linux(vm, &o->boot);
+	log_debug("boot: kernel loaded at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
 	if (r >= 0)
 		r = vm_start(vm);
 	if (r >= 0 || (vm && vm->started)) {

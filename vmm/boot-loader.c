@@ -8,6 +8,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -36,6 +37,34 @@ static int pread_all(int fd, void *buf, uint64_t len, uint64_t off)
 		off += (uint64_t)n;
 	}
 	return 0;
+}
+
+/* Put len bytes of fd from off at gpa (checked by the caller). Whole pages
+ * whose file offset and GPA agree modulo the page size are mapped from the
+ * file copy-on-write over guest RAM instead of copied: nothing is read or
+ * faulted in at setup, the guest faults pages in from the page cache as it
+ * touches them. Only over RAM from guest_mem_init() (never over a caller's
+ * buffer); the partial last page is read, so what follows it stays zero. */
+static int load_range(const struct guest_mem *m, int fd, uint64_t gpa, uint64_t off, uint64_t len)
+{
+	uint8_t *host = guest_mem_ptr(m, gpa, len);
+	uint64_t whole = len & ~0xfffULL;
+
+	if (!host)
+		return -EFAULT;
+	if (whole && m->mapping && !(gpa & 0xfff) && !(off & 0xfff) && host >= m->mapping &&
+	    host + whole <= m->mapping + m->mapping_size) {
+		/* SAFETY: [host, host + whole) lies inside guest RAM's own
+		 * mapping (checked above); MAP_FIXED replaces those pages only. */
+		void *p = mmap(host, whole, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, (off_t)off);
+
+		if (p == MAP_FAILED)
+			return -errno;
+		host += whole;
+		off += whole;
+		len -= whole;
+	}
+	return pread_all(fd, host, len, off);
 }
 
 /* End of the RAM region that starts at 0 (below the 32-bit gap). */
@@ -102,7 +131,7 @@ static int load_elf(const struct guest_mem *m, int fd, uint64_t size, const char
 			return r;
 		/* Guest RAM is fresh anonymous memory: already zero past
 		 * p_filesz, so the bss is not touched here. */
-		r = pread_all(fd, guest_mem_ptr(m, ph[i].p_paddr, ph[i].p_filesz), ph[i].p_filesz, ph[i].p_offset);
+		r = load_range(m, fd, ph[i].p_paddr, ph[i].p_offset, ph[i].p_filesz);
 		if (r < 0)
 			return err_setsys(r, "%s: reading segment at 0x%llx", path, (unsigned long long)ph[i].p_paddr);
 		if (ph[i].p_paddr < img->start)
@@ -147,7 +176,7 @@ static int load_bzimage(const struct guest_mem *m, int fd, uint64_t size, const 
 	if (!guest_mem_ptr(m, BOOT_HIGH_START, need))
 		return err_set(-ENOSPC, "%s: kernel needs %llu KiB from 1 MiB, more than guest RAM", path,
 		               (unsigned long long)(need >> 10));
-	int r = pread_all(fd, guest_mem_ptr(m, BOOT_HIGH_START, pm_size), pm_size, setup_size);
+	int r = load_range(m, fd, BOOT_HIGH_START, setup_size, pm_size);
 	if (r < 0)
 		return err_setsys(r, "%s: reading the kernel", path);
 	/* The header runs from 0x1f1 to 0x202 + the byte at 0x201. */
@@ -203,7 +232,7 @@ int boot_load_initrd(const struct guest_mem *m, int fd, uint64_t size, const cha
 		return err_set(-ENOSPC, "%s: initrd (%llu KiB) does not fit in guest RAM between the kernel and 0x%llx",
 		               path, (unsigned long long)(size >> 10), (unsigned long long)top);
 	addr = (top - size) & ~0xfffULL;
-	r = pread_all(fd, guest_mem_ptr(m, addr, size), size, 0);
+	r = load_range(m, fd, addr, 0, size);
 	if (r < 0)
 		return err_setsys(r, "%s: reading the initrd", path);
 	*ret_addr = addr;

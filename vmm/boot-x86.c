@@ -238,6 +238,11 @@ int boot_linux(struct vm *vm, const struct boot_config *cfg)
 	r = boot_load_files(vm, cfg, bp, &img);
 	if (r < 0)
 		return r;
+	/* An ELF kernel has no header to say these: report what was used. */
+	if (!bp->hdr.cmdline_size)
+		bp->hdr.cmdline_size = img.cmdline_size - 1;
+	if (!bp->hdr.initrd_addr_max)
+		bp->hdr.initrd_addr_max = (uint32_t)img.initrd_addr_max;
 	r = boot_write_cmdline(vm, cfg->cmdline, img.cmdline_size);
 	if (r < 0)
 		return r;

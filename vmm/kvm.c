@@ -2,6 +2,7 @@
 /* Creating and freeing a KVM VM: /dev/kvm checks, RAM, irqchip, vCPUs. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/kvm.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,12 +134,15 @@ static int vm_setup(struct vm *vm, const struct vm_config *cfg)
 	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
 	if (vm->vm_fd < 0)
 		return err_setsys(-errno, "KVM_CREATE_VM");
+	log_debug("vm: created at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
 	r = vm_setup_irqchip(vm);
 	if (r < 0)
 		return r;
+	log_debug("vm: irqchip at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
 	r = vm_setup_memory(vm, cfg->mem_size);
 	if (r < 0)
 		return r;
+	log_debug("vm: memory at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
 	r = kvm_get_supported_cpuid(vm);
 	if (r < 0)
 		return r;
@@ -166,7 +170,7 @@ int vm_create(const struct vm_config *cfg, struct vm **ret)
 	vm = calloc(1, sizeof(*vm));
 	if (!vm)
 		return -ENOMEM;
-	vm->kvm_fd = vm->vm_fd = vm->done_fd = vm->timer_fd = -1;
+	vm->kvm_fd = vm->vm_fd = vm->done_fd = vm->timer_fd = vm->sample_fd = -1;
 	vm->ncpus = cfg->ncpus;
 	pthread_mutex_init(&vm->lock, NULL);
 	bus_init(&vm->pio, "pio");
@@ -199,6 +203,8 @@ void vm_free(struct vm *vm)
 	bus_destroy(&vm->mmio);
 	if (vm->timer_fd >= 0)
 		close(vm->timer_fd);
+	if (vm->sample_fd >= 0)
+		close(vm->sample_fd);
 	if (vm->done_fd >= 0)
 		close(vm->done_fd);
 	if (vm->vm_fd >= 0)

@@ -4,6 +4,7 @@
  * ways an x86 guest asks for a reset (i8042 command 0xfe, port 0xcf9).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
@@ -38,15 +39,26 @@ int vm_boot_marker_register(struct vm *vm)
 	return bus_register(&vm->pio, KVRUN_PORT_BOOT_MARKER, 1, &marker_ops, vm);
 }
 
-/* i8042: status reads 0 (input buffer empty, so Linux's reset path may
- * write its command), data reads 0, command 0xfe pulses the reset line. */
+/* i8042: no keyboard behind it. The status register always says "output
+ * buffer full, input buffer empty": Linux's i8042 driver then fails its
+ * flush at once ("no controller", no slow emulated timeouts waiting for
+ * replies), while its reset path (reboot=k) sees an empty input buffer and
+ * writes command 0xfe straight away, which pulses the reset line. */
+#define I8042_STATUS_OBF 0x01
+
+static void i8042_status_read(void *opaque, uint64_t offset, void *data, uint32_t len)
+{
+	memset(data, 0, len);
+	*(uint8_t *)data = I8042_STATUS_OBF;
+}
+
 static void i8042_write(void *opaque, uint64_t offset, const void *data, uint32_t len)
 {
 	if (*(const uint8_t *)data == I8042_CMD_RESET)
 		vm_stopf(opaque, VM_EXIT_REBOOT, 0, "i8042 reset");
 }
 
-static const struct bus_dev_ops i8042_ops = {.read = zero_read, .write = i8042_write};
+static const struct bus_dev_ops i8042_ops = {.read = i8042_status_read, .write = i8042_write};
 static const struct bus_dev_ops i8042_data_ops = {.read = zero_read};
 
 static void rst_cnt_write(void *opaque, uint64_t offset, const void *data, uint32_t len)
@@ -57,7 +69,7 @@ static void rst_cnt_write(void *opaque, uint64_t offset, const void *data, uint3
 
 static const struct bus_dev_ops rst_cnt_ops = {.read = zero_read, .write = rst_cnt_write};
 
-int platform_devices_register(struct vm *vm)
+static int platform_register_reset(struct vm *vm)
 {
 	int r;
 
@@ -70,4 +82,30 @@ int platform_devices_register(struct vm *vm)
 	if (r < 0)
 		return err_setsys(r, "registering the reset port 0x%x", RST_CNT_PORT);
 	return 0;
+}
+
+int platform_create(struct vm *vm, struct platform **ret)
+{
+	struct platform *p = calloc(1, sizeof(*p));
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	r = platform_register_reset(vm);
+	if (r >= 0)
+		r = rtc_create(vm, &p->rtc);
+	if (r < 0) {
+		free(p);
+		return r;
+	}
+	*ret = p;
+	return 0;
+}
+
+void platform_free(struct platform *p)
+{
+	if (!p)
+		return;
+	rtc_free(p->rtc);
+	free(p);
 }

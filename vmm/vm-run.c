@@ -159,6 +159,40 @@ int vm_set_timeout(struct vm *vm, uint64_t ms)
 	return 0;
 }
 
+static void sample_handler(int fd, uint32_t revents, void *opaque)
+{
+	struct vm *vm = opaque;
+	uint64_t n;
+
+	if (read(fd, &n, sizeof(n)) != sizeof(n))
+		return;
+	pthread_mutex_lock(&vm->lock);
+	for (unsigned int i = 0; i < vm->ncpus; i++)
+		vcpu_request_sample(vm->vcpus[i]);
+	pthread_mutex_unlock(&vm->lock);
+}
+
+int vm_set_rip_sampling(struct vm *vm, uint64_t ms)
+{
+	struct itimerspec its = {
+	    .it_value = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000},
+	    .it_interval = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000},
+	};
+	int r;
+
+	if (ms == 0 || vm->sample_fd >= 0)
+		return -EINVAL;
+	vm->sample_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (vm->sample_fd < 0)
+		return err_setsys(-errno, "timerfd_create");
+	r = event_loop_add(vm->loop, vm->sample_fd, EPOLLIN, sample_handler, vm);
+	if (r < 0)
+		return err_setsys(r, "watching the sampling timer");
+	if (timerfd_settime(vm->sample_fd, 0, &its, NULL) < 0)
+		return err_setsys(-errno, "timerfd_settime");
+	return 0;
+}
+
 int vm_wait(struct vm *vm, struct vm_result *ret)
 {
 	uint64_t v;

@@ -89,6 +89,7 @@ struct vm {
 	struct vm_result result;
 	int done_fd; /* eventfd, readable once the VM ended */
 	int timer_fd;
+	int sample_fd;
 	bool started;
 
 	/* Timings, CLOCK_MONOTONIC ns; 0 when not reached. */
@@ -121,6 +122,10 @@ void vm_stopf(struct vm *vm, enum vm_exit_reason reason, int code, const char *f
 /* Arm a one-shot timer on the event loop that ends the VM with
  * VM_EXIT_TIMEOUT after ms milliseconds. Call before or after vm_start(). */
 int vm_set_timeout(struct vm *vm, uint64_t ms);
+
+/* Debugging: every ms milliseconds log each vCPU's RIP at debug level
+ * (map it to a function with the kernel's System.map). */
+int vm_set_rip_sampling(struct vm *vm, uint64_t ms);
 
 /* Block until the VM ended, then stop and join every vCPU thread and the
  * event loop thread. *ret gets the result. */
