@@ -178,16 +178,24 @@ void check_ports(void)
 	tap_ok(gsi < 24, "port: test device interrupt line is GSI %u", gsi);
 }
 
+/* reset_via=cf9 uses the PCI reset control register (0xcf9 <- 0x06, a
+ * hard reset) instead of the i8042 pulse. */
 void do_reset(void)
 {
 	struct deadline d;
+	char via[8];
 
-	tap_diag("resetting through the i8042");
-	outb(0x64, 0xfe);
+	if (cmdline_get("reset_via", via, sizeof(via)) && !memcmp(via, "cf9", 4)) {
+		tap_diag("resetting through port 0xcf9");
+		outb(0xcf9, 0x06);
+	} else {
+		tap_diag("resetting through the i8042");
+		outb(0x64, 0xfe);
+	}
 	deadline_start(&d, 2000000000ULL);
 	while (!deadline_passed(&d))
 		cpu_relax();
-	tap_ok(false, "the i8042 reset ended the VM");
+	tap_ok(false, "the reset ended the VM");
 	tap_finish();
 }
 

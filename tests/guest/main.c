@@ -7,7 +7,7 @@
  *   irq         IOAPIC -> LAPIC delivery of the test interrupt line
  *   all         all of the above
  *   poweroff    ends through the test exit port with exit_code=N (0)
- *   reset       i8042 reset (port 0x64 <- 0xfe)
+ *   reset       i8042 reset (port 0x64 <- 0xfe), or reset_via=cf9
  *   triplefault exception with an empty IDT
  *   spin        loops forever */
 #include "guest.h"

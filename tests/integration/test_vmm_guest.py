@@ -99,6 +99,9 @@ run_scenario("poweroff code 3", "poweroff", EXIT_STATUS["guest-exit"](3), extra=
 r = run_scenario("reset", "reset", EXIT_STATUS["reboot"], tap=False)
 t.ok("resetting through the i8042" in r.out + r.err, "reset: guest console reached the reset", r.describe())
 t.ok("not ok" not in r.out, "reset: the VM ended at the reset", r.describe())
+r = run_scenario("reset via 0xcf9", "reset", EXIT_STATUS["reboot"], extra="reset_via=cf9", tap=False)
+t.ok("resetting through port 0xcf9" in r.out + r.err, "reset via 0xcf9: guest console reached the reset",
+     r.describe())
 r = run_scenario("triplefault", "triplefault", EXIT_STATUS["triple-fault"], tap=False)
 t.ok("loading an empty IDT" in r.out + r.err, "triplefault: guest console reached the fault", r.describe())
 t.ok("not ok" not in r.out, "triplefault: the VM ended at the fault", r.describe())
