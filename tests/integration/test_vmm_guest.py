@@ -131,12 +131,14 @@ t.ok(not r.timed_out and r.elapsed < 30, "spin --timeout 2: kvrun ended by itsel
 t.ok("spinning" in r.out + r.err, "spin --timeout 2: guest was running", r.describe())
 t.eq(guestlib.kvrun_pids() - before, set(), "spin --timeout 2: no kvrun process left behind")
 
-r = guestlib.boot(guest_args("spin", cpus=2), timeout=60, stop_signal=signal.SIGTERM, wait_for="spinning",
-                   stop_after=15)
-t.diag(f"spin + SIGTERM: exit status {r.rc} in {r.elapsed:.2f} s")
-t.eq(r.rc, EXIT_STATUS["signal"](signal.SIGTERM), "spin + SIGTERM: exit status says signal")
-t.ok(not r.timed_out, "spin + SIGTERM: kvrun ended on the signal", r.describe())
-t.eq(guestlib.kvrun_pids() - before, set(), "spin + SIGTERM: no kvrun process left behind")
+for sig in (signal.SIGTERM, signal.SIGINT):
+    name = f"spin + {sig.name}"
+    r = guestlib.boot(guest_args("spin", cpus=2), timeout=60, stop_signal=sig, wait_for="spinning",
+                      stop_after=15)
+    t.diag(f"{name}: exit status {r.rc} in {r.elapsed:.2f} s")
+    t.eq(r.rc, EXIT_STATUS["signal"](sig), f"{name}: exit status says signal")
+    t.ok(not r.timed_out, f"{name}: kvrun ended on the signal", r.describe())
+    t.eq(guestlib.kvrun_pids() - before, set(), f"{name}: no kvrun process left behind")
 
 
 # Refusals: each names the file and exits non-zero, without starting a VM.
