@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fake-driver.h"
 
@@ -12,7 +13,7 @@ static void fake_irq(void *opaque)
 {
 	struct fake_drv *d = opaque;
 
-	d->irqs++;
+	__atomic_fetch_add(&d->irqs, 1, __ATOMIC_SEQ_CST);
 }
 
 void fake_drv_init(struct fake_drv *d)
@@ -196,4 +197,14 @@ uint16_t fake_used_flags(struct fake_drv *d, uint32_t q)
 	struct virtq_used *used = fake_ptr(d, d->vqs[q].used);
 
 	return used->flags;
+}
+
+bool fake_wait_used(struct fake_drv *d, uint32_t q, uint32_t *id, uint32_t *len)
+{
+	for (int i = 0; i < 20000; i++) {
+		if (fake_get_used(d, q, id, len))
+			return true;
+		usleep(1000);
+	}
+	return false;
 }

@@ -73,5 +73,8 @@ void fake_set_used_event(struct fake_drv *d, uint32_t q, uint16_t v);
 void fake_set_avail_flags(struct fake_drv *d, uint32_t q, uint16_t v);
 uint16_t fake_avail_event(struct fake_drv *d, uint32_t q);
 uint16_t fake_used_flags(struct fake_drv *d, uint32_t q);
+/* fake_get_used(), waiting for a device that completes on another thread
+ * (gives up after about 20 seconds). */
+bool fake_wait_used(struct fake_drv *d, uint32_t q, uint32_t *id, uint32_t *len);
 
 #endif
