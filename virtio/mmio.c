@@ -339,6 +339,6 @@ static void mmio_bus_write(void *opaque, uint64_t offset, const void *data, uint
 }
 
 const struct bus_dev_ops virtio_mmio_bus_ops = {
-	.read = mmio_bus_read,
-	.write = mmio_bus_write,
+    .read = mmio_bus_read,
+    .write = mmio_bus_write,
 };

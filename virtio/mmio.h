@@ -95,10 +95,10 @@ struct virtio_dev_ops {
 
 struct virtio_mmio_info {
 	uint32_t device_id;
-	uint32_t nr_queues;      /* <= VIRTIO_MMIO_MAX_QUEUES */
-	uint16_t queue_max;      /* QueueNumMax, power of two <= VIRTQ_MAX_SIZE */
-	uint64_t features;       /* device features; VERSION_1 is added */
-	uint32_t config_size;    /* bytes of device config space */
+	uint32_t nr_queues; /* <= VIRTIO_MMIO_MAX_QUEUES */
+	uint16_t queue_max; /* QueueNumMax, power of two <= VIRTQ_MAX_SIZE */
+	uint64_t features; /* device features; VERSION_1 is added */
+	uint32_t config_size; /* bytes of device config space */
 };
 
 struct virtio_mmio_notifier {
@@ -116,10 +116,10 @@ struct virtio_mmio {
 	uint32_t device_id, nr_queues, config_size;
 	uint64_t device_features, driver_features;
 	uint32_t device_features_sel, driver_features_sel, queue_sel;
-	uint32_t status;      /* atomic: the device sets NEEDS_RESET */
-	uint32_t isr;         /* atomic: InterruptStatus */
-	uint32_t config_gen;  /* atomic */
-	bool active;          /* atomic: DRIVER_OK and activate() succeeded */
+	uint32_t status; /* atomic: the device sets NEEDS_RESET */
+	uint32_t isr; /* atomic: InterruptStatus */
+	uint32_t config_gen; /* atomic */
+	bool active; /* atomic: DRIVER_OK and activate() succeeded */
 	struct virtq vqs[VIRTIO_MMIO_MAX_QUEUES];
 	struct virtio_mmio_notifier notifiers[VIRTIO_MMIO_MAX_QUEUES + 1];
 	unsigned int nr_notifiers;

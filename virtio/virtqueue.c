@@ -163,8 +163,11 @@ int virtq_pop(struct virtq *vq, struct virtq_req *req)
 	uint16_t avail_idx, head;
 	int r;
 
-	if (!virtq_usable(vq))
+	if (vq->broken)
 		return -EIO;
+	/* A queue the driver did not set up holds nothing. */
+	if (!virtq_usable(vq))
+		return 0;
 	/* Acquire: the ring entry and descriptors the driver wrote before
 	 * publishing idx are visible once idx is (2.7.13). */
 	avail_idx = __atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE);

@@ -69,8 +69,8 @@ struct virtq {
 	struct virtq_used *used;
 	bool event_idx, indirect;
 	/* Device-side state. */
-	uint16_t last_avail;     /* next avail ring slot to consume */
-	uint16_t used_idx;       /* shadow of used->idx */
+	uint16_t last_avail; /* next avail ring slot to consume */
+	uint16_t used_idx; /* shadow of used->idx */
 	uint16_t signalled_used; /* used_idx at the last interrupt decision */
 	bool broken;
 };
@@ -102,7 +102,8 @@ int virtq_start(struct virtq *vq, uint64_t features);
 bool virtq_usable(const struct virtq *vq);
 
 /* Take the next available chain into req. Returns 1 when one was taken, 0
- * when the ring is empty, -EIO when the queue is (or just became) broken:
+ * when the ring is empty or the queue not set up, -EIO when the queue is
+ * (or just became) broken:
  * avail idx more than num ahead, head or next out of range, a chain longer
  * than the queue or than VIRTQ_MAX_SEGS, a loop, nested or malformed
  * indirect tables, an address outside RAM, a readable buffer after a

@@ -63,7 +63,7 @@ struct virtio_blk {
 	int kick_fd;
 	pthread_mutex_t lock;
 	bool running; /* under lock: activated and not reset */
-	bool stop;    /* atomic */
+	bool stop; /* atomic */
 	struct virtq_req req;
 };
 
@@ -255,10 +255,10 @@ static void blk_config_read(struct virtio_mmio *m, uint32_t off, void *data, uin
 }
 
 static const struct virtio_dev_ops blk_ops = {
-	.config_read = blk_config_read,
-	.activate = blk_activate,
-	.queue_notify = blk_queue_notify,
-	.reset = blk_reset,
+    .config_read = blk_config_read,
+    .activate = blk_activate,
+    .queue_notify = blk_queue_notify,
+    .reset = blk_reset,
 };
 
 static int blk_start(struct virtio_blk *b, const struct guest_mem *mem, const char *id)

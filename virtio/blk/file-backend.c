@@ -50,10 +50,10 @@ static void file_close(struct blk_backend *b)
 }
 
 static const struct blk_backend_ops file_ops = {
-	.preadv = file_preadv,
-	.pwritev = file_pwritev,
-	.flush = file_flush,
-	.close = file_close,
+    .preadv = file_preadv,
+    .pwritev = file_pwritev,
+    .flush = file_flush,
+    .close = file_close,
 };
 
 static int file_size(int fd, const char *path, uint64_t *ret)

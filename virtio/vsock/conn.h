@@ -17,7 +17,7 @@
 struct vsock_uds;
 
 enum conn_state {
-	CONN_HANDSHAKE,  /* host socket accepted, reading "CONNECT <port>\n" */
+	CONN_HANDSHAKE, /* host socket accepted, reading "CONNECT <port>\n" */
 	CONN_CONNECTING, /* REQUEST sent to the guest, waiting for RESPONSE */
 	CONN_ESTABLISHED,
 	CONN_CLOSED, /* socket gone; an RST for the guest may be pending */
@@ -33,22 +33,22 @@ enum conn_state {
 
 struct vsock_conn {
 	struct vsock_uds *u;
-	TAILQ_ENTRY(vsock_conn) link;    /* all connections */
+	TAILQ_ENTRY(vsock_conn) link; /* all connections */
 	TAILQ_ENTRY(vsock_conn) rx_link; /* connections with rx work */
 	bool rx_queued;
 	enum conn_state state;
 	int fd;
-	bool watched;        /* fd is on the event loop */
-	uint32_t events;     /* current epoll interest */
+	bool watched; /* fd is on the event loop */
+	uint32_t events; /* current epoll interest */
 	uint32_t local_port; /* host side */
-	uint32_t peer_port;  /* guest side */
-	uint32_t pending;    /* CONN_P_* */
+	uint32_t peer_port; /* guest side */
+	uint32_t pending; /* CONN_P_* */
 	uint32_t shutdown_flags;
 	/* Host socket. */
 	bool sock_readable; /* data or EOF to read */
-	bool sock_eof;      /* EOF read and reported */
-	bool sock_hup;      /* the host end is fully closed */
-	bool sock_shut_wr;  /* shutdown(SHUT_WR) done after guest SEND shutdown */
+	bool sock_eof; /* EOF read and reported */
+	bool sock_hup; /* the host end is fully closed */
+	bool sock_shut_wr; /* shutdown(SHUT_WR) done after guest SEND shutdown */
 	uint32_t peer_shutdown;
 	/* Host to guest credit: what the guest told us. */
 	uint32_t peer_buf_alloc, peer_fwd_cnt, tx_cnt;

@@ -28,7 +28,7 @@ struct virtio_vsock {
 	/* Held by every loop handler; reset/activate take it on the vCPU
 	 * thread, so queues are never used after a reset returns. */
 	pthread_mutex_t lock;
-	bool running;       /* under lock */
+	bool running; /* under lock */
 	bool reset_pending; /* under lock: drop the streams on the loop thread */
 	struct virtq_req req;
 };
@@ -197,10 +197,10 @@ static void vsock_config_read(struct virtio_mmio *m, uint32_t off, void *data, u
 }
 
 static const struct virtio_dev_ops vsock_ops = {
-	.config_read = vsock_config_read,
-	.activate = vsock_activate,
-	.queue_notify = vsock_queue_notify,
-	.reset = vsock_reset,
+    .config_read = vsock_config_read,
+    .activate = vsock_activate,
+    .queue_notify = vsock_queue_notify,
+    .reset = vsock_reset,
 };
 
 int virtio_vsock_new(const struct guest_mem *mem, struct event_loop *loop, uint64_t guest_cid, const char *uds_path,

@@ -78,8 +78,7 @@ uint32_t fake_negotiate(struct fake_drv *d, uint64_t features)
 	fake_write(d, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)features);
 	fake_write(d, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 1);
 	fake_write(d, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)(features >> 32));
-	fake_write(d, VIRTIO_MMIO_STATUS,
-	           VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK);
+	fake_write(d, VIRTIO_MMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK);
 	return fake_read(d, VIRTIO_MMIO_STATUS);
 }
 

@@ -12,10 +12,9 @@
 #include "virtio/blk/blk.h"
 
 #define IMG_SECTORS 2048
-#define FEATURES                                                                                          \
-	(VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_F_RING_EVENT_IDX) |                           \
-	 VIRTIO_BIT(VIRTIO_F_INDIRECT_DESC) | VIRTIO_BIT(2) /* SEG_MAX */ | VIRTIO_BIT(6) /* BLK_SIZE */ | \
-	 VIRTIO_BIT(9) /* FLUSH */)
+#define FEATURES                                                                                                     \
+	(VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_F_RING_EVENT_IDX) | VIRTIO_BIT(VIRTIO_F_INDIRECT_DESC) | \
+	 VIRTIO_BIT(2) /* SEG_MAX */ | VIRTIO_BIT(6) /* BLK_SIZE */ | VIRTIO_BIT(9) /* FLUSH */)
 #define F_RO VIRTIO_BIT(5)
 
 struct disk {
@@ -85,8 +84,8 @@ static struct blk_result blk_req(struct disk *k, uint32_t type, uint64_t sector,
 	*(uint8_t *)fake_ptr(&k->d, st) = 0xee;
 	if (len)
 		fake_add(&k->d, 0,
-		         (struct fbuf[]){{h, 16, false}, {data, half, w}, {data + half, len - half, w}, {st, 1, true}}, 4,
-		         indirect);
+		         (struct fbuf[]){{h, 16, false}, {data, half, w}, {data + half, len - half, w}, {st, 1, true}},
+		         4, indirect);
 	else
 		fake_add(&k->d, 0, (struct fbuf[]){{h, 16, false}, {st, 1, true}}, 2, indirect);
 	fake_kick(&k->d, 0);

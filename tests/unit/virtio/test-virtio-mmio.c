@@ -70,11 +70,11 @@ static void echo_notify(struct virtio_mmio *m, uint32_t q)
 }
 
 static const struct virtio_dev_ops echo_ops = {
-	.config_read = echo_config_read,
-	.config_write = echo_config_write,
-	.activate = echo_activate,
-	.queue_notify = echo_notify,
-	.reset = echo_reset,
+    .config_read = echo_config_read,
+    .config_write = echo_config_write,
+    .activate = echo_activate,
+    .queue_notify = echo_notify,
+    .reset = echo_reset,
 };
 
 static void echo_setup(struct echo *e, struct fake_drv *d)
@@ -247,8 +247,8 @@ static void echo_roundtrip(bool indirect)
 	c = fake_alloc(&d, 16);
 	memcpy(fake_ptr(&d, a), "hello", 5);
 	memcpy(fake_ptr(&d, b), " world", 6);
-	head = fake_add(&d, 1,
-	                (struct fbuf[]){{a, 5, false}, {b, 6, false}, {c, 4, true}, {c + 4, 12, true}}, 4, indirect);
+	head = fake_add(&d, 1, (struct fbuf[]){{a, 5, false}, {b, 6, false}, {c, 4, true}, {c + 4, 12, true}}, 4,
+	                indirect);
 	fake_kick(&d, 1);
 	ok(fake_get_used(&d, 1, &id, &len), "chain used");
 	is_int(id, head);

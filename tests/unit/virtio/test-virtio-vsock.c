@@ -24,9 +24,8 @@
 #define NR_RX 32
 #define RX_LEN (44 + 8192)
 #define TX_MAX (64 * 1024)
-#define FEATURES                                                                \
-	(VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_F_RING_EVENT_IDX) | \
-	 VIRTIO_BIT(VIRTIO_F_INDIRECT_DESC))
+#define FEATURES \
+	(VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_F_RING_EVENT_IDX) | VIRTIO_BIT(VIRTIO_F_INDIRECT_DESC))
 
 struct vt {
 	struct fake_drv d;
