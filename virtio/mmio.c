@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -38,6 +39,13 @@ int virtio_mmio_init(struct virtio_mmio *m, const struct guest_mem *mem, const s
 void virtio_mmio_set_irq(struct virtio_mmio *m, const struct irq_line *irq)
 {
 	m->irq = *irq;
+}
+
+int virtio_mmio_cmdline(char *buf, size_t len, uint64_t addr, uint32_t gsi)
+{
+	int n = snprintf(buf, len, "virtio_mmio.device=4K@0x%llx:%u", (unsigned long long)addr, gsi);
+
+	return n < 0 || (size_t)n >= len ? -ENOSPC : n;
 }
 
 bool virtio_mmio_active(const struct virtio_mmio *m)

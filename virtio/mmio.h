@@ -24,6 +24,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "vmm/bus.h"
@@ -159,6 +160,11 @@ void virtio_mmio_config_changed(struct virtio_mmio *m);
  * stops the device and sends a config change interrupt. The device stays
  * silent until the driver resets it. */
 void virtio_mmio_set_broken(struct virtio_mmio *m);
+
+/* Write the kernel command-line fragment that describes a device at addr
+ * on interrupt gsi: "virtio_mmio.device=4K@0x<addr>:<gsi>". Returns the
+ * length, or -ENOSPC when buf (of size len) is too small. */
+int virtio_mmio_cmdline(char *buf, size_t len, uint64_t addr, uint32_t gsi);
 
 /* Whether the device is running (DRIVER_OK, not broken). */
 bool virtio_mmio_active(const struct virtio_mmio *m);

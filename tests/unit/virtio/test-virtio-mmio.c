@@ -513,6 +513,15 @@ TEST(malformed_input_refused)
 	check_refused("indirect not negotiated", indirect_not_negotiated, 0);
 }
 
+TEST(cmdline_fragment)
+{
+	char buf[64], tiny[8];
+
+	is_int(virtio_mmio_cmdline(buf, sizeof(buf), 0xd0001000ULL, 5), 34);
+	is_str(buf, "virtio_mmio.device=4K@0xd0001000:5");
+	is_int(virtio_mmio_cmdline(tiny, sizeof(tiny), 0xd0001000ULL, 5), -ENOSPC);
+}
+
 TEST(iov_helpers)
 {
 	char a[4] = "abcd", b[4] = "efgh", out[8] = {0};

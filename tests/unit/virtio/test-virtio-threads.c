@@ -54,7 +54,8 @@ static void send_pkt(uint16_t op, const char *data, uint32_t len)
 		data_gpa = fake_alloc(&d, 4096);
 	}
 	memcpy(fake_ptr(&d, hdr_gpa), &h, 44);
-	memcpy(fake_ptr(&d, data_gpa), data, len);
+	if (len)
+		memcpy(fake_ptr(&d, data_gpa), data, len);
 	fake_add(&d, 1, (struct fbuf[]){{hdr_gpa, 44, false}, {data_gpa, len, false}}, len ? 2 : 1, false);
 	kick();
 	ok(fake_wait_used(&d, 1, &id, &used_len), "tx packet consumed");
