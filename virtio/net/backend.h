@@ -20,6 +20,9 @@ struct net_backend_ops {
 	/* The guest negotiated features (VIRTIO_NET_F_* bits): the backend
 	 * may hand it frames with those offloads. */
 	int (*set_offload)(struct net_backend *b, uint64_t features);
+	/* Only queues [0, nr) carry frames (the guest's active pairs); may be
+	 * NULL. */
+	int (*set_active)(struct net_backend *b, unsigned int nr);
 	/* Close the fds and free b. */
 	void (*free)(struct net_backend *b);
 };
@@ -29,6 +32,7 @@ struct net_backend {
 	unsigned int nr_queues; /* queue pairs, <= NET_MAX_QUEUE_PAIRS */
 	int fds[NET_MAX_QUEUE_PAIRS]; /* non-blocking */
 	bool is_tap; /* vhost-net can serve it */
+	bool ufo; /* takes UDP fragmentation offload both ways */
 };
 
 #endif

@@ -99,6 +99,20 @@ static int tap_backend_set_offload(struct net_backend *b, uint64_t features)
 	return 0;
 }
 
+static int tap_backend_set_active(struct net_backend *b, unsigned int nr)
+{
+	if (b->nr_queues < 2)
+		return 0;
+	for (unsigned int i = 0; i < b->nr_queues; i++) {
+		struct ifreq ifr = {.ifr_flags = i < nr ? IFF_ATTACH_QUEUE : IFF_DETACH_QUEUE};
+
+		/* Attaching an attached queue fails with EINVAL: ignore. */
+		if (ioctl(b->fds[i], TUNSETQUEUE, &ifr) < 0 && errno != EINVAL)
+			return err_setsys(-errno, "TUNSETQUEUE %u", i);
+	}
+	return 0;
+}
+
 static void tap_backend_free(struct net_backend *b)
 {
 	for (unsigned int i = 0; i < b->nr_queues; i++)
@@ -108,6 +122,7 @@ static void tap_backend_free(struct net_backend *b)
 
 static const struct net_backend_ops tap_backend_ops = {
     .set_offload = tap_backend_set_offload,
+    .set_active = tap_backend_set_active,
     .free = tap_backend_free,
 };
 
@@ -123,6 +138,9 @@ int net_tap_backend_new(const int *fds, unsigned int nr_queues, struct net_backe
 	b->ops = &tap_backend_ops;
 	b->nr_queues = nr_queues;
 	b->is_tap = true;
+	/* Kernels since 4.14 dropped UFO from TAPs; ask this one. */
+	b->ufo = ioctl(fds[0], TUNSETOFFLOAD, TUN_F_CSUM | TUN_F_UFO) == 0;
+	ioctl(fds[0], TUNSETOFFLOAD, 0);
 	memcpy(b->fds, fds, nr_queues * sizeof(*fds));
 	*ret = b;
 	return 0;
