@@ -56,7 +56,8 @@ static int link_by_mac(int nl, const uint8_t *mac, struct mac_lookup *q)
 /* flags/change as in ifinfomsg; name and mtu only when set. */
 static int set_link(int nl, int ifindex, unsigned int flags, unsigned int change, const char *name, uint32_t mtu)
 {
-	struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC, .ifi_index = ifindex, .ifi_flags = flags, .ifi_change = change};
+	struct ifinfomsg ifi = {
+	    .ifi_family = AF_UNSPEC, .ifi_index = ifindex, .ifi_flags = flags, .ifi_change = change};
 	struct nl_msg m;
 
 	nl_msg_init(&m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));

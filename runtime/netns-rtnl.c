@@ -153,7 +153,8 @@ int rtnl_get_routes(int nl, int ifindex, struct net_config_iface *iface)
 
 static int rtnl_setlink(int nl, int ifindex, unsigned int flags, unsigned int change, struct nl_msg *m)
 {
-	struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC, .ifi_index = ifindex, .ifi_flags = flags, .ifi_change = change};
+	struct ifinfomsg ifi = {
+	    .ifi_family = AF_UNSPEC, .ifi_index = ifindex, .ifi_flags = flags, .ifi_change = change};
 
 	nl_msg_init(m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
 	return 0;

@@ -314,7 +314,8 @@ static int link_iface(int nl, const char *hash, const struct netns_link_info *l,
 	tap = (int)if_nametoindex(out->tap);
 	if (tap <= 0)
 		return err_setsys(-errno, "%s", out->tap);
-	if ((r = rtnl_set_mtu(nl, tap, l->mtu)) < 0 || (r = rtnl_set_up(nl, tap)) < 0 || (r = rtnl_set_up(nl, l->ifindex)) < 0)
+	if ((r = rtnl_set_mtu(nl, tap, l->mtu)) < 0 || (r = rtnl_set_up(nl, tap)) < 0 ||
+	    (r = rtnl_set_up(nl, l->ifindex)) < 0)
 		return err_setsys(r, "bringing up %s and %s", out->tap, l->name);
 	for (unsigned int i = 0; i < iface->nr_routes; i++)
 		if ((r = rtnl_route(nl, l->ifindex, &iface->routes[i], false)) < 0)

@@ -51,8 +51,7 @@ int netns_path_from_spec(const struct oci_spec *spec, const char **ret_path);
  * configuration and the TAP fds (release with netns_setup_close()); on
  * failure everything done is undone. netns_path NULL: loopback only
  * (ret->cfg.nr_ifaces 0). */
-int netns_setup(const char *netns_path, const char *container_id, unsigned int queue_pairs,
-                struct netns_setup *ret);
+int netns_setup(const char *netns_path, const char *container_id, unsigned int queue_pairs, struct netns_setup *ret);
 
 /* Close the TAP fds held by s (the TAPs vanish with their last fd). */
 void netns_setup_close(struct netns_setup *s);

@@ -22,7 +22,9 @@ void net_update_watch(struct virtio_net *n, unsigned int p)
 
 	if (!n->watched[p])
 		return;
-	if (n->running && p < n->active_pairs) {
+	/* A broken or stopped device reads nothing: level-triggered epoll
+	 * would otherwise call us forever. */
+	if (n->running && virtio_mmio_active(&n->mmio) && p < n->active_pairs) {
 		ev |= n->rx_wanted[p] ? EPOLLIN : 0;
 		ev |= n->tx_blocked[p] ? EPOLLOUT : 0;
 	}

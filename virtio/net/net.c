@@ -169,8 +169,12 @@ static void net_backend_handler(int fd, uint32_t revents, void *opaque)
 
 	pthread_mutex_lock(&n->lock);
 	for (unsigned int p = 0; p < n->pairs; p++) {
-		if (n->be->fds[p] != fd || !n->running || !virtio_mmio_active(&n->mmio))
+		if (n->be->fds[p] != fd)
 			continue;
+		if (!n->running || !virtio_mmio_active(&n->mmio)) {
+			net_update_watch(n, p);
+			continue;
+		}
 		if (revents & EPOLLOUT) {
 			n->tx_blocked[p] = false;
 			net_update_watch(n, p);
@@ -246,13 +250,15 @@ int virtio_net_new(const struct guest_mem *mem, struct event_loop *loop, struct 
 {
 	unsigned int pairs = opts->queue_pairs ? opts->queue_pairs : 1;
 	uint16_t mtu = opts->mtu ? opts->mtu : 1500;
-	struct virtio_mmio_info info = {.device_id = VIRTIO_ID_NET, .queue_max = VIRTIO_NET_QUEUE_SIZE, .config_size = 12};
+	struct virtio_mmio_info info = {
+	    .device_id = VIRTIO_ID_NET, .queue_max = VIRTIO_NET_QUEUE_SIZE, .config_size = 12};
 	struct virtio_net *n;
 	int r;
 
 	if (pairs > be->nr_queues || pairs > NET_MAX_QUEUE_PAIRS || 2 * pairs + (pairs > 1) > VIRTIO_MMIO_MAX_QUEUES ||
 	    mtu < 68)
-		return err_set(-EINVAL, "virtio-net: %u queue pairs (backend has %u), mtu %u", pairs, be->nr_queues, mtu);
+		return err_set(-EINVAL, "virtio-net: %u queue pairs (backend has %u), mtu %u", pairs, be->nr_queues,
+		               mtu);
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
