@@ -151,13 +151,12 @@ int rtnl_get_routes(int nl, int ifindex, struct net_config_iface *iface)
 	return nl_dump(nl, &m, route_cb, &f);
 }
 
-static int rtnl_setlink(int nl, int ifindex, unsigned int flags, unsigned int change, struct nl_msg *m)
+static void rtnl_setlink(int nl, int ifindex, unsigned int flags, unsigned int change, struct nl_msg *m)
 {
 	struct ifinfomsg ifi = {
 	    .ifi_family = AF_UNSPEC, .ifi_index = ifindex, .ifi_flags = flags, .ifi_change = change};
 
 	nl_msg_init(m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
-	return 0;
 }
 
 int rtnl_set_up(int nl, int ifindex)
@@ -174,6 +173,20 @@ int rtnl_set_mtu(int nl, int ifindex, uint32_t mtu)
 
 	rtnl_setlink(nl, ifindex, 0, 0, &m);
 	nl_attr_put_u32(&m, IFLA_MTU, mtu);
+	return nl_transact(nl, &m);
+}
+
+int rtnl_no_ipv6_ll(int nl, int ifindex)
+{
+	struct rtattr *spec, *inet6;
+	struct nl_msg m;
+
+	rtnl_setlink(nl, ifindex, 0, 0, &m);
+	spec = nl_nest_start(&m, IFLA_AF_SPEC);
+	inet6 = nl_nest_start(&m, AF_INET6);
+	nl_attr_put_u8(&m, IFLA_INET6_ADDR_GEN_MODE, IN6_ADDR_GEN_MODE_NONE);
+	nl_nest_end(&m, inet6);
+	nl_nest_end(&m, spec);
 	return nl_transact(nl, &m);
 }
 

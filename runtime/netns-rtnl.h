@@ -41,6 +41,9 @@ int rtnl_get_routes(int nl, int ifindex, struct net_config_iface *iface);
 
 int rtnl_set_up(int nl, int ifindex);
 int rtnl_set_mtu(int nl, int ifindex, uint32_t mtu);
+/* No IPv6 link-local address on ifindex: the TAP's host side is no
+ * endpoint, it must not talk to the guest. Best effort (no IPv6: fails). */
+int rtnl_no_ipv6_ll(int nl, int ifindex);
 /* alias "" clears it. */
 int rtnl_set_alias(int nl, int ifindex, const char *alias);
 int rtnl_del_link(int nl, int ifindex);

@@ -314,6 +314,8 @@ static int link_iface(int nl, const char *hash, const struct netns_link_info *l,
 	tap = (int)if_nametoindex(out->tap);
 	if (tap <= 0)
 		return err_setsys(-errno, "%s", out->tap);
+	if (rtnl_no_ipv6_ll(nl, tap) < 0)
+		log_debug("netns: %s keeps its IPv6 link-local address", out->tap);
 	if ((r = rtnl_set_mtu(nl, tap, l->mtu)) < 0 || (r = rtnl_set_up(nl, tap)) < 0 ||
 	    (r = rtnl_set_up(nl, l->ifindex)) < 0)
 		return err_setsys(r, "bringing up %s and %s", out->tap, l->name);
