@@ -44,6 +44,7 @@ struct virtio_net {
 	pthread_mutex_t lock;
 	bool running;
 	bool watched[NET_MAX_QUEUE_PAIRS];
+	int watch_fd[NET_MAX_QUEUE_PAIRS]; /* the backend fd watched for pair p */
 	bool rx_wanted[NET_MAX_QUEUE_PAIRS]; /* rx buffers may be there: read the backend */
 	bool tx_blocked[NET_MAX_QUEUE_PAIRS]; /* backend full: wait for EPOLLOUT */
 	uint32_t watch_events[NET_MAX_QUEUE_PAIRS];

@@ -207,8 +207,8 @@ static int net_setup_vhost(struct virtio_net *n, const struct virtio_net_opts *o
 	}
 	r = net_vhost_open(n->pairs, &n->vhost);
 	if (r < 0) {
-		log_info("virtio-net: userspace data path (/dev/vhost-net %s)",
-		         r == -ENOENT ? "does not exist" : err_msg());
+		log_debug("virtio-net: userspace data path (/dev/vhost-net %s)",
+		          r == -ENOENT ? "does not exist" : err_msg());
 		n->vhost = NULL;
 		return 0;
 	}
@@ -221,7 +221,7 @@ static int net_setup_vhost(struct virtio_net *n, const struct virtio_net_opts *o
 		if (r < 0)
 			return err_setsys(r, "watching a vhost call fd");
 	}
-	log_info("virtio-net: vhost-net data path (%u queue pair(s))", n->pairs);
+	log_debug("virtio-net: vhost-net data path (%u queue pair(s))", n->pairs);
 	return 0;
 }
 
@@ -241,6 +241,7 @@ static int net_init_fds(struct virtio_net *n)
 		if (r < 0)
 			return err_setsys(r, "watching backend fd %u", p);
 		n->watched[p] = true;
+		n->watch_fd[p] = n->be->fds[p];
 	}
 	return 0;
 }
@@ -348,7 +349,7 @@ void virtio_net_free(struct virtio_net *n)
 	}
 	for (unsigned int p = 0; p < n->pairs; p++)
 		if (n->watched[p])
-			event_loop_remove(n->loop, n->be->fds[p]);
+			event_loop_remove(n->loop, n->watch_fd[p]);
 	if (n->mmio.ops)
 		virtio_mmio_destroy(&n->mmio);
 	if (n->be)
