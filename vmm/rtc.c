@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "vmm/platform.h"
+#include "vmm/snapshot.h"
 #include "vmm/vm.h"
 
 #define RTC_PORT 0x70
@@ -140,4 +141,31 @@ void rtc_free(struct rtc *rtc)
 		return;
 	pthread_mutex_destroy(&rtc->lock);
 	free(rtc);
+}
+
+/* The time registers are the host's clock; the index and NVRAM are state. */
+int platform_state_save(void *opaque, struct snap_buf *out)
+{
+	struct rtc *rtc = ((struct platform *)opaque)->rtc;
+	uint8_t st[1 + sizeof(rtc->cmos)];
+
+	pthread_mutex_lock(&rtc->lock);
+	st[0] = rtc->index;
+	memcpy(st + 1, rtc->cmos, sizeof(rtc->cmos));
+	pthread_mutex_unlock(&rtc->lock);
+	return snap_buf_put(out, st, sizeof(st));
+}
+
+int platform_state_load(void *opaque, const void *data, size_t len)
+{
+	struct rtc *rtc = ((struct platform *)opaque)->rtc;
+	const uint8_t *st = data;
+
+	if (len != 1 + sizeof(rtc->cmos))
+		return err_set(-EBADMSG, "CMOS state has %zu bytes, expected %zu", len, 1 + sizeof(rtc->cmos));
+	pthread_mutex_lock(&rtc->lock);
+	rtc->index = st[0] & 0x7f;
+	memcpy(rtc->cmos, st + 1, sizeof(rtc->cmos));
+	pthread_mutex_unlock(&rtc->lock);
+	return 0;
 }

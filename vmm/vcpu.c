@@ -259,6 +259,11 @@ static void handle_system_event(struct vcpu *v)
 	}
 }
 
+static bool run_exit_is_io(const struct kvm_run *run)
+{
+	return run->exit_reason == KVM_EXIT_IO || run->exit_reason == KVM_EXIT_MMIO;
+}
+
 /* One exit; returns false when the thread must leave its loop. */
 static bool handle_exit(struct vcpu *v)
 {
@@ -301,6 +306,15 @@ static bool handle_exit(struct vcpu *v)
 static void vcpu_park(struct vcpu *v)
 {
 	struct vm *vm = v->vm;
+
+	/* KVM_RUN with immediate_exit set finishes the pending I/O, then
+	 * returns EINTR without running the guest. */
+	if (v->io_pending) {
+		__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+		v->io_pending = false;
+		if (ioctl(v->fd, KVM_RUN, 0) == 0)
+			handle_exit(v); /* a KVM that ran the guest anyway */
+	}
 
 	pthread_mutex_lock(&vm->lock);
 	vm->parked++;
@@ -352,6 +366,7 @@ static void *vcpu_thread(void *arg)
 			vcpu_park(v);
 		if (unlikely(atomic_load_explicit(&v->sample_req, memory_order_relaxed)))
 			log_sample(v);
+		v->io_pending = false;
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
 			/* A kick. A stop or a pause is seen at the top of the
 			 * loop; otherwise (a pause already over) immediate_exit
@@ -366,6 +381,7 @@ static void *vcpu_thread(void *arg)
 			vm_stopf(vm, VM_EXIT_CRASH, -errno, "vcpu%u: KVM_RUN: %s", v->id, strerror(errno));
 			break;
 		}
+		v->io_pending = run_exit_is_io(v->run);
 		if (!handle_exit(v))
 			break;
 	}
