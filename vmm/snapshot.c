@@ -85,7 +85,20 @@ void snap_host_fill(const struct vm *vm, struct snap_header *h)
 		memcpy(h->cpu_vendor + 8, &c, 4);
 	}
 	h->cpuid_nent = vm->supported_cpuid->nent;
-	h->cpuid_crc = crc_of(vm->supported_cpuid->entries, vm->supported_cpuid->nent * sizeof(struct kvm_cpuid_entry2));
+	h->cpuid_crc = (uint32_t)crc32(0, NULL, 0);
+	for (uint32_t i = 0; i < vm->supported_cpuid->nent; i++) {
+		struct kvm_cpuid_entry2 e = vm->supported_cpuid->entries[i];
+
+		/* Fields that name the host CPU this thread happens to run on
+		 * (its APIC id) are not features. */
+		if (e.function == 1)
+			e.ebx &= 0x00ffffff;
+		if (e.function == 0xb || e.function == 0x1f)
+			e.edx = 0;
+		if (e.function == 0x8000001e)
+			e.eax = 0;
+		h->cpuid_crc = (uint32_t)crc32(h->cpuid_crc, (const Bytef *)&e, sizeof(e));
+	}
 	h->xsave_size = vcpu_state_xsave_size(vm->kvm_fd);
 }
 
