@@ -40,7 +40,7 @@ static int check_header(const struct snap_header *h, size_t got, uint64_t file_s
 	if (got < offsetof(struct snap_header, build))
 		return err_set(-EINVAL, "truncated (%zu bytes, no complete header)", got);
 	if (h->version != SNAPSHOT_FORMAT_VERSION)
-		return err_set(-EINVAL, "snapshot format version %u, this kvrun reads version %d", h->version,
+		return err_set(-EINVAL, "format version %u, this kvrun reads version %d", h->version,
 		               SNAPSHOT_FORMAT_VERSION);
 	if (got < sizeof(*h))
 		return err_set(-EINVAL, "truncated (%zu bytes, no complete header)", got);
