@@ -70,7 +70,7 @@ def read_header(path):
     with open(path, "rb") as f:
         data = f.read(4096)
     fields = struct.unpack_from(HEADER_FMT, data)
-    nsec = fields[12]
+    nsec = fields[11]
     off = struct.calcsize(HEADER_FMT)
     secs = []
     for i in range(nsec):
