@@ -420,7 +420,8 @@ static unsigned int snapshot_devs(const struct boot_devices *d, struct snapshot_
 	out[n++] = (struct snapshot_dev){"serial", serial_state_save, serial_state_load, d->serial};
 	out[n++] = (struct snapshot_dev){"platform", platform_state_save, platform_state_load, d->platform};
 	if (d->test)
-		out[n++] = (struct snapshot_dev){"test-device", test_device_state_save, test_device_state_load, d->test};
+		out[n++] =
+		    (struct snapshot_dev){"test-device", test_device_state_save, test_device_state_load, d->test};
 	return n;
 }
 

@@ -26,8 +26,8 @@ int serial_state_save(void *opaque, struct snap_buf *out)
 
 	memset(&st, 0, sizeof(st));
 	pthread_mutex_lock(&s->lock);
-	st = (struct serial_state){s->ier, s->lcr, s->mcr, s->lsr, s->msr, s->scr, s->dll, s->dlm,
-	                           s->fcr, s->rbr, s->thr_ipending, s->irq_level, s->buf_len};
+	st = (struct serial_state){s->ier, s->lcr, s->mcr, s->lsr,          s->msr,       s->scr,    s->dll,
+	                           s->dlm, s->fcr, s->rbr, s->thr_ipending, s->irq_level, s->buf_len};
 	memcpy(st.buf, s->buf, sizeof(st.buf));
 	pthread_mutex_unlock(&s->lock);
 	return snap_buf_put(out, &st, sizeof(st));

@@ -57,7 +57,6 @@ uint32_t crc_of(const void *p, size_t n);
 /* Fill the host fields of h (CPU vendor, KVM CPUID table, XSAVE size). */
 void snap_host_fill(const struct vm *vm, struct snap_header *h);
 
-
 /* What the host's KVM offers for vCPU state, found once per VM. */
 struct vcpu_state_caps {
 	uint32_t xsave_size; /* bytes for KVM_GET/SET_XSAVE(2); 0: KVM_GET/SET_FPU */

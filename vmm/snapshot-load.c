@@ -198,8 +198,9 @@ static int check_host(const struct vm_snapshot *s, const struct vm *vm)
 		return err_set(-EINVAL, "taken on a host with XSAVE size %u, this host has %u", s->h.xsave_size,
 		               here.xsave_size);
 	if (vm->ncpus != s->h.ncpus || vm->mem.ram_size != s->h.mem_size)
-		return err_set(-EINVAL, "the VM has %u vCPUs and %llu bytes of RAM, the snapshot %u and %llu", vm->ncpus,
-		               (unsigned long long)vm->mem.ram_size, s->h.ncpus, (unsigned long long)s->h.mem_size);
+		return err_set(-EINVAL, "the VM has %u vCPUs and %llu bytes of RAM, the snapshot %u and %llu",
+		               vm->ncpus, (unsigned long long)vm->mem.ram_size, s->h.ncpus,
+		               (unsigned long long)s->h.mem_size);
 	if (vm->started)
 		return err_set(-EBUSY, "the VM is already running");
 	return 0;
@@ -266,8 +267,7 @@ static int load_devices(const struct vm_snapshot *s, const struct snapshot_dev *
 	return 0;
 }
 
-static int snapshot_restore(struct vm_snapshot *s, struct vm *vm, const struct snapshot_dev *devs,
-                            unsigned int ndevs)
+static int snapshot_restore(struct vm_snapshot *s, struct vm *vm, const struct snapshot_dev *devs, unsigned int ndevs)
 {
 	const struct snap_section *mem = find_section(s, "memory", SNAP_SEC_MEMORY, NULL);
 	int r;

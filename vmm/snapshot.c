@@ -210,8 +210,8 @@ static int write_memory(struct snap_writer *w, struct vm *vm, struct snapshot_st
 		return r;
 	}
 	mem = &w->h->sections[w->h->nr_sections++];
-	*mem = (struct snap_section){.name = "memory", .offset = mem_off, .length = vm->mem.mapping_size,
-	                             .crc = crc, .flags = SNAP_SEC_MEMORY};
+	*mem = (struct snap_section){
+	    .name = "memory", .offset = mem_off, .length = vm->mem.mapping_size, .crc = crc, .flags = SNAP_SEC_MEMORY};
 	w->bytes += bytes;
 	w->off = mem_off + vm->mem.mapping_size;
 	r = writer_add(w, "memmap", 0, &map);

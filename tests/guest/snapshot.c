@@ -122,8 +122,7 @@ static void check_after(const struct snap_regs *in, const struct snap_regs *out,
 	tap_ok(irq_test_raise(bsp), "snapshot: test interrupt delivered to the BSP after the snapshot");
 	if (ncpus_started > 1) {
 		irq_test_route(gsi, cpu_apic_ids[1]);
-		tap_ok(irq_test_raise(cpu_apic_ids[1]), "snapshot: test interrupt delivered to AP %u",
-		       cpu_apic_ids[1]);
+		tap_ok(irq_test_raise(cpu_apic_ids[1]), "snapshot: test interrupt delivered to AP %u", cpu_apic_ids[1]);
 		irq_test_route(gsi, bsp);
 		tap_ok(aps_counting(), "snapshot: %u APs still counting", ncpus_started - 1);
 	}

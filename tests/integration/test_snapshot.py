@@ -38,7 +38,7 @@ SECTION_FMT = "<16sQQII"
 SEC_MEMORY = 0x2
 
 
-def save(path, cpus=1, mem="128M", stop=True, extra=()):
+def save(path, cpus=1, mem="64M", stop=True, extra=()):
     args = ["--kernel", GUEST, "--test-device", "--console", "--cpus", str(cpus), "--memory", mem,
             "--cmdline", f"test=snapshot mem_expect={mem} snap_fill=8M", "--timeout", str(VM_TIMEOUT_S),
             "--snapshot-on-port", path, "--timings"] + (["--snapshot-stop"] if stop else []) + list(extra)
