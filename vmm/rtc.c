@@ -144,28 +144,38 @@ void rtc_free(struct rtc *rtc)
 }
 
 /* The time registers are the host's clock; the index and NVRAM are state. */
+struct rtc_state {
+	uint8_t index;
+	uint8_t cmos[128];
+};
+
+_Static_assert(sizeof(((struct rtc *)0)->cmos) == sizeof(((struct rtc_state *)0)->cmos), "same NVRAM");
+
 int platform_state_save(void *opaque, struct snap_buf *out)
 {
-	struct rtc *rtc = ((struct platform *)opaque)->rtc;
-	uint8_t st[1 + sizeof(rtc->cmos)];
+	struct platform *p = opaque;
+	struct rtc_state st;
 
-	pthread_mutex_lock(&rtc->lock);
-	st[0] = rtc->index;
-	memcpy(st + 1, rtc->cmos, sizeof(rtc->cmos));
-	pthread_mutex_unlock(&rtc->lock);
-	return snap_buf_put(out, st, sizeof(st));
+	pthread_mutex_lock(&p->rtc->lock);
+	st.index = p->rtc->index;
+	for (size_t i = 0; i < sizeof(st.cmos); i++)
+		st.cmos[i] = p->rtc->cmos[i];
+	pthread_mutex_unlock(&p->rtc->lock);
+	return snap_buf_put(out, &st, sizeof(st));
 }
 
 int platform_state_load(void *opaque, const void *data, size_t len)
 {
-	struct rtc *rtc = ((struct platform *)opaque)->rtc;
-	const uint8_t *st = data;
+	struct platform *p = opaque;
+	struct rtc_state st;
 
-	if (len != 1 + sizeof(rtc->cmos))
-		return err_set(-EBADMSG, "CMOS state has %zu bytes, expected %zu", len, 1 + sizeof(rtc->cmos));
-	pthread_mutex_lock(&rtc->lock);
-	rtc->index = st[0] & 0x7f;
-	memcpy(rtc->cmos, st + 1, sizeof(rtc->cmos));
-	pthread_mutex_unlock(&rtc->lock);
+	if (len != sizeof(st))
+		return err_set(-EBADMSG, "CMOS state has %zu bytes, expected %zu", len, sizeof(st));
+	memcpy(&st, data, sizeof(st));
+	pthread_mutex_lock(&p->rtc->lock);
+	p->rtc->index = st.index & 0x7f;
+	for (size_t i = 0; i < sizeof(st.cmos); i++)
+		p->rtc->cmos[i] = st.cmos[i];
+	pthread_mutex_unlock(&p->rtc->lock);
 	return 0;
 }

@@ -358,9 +358,6 @@ static void *vcpu_thread(void *arg)
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	if (v->id == 0)
 		vm->t_first_run = vm_now_ns();
-	pthread_mutex_lock(&vm->lock);
-	vm->running_vcpus++;
-	pthread_mutex_unlock(&vm->lock);
 	while (!atomic_load(&vm->stopping)) {
 		if (unlikely(atomic_load_explicit(&vm->pause_req, memory_order_relaxed)))
 			vcpu_park(v);

@@ -122,6 +122,9 @@ int vm_start(struct vm *vm)
 		r = vcpu_start(vm->vcpus[i]);
 		if (r < 0)
 			break;
+		/* Counted here, not by the thread: a vm_pause() right after
+		 * vm_start() must wait for threads that have not run yet. */
+		vm->running_vcpus++;
 	}
 	pthread_mutex_unlock(&vm->lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
