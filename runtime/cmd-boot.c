@@ -54,7 +54,7 @@ static void usage(FILE *f)
 	        "Usage: kvrun boot --kernel FILE [options]\n"
 	        "       kvrun boot --restore FILE [options]\n"
 	        "Boot a Linux kernel (ELF vmlinux or bzImage) or a test guest in a microVM.\n\n"
-	        "  --kernel FILE        kernel to boot (required)\n"
+	        "  --kernel FILE        kernel to boot (required unless --restore)\n"
 	        "  --initrd FILE        initial ramdisk\n"
 	        "  --cmdline STRING     kernel command line\n"
 	        "  --cpus N             vCPUs (1-%d, default 1)\n"
