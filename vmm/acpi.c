@@ -318,7 +318,8 @@ static void build_fadt(struct acpi_buf *b, const struct acpi_config *cfg, uint64
 	header_init(t, "FACP", FADT_REVISION);
 	/* Every legacy (fixed hardware) field stays zero: no SCI, SMI, PM1,
 	 * PM timer or GPE blocks exist in hardware-reduced mode. */
-	put_le(t + 109, IAPC_VGA_NOT_PRESENT | IAPC_MSI_NOT_SUPPORTED | IAPC_CMOS_RTC_NOT_PRESENT, 2);
+	put_le(t + 109, IAPC_VGA_NOT_PRESENT | IAPC_MSI_NOT_SUPPORTED | (cfg->cmos_rtc ? 0 : IAPC_CMOS_RTC_NOT_PRESENT),
+	       2);
 	if (cfg->reset_reg) {
 		flags |= FADT_F_RESET_REG_SUP;
 		put_gas8(t + 116, cfg->sleep_space, cfg->sleep_addr);

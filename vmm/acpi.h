@@ -8,14 +8,15 @@
  *
  * Wiring (done by the boot code):
  *  - Build the tables into guest RAM at a 16-byte-aligned GPA, for example
- *    ACPI_TABLES_GPA (0xe0000): the RSDP is the first thing written, so the
+ *    ACPI_TABLES_GPA (0xe0000, up to ACPI_TABLES_MAX_SIZE bytes; 1-2 KiB
+ *    are used for a few CPUs and devices): the RSDP is written first, so the
  *    kernel finds it both by scanning 0xe0000-0xfffff and through
  *    boot_params.acpi_rsdp_addr (offset 0x070, boot protocol >= 2.14),
  *    which the boot code should set to layout.rsdp as well.
- *  - Reserve the region in e820 (type 2, reserved, or type 3, ACPI
- *    reclaimable, for exactly [gpa, gpa + layout.size)); reserving the whole
- *    0xe0000-0xfffff BIOS area is simplest.
- *  - Register a one-byte device at cfg.sleep_addr (port I/O for
+ *  - Reserve the region in e820 (type 2, reserved: [0xe0000, 0xf0000)
+ *    next to the reserved BIOS area [0xf0000, 0x100000)) so the kernel
+ *    neither allocates over the tables nor refuses to map them.
+ *  - Register a one-byte device at cfg.sleep_addr (ACPI_SLEEP_PORT; port I/O for
  *    ACPI_GAS_SPACE_IO, MMIO for ACPI_GAS_SPACE_MEMORY) with
  *    acpi_sleep_dev_ops, and end the VM on ACPI_SLEEP_POWER_OFF (and reset
  *    it, or end it, on ACPI_SLEEP_RESET).
@@ -32,7 +33,8 @@
 #include "vmm/bus.h"
 
 #define ACPI_TABLES_GPA 0xe0000ULL /* start of the BIOS area Linux scans */
-#define ACPI_TABLES_MAX_SIZE 0x20000ULL /* 0xe0000-0xfffff */
+#define ACPI_TABLES_MAX_SIZE 0x10000ULL /* 0xe0000-0xeffff; 0xf0000 up is the BIOS area */
+#define ACPI_SLEEP_PORT 0x600 /* suggested I/O port of the sleep register */
 #define ACPI_LAPIC_ADDR 0xfee00000U
 #define ACPI_IOAPIC_ADDR 0xfec00000U
 #define ACPI_IOAPIC_PINS 24 /* KVM's in-kernel IOAPIC */
@@ -68,6 +70,7 @@ struct acpi_config {
 	uint8_t sleep_space; /* ACPI_GAS_SPACE_IO or ACPI_GAS_SPACE_MEMORY */
 	uint64_t sleep_addr; /* one byte: sleep control and sleep status */
 	bool reset_reg; /* also describe RESET_REG at sleep_addr */
+	bool cmos_rtc; /* the VMM emulates the CMOS clock at 0x70/0x71 (else FADT says none) */
 	/* Add an ISA IRQ0 -> GSI 2 override. Only right when the VMM routes the
 	 * PIT's GSI 0 to IOAPIC pin 2 (as QEMU does); KVM's default routing is
 	 * the identity. A hardware-reduced Linux guest does not use the PIT. */

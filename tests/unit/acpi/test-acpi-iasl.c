@@ -18,7 +18,7 @@
 
 #define GPA 0xe0000ULL
 
-static uint8_t buf[0x20000];
+static uint8_t buf[ACPI_TABLES_MAX_SIZE];
 static char dir[] = "/tmp/kvrun-acpi-iasl-XXXXXX";
 
 /* Run cmd (in dir, output to log); returns its exit status or -1. */

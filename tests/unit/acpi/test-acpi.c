@@ -13,7 +13,7 @@
 #include "tap.h"
 
 #define GPA 0xe0000ULL
-#define BUF_SIZE 0x20000
+#define BUF_SIZE ACPI_TABLES_MAX_SIZE
 
 static uint8_t buf[BUF_SIZE];
 
@@ -205,6 +205,7 @@ TEST(fadt)
 		legacy_zero &= f[i] == 0;
 	ok(legacy_zero, "legacy fields (FIRMWARE_CTRL..CENTURY, SCI, PM blocks) are zero");
 	is_int(le(f + 132, 8), 0);
+	is_int(le(f + 109, 2), (1 << 2) | (1 << 3) | (1 << 5)); /* no VGA, MSI, CMOS RTC */
 	for (unsigned int i = 148; i < 244; i++)
 		legacy_zero &= f[i] == 0;
 	ok(legacy_zero, "X_PM1/X_GPE blocks are zero");
@@ -218,6 +219,7 @@ TEST(fadt)
 	}
 
 	cfg.reset_reg = true;
+	cfg.cmos_rtc = true;
 	cfg.sleep_space = ACPI_GAS_SPACE_MEMORY;
 	cfg.sleep_addr = 0xfed00000;
 	is_int(build(&cfg, &l), 0);
@@ -225,6 +227,7 @@ TEST(fadt)
 	if (!f)
 		return;
 	ok(le(f + 112, 4) & (1u << 10), "RESET_REG_SUP with reset_reg");
+	is_int(le(f + 109, 2), (1 << 2) | (1 << 3)); /* CMOS RTC present */
 	is_int(f[116], ACPI_GAS_SPACE_MEMORY);
 	is_int(le(f + 120, 8), 0xfed00000);
 	is_int(f[128], ACPI_RESET_VALUE);
