@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "runtime/cmd-boot.h"
 
 int main(int argc, char **argv)
 {
@@ -10,6 +11,8 @@ int main(int argc, char **argv)
 		printf("kvrun version %s\ncommit: %s\nspec: %s\n", KVRUN_VERSION, KVRUN_COMMIT, KVRUN_OCI_VERSION);
 		return 0;
 	}
+	if (argc > 1 && !strcmp(argv[1], "boot"))
+		return cmd_boot(argc - 1, argv + 1);
 	fprintf(stderr, "kvrun: no command given\n");
 	return 1;
 }
