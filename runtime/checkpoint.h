@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What checkpoint and restore share. */
+#ifndef KVRUN_RUNTIME_CHECKPOINT_H
+#define KVRUN_RUNTIME_CHECKPOINT_H
+
+/* runc's --manage-cgroups-mode values (soft, full, strict, ignore); NULL is
+ * the default. -EINVAL with "Invalid manage cgroups mode" otherwise. */
+int checkpoint_check_cgroups_mode(const char *mode);
+
+#endif

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `kvrun checkpoint <id>`: save a running container to disk. */
+#include <errno.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "runtime/checkpoint.h"
+#include "runtime/commands.h"
+#include "runtime/state.h"
+
+int checkpoint_check_cgroups_mode(const char *mode)
+{
+	static const char *const modes[] = {"soft", "full", "strict", "ignore"};
+
+	if (!mode)
+		return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(modes); i++)
+		if (!strcmp(mode, modes[i]))
+			return 0;
+	return err_set(-EINVAL, "Invalid manage cgroups mode");
+}
+
+static int run_checkpoint(struct cli_context *ctx, int argc, char **argv)
+{
+	const char *image_path = NULL, *work_path = NULL, *parent_path = NULL, *page_server = NULL;
+	const char *cgroups_mode = NULL;
+	bool leave_running = false, tcp = false, ext_unix = false, shell_job = false, lazy = false;
+	bool file_locks = false, pre_dump = false, auto_dedup = false;
+	long long status_fd = -1;
+	_cleanup_strv_ struct cli_strv empty_ns = {0};
+	const struct cli_flag flags[] = {
+	    {"image-path", NULL, CLI_STRING, &image_path, "path for saving criu image files"},
+	    {"work-path", NULL, CLI_STRING, &work_path, "path for saving work files and logs"},
+	    {"parent-path", NULL, CLI_STRING, &parent_path, "path for previous criu image files in pre-dump"},
+	    {"leave-running", NULL, CLI_BOOL, &leave_running, "leave the process running after checkpointing"},
+	    {"tcp-established", NULL, CLI_BOOL, &tcp, "allow open tcp connections"},
+	    {"ext-unix-sk", NULL, CLI_BOOL, &ext_unix, "allow external unix sockets"},
+	    {"shell-job", NULL, CLI_BOOL, &shell_job, "allow shell jobs"},
+	    {"lazy-pages", NULL, CLI_BOOL, &lazy, "use userfaultfd to lazily restore memory pages"},
+	    {"status-fd", NULL, CLI_INT, &status_fd,
+	     "criu writes \\0 to this FD once lazy-pages is ready (default: -1)"},
+	    {"page-server", NULL, CLI_STRING, &page_server, "ADDRESS:PORT of the page server"},
+	    {"file-locks", NULL, CLI_BOOL, &file_locks, "handle file locks, for safety"},
+	    {"pre-dump", NULL, CLI_BOOL, &pre_dump,
+	     "dump container's memory information only, leave the container running after this"},
+	    {"manage-cgroups-mode", NULL, CLI_STRING, &cgroups_mode,
+	     "cgroups mode: 'soft' (default), 'full' and 'strict'"},
+	    {"empty-ns", NULL, CLI_STRV, &empty_ns, "create a namespace, but don't restore its properties"},
+	    {"auto-dedup", NULL, CLI_BOOL, &auto_dedup, "enable auto deduplication of memory images"},
+	    CLI_FLAG_END,
+	};
+	_cleanup_container_ struct container *c = NULL;
+	int r, i;
+
+	r = cli_parse_args(&cli_cmd_checkpoint, flags, argc, argv, CLI_ARGS_EXACT, 1, &i);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	r = checkpoint_check_cgroups_mode(cgroups_mode);
+	if (r < 0)
+		return r;
+	r = cli_load_container(ctx, argv[i], CONTAINER_OP_CHECKPOINT, &c);
+	if (r < 0)
+		return r;
+	return cli_not_implemented("checkpoint", "checkpointing a container's VM");
+}
+
+const struct cli_command cli_cmd_checkpoint = {
+    .name = "checkpoint",
+    .summary = "checkpoint a running container",
+    .args = "<container-id>",
+    .text = "Where \"<container-id>\" is the name for the instance of the container to be\n"
+	    "checkpointed.\n\n"
+	    "DESCRIPTION:\n"
+	    "   The checkpoint command saves the state of the container instance.",
+    .run = run_checkpoint,
+};

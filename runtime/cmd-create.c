@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `kvrun create <id>`: create a container from a bundle, stopped before its
+ * process starts. */
+#include "runtime/create.h"
+
+static int run_create(struct cli_context *ctx, int argc, char **argv)
+{
+	struct create_opts o = {0};
+	const struct cli_flag flags[] = {
+	    {"bundle", "b", CLI_STRING, &o.bundle,
+	     "path to the root of the bundle directory, defaults to the current directory"},
+	    {"console-socket", NULL, CLI_STRING, &o.console_socket,
+	     "path to an AF_UNIX socket which will receive a file descriptor referencing the master end of "
+	     "the console's pseudoterminal"},
+	    {"pidfd-socket", NULL, CLI_STRING, &o.pidfd_socket,
+	     "path to an AF_UNIX socket which will receive a file descriptor referencing the init process"},
+	    {"pid-file", NULL, CLI_STRING, &o.pid_file, "specify the file to write the process id to"},
+	    {"no-pivot", NULL, CLI_BOOL, &o.no_pivot, "accepted for compatibility; the rootfs is always a VM disk"},
+	    {"no-new-keyring", NULL, CLI_BOOL, &o.no_new_keyring,
+	     "do not create a new session keyring for the container"},
+	    {"preserve-fds", NULL, CLI_UINT, &o.preserve_fds,
+	     "Pass N additional file descriptors to the container (stdio + $LISTEN_FDS + N in total) "
+	     "(default: 0)"},
+	    CLI_FLAG_END,
+	};
+	_cleanup_bundle_ struct bundle *b = NULL;
+	int r, i;
+
+	r = cli_parse_args(&cli_cmd_create, flags, argc, argv, CLI_ARGS_EXACT, 1, &i);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	r = create_prepare(ctx, argv[i], &o, true, &b);
+	if (r < 0)
+		return r;
+	return cli_not_implemented("create", "starting the container's VM");
+}
+
+const struct cli_command cli_cmd_create = {
+    .name = "create",
+    .summary = "create a container",
+    .args = "<container-id>",
+    .text = "Where \"<container-id>\" is your name for the instance of the container that you\n"
+	    "are starting. The name you provide for the container instance must be unique on\n"
+	    "your host.\n\n"
+	    "DESCRIPTION:\n"
+	    "   The create command creates an instance of a container for a bundle. The bundle\n"
+	    "is a directory with a specification file named \"config.json\" and a root\n"
+	    "filesystem.\n\n"
+	    "The specification file includes an args parameter. The args parameter is used\n"
+	    "to specify command(s) that get run when the container is started. To change the\n"
+	    "command(s) that get executed on start, edit the args parameter of the spec. See\n"
+	    "\"kvrun spec --help\" for more explanation.",
+    .run = run_create,
+};

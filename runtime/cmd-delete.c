@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `kvrun delete <id>`: remove a container and everything it holds. */
+#include <errno.h>
+
+#include "common/error.h"
+#include "runtime/commands.h"
+#include "runtime/state.h"
+
+static int run_delete(struct cli_context *ctx, int argc, char **argv)
+{
+	bool force = false;
+	const struct cli_flag flags[] = {
+	    {"force", "f", CLI_BOOL, &force, "Forcibly deletes the container if it is still running (uses SIGKILL)"},
+	    CLI_FLAG_END,
+	};
+	struct container *c = NULL;
+	const char *id;
+	int r, i;
+
+	r = cli_parse_args(&cli_cmd_delete, flags, argc, argv, CLI_ARGS_EXACT, 1, &i);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	id = argv[i];
+	r = cli_load_container(ctx, id, force ? CONTAINER_OP_DELETE_FORCE : CONTAINER_OP_DELETE, &c);
+	if (r == -ENOENT) {
+		int q = container_remove_leftover(ctx->root, id);
+
+		if (q < 0)
+			return q;
+		/* containerd runs `delete --force` to clean up and expects
+		 * success when there is nothing left. */
+		if (force) {
+			err_clear();
+			return 0;
+		}
+		return err_set(r, "container does not exist");
+	}
+	if (r < 0)
+		return r;
+	if (c->state->status != OCI_STATUS_STOPPED) {
+		container_free(c);
+		return cli_not_implemented("delete", "stopping a container's VM");
+	}
+	/* Nothing of a stopped container outlives its process but its state. */
+	return container_destroy(c);
+}
+
+const struct cli_command cli_cmd_delete = {
+    .name = "delete",
+    .summary = "delete any resources held by the container often used with detached container",
+    .args = "<container-id>",
+    .text = "Where \"<container-id>\" is the name for the instance of the container.\n\n"
+	    "EXAMPLE:\n"
+	    "For example, if the container id is \"ubuntu01\" and kvrun list currently shows the\n"
+	    "status of \"ubuntu01\" as \"stopped\" the following will delete resources held for\n"
+	    "\"ubuntu01\" removing \"ubuntu01\" from the kvrun list of containers:\n\n"
+	    "       # kvrun delete ubuntu01",
+    .run = run_delete,
+};

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The container state store: one directory per container under the state
+ * root, `<root>/<id>/state.json` in runc's state format (oci-spec/state.h)
+ * plus a `lock` file. Every kvrun process finds a container again through
+ * this store; each one holds flock() on the lock file while it reads or
+ * changes the state, and state.json is always replaced atomically.
+ *
+ * Status is "live": a recorded process that has died (or whose pid now
+ * belongs to another process) reads as stopped, as runc does.
+ *
+ * Error messages are runc's ("container does not exist", "container with id
+ * exists: X", "cannot start a container that has stopped", ...), recorded with
+ * err_set(); functions return 0 or a negative errno.
+ */
+#ifndef KVRUN_RUNTIME_STATE_H
+#define KVRUN_RUNTIME_STATE_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "oci-spec/state.h"
+
+/* Longest id accepted: it names a directory. */
+#define CONTAINER_ID_MAX 255
+
+/* Keys of kvrun's private map in state.json. */
+#define STATE_KEY_PID_START "pid-start-time" /* /proc start time of pid */
+#define STATE_KEY_CREATOR_PID "creator-pid" /* the `create` process */
+#define STATE_KEY_CREATOR_START "creator-start-time" /* its /proc start time */
+
+/* runc's id rule: ^[\w+-\.]+$ (word characters and + , - .), not "." or
+ * "..", at most CONTAINER_ID_MAX bytes. -EINVAL with runc's messages:
+ * "container id cannot be empty", "invalid container ID format". */
+int container_id_validate(const char *id);
+
+/* What a verb wants to do to a container; see container_check(). */
+enum container_op {
+	CONTAINER_OP_START,
+	CONTAINER_OP_KILL,
+	CONTAINER_OP_DELETE,
+	CONTAINER_OP_DELETE_FORCE,
+	CONTAINER_OP_PAUSE,
+	CONTAINER_OP_RESUME,
+	CONTAINER_OP_EXEC,
+	CONTAINER_OP_EXEC_IGNORE_PAUSED,
+	CONTAINER_OP_UPDATE,
+	CONTAINER_OP_CHECKPOINT,
+	CONTAINER_OP_EVENTS,
+};
+
+/* Whether op is allowed in status; -EINVAL (or -ESRCH for "container not
+ * running") with runc's message naming id otherwise. Pure: no I/O. */
+int container_check(enum container_op op, enum oci_status status, const char *id);
+
+/* Whether the state machine allows from -> to: creating -> created,
+ * created -> running, running <-> paused, created -> paused, and any state
+ * -> stopped. -EINVAL with a message otherwise. */
+int container_status_change_ok(enum oci_status from, enum oci_status to);
+
+/* An open, locked container. */
+struct container {
+	char *root; /* the state root, as given */
+	char *dir; /* <root>/<id> */
+	int lock_fd; /* flock()ed: LOCK_EX or LOCK_SH */
+	bool exclusive;
+	struct oci_state *state; /* with the live status */
+};
+
+/* Store options: the /proc root (tests point it at a fake one). */
+extern const char *container_proc_root;
+
+/* Claim state->id under root (root is created 0700 if missing): build
+ * <root>/<id> with its lock taken exclusively and state written, and move it
+ * into place atomically (status must be
+ * CREATING; the creator's pid and start time are added to the private map).
+ * Takes ownership of state (heap-allocated), also on failure.
+ * -EEXIST: "container with id exists: <id>". On success *ret is owned by the
+ * caller (container_free()) and (*ret)->state is state. */
+int container_create(const char *root, struct oci_state *state, struct container **ret);
+
+/* Fill a zeroed s for a new container: ociVersion, id, bundle, rootfs
+ * (copied), created (now), owner ("" for root, as runc), status CREATING.
+ * 0 or -ENOMEM. */
+int container_state_init(struct oci_state *s, const char *id, const char *bundle, const char *rootfs);
+
+/* Open id under root and lock it (exclusive for writers), read state.json
+ * and compute the live status. -ENOENT: "container does not exist". */
+int container_load(const char *root, const char *id, bool exclusive, struct container **ret);
+
+/* Change the status (checked with container_status_change_ok()), and for
+ * pid > 0 also record pid and its start time; then save. Needs the
+ * exclusive lock. */
+int container_set_status(struct container *c, enum oci_status status, pid_t pid);
+
+/* Write c->state to state.json atomically. Needs the exclusive lock. */
+int container_save(struct container *c);
+
+/* Remove the container's directory (state, lock and all) and free c. Needs
+ * the exclusive lock. c is freed even on failure. */
+int container_destroy(struct container *c);
+
+/* Remove <root>/<id> when it is a directory without state.json that nobody
+ * holds locked (what a crash half-way through a removal leaves), as runc's
+ * delete does. 0 when there was nothing to remove. */
+int container_remove_leftover(const char *root, const char *id);
+
+/* Unlock and free; NULL is fine. */
+void container_free(struct container *c);
+static inline void container_freep(struct container **c)
+{
+	container_free(*c);
+}
+#define _cleanup_container_ _cleanup_(container_freep)
+
+/* Ids of the entries of root that are directories with a valid id, sorted.
+ * A missing root gives an empty list. *ret_ids is a NULL-terminated malloc'd
+ * array of malloc'd strings (free with container_ids_free()). */
+int container_list_ids(const char *root, char ***ret_ids);
+void container_ids_free(char **ids);
+
+/* The live status of s: its recorded status, unless the process it names
+ * has gone (then stopped). Reads /proc; does not write anything. */
+enum oci_status container_live_status(const struct oci_state *s);
+
+#endif
