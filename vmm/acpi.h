@@ -23,6 +23,14 @@
  *    it, or end it, on ACPI_SLEEP_RESET).
  *  - Virtio-mmio GSIs are IOAPIC pins (< ACPI_IOAPIC_PINS), raised edge
  *    triggered, active high (KVM_IRQ_LINE or an irqfd).
+ *  - A hardware-reduced Linux never programs the 8259, which KVM resets
+ *    with every input unmasked, and KVM routes GSIs 0-15 to it as well as
+ *    to the IOAPIC: mask LINT0 (LVT0 = ExtINT | masked) on every vCPU, or
+ *    the PIC itself (KVM_SET_IRQCHIP, IMR 0xff), when booting with ACPI, or
+ *    the UART's IRQ 4 reaches the CPU as an ExtINT with vector 4.
+ *  - Set com1 when the 16550 at 0x3f8 is present: without a device that
+ *    claims IRQ 4, a hardware-reduced Linux leaves it unrouted and the
+ *    console tty cannot be opened.
  */
 #ifndef KVRUN_VMM_ACPI_H
 #define KVRUN_VMM_ACPI_H
