@@ -25,7 +25,8 @@ pkgs=(
 	busybox-static cpio e2fsprogs util-linux iproute2 kmod
 	runc crun tmux python3
 )
-pkgs+=(acpica-tools) # iasl, for the ACPI table tests
+pkgs+=(acpica-tools)         # iasl, for the ACPI table tests
+pkgs+=(linux-source-6.12 flex bison) # the kernel config check (tests/integration/test_kernel_config.py)
 if [ "$bench" = 1 ]; then
 	pkgs+=(qemu-system-x86 gnuplot-nox hyperfine)
 fi
