@@ -1,10 +1,390 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `kvrun boot`: boot a kernel in a microVM with no container around it, for
+ * debugging the VMM and for the test guest. The exit status says how the VM
+ * ended (see usage()).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
 
+#include "common/error.h"
+#include "common/log.h"
 #include "runtime/cmd-boot.h"
+#include "vmm/boot.h"
+#include "vmm/platform.h"
+#include "vmm/serial.h"
+#include "vmm/test-device.h"
+#include "vmm/vm.h"
+
+/* Exit statuses besides 0 (power-off) and the test device's code. */
+#define BOOT_EXIT_REBOOT 120
+#define BOOT_EXIT_TRIPLE_FAULT 121
+#define BOOT_EXIT_CRASH 122
+#define BOOT_EXIT_TIMEOUT 124
+#define BOOT_EXIT_ERROR 125
+#define BOOT_EXIT_SIGNAL_BASE 128
+
+struct boot_opts {
+	struct boot_config boot;
+	struct vm_config vm;
+	const char *console; /* NULL: off, "" : stderr, else a file */
+	bool test_device;
+	bool timings;
+	double timeout_s;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "Usage: kvrun boot --kernel FILE [options]\n"
+	        "Boot a Linux kernel (ELF vmlinux or bzImage) or a test guest in a microVM.\n\n"
+	        "  --kernel FILE        kernel to boot (required)\n"
+	        "  --initrd FILE        initial ramdisk\n"
+	        "  --cmdline STRING     kernel command line\n"
+	        "  --cpus N             vCPUs (1-%d, default 1)\n"
+	        "  --memory SIZE        guest RAM, e.g. 128M, 2G (default 256M; no suffix: MiB)\n"
+	        "  --console[=FILE]     write the serial console to FILE (default stderr)\n"
+	        "  --test-device        add the test device (exit/irq/ncpus ports, MMIO window)\n"
+	        "  --timeout SECONDS    end the VM after this long\n"
+	        "  --timings            print a JSON line with setup/boot times and memory on stderr\n"
+	        "  --debug              debug logging\n\n"
+	        "Exit status: 0 power-off; the code written to the test device's exit port;\n"
+	        "  %d reboot (i8042, port 0xcf9, KVM reset); %d triple fault; %d crash\n"
+	        "  (KVM internal error, failed entry, unknown exit); %d timeout; %d kvrun error\n"
+	        "  (bad option, kernel, initrd, /dev/kvm); 128+N stopped by signal N (SIGINT, SIGTERM).\n",
+	        VM_MAX_CPUS, BOOT_EXIT_REBOOT, BOOT_EXIT_TRIPLE_FAULT, BOOT_EXIT_CRASH, BOOT_EXIT_TIMEOUT,
+	        BOOT_EXIT_ERROR);
+}
+
+static int parse_size(const char *s, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1ULL << 20;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		mul = 1ULL << 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		mul = 1ULL << 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		mul = 1ULL << 30;
+		end++;
+		break;
+	case '\0':
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*end == 'i' || *end == 'B')
+		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+	if (*end || v == 0 || v > (UINT64_MAX / mul))
+		return -EINVAL;
+	*ret = v * mul;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct boot_opts *o)
+{
+	enum {
+		OPT_KERNEL = 256,
+		OPT_INITRD,
+		OPT_CMDLINE,
+		OPT_CPUS,
+		OPT_MEMORY,
+		OPT_CONSOLE,
+		OPT_TEST,
+		OPT_TIMEOUT,
+		OPT_TIMINGS,
+		OPT_DEBUG,
+		OPT_HELP
+	};
+	static const struct option longopts[] = {
+	    {"kernel", required_argument, NULL, OPT_KERNEL},
+	    {"initrd", required_argument, NULL, OPT_INITRD},
+	    {"cmdline", required_argument, NULL, OPT_CMDLINE},
+	    {"cpus", required_argument, NULL, OPT_CPUS},
+	    {"memory", required_argument, NULL, OPT_MEMORY},
+	    {"console", optional_argument, NULL, OPT_CONSOLE},
+	    {"test-device", no_argument, NULL, OPT_TEST},
+	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+	    {"timings", no_argument, NULL, OPT_TIMINGS},
+	    {"debug", no_argument, NULL, OPT_DEBUG},
+	    {"help", no_argument, NULL, OPT_HELP},
+	    {0},
+	};
+	char *end;
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_KERNEL:
+			o->boot.kernel_path = optarg;
+			break;
+		case OPT_INITRD:
+			o->boot.initrd_path = optarg;
+			break;
+		case OPT_CMDLINE:
+			o->boot.cmdline = optarg;
+			break;
+		case OPT_CPUS:
+			o->vm.ncpus = (unsigned int)strtoul(optarg, &end, 10);
+			if (*end || o->vm.ncpus < 1 || o->vm.ncpus > VM_MAX_CPUS)
+				return err_set(-EINVAL, "--cpus: expected 1 to %d, got '%s'", VM_MAX_CPUS, optarg);
+			break;
+		case OPT_MEMORY:
+			if (parse_size(optarg, &o->vm.mem_size) < 0 || (o->vm.mem_size & 0xfff))
+				return err_set(-EINVAL, "--memory: bad size '%s' (e.g. 128M, 2G)", optarg);
+			break;
+		case OPT_CONSOLE:
+			o->console = optarg ? optarg : "";
+			break;
+		case OPT_TEST:
+			o->test_device = true;
+			break;
+		case OPT_TIMEOUT:
+			o->timeout_s = strtod(optarg, &end);
+			if (*end || o->timeout_s <= 0 || o->timeout_s > 1e7)
+				return err_set(-EINVAL, "--timeout: bad number of seconds '%s'", optarg);
+			break;
+		case OPT_TIMINGS:
+			o->timings = true;
+			break;
+		case OPT_DEBUG:
+			log_set_max_level(LOG_LEVEL_DEBUG);
+			break;
+		case OPT_HELP:
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			return err_set(-EINVAL, "unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return err_set(-EINVAL, "unexpected argument '%s'", argv[optind]);
+	if (!o->boot.kernel_path)
+		return err_set(-EINVAL, "--kernel is required");
+	return 0;
+}
+
+static int exit_status(const struct vm_result *res)
+{
+	switch (res->reason) {
+	case VM_EXIT_POWEROFF:
+		return 0;
+	case VM_EXIT_GUEST:
+		return res->code & 0xff;
+	case VM_EXIT_REBOOT:
+		return BOOT_EXIT_REBOOT;
+	case VM_EXIT_TRIPLE_FAULT:
+		return BOOT_EXIT_TRIPLE_FAULT;
+	case VM_EXIT_TIMEOUT:
+		return BOOT_EXIT_TIMEOUT;
+	case VM_EXIT_SIGNAL:
+		return BOOT_EXIT_SIGNAL_BASE + res->code;
+	case VM_EXIT_CRASH:
+	case VM_EXIT_NONE:
+		break;
+	}
+	return BOOT_EXIT_CRASH;
+}
+
+static void signal_handler(int fd, uint32_t revents, void *opaque)
+{
+	struct signalfd_siginfo si;
+
+	if (read(fd, &si, sizeof(si)) == sizeof(si))
+		vm_stop(opaque, VM_EXIT_SIGNAL, (int)si.ssi_signo);
+}
+
+/* SIGINT and SIGTERM end the VM cleanly through the event loop. */
+static int watch_signals(struct vm *vm, int *ret_fd)
+{
+	sigset_t set;
+	int fd, r;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
+		return -EINVAL;
+	fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (fd < 0)
+		return err_setsys(-errno, "signalfd");
+	r = event_loop_add(vm->loop, fd, EPOLLIN, signal_handler, vm);
+	if (r < 0) {
+		close(fd);
+		return err_setsys(r, "watching signals");
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+/* Resident KiB of the whole process and of the guest RAM mapping. */
+static void read_rss(const struct vm *vm, uint64_t *ret_total, uint64_t *ret_guest)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/smaps", "re");
+	uintptr_t guest = (uintptr_t)vm->mem.mapping;
+	bool in_guest = false;
+	char line[512];
+
+	*ret_total = *ret_guest = 0;
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long a, b, kb;
+
+		if (sscanf(line, "%llx-%llx ", &a, &b) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+			in_guest = a >= guest && a < guest + vm->mem.mapping_size;
+		} else if (sscanf(line, "Rss: %llu kB", &kb) == 1) {
+			*ret_total += kb;
+			if (in_guest)
+				*ret_guest += kb;
+		}
+	}
+}
+
+static void print_timings(const struct vm *vm, const struct vm_result *res)
+{
+	uint64_t start = vm_process_start_ns(), marker = atomic_load(&vm->t_boot_marker);
+	uint64_t total, guest;
+	char marker_s[32] = "null";
+
+	read_rss(vm, &total, &guest);
+	if (marker)
+		snprintf(marker_s, sizeof(marker_s), "%" PRIu64, (marker - start) / 1000);
+	fprintf(stderr,
+	        "{\"setup_us\": %" PRIu64 ", \"boot_marker_us\": %s, \"total_us\": %" PRIu64 ", \"rss_kib\": %" PRIu64
+	        ", \"guest_rss_kib\": %" PRIu64 ", \"monitor_rss_kib\": %" PRIu64
+	        ", \"result\": \"%s\", \"code\": %d}\n",
+	        vm->t_first_run ? (vm->t_first_run - start) / 1000 : 0, marker_s, (vm_now_ns() - start) / 1000, total,
+	        guest, total - guest, vm_exit_reason_name(res->reason), res->code);
+}
+
+static int open_console(const char *console)
+{
+	int fd;
+
+	if (!console)
+		return -1;
+	if (!*console)
+		return STDERR_FILENO;
+	fd = open(console, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return err_setsys(-errno, "cannot open console file %s", console);
+	return fd;
+}
+
+struct boot_devices {
+	struct serial *serial;
+	struct test_device *test;
+	struct platform *platform;
+	int console_fd, signal_fd;
+};
+
+static int setup_devices(struct vm *vm, const struct boot_opts *o, struct boot_devices *d)
+{
+	int r;
+
+	r = open_console(o->console);
+	if (r < 0 && o->console)
+		return r;
+	d->console_fd = r;
+	r = serial_create(vm, d->console_fd, &d->serial);
+	if (r >= 0)
+		r = platform_create(vm, &d->platform);
+	if (r >= 0 && o->test_device)
+		r = test_device_create(vm, &d->test);
+	if (r >= 0)
+		r = watch_signals(vm, &d->signal_fd);
+	if (r >= 0 && o->timeout_s > 0)
+		r = vm_set_timeout(vm, (uint64_t)(o->timeout_s * 1000.0));
+	return r;
+}
+
+static void free_devices(struct vm *vm, struct boot_devices *d)
+{
+	test_device_free(d->test);
+	if (d->signal_fd >= 0) {
+		event_loop_remove(vm->loop, d->signal_fd);
+		close(d->signal_fd);
+	}
+	serial_free(d->serial);
+	platform_free(d->platform);
+	if (d->console_fd > STDERR_FILENO)
+		close(d->console_fd);
+}
+
+static int run_vm(const struct boot_opts *o, struct vm_result *res)
+{
+	struct boot_devices d = {.console_fd = -1, .signal_fd = -1};
+	struct vm *vm = NULL;
+	int r;
+
+	r = vm_create(&o->vm, &vm);
+	log_debug("boot: VM created at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
+	if (r >= 0)
+		r = setup_devices(vm, o, &d);
+	if (r >= 0)
+		r = boot_linux(vm, &o->boot);
+	log_debug("boot: kernel loaded at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
+	if (r >= 0)
+		r = vm_start(vm);
+	if (r >= 0 || (vm && vm->started)) {
+		vm_wait(vm, res);
+		if (o->timings)
+			print_timings(vm, res);
+	}
+	if (vm)
+		free_devices(vm, &d);
+	vm_free(vm);
+	return r;
+}
 
 int cmd_boot(int argc, char **argv)
 {
-	fprintf(stderr, "kvrun boot: the VMM is not part of this build yet\n");
-	return 1;
+	struct boot_opts o = {.vm = {.ncpus = 1, .mem_size = 256ULL << 20}};
+	struct vm_result res = {0};
+	int r;
+
+	r = parse_args(argc, argv, &o);
+	if (r > 0)
+		return 0;
+	if (r < 0) {
+		fprintf(stderr, "kvrun boot: %s\n", err_msg());
+		usage(stderr);
+		return BOOT_EXIT_ERROR;
+	}
+	r = run_vm(&o, &res);
+	if (r < 0) {
+		fprintf(stderr, "kvrun boot: %s\n", err_msg());
+		return BOOT_EXIT_ERROR;
+	}
+	if (res.reason != VM_EXIT_POWEROFF && res.reason != VM_EXIT_GUEST)
+		fprintf(stderr, "kvrun boot: VM ended: %s%s%s\n", vm_exit_reason_name(res.reason),
+		        res.detail[0] ? ": " : "", res.detail);
+	return exit_status(&res);
 }

@@ -30,8 +30,14 @@ void vm_irq_line_free(struct vm *vm, struct irq_line *line);
 /* Bind a new eventfd that KVM signals when the guest writes to addr (MMIO
  * when pio is false) of the given length, matching datamatch when
  * use_datamatch. Returns the eventfd (caller owns it) or -errno. */
+/* Unbind: vm_ioeventfd_del() takes the same arguments as the add, and does
+ * not close fd (the caller owns it). */
 int vm_ioeventfd_add(struct vm *vm, uint64_t addr, uint32_t len, bool pio, bool use_datamatch, uint64_t datamatch);
 int vm_ioeventfd_del(struct vm *vm, int fd, uint64_t addr, uint32_t len, bool pio, bool use_datamatch,
                      uint64_t datamatch);
+
+/* Set the level of a level-triggered line (the UART's IRQ 4) with
+ * KVM_IRQ_LINE. Returns 0 or -errno. */
+int vm_irq_set_level(struct vm *vm, uint32_t gsi, bool level);
 
 #endif

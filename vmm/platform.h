@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Fixed x86 platform ports: i8042 (0x60, 0x64) and the reset control
+ * register 0xcf9, both ending the VM as a reboot; the CMOS clock. */
+#ifndef KVRUN_VMM_PLATFORM_H
+#define KVRUN_VMM_PLATFORM_H
+
+#include <stdint.h>
+
+struct vm;
+
+struct rtc;
+struct platform {
+	struct rtc *rtc;
+};
+
+/* Register the i8042 (ports 0x60, 0x64; 0x61 stays with KVM's PIT speaker
+ * emulation), the reset port 0xcf9 and the CMOS clock (0x70/0x71, time of
+ * day from the host, BCD, 24 h) on vm->pio. *ret is owned by the caller:
+ * platform_free() after the VM stopped. */
+int platform_create(struct vm *vm, struct platform **ret);
+void platform_free(struct platform *p);
+
+/* The CMOS clock alone (used by platform_create). */
+int rtc_create(struct vm *vm, struct rtc **ret);
+void rtc_free(struct rtc *rtc);
+
+struct tm;
+/* The value of CMOS register reg for time tm (unit tests). */
+uint8_t rtc_time_register(uint8_t reg, const struct tm *tm);
+
+#endif
