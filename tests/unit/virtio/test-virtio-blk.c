@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* virtio-blk on temporary image files, driven through the fake driver. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "fake-driver.h"
+#include "tap.h"
+#include "virtio/blk/blk.h"
+
+#define IMG_SECTORS 2048
+#define FEATURES                                                                                                     \
+	(VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_F_RING_EVENT_IDX) | VIRTIO_BIT(VIRTIO_F_INDIRECT_DESC) | \
+	 VIRTIO_BIT(2) /* SEG_MAX */ | VIRTIO_BIT(6) /* BLK_SIZE */ | VIRTIO_BIT(9) /* FLUSH */)
+#define F_RO VIRTIO_BIT(5)
+
+struct disk {
+	char path[64];
+	int fd;
+	struct virtio_blk *b;
+	struct fake_drv d;
+};
+
+/* Each sector is filled with its number (low byte) xor a per-disk seed. */
+static void make_image(struct disk *k, uint8_t seed)
+{
+	static uint8_t sec[512];
+
+	strcpy(k->path, "/tmp/kvrun-blk-XXXXXX");
+	k->fd = mkstemp(k->path);
+	for (int s = 0; s < IMG_SECTORS; s++) {
+		memset(sec, (s & 0xff) ^ seed, sizeof(sec));
+		if (write(k->fd, sec, sizeof(sec)) != sizeof(sec))
+			abort();
+	}
+}
+
+static int disk_open(struct disk *k, uint8_t seed, bool ro, const char *id, uint64_t features)
+{
+	int r;
+
+	make_image(k, seed);
+	fake_drv_init(&k->d);
+	r = virtio_blk_new(&k->d.mem, &(struct virtio_blk_opts){.path = k->path, .read_only = ro, .id = id}, &k->b);
+	if (r < 0)
+		return r;
+	fake_drv_attach(&k->d, virtio_blk_mmio(k->b));
+	fake_bringup(&k->d, features, 1, 128);
+	return 0;
+}
+
+static void disk_close(struct disk *k)
+{
+	virtio_blk_free(k->b);
+	fake_drv_free(&k->d);
+	close(k->fd);
+	unlink(k->path);
+}
+
+struct blk_result {
+	uint8_t status;
+	uint32_t used_len;
+	bool done;
+};
+
+/* Submit type/sector with data split in two buffers at gpa data (len
+ * bytes; device-writable for IN and GET_ID); wait for completion. */
+static struct blk_result blk_req(struct disk *k, uint32_t type, uint64_t sector, uint64_t data, uint32_t len,
+                                 bool indirect)
+{
+	struct {
+		uint32_t type, reserved;
+		uint64_t sector;
+	} hdr = {type, 0, sector};
+	uint64_t h = fake_alloc(&k->d, 16), st = fake_alloc(&k->d, 1);
+	bool w = type == 0 || type == 8;
+	struct blk_result res = {0};
+	uint32_t id, half = len / 2;
+
+	memcpy(fake_ptr(&k->d, h), &hdr, 16);
+	*(uint8_t *)fake_ptr(&k->d, st) = 0xee;
+	if (len)
+		fake_add(&k->d, 0,
+		         (struct fbuf[]){{h, 16, false}, {data, half, w}, {data + half, len - half, w}, {st, 1, true}},
+		         4, indirect);
+	else
+		fake_add(&k->d, 0, (struct fbuf[]){{h, 16, false}, {st, 1, true}}, 2, indirect);
+	fake_kick(&k->d, 0);
+	res.done = fake_wait_used(&k->d, 0, &id, &res.used_len);
+	res.status = *(uint8_t *)fake_ptr(&k->d, st);
+	return res;
+}
+
+static bool sector_is(const uint8_t *p, int sector, uint8_t seed)
+{
+	for (int i = 0; i < 512; i++)
+		if (p[i] != ((sector & 0xff) ^ seed))
+			return false;
+	return true;
+}
+
+TEST(config_space)
+{
+	struct disk k;
+	uint64_t cap = 0;
+	uint32_t v = 0;
+
+	is_int(disk_open(&k, 0, false, "disk-0", FEATURES), 0);
+	is_int(fake_read(&k.d, VIRTIO_MMIO_DEVICE_ID), VIRTIO_ID_BLOCK);
+	virtio_mmio_bus_ops.read(virtio_blk_mmio(k.b), VIRTIO_MMIO_CONFIG, &cap, 8);
+	is_int(cap, IMG_SECTORS);
+	virtio_mmio_bus_ops.read(virtio_blk_mmio(k.b), VIRTIO_MMIO_CONFIG + 12, &v, 4);
+	ok(v >= 2 && v <= VIRTQ_MAX_SEGS, "seg_max %u", v);
+	virtio_mmio_bus_ops.read(virtio_blk_mmio(k.b), VIRTIO_MMIO_CONFIG + 20, &v, 4);
+	is_int(v, 512);
+	fake_write(&k.d, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
+	ok(!(fake_read(&k.d, VIRTIO_MMIO_DEVICE_FEATURES) & F_RO), "writable disk: no RO feature");
+	ok(fake_read(&k.d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DRIVER_OK, "driver ok");
+	disk_close(&k);
+}
+
+TEST(read_write_flush_id)
+{
+	struct disk k;
+	struct blk_result r;
+	uint64_t buf;
+	uint8_t check[1024];
+
+	is_int(disk_open(&k, 0x5a, false, "disk-0", FEATURES), 0);
+	buf = fake_alloc(&k.d, 4096);
+	r = blk_req(&k, 0, 3, buf, 1024, false);
+	ok(r.done, "read completed");
+	is_int(r.status, 0);
+	is_int(r.used_len, 1025);
+	ok(sector_is(fake_ptr(&k.d, buf), 3, 0x5a) && sector_is(fake_ptr(&k.d, buf + 512), 4, 0x5a), "read data");
+	r = blk_req(&k, 0, 100, buf, 2048, true);
+	is_int(r.status, 0);
+	ok(sector_is(fake_ptr(&k.d, buf + 1536), 103, 0x5a), "indirect read data");
+	memset(fake_ptr(&k.d, buf), 0xa5, 1024);
+	r = blk_req(&k, 1, 7, buf, 1024, false);
+	is_int(r.status, 0);
+	is_int(r.used_len, 1);
+	is_int(pread(k.fd, check, 1024, 7 * 512), 1024);
+	ok(check[0] == 0xa5 && check[1023] == 0xa5, "write reached the file");
+	r = blk_req(&k, 4, 0, 0, 0, false);
+	is_int(r.status, 0);
+	r = blk_req(&k, 8, 0, buf, 20, false);
+	is_int(r.status, 0);
+	is_int(r.used_len, 21);
+	ok(memcmp(fake_ptr(&k.d, buf), "disk-0\0\0", 8) == 0, "GET_ID returns the id");
+	r = blk_req(&k, 99, 0, 0, 0, false);
+	is_int(r.status, 2);
+	disk_close(&k);
+}
+
+TEST(out_of_range)
+{
+	struct disk k;
+	uint64_t buf;
+
+	is_int(disk_open(&k, 0, false, NULL, FEATURES), 0);
+	buf = fake_alloc(&k.d, 4096);
+	is_int(blk_req(&k, 0, IMG_SECTORS - 1, buf, 512, false).status, 0);
+	is_int(blk_req(&k, 0, IMG_SECTORS, buf, 512, false).status, 1);
+	is_int(blk_req(&k, 0, IMG_SECTORS - 1, buf, 1024, false).status, 1);
+	is_int(blk_req(&k, 1, IMG_SECTORS, buf, 512, false).status, 1);
+	is_int(blk_req(&k, 0, UINT64_MAX, buf, 512, false).status, 1);
+	is_int(blk_req(&k, 0, UINT64_MAX / 512 + 1, buf, 512, false).status, 1);
+	is_int(blk_req(&k, 0, 0, buf, 100, false).status, 1);
+	ok(!(fake_read(&k.d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET), "errors are per request");
+	disk_close(&k);
+}
+
+TEST(read_only)
+{
+	struct disk k;
+	uint64_t buf;
+	uint8_t check[512];
+
+	is_int(disk_open(&k, 0, true, "ro", FEATURES | F_RO), 0);
+	fake_write(&k.d, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
+	ok(fake_read(&k.d, VIRTIO_MMIO_DEVICE_FEATURES) & F_RO, "RO feature offered");
+	buf = fake_alloc(&k.d, 512);
+	memset(fake_ptr(&k.d, buf), 0x77, 512);
+	is_int(blk_req(&k, 1, 1, buf, 512, false).status, 1);
+	is_int(pread(k.fd, check, 512, 512), 512);
+	ok(sector_is(check, 1, 0), "image unchanged");
+	is_int(blk_req(&k, 0, 2, buf, 512, false).status, 0);
+	ok(sector_is(fake_ptr(&k.d, buf), 2, 0), "reads still work");
+	disk_close(&k);
+}
+
+TEST(several_disks)
+{
+	struct disk a, b;
+	uint64_t ba, bb;
+
+	is_int(disk_open(&a, 0x11, false, "a", FEATURES), 0);
+	is_int(disk_open(&b, 0x22, true, "b", FEATURES | F_RO), 0);
+	ba = fake_alloc(&a.d, 512);
+	bb = fake_alloc(&b.d, 512);
+	is_int(blk_req(&a, 0, 9, ba, 512, false).status, 0);
+	is_int(blk_req(&b, 0, 9, bb, 512, false).status, 0);
+	ok(sector_is(fake_ptr(&a.d, ba), 9, 0x11), "disk a data");
+	ok(sector_is(fake_ptr(&b.d, bb), 9, 0x22), "disk b data");
+	is_int(blk_req(&a, 1, 9, ba, 512, false).status, 0);
+	is_int(blk_req(&b, 1, 9, bb, 512, false).status, 1);
+	disk_close(&a);
+	disk_close(&b);
+}
+
+TEST(batch)
+{
+	struct disk k;
+	uint64_t buf[16], st[16], h;
+	uint32_t id, len;
+	int done = 0;
+
+	is_int(disk_open(&k, 0, false, NULL, FEATURES), 0);
+	for (int i = 0; i < 16; i++) {
+		struct {
+			uint32_t type, reserved;
+			uint64_t sector;
+		} hdr = {0, 0, (uint64_t)i};
+
+		h = fake_alloc(&k.d, 16);
+		buf[i] = fake_alloc(&k.d, 512);
+		st[i] = fake_alloc(&k.d, 1);
+		memcpy(fake_ptr(&k.d, h), &hdr, 16);
+		fake_add(&k.d, 0, (struct fbuf[]){{h, 16, false}, {buf[i], 512, true}, {st[i], 1, true}}, 3, true);
+	}
+	fake_kick(&k.d, 0);
+	while (done < 16 && fake_wait_used(&k.d, 0, &id, &len))
+		done++;
+	is_int(done, 16);
+	for (int i = 0; i < 16; i++)
+		ok(sector_is(fake_ptr(&k.d, buf[i]), i, 0) && *(uint8_t *)fake_ptr(&k.d, st[i]) == 0, "request %d", i);
+	ok(k.d.irqs >= 1 && k.d.irqs <= 16, "interrupts: %d", k.d.irqs);
+	disk_close(&k);
+}
+
+TEST(malformed_request)
+{
+	struct disk k;
+	uint64_t h;
+
+	is_int(disk_open(&k, 0, false, NULL, FEATURES), 0);
+	h = fake_alloc(&k.d, 16);
+	/* No status byte: the request cannot be answered. */
+	fake_add(&k.d, 0, (struct fbuf[]){{h, 16, false}}, 1, false);
+	fake_kick(&k.d, 0);
+	for (int i = 0; i < 20000 && !(fake_read(&k.d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET); i++)
+		usleep(1000);
+	ok(fake_read(&k.d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET, "device needs reset");
+	/* A reset brings it back. */
+	fake_bringup(&k.d, FEATURES, 1, 128);
+	is_int(blk_req(&k, 4, 0, 0, 0, false).status, 0);
+	disk_close(&k);
+}
+
+TEST(open_errors)
+{
+	struct fake_drv d;
+	struct virtio_blk *b = NULL;
+	struct disk k;
+
+	fake_drv_init(&d);
+	is_int(virtio_blk_new(&d.mem, &(struct virtio_blk_opts){.path = "/nonexistent/img"}, &b), -ENOENT);
+	ok(strstr(err_msg(), "/nonexistent/img") != NULL, "error names the image");
+	fake_drv_free(&d);
+	/* A writable image is locked against a second writer. */
+	is_int(disk_open(&k, 0, false, NULL, FEATURES), 0);
+	fake_drv_init(&d);
+	is_int(virtio_blk_new(&d.mem, &(struct virtio_blk_opts){.path = k.path}, &b), -EWOULDBLOCK);
+	fake_drv_free(&d);
+	disk_close(&k);
+}
+
+TAP_MAIN()

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Storage behind a virtio-blk device. The device speaks only this interface,
+ * so other image formats can sit behind it; file-backend.c is the raw file
+ * (or block device) one. I/O goes straight between the backing store and
+ * guest memory iovecs, without bounce buffers. Calls may block: the device
+ * makes them on its worker thread.
+ */
+#ifndef KVRUN_VIRTIO_BLK_BACKEND_H
+#define KVRUN_VIRTIO_BLK_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+struct blk_backend;
+
+struct blk_backend_ops {
+	/* Like preadv/pwritev: bytes transferred (short counts possible), or
+	 * -errno. */
+	ssize_t (*preadv)(struct blk_backend *b, const struct iovec *iov, int n, uint64_t off);
+	ssize_t (*pwritev)(struct blk_backend *b, const struct iovec *iov, int n, uint64_t off);
+	/* Make completed writes durable. */
+	int (*flush)(struct blk_backend *b);
+	void (*close)(struct blk_backend *b);
+};
+
+struct blk_backend {
+	const struct blk_backend_ops *ops;
+	uint64_t size; /* bytes */
+	bool read_only;
+};
+
+/* Open path (a regular file or a block device) as a raw disk. The file is
+ * locked (shared when read_only, exclusive otherwise) so that two VMs never
+ * write one image. Returns 0 and a backend owned by the caller (free with
+ * blk_backend_close()), or -errno with err_set() context. */
+int blk_file_open(const char *path, bool read_only, struct blk_backend **ret);
+
+/* Close and free; accepts NULL. */
+void blk_backend_close(struct blk_backend *b);
+
+#endif

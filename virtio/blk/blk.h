@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * virtio-blk (virtio 1.2, 5.2) over a raw disk image. One request queue;
+ * requests run on a worker thread per disk, fed by the queue notifications,
+ * with preadv/pwritev straight into guest memory.
+ *
+ * Runtime use:
+ *   struct virtio_blk *b;
+ *   virtio_blk_new(&vm_mem, &(struct virtio_blk_opts){.path = img, .read_only = ro, .id = "root"}, &b);
+ *   bus_register(mmio_bus, addr, VIRTIO_MMIO_SIZE, &virtio_mmio_bus_ops, virtio_blk_mmio(b));
+ *   virtio_mmio_set_irq(virtio_blk_mmio(b), &line);
+ *   (optional) virtio_mmio_add_notify_fd(virtio_blk_mmio(b), loop, ioeventfd, VIRTIO_MMIO_ALL_QUEUES);
+ *   kernel command line: virtio_mmio.device=4K@0x<addr>:<gsi>
+ */
+#ifndef KVRUN_VIRTIO_BLK_BLK_H
+#define KVRUN_VIRTIO_BLK_BLK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "virtio/blk/backend.h"
+#include "virtio/mmio.h"
+
+#define VIRTIO_BLK_ID_BYTES 20
+
+struct virtio_blk_opts {
+	const char *path; /* raw image or block device */
+	bool read_only;
+	const char *id; /* serial returned by GET_ID (at most 20 bytes used); may be NULL */
+};
+
+struct virtio_blk;
+
+/* Open the image and start the disk's worker thread. Guest memory is
+ * borrowed and must outlive the device. Returns 0 and the device (owned by
+ * the caller), or -errno with err_set() context. */
+int virtio_blk_new(const struct guest_mem *mem, const struct virtio_blk_opts *opts, struct virtio_blk **ret);
+
+/* Same with a backend that the device takes ownership of (also on failure). */
+int virtio_blk_new_backend(const struct guest_mem *mem, struct blk_backend *backend, const char *id,
+                           struct virtio_blk **ret);
+
+/* The device's transport: what the runtime registers on the MMIO bus. */
+struct virtio_mmio *virtio_blk_mmio(struct virtio_blk *b);
+
+/* Capacity in 512-byte sectors. */
+uint64_t virtio_blk_capacity(const struct virtio_blk *b);
+
+/* Stop the worker, close the image, free. The MMIO range must already be
+ * unregistered (or the vCPUs stopped). Accepts NULL. */
+void virtio_blk_free(struct virtio_blk *b);
+
+#endif

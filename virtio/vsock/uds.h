@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The host side of virtio-vsock: guest streams spliced to unix sockets, in
+ * Firecracker's scheme.
+ *   - A guest connect to host port P is connected to the unix socket
+ *     "<uds_path>_P" (a host process listens there).
+ *   - A host process connects to "<uds_path>" (this backend listens there),
+ *     writes "CONNECT <P>\n" and, once the guest accepted on port P, reads
+ *     "OK <host_port>\n"; the stream is then spliced to the guest.
+ *
+ * Everything runs on the event loop thread, under the device lock given at
+ * creation. Sockets are non-blocking; data from the guest is buffered only
+ * up to the credit advertised to it, data to the guest is read from a
+ * socket only when the guest has credit and rx buffers.
+ */
+#ifndef KVRUN_VIRTIO_VSOCK_UDS_H
+#define KVRUN_VIRTIO_VSOCK_UDS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "virtio/vsock/packet.h"
+#include "vmm/event-loop.h"
+
+/* Per-connection receive buffer advertised to the guest (buf_alloc). */
+#define VSOCK_BUF_ALLOC (256u * 1024)
+/* Most connections (including ones waiting to deliver an RST). */
+#define VSOCK_MAX_CONNS 1024
+
+struct vsock_uds;
+
+/* Listen on uds_path (a stale socket file there is replaced). lock is the
+ * device lock, taken around every event-loop handler; rx_ready(opaque) is
+ * called with it held whenever packets for the guest became pending. */
+int vsock_uds_new(struct event_loop *loop, const char *uds_path, uint64_t guest_cid, pthread_mutex_t *lock,
+                  void (*rx_ready)(void *opaque), void *opaque, struct vsock_uds **ret);
+/* Close every connection and the listener, unlink it, free. Accepts NULL. */
+void vsock_uds_free(struct vsock_uds *u);
+
+/* A packet from the guest (tx queue); payload is hdr->len bytes of guest
+ * memory in iov[0..n). Never fails: bad packets are answered with RST or
+ * dropped. Caller holds the lock. */
+void vsock_uds_send(struct vsock_uds *u, const struct vsock_hdr *hdr, const struct iovec *iov, unsigned int n);
+
+/* Whether a packet for the guest may be pending. */
+bool vsock_uds_has_rx(struct vsock_uds *u);
+
+/* Produce the next packet for the guest: header into *hdr, payload (hdr->len
+ * bytes) written into iov[0..n). Returns false when nothing is pending.
+ * Caller holds the lock. */
+bool vsock_uds_recv(struct vsock_uds *u, struct vsock_hdr *hdr, const struct iovec *iov, unsigned int n);
+
+/* Device reset: drop every connection (the host ends see EOF). The
+ * listener stays. Caller holds the lock. */
+void vsock_uds_reset(struct vsock_uds *u);
+
+/* Number of live connections (for tests and stats). */
+unsigned int vsock_uds_nr_conns(const struct vsock_uds *u);
+
+#endif
