@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The host-guest control protocol, shared by the VM monitor (runtime/) and
+ * guest-init. It travels over one vsock stream: the guest connects to the
+ * host (CID 2) on KVRUN_PROTO_CONTROL_PORT. Stdio travels on separate
+ * streams, one per fd (or one for a pty), which the guest opens to the host
+ * ports named in START or EXEC.
+ *
+ * Framing: a 24-byte little-endian header, then `length` bytes of body.
+ *
+ *   0  u32 magic     KVRUN_PROTO_MAGIC ("KVRP")
+ *   4  u16 version   KVRUN_PROTO_VERSION
+ *   6  u16 type      enum proto_type
+ *   8  u32 flags     per type (PROTO_START_F_*)
+ *  12  u32 length    body bytes, at most KVRUN_PROTO_MAX_BODY
+ *  16  u64 id        request id; replies (STARTED, READY, ERROR, STATS)
+ *                    carry the id of the request they answer
+ *
+ * The body is a sequence of TLVs: u16 tag, u32 length, value. Integers are
+ * little-endian u32/u64 of exactly that size, strings are raw bytes without
+ * a NUL (a NUL inside is an error), lists repeat the tag, and records
+ * (mounts, rlimits, seccomp rules) are a TLV whose value is again a TLV
+ * sequence. A decoder skips tags it does not know, so a newer peer may add
+ * fields; removing or re-typing a tag needs a new version.
+ *
+ * Decoding never reads past the buffer: a malformed frame gives -EBADMSG,
+ * an oversized one -EMSGSIZE, and the partial result is freed.
+ */
+#ifndef KVRUN_COMMON_PROTOCOL_H
+#define KVRUN_COMMON_PROTOCOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KVRUN_PROTO_MAGIC 0x5052564bu /* "KVRP" in memory order */
+#define KVRUN_PROTO_VERSION 1
+#define KVRUN_PROTO_HEADER_SIZE 24
+/* A frame whose body exceeds this is refused (copied-in files included). */
+#define KVRUN_PROTO_MAX_BODY (4u << 20)
+/* Lists (args, env, mounts, rules...) longer than this are refused. */
+#define KVRUN_PROTO_MAX_LIST 65536
+
+/* vsock: the host's CID, and the port guest-init connects to. */
+#define KVRUN_VSOCK_HOST_CID 2
+#define KVRUN_PROTO_CONTROL_PORT 1024
+
+enum proto_type {
+	PROTO_MSG_HELLO = 1, /* guest -> host first, host -> guest answer */
+	PROTO_MSG_START = 2, /* host -> guest: create (and run) the container */
+	PROTO_MSG_READY = 3, /* guest -> host: container created, waiting for GO */
+	PROTO_MSG_GO = 4, /* host -> guest: exec the created container process */
+	PROTO_MSG_STARTED = 5, /* guest -> host: process exec'd (pid) */
+	PROTO_MSG_EXEC = 6, /* host -> guest: another process in the container */
+	PROTO_MSG_SIGNAL = 7, /* host -> guest */
+	PROTO_MSG_RESIZE = 8, /* host -> guest */
+	PROTO_MSG_EXIT = 9, /* guest -> host: a process ended (wait status) */
+	PROTO_MSG_STATS = 10, /* host -> guest request (empty), guest -> host answer */
+	PROTO_MSG_ERROR = 11, /* either way: a request failed */
+	PROTO_MSG__MAX,
+};
+
+/* START flags. */
+/* Prepare everything, answer READY, and exec only on GO (runc create/start). */
+#define PROTO_START_F_WAIT 0x1u
+
+struct proto_hello {
+	uint32_t version_min, version_max; /* versions the sender speaks */
+	char *agent; /* "kvrun-init 0.1.0"; may be NULL */
+};
+
+struct proto_rlimit {
+	char *type; /* "RLIMIT_NOFILE" */
+	uint64_t soft, hard;
+};
+
+/* Process spec, shared by START and EXEC. */
+struct proto_process {
+	char **args; /* NULL-terminated; at least one entry to be valid */
+	char **env; /* NULL-terminated, may be NULL */
+	char *cwd; /* "/" when NULL */
+	uint32_t uid, gid;
+	uint32_t *additional_gids;
+	size_t n_additional_gids;
+	char *user; /* optional "name[:group]" resolved in the container's /etc/passwd */
+	bool has_umask;
+	uint32_t umask;
+	bool terminal;
+	uint16_t rows, cols;
+	/* Capability sets as bit masks of cap numbers (bit n = capability n). */
+	bool has_caps; /* false: keep the full set (privileged) */
+	uint64_t cap_bounding, cap_effective, cap_inheritable, cap_permitted, cap_ambient;
+	struct proto_rlimit *rlimits;
+	size_t n_rlimits;
+	bool no_new_privileges;
+	bool has_oom_score_adj;
+	int32_t oom_score_adj;
+	/* Host vsock ports for stdio, 0 = none (the fd gets /dev/null). With
+	 * terminal, only stdin_port is used: one bidirectional pty stream. */
+	uint32_t stdin_port, stdout_port, stderr_port;
+};
+
+struct proto_mount {
+	char *destination, *type, *source;
+	char **options;
+	/* A file copied in from the host (resolv.conf, hosts, hostname): its
+	 * content is written at destination instead of mounting source. */
+	bool has_data;
+	uint8_t *data;
+	size_t data_len;
+	uint32_t data_mode; /* file mode for copied files, 0644 when 0 */
+};
+
+struct proto_keyval {
+	char *key, *value;
+};
+
+struct proto_seccomp_arg {
+	uint32_t index;
+	uint64_t value, value_two;
+	char *op; /* "SCMP_CMP_EQ" */
+};
+
+struct proto_seccomp_rule {
+	char **names;
+	char *action; /* "SCMP_ACT_ERRNO" */
+	bool has_errno_ret;
+	uint32_t errno_ret;
+	struct proto_seccomp_arg *args;
+	size_t n_args;
+};
+
+struct proto_seccomp {
+	char *default_action;
+	bool has_default_errno_ret;
+	uint32_t default_errno_ret;
+	char **architectures; /* "SCMP_ARCH_X86_64" */
+	char **flags; /* "SECCOMP_FILTER_FLAG_LOG" */
+	struct proto_seccomp_rule *rules;
+	size_t n_rules;
+};
+
+struct proto_hook {
+	char *path; /* resolved in the container's root filesystem */
+	char **args, **env;
+	bool has_timeout;
+	uint32_t timeout; /* seconds */
+};
+
+struct proto_start {
+	struct proto_process process;
+	char *hostname, *domainname;
+	struct proto_mount *mounts;
+	size_t n_mounts;
+	char **masked_paths, **readonly_paths;
+	struct proto_keyval *sysctl;
+	size_t n_sysctl;
+	struct proto_seccomp *seccomp; /* NULL: no filter */
+	bool root_readonly;
+	char *rootfs_propagation; /* "rprivate", "rslave", ...; NULL = default */
+	char *root_device; /* "/dev/vda" */
+	char *root_fstype; /* "ext4" */
+	char *root_path; /* directory inside the disk that is the rootfs; "/" when NULL */
+	struct proto_hook *create_container_hooks, *start_container_hooks;
+	size_t n_create_container_hooks, n_start_container_hooks;
+	char *state_json; /* the OCI state handed to hooks on stdin */
+};
+
+struct proto_signal {
+	uint32_t pid; /* guest pid from STARTED; 0 = the container's init */
+	uint32_t signo;
+	bool all; /* every process of the container (kill --all) */
+};
+
+struct proto_resize {
+	uint32_t pid; /* 0 = the container's init */
+	uint16_t rows, cols;
+};
+
+struct proto_started {
+	uint32_t pid;
+};
+
+struct proto_exit {
+	uint32_t pid; /* as in STARTED */
+	uint32_t status; /* wait status (WIFEXITED/WIFSIGNALED) */
+	bool init; /* the container's init: the VM powers off next */
+};
+
+/* Counters from the guest's root cgroup (cgroup v2 names). */
+struct proto_stats {
+	uint64_t cpu_usage_usec, cpu_user_usec, cpu_system_usec;
+	uint64_t memory_current, memory_max; /* memory_max 0 = none */
+	uint64_t memory_total; /* guest RAM (MemTotal) */
+	uint64_t pids_current;
+};
+
+struct proto_error {
+	uint32_t err; /* positive errno */
+	char *message;
+};
+
+struct proto_msg {
+	uint16_t type; /* enum proto_type */
+	uint32_t flags;
+	uint64_t id;
+	union {
+		struct proto_hello hello;
+		struct proto_start start; /* START */
+		struct proto_process exec; /* EXEC */
+		struct proto_started started; /* STARTED, READY */
+		struct proto_signal signal;
+		struct proto_resize resize;
+		struct proto_exit exit;
+		struct proto_stats stats; /* STATS answer; a request has none */
+		struct proto_error error;
+	} u;
+};
+
+struct proto_header {
+	uint16_t version, type;
+	uint32_t flags, length;
+	uint64_t id;
+};
+
+/* Parse the header at buf. Returns 0 with *ret filled when len holds a
+ * whole header; -EAGAIN when len < KVRUN_PROTO_HEADER_SIZE; -EBADMSG on a
+ * bad magic; -EPROTONOSUPPORT on an unknown version; -EMSGSIZE when the
+ * body is over KVRUN_PROTO_MAX_BODY. The frame is header + ret->length. */
+int proto_header_parse(const void *buf, size_t len, struct proto_header *ret);
+
+/* Encode m into a malloc'd frame (header and body) owned by the caller.
+ * -EINVAL on an unknown type, -EMSGSIZE when the body would be too big. */
+int proto_encode(const struct proto_msg *m, uint8_t **ret_buf, size_t *ret_len);
+
+/* Decode one whole frame (exactly len bytes) into *ret, which the caller
+ * releases with proto_msg_free(). On failure *ret holds nothing to free.
+ * Unknown tags are skipped; unknown types give -EBADMSG. */
+int proto_decode(const void *buf, size_t len, struct proto_msg *ret);
+
+/* Free everything m owns and zero it. Accepts a zeroed or partial message. */
+void proto_msg_free(struct proto_msg *m);
+
+/* Blocking helpers for a stream fd (guest-init, tests): write one frame;
+ * read exactly one frame. proto_recv returns -ECONNRESET on EOF. */
+int proto_send(int fd, const struct proto_msg *m);
+int proto_recv(int fd, struct proto_msg *ret);
+
+/* Encode/free helpers for callers that build messages. */
+const char *proto_type_name(uint16_t type);
+void proto_process_free(struct proto_process *p);
+void proto_start_free(struct proto_start *s);
+
+#endif

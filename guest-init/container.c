@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Forking the container process. The child runs the whole setup, reports
+ * "ready" over a SOCK_SEQPACKET pair (with its pty master when it has a
+ * terminal), waits for "go", then execs; the pair is close-on-exec, so EOF
+ * after "go" means the exec succeeded, as runc's exec fifo does.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/fileio.h"
+#include "guest-init/guest-init.h"
+
+enum sync_type {
+	SYNC_READY = 1,
+	SYNC_GO,
+	SYNC_ERROR,
+};
+
+struct sync_msg {
+	int32_t type;
+	int32_t err; /* negative errno */
+	int32_t code; /* exit code the child will use */
+	char msg[1024];
+};
+
+static int sync_send(int fd, const struct sync_msg *m, int pass_fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {(void *)m, sizeof(*m)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	if (pass_fd >= 0) {
+		struct cmsghdr *c;
+
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+	}
+	while (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
+
+/* Returns 1 with a message, 0 on EOF. */
+static int sync_recv(int fd, struct sync_msg *m, int *ret_fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {m, sizeof(*m)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	ssize_t n;
+
+	do
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return 0;
+	if (n != sizeof(*m))
+		return -EBADMSG;
+	m->msg[sizeof(m->msg) - 1] = '\0';
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && ret_fd)
+			memcpy(ret_fd, CMSG_DATA(c), sizeof(int));
+	return 1;
+}
+
+static _Noreturn void child_fail(int fd, int err, int code)
+{
+	struct sync_msg m = {.type = SYNC_ERROR, .err = err, .code = code};
+
+	snprintf(m.msg, sizeof(m.msg), "%s", err_msg()[0] ? err_msg() : strerror(-err));
+	sync_send(fd, &m, -1);
+	_exit(code);
+}
+
+/* Open a pty inside the container (its devpts), make the slave our
+ * controlling terminal and stdio; *ret_master goes to the parent. */
+static int child_terminal(const struct proto_process *p, int *ret_master)
+{
+	_cleanup_close_ int master = -1, slave = -1;
+	struct winsize ws = {.ws_row = p->rows, .ws_col = p->cols};
+	char name[64];
+
+	master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master < 0)
+		return err_setsys(-errno, "open /dev/ptmx");
+	if (unlockpt(master) < 0 || ptsname_r(master, name, sizeof(name)) != 0)
+		return err_setsys(-errno, "unlockpt");
+	slave = open(name, O_RDWR | O_NOCTTY);
+	if (slave < 0)
+		return err_setsys(-errno, "open %s", name);
+	if (ws.ws_row && ws.ws_col)
+		ioctl(slave, TIOCSWINSZ, &ws);
+	for (int i = 0; i < 3; i++)
+		if (dup2(slave, i) < 0)
+			return err_setsys(-errno, "dup2 pty");
+	if (ioctl(0, TIOCSCTTY, 0) < 0)
+		return err_setsys(-errno, "TIOCSCTTY");
+	*ret_master = TAKE_FD(master);
+	return 0;
+}
+
+/* Put the given fds on 0, 1, 2 (missing ones on /dev/null). */
+static int child_stdio(const int stdio[3])
+{
+	int tmp[3];
+
+	for (int i = 0; i < 3; i++) {
+		tmp[i] = stdio[i] >= 0 ? fcntl(stdio[i], F_DUPFD_CLOEXEC, 3) : open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (tmp[i] < 0)
+			return err_setsys(-errno, "stdio %d", i);
+	}
+	for (int i = 0; i < 3; i++) {
+		if (dup2(tmp[i], i) < 0)
+			return err_setsys(-errno, "dup2 stdio");
+		close(tmp[i]);
+	}
+	return 0;
+}
+
+static int join_namespaces(pid_t pid)
+{
+	static const struct {
+		const char *name;
+		int type;
+	} nss[] = {{"ipc", CLONE_NEWIPC}, {"uts", CLONE_NEWUTS}, {"mnt", CLONE_NEWNS}};
+
+	for (size_t i = 0; i < ARRAY_SIZE(nss); i++) {
+		_cleanup_close_ int fd = -1;
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, nss[i].name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || setns(fd, nss[i].type) < 0)
+			return err_setsys(-errno, "join %s", path);
+	}
+	return 0;
+}
+
+static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
+{
+	const struct proto_process *p = sp->process;
+	struct sync_msg m = {.type = SYNC_READY};
+	int master = -1, code, r;
+
+	sigset_t all;
+
+	/* PID 1 blocks SIGCHLD for its signalfd; the container starts clean. */
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	err_clear();
+	if (setsid() < 0)
+		child_fail(fd, err_setsys(-errno, "setsid"), 1);
+	if (sp->start)
+		r = gi_rootfs_setup(sp->start, sp->rootfs, sp->files_dir ? sp->files_dir : GI_FILES_DIR);
+	else
+		r = join_namespaces(sp->join_pid);
+	if (r >= 0 && sp->start)
+		r = gi_run_hooks(sp->start->create_container_hooks, sp->start->n_create_container_hooks,
+		                 "createContainer", sp->start->state_json);
+	if (r < 0)
+		child_fail(fd, r, 1);
+	r = p->terminal ? child_terminal(p, &master) : child_stdio(sp->stdio);
+	if (r < 0)
+		child_fail(fd, r, 1);
+	if (sync_send(fd, &m, master) < 0)
+		_exit(1);
+	if (master >= 0)
+		close(master);
+	if (sync_recv(fd, &m, NULL) <= 0 || m.type != SYNC_GO)
+		_exit(1);
+	if (sp->start) {
+		r = gi_run_hooks(sp->start->start_container_hooks, sp->start->n_start_container_hooks, "startContainer",
+		                 sp->start->state_json);
+		if (r < 0)
+			child_fail(fd, r, 1);
+	}
+	r = gi_child_exec(p, sp->seccomp, &code);
+	child_fail(fd, r, code);
+}
+
+static int enter_cgroup(const char *dir, pid_t pid)
+{
+	char path[512], buf[16];
+	_cleanup_close_ int fd = -1;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	snprintf(buf, sizeof(buf), "%d", (int)pid);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return write_all(fd, buf, strlen(buf));
+}
+
+/* EXEC: children of the caller land in the container's pid namespace
+ * while *saved holds the caller's own, to be restored after the fork. */
+static int enter_pidns(pid_t pid, int *saved)
+{
+	_cleanup_close_ int fd = -1;
+	char path[64];
+
+	*saved = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*saved < 0 || fd < 0 || setns(fd, CLONE_NEWPID) < 0)
+		return err_setsys(-errno, "join %s", path);
+	return 0;
+}
+
+int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret)
+{
+	_cleanup_close_ int saved_pidns = -1;
+	unsigned long flags = SIGCHLD;
+	struct sync_msg m;
+	int sv[2], r, master = -1;
+	pid_t pid;
+
+	ret->pid = 0;
+	ret->sync_fd = ret->pty_master = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return err_setsys(-errno, "socketpair");
+	if (sp->start)
+		flags |= CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | (sp->new_pidns ? CLONE_NEWPID : 0);
+	else if (sp->join_pid > 0 && (r = enter_pidns(sp->join_pid, &saved_pidns)) < 0)
+		goto fail;
+	/* A raw clone behaves as fork() and takes namespace flags. */
+	pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
+	if (pid == 0) {
+		close(sv[0]);
+		child_main(sp, sv[1]);
+	}
+	r = pid < 0 ? -errno : 0;
+	if (saved_pidns >= 0 && setns(saved_pidns, CLONE_NEWPID) < 0 && r == 0)
+		r = -errno;
+	if (pid < 0) {
+		err_setsys(r, "clone");
+		goto fail;
+	}
+	close(sv[1]);
+	ret->pid = pid;
+	ret->sync_fd = sv[0];
+	if (sp->cgroup_dir)
+		enter_cgroup(sp->cgroup_dir, pid); /* best effort: stats only */
+	r = sync_recv(sv[0], &m, &master);
+	if (r == 1 && m.type == SYNC_READY) {
+		ret->pty_master = master;
+		return 0;
+	}
+	if (master >= 0)
+		close(master);
+	close(sv[0]);
+	ret->sync_fd = -1;
+	if (r == 1 && m.type == SYNC_ERROR)
+		return err_set(m.err < 0 ? m.err : -EIO, "%s", m.msg);
+	return err_set(r < 0 ? r : -EPIPE, "container process died during setup");
+fail:
+	close(sv[0]);
+	close(sv[1]);
+	return r;
+}
+
+int gi_go(struct gi_child *c)
+{
+	struct sync_msg m = {.type = SYNC_GO};
+	int r;
+
+	if (c->sync_fd < 0)
+		return -EBADF;
+	r = sync_send(c->sync_fd, &m, -1);
+	if (r >= 0)
+		r = sync_recv(c->sync_fd, &m, NULL);
+	close(c->sync_fd);
+	c->sync_fd = -1;
+	if (r == 0)
+		return 0; /* closed on exec */
+	if (r == 1 && m.type == SYNC_ERROR)
+		return err_set(m.err < 0 ? m.err : -EIO, "%s", m.msg);
+	return err_set(r < 0 ? r : -EPROTO, "container process sync failed");
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * guest-init's library: everything PID 1 of the VM does to turn a START
+ * message into a running container process. Kept apart from main.c so the
+ * host can test the spec application in throwaway namespaces.
+ *
+ * All functions return >= 0 or a negative errno and record context with
+ * err_set(); none of them exits, except gi_child_exec() which only returns
+ * on failure.
+ */
+#ifndef KVRUN_GUEST_INIT_H
+#define KVRUN_GUEST_INIT_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "common/protocol.h"
+
+/* Where PID 1 keeps its things in the guest. */
+#define GI_ROOTFS_DIR "/run/kvrun/rootfs"
+#define GI_FILES_DIR "/run/kvrun/files"
+#define GI_CGROUP_DIR "/sys/fs/cgroup/kvrun"
+#define GI_MODULES_DIR "/lib/modules/kvrun"
+#define GI_MODULES_LIST "/lib/modules/kvrun/load-order"
+
+/* ---- mounts.c: root disk and the container's mounts ---- */
+
+/* Mount s->root_device (type s->root_fstype, read-only when
+ * s->root_readonly) at target, creating target. */
+int gi_mount_root_disk(const struct proto_start *s, const char *target);
+
+/* Join root and unsafe (a path from the spec) without leaving root:
+ * symlinks met on the way are resolved inside root, ".." stops at root.
+ * Components that do not exist are appended as they are. *ret is
+ * malloc'd and owned by the caller. */
+int gi_secure_join(const char *root, const char *unsafe, char **ret);
+
+/* Parse OCI mount options into mount(2) flags, propagation flags and the
+ * remaining comma-joined data string (*ret_data malloc'd, may be ""). */
+int gi_mount_options(char *const *options, unsigned long *ret_flags, unsigned long *ret_propagation, char **ret_data);
+
+/* Apply the spec's mounts under rootfs (which must already be a mount
+ * point, in a private mount namespace), then the default /dev contents.
+ * Files carried inline are written below files_dir and bind-mounted. */
+int gi_rootfs_mounts(const struct proto_start *s, const char *rootfs, const char *files_dir);
+
+/* pivot_root into rootfs and detach the old root. */
+int gi_rootfs_pivot(const char *rootfs);
+
+/* After the pivot: maskedPaths, readonlyPaths, then root.readonly. */
+int gi_rootfs_finalize(const struct proto_start *s);
+
+/* Run the whole rootfs sequence: make the mount tree private (or as
+ * s->rootfs_propagation says), bind rootfs onto itself, mounts, pivot,
+ * hostname/domainname, sysctl, finalize. Needs new mount and UTS
+ * namespaces. */
+int gi_rootfs_setup(const struct proto_start *s, const char *rootfs, const char *files_dir);
+
+/* ---- sysctl.c: hostname, domainname, sysctl ---- */
+
+int gi_set_names(const struct proto_start *s);
+/* Write each key (dots become slashes) under /proc/sys. */
+int gi_apply_sysctl(const struct proto_start *s);
+
+/* ---- passwd.c: users and groups from the container's files ---- */
+
+struct gi_user {
+	uid_t uid;
+	gid_t gid;
+	char *name; /* NULL when the uid has no passwd entry */
+	char *home; /* "/" when unknown */
+	gid_t *sgids; /* supplementary groups from /etc/group membership */
+	size_t n_sgids;
+};
+
+/* Resolve p->user ("name|uid[:group|gid]") or else p->uid/p->gid against
+ * passwd/group files (either may be missing, as in runc). */
+int gi_user_resolve(const struct proto_process *p, const char *passwd_path, const char *group_path,
+                    struct gi_user *ret);
+void gi_user_free(struct gi_user *u);
+
+/* ---- process.c and seccomp.c: from a set-up rootfs to execve ---- */
+
+/* Load the seccomp filter described by sc (NULL: none). */
+int gi_seccomp_load(const struct proto_seccomp *sc);
+
+/* Apply rlimits, oom_score_adj, user and groups, umask, capabilities,
+ * no_new_privs, seccomp, cwd, and exec p->args with p->env (HOME added
+ * from the passwd entry when missing, PATH searched as runc does). Runs in
+ * the child. Returns only on failure: *ret_code is the exit code to use
+ * (126 when found but not executable, 127 when not found, 1 otherwise) and
+ * err_msg() holds runc's wording, e.g. `exec: "/nope": stat /nope: no
+ * such file or directory`. */
+int gi_child_exec(const struct proto_process *p, const struct proto_seccomp *sc, int *ret_code);
+
+/* Map "RLIMIT_NOFILE" to its number, -EINVAL when unknown. */
+int gi_rlimit_from_name(const char *name);
+
+/* ---- hooks.c ---- */
+
+/* Run hooks[0..n) in order with state on stdin; the first failure (exit
+ * status, timeout) stops and is returned as "error running <kind> hook #i". */
+int gi_run_hooks(const struct proto_hook *hooks, size_t n, const char *kind, const char *state);
+
+/* ---- container.c: fork the container process ---- */
+
+struct gi_spawn {
+	const struct proto_start *start; /* START, or NULL for EXEC */
+	const struct proto_process *process; /* what to exec */
+	const struct proto_seccomp *seccomp; /* container's filter, may be NULL */
+	const char *rootfs; /* START: the mounted disk */
+	const char *files_dir; /* START: staging for copied-in files */
+	pid_t join_pid; /* EXEC: the container init to join (0 for START) */
+	const char *cgroup_dir; /* cgroup to place the child in, NULL = none */
+	bool new_pidns; /* START: CLONE_NEWPID as well */
+	int stdio[3]; /* fds the child gets as 0,1,2 (-1: /dev/null); unused with a terminal */
+};
+
+struct gi_child {
+	pid_t pid;
+	int sync_fd; /* parent's end of the sync socket; -1 once exec'd */
+	int pty_master; /* terminal only, received from the child */
+};
+
+/* Fork the child (in new namespaces for START, joined ones for EXEC) and
+ * run the setup up to the point where it waits for go. Returns once the
+ * child reported "ready" (and sent its pty master when p->terminal); on a
+ * setup failure returns the negative errno with the child's message in
+ * err_msg() and *ret->pid still set to the (exiting) child, to be reaped. */
+int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret);
+
+/* Tell a ready child to exec. Returns 0 once the exec succeeded; on an
+ * exec failure returns the negative errno with runc's message in err_msg()
+ * (the child then exits 126/127). Closes c->sync_fd either way. */
+int gi_go(struct gi_child *c);
+
+/* ---- modules.c ---- */
+
+/* Load each module listed in list_path (one file name per line, relative to
+ * dir, optional parameters after a space) with finit_module, in order.
+ * A missing list is not an error. Returns the number loaded. */
+int gi_load_modules(const char *dir, const char *list_path);
+
+#endif

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kvrun-init: PID 1 of a kvrun VM. Mounts the guest's pseudo filesystems,
+ * loads modules, connects to the monitor over vsock, then serves the
+ * container until its init exits, and powers the VM off.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/vm_sockets.h>
+#include <sys/io.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/fileio.h"
+#include "common/log.h"
+#include "guest-init/guest-init.h"
+#include "guest-init/server.h"
+#include "vmm/debug-port.h"
+
+static void boot_marker(void)
+{
+	/* Lets the VMM time the boot up to here; harmless where it fails.
+	 * Only as the VM's PID 1: nowhere else is the port ours. */
+	if (getpid() == 1 && ioperm(KVRUN_PORT_BOOT_MARKER, 1, 1) == 0)
+		outb(1, KVRUN_PORT_BOOT_MARKER);
+}
+
+static void mount_basics(void)
+{
+	static const struct {
+		const char *src, *dst, *type;
+		unsigned long flags;
+		const char *data;
+	} m[] = {
+	    {"proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL},
+	    {"sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL},
+	    {"devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755"},
+	    {"tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755"},
+	    {"cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL},
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(m); i++) {
+		mkdir_p(m[i].dst, 0755);
+		if (mount(m[i].src, m[i].dst, m[i].type, m[i].flags, m[i].data) < 0 && errno != EBUSY)
+			log_warn("mount %s: %m", m[i].dst);
+	}
+}
+
+static void setup_cgroup(void)
+{
+	int fd = open("/sys/fs/cgroup/cgroup.subtree_control", O_WRONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		/* One at a time: a controller the kernel lacks must not stop the rest. */
+		(void)!write(fd, "+cpu", 4);
+		(void)!write(fd, "+memory", 7);
+		(void)!write(fd, "+pids", 5);
+		close(fd);
+	}
+	mkdir(GI_CGROUP_DIR, 0755);
+}
+
+static int vsock_connect(uint32_t port, void *opaque)
+{
+	struct sockaddr_vm sa = {.svm_family = AF_VSOCK, .svm_cid = KVRUN_VSOCK_HOST_CID, .svm_port = port};
+	int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* The transport may come up after we get here: retry for a while. */
+static int connect_control(void)
+{
+	struct timespec ts = {0, 100 * 1000 * 1000};
+	int fd = -ENODEV;
+
+	for (int i = 0; i < 300; i++) {
+		fd = vsock_connect(KVRUN_PROTO_CONTROL_PORT, NULL);
+		if (fd >= 0)
+			return fd;
+		nanosleep(&ts, NULL);
+	}
+	return err_setsys(fd, "connect to the host on vsock port %d", KVRUN_PROTO_CONTROL_PORT);
+}
+
+static _Noreturn void power_off(void)
+{
+	sync();
+	reboot(RB_POWER_OFF);
+	reboot(RB_AUTOBOOT);
+	for (;;)
+		pause();
+}
+
+int main(void)
+{
+	struct gi_server srv = {
+	    .connect_port = vsock_connect,
+	    .rootfs_dir = GI_ROOTFS_DIR,
+	    .files_dir = GI_FILES_DIR,
+	    .cgroup_dir = GI_CGROUP_DIR,
+	    .linger_s = 10,
+	};
+	int r;
+
+	boot_marker();
+	mount_basics();
+	r = gi_load_modules(GI_MODULES_DIR, GI_MODULES_LIST);
+	if (r < 0)
+		log_error("%s", err_msg());
+	setup_cgroup();
+	srv.ctl = connect_control();
+	if (srv.ctl < 0) {
+		log_error("%s", err_msg());
+		power_off();
+	}
+	r = gi_hello(srv.ctl);
+	if (r >= 0)
+		r = gi_serve(&srv);
+	if (r < 0)
+		log_error("%s", err_msg());
+	power_off();
+}

@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The container's root disk and the spec's mounts, as runc applies them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/fileio.h"
+#include "guest-init/guest-init.h"
+
+int gi_mount_root_disk(const struct proto_start *s, const char *target)
+{
+	const char *dev = s->root_device ? s->root_device : "/dev/vda";
+	const char *type = s->root_fstype ? s->root_fstype : "ext4";
+	unsigned long flags = s->root_readonly ? MS_RDONLY : 0;
+	int r;
+
+	r = mkdir_p(target, 0755);
+	if (r < 0)
+		return err_setsys(r, "mkdir %s", target);
+	if (mount(dev, target, type, flags, NULL) < 0)
+		return err_setsys(-errno, "mount %s (%s) on %s", dev, type, target);
+	return 0;
+}
+
+int gi_secure_join(const char *root, const char *unsafe, char **ret)
+{
+	char path[PATH_MAX], rest[PATH_MAX], link[PATH_MAX];
+	size_t rootlen = strlen(root);
+	int links = 0;
+
+	/* path = the resolved part (relative to root, starts with "/" or is
+	 * ""); rest = what is left to walk. */
+	path[0] = '\0';
+	if (snprintf(rest, sizeof(rest), "%s", unsafe) >= (int)sizeof(rest))
+		return -ENAMETOOLONG;
+	while (rest[0]) {
+		char comp[NAME_MAX + 1], full[PATH_MAX];
+		char *p = rest, *slash;
+		size_t clen;
+		ssize_t n;
+
+		while (*p == '/')
+			p++;
+		slash = strchr(p, '/');
+		clen = slash ? (size_t)(slash - p) : strlen(p);
+		if (clen > NAME_MAX)
+			return -ENAMETOOLONG;
+		memcpy(comp, p, clen);
+		comp[clen] = '\0';
+		memmove(rest, p + clen, strlen(p + clen) + 1);
+		if (clen == 0 || strcmp(comp, ".") == 0)
+			continue;
+		if (strcmp(comp, "..") == 0) {
+			char *last = strrchr(path, '/');
+
+			if (last)
+				*last = '\0';
+			continue;
+		}
+		if (strlen(path) + 1 + clen >= sizeof(path))
+			return -ENAMETOOLONG;
+		strcat(path, "/");
+		strcat(path, comp);
+		if (snprintf(full, sizeof(full), "%s%s", root, path) >= (int)sizeof(full))
+			return -ENAMETOOLONG;
+		n = readlink(full, link, sizeof(link) - 1);
+		if (n < 0)
+			continue; /* not a symlink, or not there yet */
+		link[n] = '\0';
+		if (++links > 40)
+			return -ELOOP;
+		/* Replace the component with the link target and walk again. */
+		*strrchr(path, '/') = '\0';
+		if (link[0] == '/')
+			path[0] = '\0';
+		size_t ll = (size_t)n, rl = strlen(rest);
+
+		if (ll + 1 + rl >= sizeof(full))
+			return -ENAMETOOLONG;
+		memcpy(full, link, ll);
+		full[ll] = '/';
+		memcpy(full + ll + 1, rest, rl + 1);
+		memcpy(rest, full, ll + rl + 2);
+	}
+	if (rootlen + strlen(path) + 2 > PATH_MAX)
+		return -ENAMETOOLONG;
+	if (asprintf(ret, "%s%s", root, path[0] ? path : "/") < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+struct mopt {
+	const char *name;
+	bool clear;
+	unsigned long flag;
+};
+
+static const struct mopt mount_opts[] = {
+    {"ro", false, MS_RDONLY},
+    {"rw", true, MS_RDONLY},
+    {"nosuid", false, MS_NOSUID},
+    {"suid", true, MS_NOSUID},
+    {"nodev", false, MS_NODEV},
+    {"dev", true, MS_NODEV},
+    {"noexec", false, MS_NOEXEC},
+    {"exec", true, MS_NOEXEC},
+    {"sync", false, MS_SYNCHRONOUS},
+    {"async", true, MS_SYNCHRONOUS},
+    {"dirsync", false, MS_DIRSYNC},
+    {"remount", false, MS_REMOUNT},
+    {"mand", false, MS_MANDLOCK},
+    {"nomand", true, MS_MANDLOCK},
+    {"noatime", false, MS_NOATIME},
+    {"atime", true, MS_NOATIME},
+    {"nodiratime", false, MS_NODIRATIME},
+    {"diratime", true, MS_NODIRATIME},
+    {"relatime", false, MS_RELATIME},
+    {"norelatime", true, MS_RELATIME},
+    {"strictatime", false, MS_STRICTATIME},
+    {"nostrictatime", true, MS_STRICTATIME},
+    {"bind", false, MS_BIND},
+    {"rbind", false, MS_BIND | MS_REC},
+};
+
+static const struct mopt prop_opts[] = {
+    {"private", false, MS_PRIVATE},       {"rprivate", false, MS_PRIVATE | MS_REC},
+    {"shared", false, MS_SHARED},         {"rshared", false, MS_SHARED | MS_REC},
+    {"slave", false, MS_SLAVE},           {"rslave", false, MS_SLAVE | MS_REC},
+    {"unbindable", false, MS_UNBINDABLE}, {"runbindable", false, MS_UNBINDABLE | MS_REC},
+};
+
+static const struct mopt *find_opt(const struct mopt *t, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(t[i].name, name) == 0)
+			return &t[i];
+	return NULL;
+}
+
+int gi_mount_options(char *const *options, unsigned long *ret_flags, unsigned long *ret_propagation, char **ret_data)
+{
+	unsigned long flags = 0, prop = 0;
+	_cleanup_free_ char *data = strdup("");
+	const struct mopt *o;
+
+	if (!data)
+		return -ENOMEM;
+	for (char *const *opt = options; opt && *opt; opt++) {
+		if ((o = find_opt(mount_opts, ARRAY_SIZE(mount_opts), *opt))) {
+			if (o->clear)
+				flags &= ~o->flag;
+			else
+				flags |= o->flag;
+		} else if ((o = find_opt(prop_opts, ARRAY_SIZE(prop_opts), *opt))) {
+			prop |= o->flag;
+		} else {
+			char *nd;
+
+			if (asprintf(&nd, "%s%s%s", data, data[0] ? "," : "", *opt) < 0)
+				return -ENOMEM;
+			free(data);
+			data = nd;
+		}
+	}
+	*ret_flags = flags;
+	*ret_propagation = prop;
+	*ret_data = TAKE_PTR(data);
+	return 0;
+}
+
+/* Create dest as a directory, or as an empty file when the source is one. */
+static int make_target(const char *dest, bool file)
+{
+	_cleanup_free_ char *parent = strdup(dest);
+	char *slash;
+	int fd, r;
+
+	if (!parent)
+		return -ENOMEM;
+	if (!file)
+		return mkdir_p(dest, 0755);
+	slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = '\0';
+		r = mkdir_p(parent, 0755);
+		if (r < 0)
+			return r;
+	}
+	fd = open(dest, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return errno == EISDIR ? 0 : -errno;
+	close(fd);
+	return 0;
+}
+
+static int bind_mount(const char *src, const char *dest, unsigned long flags, const char *data)
+{
+	const unsigned long remount_mask =
+	    MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_RELATIME | MS_STRICTATIME;
+
+	if (mount(src, dest, NULL, MS_BIND | (flags & MS_REC), NULL) < 0)
+		return err_setsys(-errno, "bind %s on %s", src, dest);
+	/* A bind mount ignores other flags; they take effect on a remount. */
+	if (flags & remount_mask)
+		if (mount(NULL, dest, NULL, MS_BIND | MS_REMOUNT | (flags & remount_mask), data) < 0)
+			return err_setsys(-errno, "remount %s", dest);
+	return 0;
+}
+
+/* A file carried in the message: stage it in files_dir, bind it at dest. */
+static int mount_copied_file(const struct proto_mount *m, size_t idx, const char *dest, const char *files_dir,
+                             unsigned long flags)
+{
+	char staged[PATH_MAX];
+	int r;
+
+	r = mkdir_p(files_dir, 0755);
+	if (r < 0)
+		return err_setsys(r, "mkdir %s", files_dir);
+	snprintf(staged, sizeof(staged), "%s/%zu", files_dir, idx);
+	r = write_file_atomic(staged, m->data, m->data_len, m->data_mode ? m->data_mode : 0644);
+	if (r < 0)
+		return err_setsys(r, "write %s", staged);
+	r = make_target(dest, true);
+	if (r < 0)
+		return err_setsys(r, "create %s", dest);
+	return bind_mount(staged, dest, flags & ~MS_REC, NULL);
+}
+
+static int mount_one(const struct proto_mount *m, size_t idx, const char *rootfs, const char *files_dir)
+{
+	_cleanup_free_ char *dest = NULL, *data = NULL, *src = NULL;
+	unsigned long flags, prop;
+	const char *type = m->type ? m->type : "";
+	struct stat st;
+	int r;
+
+	if (!m->destination || m->destination[0] != '/')
+		return err_set(-EINVAL, "mount destination must be absolute: %s", m->destination ? m->destination : "");
+	r = gi_secure_join(rootfs, m->destination, &dest);
+	if (r < 0)
+		return err_setsys(r, "mount destination %s", m->destination);
+	r = gi_mount_options(m->options, &flags, &prop, &data);
+	if (r < 0)
+		return r;
+	if (m->has_data)
+		r = mount_copied_file(m, idx, dest, files_dir, flags);
+	else if ((flags & MS_BIND) || strcmp(type, "bind") == 0) {
+		/* Without a shared filesystem, a bind source is a path in the
+		 * guest: inside the container's rootfs first, then the guest's. */
+		if (!m->source)
+			return err_set(-EINVAL, "bind mount of %s has no source", m->destination);
+		r = gi_secure_join(rootfs, m->source, &src);
+		if (r < 0)
+			return r;
+		if (stat(src, &st) < 0) {
+			free(src);
+			src = strdup(m->source);
+			if (!src)
+				return -ENOMEM;
+			if (stat(src, &st) < 0)
+				return err_setsys(-errno, "bind source %s", m->source);
+		}
+		r = make_target(dest, !S_ISDIR(st.st_mode));
+		if (r < 0)
+			return err_setsys(r, "create %s", dest);
+		r = bind_mount(src, dest, flags | MS_BIND, data);
+	} else {
+		const char *fstype = strcmp(type, "cgroup") == 0 ? "cgroup2" : type;
+
+		r = make_target(dest, false);
+		if (r < 0)
+			return err_setsys(r, "mkdir %s", dest);
+		if (strcmp(fstype, "cgroup2") == 0)
+			data[0] = '\0'; /* v1 options mean nothing to cgroup2 */
+		if (mount(m->source ? m->source : fstype, dest, fstype, flags & ~MS_REC, data[0] ? data : NULL) < 0)
+			return err_setsys(-errno, "mount %s (%s) on %s", m->source ? m->source : "", fstype,
+			                  m->destination);
+		r = 0;
+	}
+	if (r < 0)
+		return r;
+	if (prop && mount(NULL, dest, NULL, prop, NULL) < 0)
+		return err_setsys(-errno, "set propagation of %s", m->destination);
+	return 0;
+}
+
+struct dev_node {
+	const char *name;
+	unsigned int major, minor;
+};
+
+static const struct dev_node default_devs[] = {
+    {"null", 1, 3}, {"zero", 1, 5}, {"full", 1, 7}, {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0},
+};
+
+static const char *const dev_links[][2] = {
+    {"/proc/self/fd", "fd"},       {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
+    {"/proc/self/fd/2", "stderr"}, {"pts/ptmx", "ptmx"},
+};
+
+static bool spec_mounts(const struct proto_start *s, const char *dest)
+{
+	for (size_t i = 0; i < s->n_mounts; i++)
+		if (s->mounts[i].destination && strcmp(s->mounts[i].destination, dest) == 0)
+			return true;
+	return false;
+}
+
+/* runc's default devices and /dev links. Without a /dev mount in the spec
+ * a tmpfs is mounted there, so a read-only root disk still gets nodes. */
+static int setup_dev(const struct proto_start *s, const char *rootfs)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/dev", rootfs);
+	if (!spec_mounts(s, "/dev")) {
+		if (mkdir_p(path, 0755) < 0 ||
+		    mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=65536k") < 0)
+			return err_setsys(-errno, "mount tmpfs on %s", path);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(default_devs); i++) {
+		snprintf(path, sizeof(path), "%s/dev/%s", rootfs, default_devs[i].name);
+		unlink(path);
+		if (mknod(path, S_IFCHR | 0666, makedev(default_devs[i].major, default_devs[i].minor)) < 0)
+			return err_setsys(-errno, "mknod %s", path);
+		/* mknod honours the umask; the nodes must be world-usable. */
+		if (chmod(path, 0666) < 0)
+			return err_setsys(-errno, "chmod %s", path);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(dev_links); i++) {
+		snprintf(path, sizeof(path), "%s/dev/%s", rootfs, dev_links[i][1]);
+		if (symlink(dev_links[i][0], path) < 0 && errno != EEXIST)
+			return err_setsys(-errno, "symlink %s", path);
+	}
+	snprintf(path, sizeof(path), "%s/dev/pts", rootfs);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/dev/shm", rootfs);
+	mkdir(path, 01777);
+	return 0;
+}
+
+int gi_rootfs_mounts(const struct proto_start *s, const char *rootfs, const char *files_dir)
+{
+	bool dev_done = false;
+	int r;
+
+	for (size_t i = 0; i < s->n_mounts; i++) {
+		/* Device nodes go in as soon as /dev is mounted, before the
+		 * mounts below it (/dev/pts, /dev/shm, /dev/mqueue). */
+		if (!dev_done && s->mounts[i].destination && strncmp(s->mounts[i].destination, "/dev/", 5) == 0) {
+			r = setup_dev(s, rootfs);
+			if (r < 0)
+				return r;
+			dev_done = true;
+		}
+		r = mount_one(&s->mounts[i], i, rootfs, files_dir);
+		if (r < 0)
+			return r;
+	}
+	return dev_done ? 0 : setup_dev(s, rootfs);
+}
+
+int gi_rootfs_pivot(const char *rootfs)
+{
+	_cleanup_close_ int oldroot = -1, newroot = -1;
+
+	oldroot = open("/", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+	newroot = open(rootfs, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+	if (oldroot < 0 || newroot < 0)
+		return err_setsys(-errno, "open %s", rootfs);
+	if (fchdir(newroot) < 0)
+		return err_setsys(-errno, "chdir %s", rootfs);
+	/* pivot_root(".", ".") stacks the old root on top of the new one,
+	 * so no put_old directory is needed (runc does the same). */
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return err_setsys(-errno, "pivot_root %s", rootfs);
+	if (fchdir(oldroot) < 0)
+		return err_setsys(-errno, "fchdir old root");
+	if (mount(NULL, ".", NULL, MS_SLAVE | MS_REC, NULL) < 0)
+		return err_setsys(-errno, "make old root rslave");
+	if (umount2(".", MNT_DETACH) < 0)
+		return err_setsys(-errno, "detach old root");
+	if (chdir("/") < 0)
+		return err_setsys(-errno, "chdir /");
+	return 0;
+}
+
+static int mask_path(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return errno == ENOENT ? 0 : err_setsys(-errno, "masked path %s", path);
+	if (S_ISDIR(st.st_mode)) {
+		if (mount("tmpfs", path, "tmpfs", MS_RDONLY, NULL) < 0)
+			return err_setsys(-errno, "mask %s", path);
+	} else if (mount("/dev/null", path, NULL, MS_BIND, NULL) < 0) {
+		return err_setsys(-errno, "mask %s", path);
+	}
+	return 0;
+}
+
+/* Keep the flags the kernel locked on the original mount when remounting. */
+static unsigned long locked_flags(const char *path)
+{
+	struct statvfs sv;
+	unsigned long f = 0;
+
+	if (statvfs(path, &sv) < 0)
+		return 0;
+	if (sv.f_flag & ST_NOSUID)
+		f |= MS_NOSUID;
+	if (sv.f_flag & ST_NODEV)
+		f |= MS_NODEV;
+	if (sv.f_flag & ST_NOEXEC)
+		f |= MS_NOEXEC;
+	return f;
+}
+
+static int readonly_path(const char *path)
+{
+	if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) < 0)
+		return errno == ENOENT ? 0 : err_setsys(-errno, "readonly path %s", path);
+	if (mount(NULL, path, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | locked_flags(path), NULL) < 0)
+		return err_setsys(-errno, "remount %s read-only", path);
+	return 0;
+}
+
+int gi_rootfs_finalize(const struct proto_start *s)
+{
+	int r;
+
+	for (char **p = s->masked_paths; p && *p; p++)
+		if ((r = mask_path(*p)) < 0)
+			return r;
+	for (char **p = s->readonly_paths; p && *p; p++)
+		if ((r = readonly_path(*p)) < 0)
+			return r;
+	if (s->root_readonly && mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | locked_flags("/"), NULL) < 0)
+		return err_setsys(-errno, "remount / read-only");
+	return 0;
+}
+
+static unsigned long root_propagation(const struct proto_start *s)
+{
+	const struct mopt *o = NULL;
+
+	if (s->rootfs_propagation)
+		o = find_opt(prop_opts, ARRAY_SIZE(prop_opts), s->rootfs_propagation);
+	return o ? o->flag : MS_SLAVE | MS_REC;
+}
+
+int gi_rootfs_setup(const struct proto_start *s, const char *rootfs, const char *files_dir)
+{
+	int r;
+
+	/* Nothing done here may propagate back to the guest's own tree. */
+	if (mount(NULL, "/", NULL, root_propagation(s), NULL) < 0)
+		return err_setsys(-errno, "set / propagation");
+	if (mount(rootfs, rootfs, NULL, MS_BIND | MS_REC, NULL) < 0)
+		return err_setsys(-errno, "bind %s", rootfs);
+	if (mount(NULL, rootfs, NULL, MS_PRIVATE, NULL) < 0)
+		return err_setsys(-errno, "make %s private", rootfs);
+	r = gi_rootfs_mounts(s, rootfs, files_dir);
+	if (r < 0)
+		return r;
+	r = gi_rootfs_pivot(rootfs);
+	if (r < 0)
+		return r;
+	if (s->rootfs_propagation && mount(NULL, "/", NULL, root_propagation(s), NULL) < 0)
+		return err_setsys(-errno, "set rootfs propagation");
+	r = gi_set_names(s);
+	if (r < 0)
+		return r;
+	r = gi_apply_sysctl(s);
+	if (r < 0)
+		return r;
+	return gi_rootfs_finalize(s);
+}

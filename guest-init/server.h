@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * PID 1's control loop: serve START/GO/EXEC/SIGNAL/RESIZE/STATS from the
+ * host on the control stream, relay stdio, reap children and report EXIT.
+ * The transport is injected so the loop also runs over unix sockets.
+ */
+#ifndef KVRUN_GUEST_INIT_SERVER_H
+#define KVRUN_GUEST_INIT_SERVER_H
+
+#include <stdint.h>
+
+struct gi_server {
+	int ctl; /* control stream, after the HELLO exchange */
+	/* Open a stream to host port `port`; returns an fd or a negative errno. */
+	int (*connect_port)(uint32_t port, void *opaque);
+	void *opaque;
+	const char *rootfs_dir; /* where the root disk is mounted */
+	const char *files_dir; /* staging for copied-in files */
+	const char *cgroup_dir; /* NULL: no cgroup, no stats */
+	/* Seconds to wait for the host to close the control stream after the
+	 * last EXIT, so that nothing in flight is lost at power-off. */
+	int linger_s;
+};
+
+/* Do the HELLO exchange on srv->ctl: send ours, expect the host's with a
+ * version range that includes KVRUN_PROTO_VERSION. */
+int gi_hello(int ctl);
+
+/* Run until the container's init has exited and been reported (or the
+ * host went away). Returns the init's wait status (>= 0) or a negative
+ * errno. Must be the only reaper: it waits for any child. */
+int gi_serve(struct gi_server *srv);
+
+#endif

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* guest-init helpers that need no privileges: path joining, mount options,
+ * passwd/group parsing, rlimit names. */
+#include <errno.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "common/fileio.h"
+#include "guest-init/guest-init.h"
+#include "tap.h"
+
+static char dir[] = "/tmp/kvrun-gihelp-XXXXXX";
+
+static void join_is(const char *unsafe, const char *want_rel)
+{
+	char *got = NULL, want[512];
+
+	snprintf(want, sizeof(want), "%s%s", dir, want_rel);
+	is_int(gi_secure_join(dir, unsafe, &got), 0);
+	if (!ok(got && strcmp(got, want) == 0, "join %s -> %s", unsafe, want_rel))
+		printf("#   got %s\n", got ? got : "(null)");
+	free(got);
+}
+
+TEST(secure_join)
+{
+	char path[512];
+
+	ok(mkdtemp(dir) != NULL, "mkdtemp");
+	snprintf(path, sizeof(path), "%s/etc", dir);
+	mkdir_p(path, 0755);
+	snprintf(path, sizeof(path), "%s/etc/escape", dir);
+	symlink("../../../../../../tmp", path);
+	snprintf(path, sizeof(path), "%s/etc/abs", dir);
+	symlink("/etc", path);
+	snprintf(path, sizeof(path), "%s/etc/rel", dir);
+	symlink("abs/x", path);
+	join_is("/proc", "/proc");
+	join_is("/a/../../../b", "/b");
+	join_is("/etc/escape/x", "/tmp/x");
+	join_is("/etc/abs/resolv.conf", "/etc/resolv.conf");
+	join_is("/etc/rel", "/etc/x");
+	join_is("//etc/./", "/etc");
+	join_is("/", "/");
+	snprintf(path, sizeof(path), "%s/loop", dir);
+	symlink("loop", path);
+	char *got = NULL;
+	is_int(gi_secure_join(dir, "/loop/x", &got), -ELOOP);
+}
+
+TEST(mount_options)
+{
+	char *const opts[] = {"nosuid", "noexec", "ro", "rw", "ro", "mode=755", "size=64k", "rbind", "rslave", NULL};
+	unsigned long flags, prop;
+	char *data = NULL;
+
+	is_int(gi_mount_options(opts, &flags, &prop, &data), 0);
+	is_int(flags, MS_NOSUID | MS_NOEXEC | MS_RDONLY | MS_BIND | MS_REC);
+	is_int(prop, MS_SLAVE | MS_REC);
+	is_str(data, "mode=755,size=64k");
+	free(data);
+	is_int(gi_mount_options(NULL, &flags, &prop, &data), 0);
+	ok(flags == 0 && prop == 0 && data[0] == '\0', "no options");
+	free(data);
+}
+
+TEST(passwd_group)
+{
+	char pw[512], gr[512];
+	struct proto_process p = {.uid = 1000, .gid = 1000};
+	struct gi_user u;
+
+	snprintf(pw, sizeof(pw), "%s/passwd", dir);
+	snprintf(gr, sizeof(gr), "%s/group", dir);
+	const char *passwd = "root:x:0:0:root:/root:/bin/sh\n"
+			     "broken line\n"
+			     "alice:x:1000:1001:Alice:/home/alice:/bin/sh\n"
+			     "bob:x:1002:1002::/home/bob:/bin/sh";
+	const char *group = "alice:x:1001:\nwheel:x:10:bob,alice\nstaff:x:50:carol\nadm:x:4:alice\n";
+	write_file_atomic(pw, passwd, strlen(passwd), 0644);
+	write_file_atomic(gr, group, strlen(group), 0644);
+
+	is_int(gi_user_resolve(&p, pw, gr, &u), 0);
+	ok(u.uid == 1000 && u.gid == 1000, "spec numbers win");
+	is_str(u.name, "alice");
+	is_str(u.home, "/home/alice");
+	ok(u.n_sgids == 2 && u.sgids[0] == 10 && u.sgids[1] == 4, "member of wheel and adm");
+	gi_user_free(&u);
+
+	p.user = "bob:staff";
+	is_int(gi_user_resolve(&p, pw, gr, &u), 0);
+	ok(u.uid == 1002 && u.gid == 50, "bob:staff -> 1002:50");
+	ok(u.n_sgids == 1 && u.sgids[0] == 10, "bob in wheel");
+	gi_user_free(&u);
+
+	p.user = "1002:7";
+	is_int(gi_user_resolve(&p, pw, gr, &u), 0);
+	ok(u.uid == 1002 && u.gid == 7, "numeric user and group");
+	is_str(u.home, "/home/bob");
+	gi_user_free(&u);
+
+	p.user = "nobody";
+	is_int(gi_user_resolve(&p, pw, gr, &u), -ENOENT);
+	p.user = "bob:nogroup";
+	is_int(gi_user_resolve(&p, pw, gr, &u), -ENOENT);
+
+	/* No files at all, as in a scratch image: the numbers are used. */
+	p.user = NULL;
+	p.uid = 5;
+	p.gid = 6;
+	is_int(gi_user_resolve(&p, "/nonexistent/passwd", "/nonexistent/group", &u), 0);
+	ok(u.uid == 5 && u.gid == 6 && !u.name, "unknown uid keeps its numbers");
+	is_str(u.home, "/");
+	gi_user_free(&u);
+	rm_rf(dir);
+}
+
+TEST(rlimit_names)
+{
+	is_int(gi_rlimit_from_name("RLIMIT_NOFILE"), RLIMIT_NOFILE);
+	is_int(gi_rlimit_from_name("RLIMIT_RTTIME"), RLIMIT_RTTIME);
+	is_int(gi_rlimit_from_name("RLIMIT_BOGUS"), -EINVAL);
+	is_int(gi_rlimit_from_name(NULL), -EINVAL);
+}
+
+TAP_MAIN()

@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * PID 1's control loop driven the way the VM monitor drives it, over unix
+ * sockets instead of vsock: HELLO, START (wait) -> READY, GO -> STARTED,
+ * stdio streams, EXEC, STATS, SIGNAL errors, EXIT with the wait status.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/fileio.h"
+#include "common/protocol.h"
+#include "guest-init/guest-init.h"
+#include "guest-init/server.h"
+#include "tap.h"
+
+static char tmpdir[] = "/tmp/kvrun-gisrv-XXXXXX";
+static char rootfs[256];
+
+static void port_path(uint32_t port, struct sockaddr_un *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/port_%u", tmpdir, port);
+}
+
+/* Firecracker's convention: guest port P reaches the host socket <path>_P. */
+static int unix_connect(uint32_t port, void *opaque)
+{
+	struct sockaddr_un sa;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	port_path(port, &sa);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static int listen_port(uint32_t port)
+{
+	struct sockaddr_un sa;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	port_path(port, &sa);
+	unlink(sa.sun_path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0)
+		return -errno;
+	return fd;
+}
+
+static char *read_all(int fd)
+{
+	static char buf[4096];
+	size_t len = 0;
+	ssize_t n;
+
+	while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	return buf;
+}
+
+static char **strv(const char *const *v)
+{
+	size_t n = 0;
+	char **r;
+
+	while (v[n])
+		n++;
+	r = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; i < n; i++)
+		r[i] = strdup(v[i]);
+	return r;
+}
+
+static int expect(int ctl, uint16_t type, struct proto_msg *m)
+{
+	int r = proto_recv(ctl, m);
+
+	if (r < 0) {
+		ok(0, "receive %s: %d", proto_type_name(type), r);
+		return r;
+	}
+	if (!ok(m->type == type, "got %s, want %s", proto_type_name(m->type), proto_type_name(type))) {
+		if (m->type == PROTO_MSG_ERROR)
+			printf("# error %u: %s\n", m->u.error.err, m->u.error.message ? m->u.error.message : "");
+		proto_msg_free(m);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+static pid_t start_guest(int ctl, int host_end)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		/* ctl is our end; the host's end must not stay open here. */
+		struct gi_server srv = {
+		    .ctl = ctl, .connect_port = unix_connect, .rootfs_dir = rootfs, .files_dir = "/tmp", .linger_s = 5};
+		int r;
+
+		alarm(60);
+		close(host_end);
+		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+			_exit(90);
+		r = gi_hello(ctl);
+		if (r >= 0)
+			r = gi_serve(&srv);
+		/* Hand the init's wait status back through our own exit code. */
+		_exit(r < 0 ? 91 : WIFEXITED(r) ? WEXITSTATUS(r) : 92);
+	}
+	return pid;
+}
+
+static void send_msg(int ctl, struct proto_msg *m)
+{
+	is_int(proto_send(ctl, m), 0);
+}
+
+TEST(control_flow)
+{
+	int sv[2], l_in, l_out, l_err, l_xout, s_in, s_out, s_err, s_xout, st;
+	struct proto_msg m = {0};
+	uint32_t init_pid;
+	pid_t guest;
+
+	is_int(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	l_in = listen_port(5001);
+	l_out = listen_port(5002);
+	l_err = listen_port(5003);
+	l_xout = listen_port(5004);
+	ok(l_in >= 0 && l_out >= 0 && l_err >= 0 && l_xout >= 0, "listening on stdio ports");
+	guest = start_guest(sv[1], sv[0]);
+	close(sv[1]);
+
+	if (expect(sv[0], PROTO_MSG_HELLO, &m) == 0) {
+		is_int(m.u.hello.version_max, KVRUN_PROTO_VERSION);
+		ok(m.u.hello.agent && strncmp(m.u.hello.agent, "kvrun-init", 10) == 0, "agent %s", m.u.hello.agent);
+		proto_msg_free(&m);
+	}
+	m = (struct proto_msg){.type = PROTO_MSG_HELLO, .u.hello = {1, 1, NULL}};
+	send_msg(sv[0], &m);
+
+	/* START, created but not run: the process waits for GO. */
+	m = (struct proto_msg){.type = PROTO_MSG_START, .flags = PROTO_START_F_WAIT, .id = 10};
+	m.u.start.process.args = strv((const char *const[]){
+	    "/bin/busybox", "sh", "-c", "read line; echo got=$line; echo to-stderr >&2; exit 7", NULL});
+	m.u.start.process.env = strv((const char *const[]){"PATH=/bin", NULL});
+	m.u.start.process.stdin_port = 5001;
+	m.u.start.process.stdout_port = 5002;
+	m.u.start.process.stderr_port = 5003;
+	m.u.start.hostname = strdup("srvbox");
+	send_msg(sv[0], &m);
+	proto_start_free(&m.u.start);
+	s_in = accept4(l_in, NULL, NULL, SOCK_CLOEXEC);
+	s_out = accept4(l_out, NULL, NULL, SOCK_CLOEXEC);
+	s_err = accept4(l_err, NULL, NULL, SOCK_CLOEXEC);
+	ok(s_in >= 0 && s_out >= 0 && s_err >= 0, "guest opened three stdio streams");
+	if (expect(sv[0], PROTO_MSG_READY, &m) == 0) {
+		is_int(m.id, 10);
+		ok(m.u.started.pid > 0, "READY carries the pid");
+	}
+	init_pid = m.u.started.pid;
+	m = (struct proto_msg){.type = PROTO_MSG_GO, .id = 11};
+	send_msg(sv[0], &m);
+	if (expect(sv[0], PROTO_MSG_STARTED, &m) == 0) {
+		is_int(m.id, 11);
+		is_int(m.u.started.pid, init_pid);
+	}
+
+	/* EXEC into the running container, with a stdout stream of its own. */
+	m = (struct proto_msg){.type = PROTO_MSG_EXEC, .id = 20};
+	m.u.exec.args =
+	    strv((const char *const[]){"/bin/busybox", "sh", "-c", "echo exec-sees=$(hostname); exit 3", NULL});
+	m.u.exec.env = strv((const char *const[]){"PATH=/bin", NULL});
+	m.u.exec.stdout_port = 5004;
+	send_msg(sv[0], &m);
+	proto_process_free(&m.u.exec);
+	s_xout = accept4(l_xout, NULL, NULL, SOCK_CLOEXEC);
+	if (expect(sv[0], PROTO_MSG_STARTED, &m) == 0)
+		is_int(m.id, 20);
+	ok(strcmp(read_all(s_xout), "exec-sees=srvbox\n") == 0, "exec stdout");
+	if (expect(sv[0], PROTO_MSG_EXIT, &m) == 0) {
+		is_int(m.id, 20);
+		ok(!m.u.exit.init && WIFEXITED(m.u.exit.status) && WEXITSTATUS(m.u.exit.status) == 3, "exec exit 3");
+	}
+
+	/* EXEC of a missing binary: ERROR in runc's words, then its EXIT. */
+	m = (struct proto_msg){.type = PROTO_MSG_EXEC, .id = 21};
+	m.u.exec.args = strv((const char *const[]){"/nope", NULL});
+	send_msg(sv[0], &m);
+	proto_process_free(&m.u.exec);
+	if (expect(sv[0], PROTO_MSG_ERROR, &m) == 0) {
+		is_int(m.u.error.err, ENOENT);
+		is_str(m.u.error.message, "exec: \"/nope\": stat /nope: no such file or directory");
+		proto_msg_free(&m);
+	}
+	if (expect(sv[0], PROTO_MSG_EXIT, &m) == 0)
+		is_int(WEXITSTATUS(m.u.exit.status), 127);
+
+	m = (struct proto_msg){.type = PROTO_MSG_STATS, .id = 30};
+	send_msg(sv[0], &m);
+	if (expect(sv[0], PROTO_MSG_STATS, &m) == 0)
+		ok(m.id == 30 && m.u.stats.memory_total > 0, "stats answer");
+
+	m = (struct proto_msg){.type = PROTO_MSG_SIGNAL, .id = 31, .u.signal = {999999, 15, false}};
+	send_msg(sv[0], &m);
+	if (expect(sv[0], PROTO_MSG_ERROR, &m) == 0) {
+		is_int(m.u.error.err, ESRCH);
+		proto_msg_free(&m);
+	}
+
+	/* stdin reaches the init, then EOF; outputs drain before EXIT. */
+	is_int(write_all(s_in, "hello\n", 6), 0);
+	shutdown(s_in, SHUT_WR);
+	ok(strcmp(read_all(s_out), "got=hello\n") == 0, "init stdout saw stdin");
+	ok(strcmp(read_all(s_err), "to-stderr\n") == 0, "init stderr");
+	if (expect(sv[0], PROTO_MSG_EXIT, &m) == 0) {
+		ok(m.u.exit.init && m.u.exit.pid == init_pid, "EXIT of the init");
+		is_int(m.u.exit.status, 7 << 8);
+	}
+	close(sv[0]);
+	waitpid(guest, &st, 0);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 7, "guest loop ends with the init's status (0x%x)", st);
+	close(s_in);
+	close(s_out);
+	close(s_err);
+	close(s_xout);
+}
+
+/* Read from fd until needle shows up (or EOF); returns the buffer. */
+static const char *read_until(int fd, char *buf, size_t cap, size_t *len, const char *needle)
+{
+	ssize_t n;
+
+	while (!strstr(buf, needle) && *len < cap - 1 && (n = read(fd, buf + *len, cap - 1 - *len)) > 0) {
+		*len += (size_t)n;
+		buf[*len] = '\0';
+	}
+	return buf;
+}
+
+static void add_mount(struct proto_start *s, const char *dst, const char *type, const char *const *opts)
+{
+	s->mounts = realloc(s->mounts, (s->n_mounts + 1) * sizeof(*s->mounts));
+	memset(&s->mounts[s->n_mounts], 0, sizeof(*s->mounts));
+	s->mounts[s->n_mounts].destination = strdup(dst);
+	s->mounts[s->n_mounts].type = strdup(type);
+	s->mounts[s->n_mounts].source = strdup(type);
+	s->mounts[s->n_mounts++].options = strv(opts);
+}
+
+TEST(terminal_flow)
+{
+	int sv[2], l_tty, s_tty, st;
+	struct proto_msg m = {0};
+	char buf[4096] = "";
+	size_t len = 0;
+	pid_t guest;
+
+	is_int(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	l_tty = listen_port(5011);
+	guest = start_guest(sv[1], sv[0]);
+	close(sv[1]);
+	if (expect(sv[0], PROTO_MSG_HELLO, &m) == 0)
+		proto_msg_free(&m);
+	m = (struct proto_msg){.type = PROTO_MSG_HELLO, .u.hello = {1, 1, NULL}};
+	send_msg(sv[0], &m);
+
+	m = (struct proto_msg){.type = PROTO_MSG_START, .id = 1};
+	m.u.start.process.args = strv((const char *const[]){
+	    "/bin/busybox", "sh", "-c",
+	    "echo size=$(stty size); echo tty=$(tty); read x; echo size=$(stty size); exit 5", NULL});
+	m.u.start.process.env = strv((const char *const[]){"PATH=/bin", NULL});
+	m.u.start.process.terminal = true;
+	m.u.start.process.rows = 30;
+	m.u.start.process.cols = 100;
+	m.u.start.process.stdin_port = 5011;
+	add_mount(&m.u.start, "/proc", "proc", (const char *const[]){NULL});
+	add_mount(&m.u.start, "/dev", "tmpfs", (const char *const[]){"mode=755", NULL});
+	add_mount(&m.u.start, "/dev/pts", "devpts", (const char *const[]){"newinstance", "ptmxmode=0666", NULL});
+	send_msg(sv[0], &m);
+	proto_start_free(&m.u.start);
+	s_tty = accept4(l_tty, NULL, NULL, SOCK_CLOEXEC);
+	ok(s_tty >= 0, "guest opened the pty stream");
+	if (expect(sv[0], PROTO_MSG_STARTED, &m) == 0)
+		ok(m.u.started.pid > 0, "started");
+	read_until(s_tty, buf, sizeof(buf), &len, "tty=");
+	read_until(s_tty, buf, sizeof(buf), &len, "\n");
+	ok(strstr(buf, "size=30 100") != NULL, "initial terminal size");
+	ok(strstr(buf, "tty=/dev/pts/0") != NULL, "a pty of the container's devpts");
+
+	m = (struct proto_msg){.type = PROTO_MSG_RESIZE, .id = 2, .u.resize = {0, 40, 120}};
+	send_msg(sv[0], &m);
+	if (expect(sv[0], PROTO_MSG_ERROR, &m) == 0) {
+		is_int(m.u.error.err, 0);
+		proto_msg_free(&m);
+	}
+	is_int(write_all(s_tty, "go\n", 3), 0);
+	read_until(s_tty, buf, sizeof(buf), &len, "\x01never");
+	if (!ok(strstr(buf, "size=40 120") != NULL, "size after RESIZE"))
+		printf("# output: %s\n", buf);
+	if (expect(sv[0], PROTO_MSG_EXIT, &m) == 0)
+		is_int(m.u.exit.status, 5 << 8);
+	close(sv[0]);
+	waitpid(guest, &st, 0);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 5, "guest loop returns 5");
+	close(s_tty);
+	close(l_tty);
+}
+
+struct tap_test tap_tests[TAP_MAX_TESTS];
+int tap_nr_tests, tap_count, tap_failed;
+const char *tap_current = "";
+
+int main(void)
+{
+	char cmd[1200];
+	pid_t pid;
+	int st;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (geteuid() != 0)
+		tap_skip_all("needs root for namespaces and mounts");
+	if (access("/bin/busybox", X_OK) != 0)
+		tap_skip_all("needs /bin/busybox (busybox-static)");
+	pid = fork();
+	if (pid == 0)
+		_exit(unshare(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID) == 0 ? 0 : 1);
+	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		tap_skip_all("unshare of mount/uts/ipc/pid namespaces not permitted");
+	if (!mkdtemp(tmpdir))
+		tap_skip_all("mkdtemp failed");
+	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", tmpdir);
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/bin %s/proc %s/dev && cp /bin/busybox %s/bin/", rootfs, rootfs, rootfs,
+	         rootfs);
+	if (system(cmd) != 0)
+		tap_skip_all("cannot build the busybox rootfs");
+	alarm(120);
+	for (int i = 0; i < tap_nr_tests; i++) {
+		tap_current = tap_tests[i].name;
+		tap_tests[i].fn();
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	if (system(cmd) != 0)
+		printf("# could not remove %s\n", tmpdir);
+	printf("1..%d\n", tap_count);
+	return tap_failed ? 1 : 0;
+}

@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Wire protocol: round trips of every message, framing limits, and
+ * truncated/corrupted frames at every offset. */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/cleanup.h"
+#include "common/protocol.h"
+#include "tap.h"
+
+static char *xs(const char *s)
+{
+	return strdup(s);
+}
+
+static char **xv(int n, ...)
+{
+	char **v = calloc((size_t)n + 1, sizeof(char *));
+	va_list ap;
+
+	va_start(ap, n);
+	for (int i = 0; i < n; i++)
+		v[i] = strdup(va_arg(ap, const char *));
+	va_end(ap);
+	return v;
+}
+
+static void fill_process(struct proto_process *p)
+{
+	p->args = xv(3, "/bin/sh", "-c", "echo hi");
+	p->env = xv(2, "PATH=/usr/bin:/bin", "TERM=xterm");
+	p->cwd = xs("/work");
+	p->uid = 1000;
+	p->gid = 1001;
+	p->n_additional_gids = 3;
+	p->additional_gids = calloc(3, sizeof(uint32_t));
+	p->additional_gids[0] = 5;
+	p->additional_gids[1] = 6;
+	p->additional_gids[2] = 0xffffffffu;
+	p->has_umask = true;
+	p->umask = 027;
+	p->terminal = true;
+	p->rows = 24;
+	p->cols = 80;
+	p->has_caps = true;
+	p->cap_bounding = 0x00000000a80425fbull;
+	p->cap_effective = 0xa80425fb;
+	p->cap_permitted = 1ull << 40;
+	p->cap_ambient = 0;
+	p->n_rlimits = 2;
+	p->rlimits = calloc(2, sizeof(*p->rlimits));
+	p->rlimits[0] = (struct proto_rlimit){xs("RLIMIT_NOFILE"), 1024, 4096};
+	p->rlimits[1] = (struct proto_rlimit){xs("RLIMIT_CORE"), 0, UINT64_MAX};
+	p->no_new_privileges = true;
+	p->has_oom_score_adj = true;
+	p->oom_score_adj = -500;
+	p->stdin_port = 2001;
+	p->stdout_port = 2002;
+	p->stderr_port = 2003;
+}
+
+static void fill_start(struct proto_start *s)
+{
+	fill_process(&s->process);
+	s->hostname = xs("box");
+	s->domainname = xs("example.org");
+	s->n_mounts = 2;
+	s->mounts = calloc(2, sizeof(*s->mounts));
+	s->mounts[0].destination = xs("/proc");
+	s->mounts[0].type = xs("proc");
+	s->mounts[0].source = xs("proc");
+	s->mounts[0].options = xv(3, "nosuid", "noexec", "nodev");
+	s->mounts[1].destination = xs("/etc/resolv.conf");
+	s->mounts[1].type = xs("bind");
+	s->mounts[1].options = xv(2, "rbind", "ro");
+	s->mounts[1].has_data = true;
+	s->mounts[1].data = (uint8_t *)xs("nameserver 10.0.0.1\n");
+	s->mounts[1].data_len = 20;
+	s->mounts[1].data_mode = 0644;
+	s->masked_paths = xv(2, "/proc/kcore", "/sys/firmware");
+	s->readonly_paths = xv(1, "/proc/sys");
+	s->n_sysctl = 1;
+	s->sysctl = calloc(1, sizeof(*s->sysctl));
+	s->sysctl[0] = (struct proto_keyval){xs("net.ipv4.ip_forward"), xs("1")};
+	s->seccomp = calloc(1, sizeof(*s->seccomp));
+	s->seccomp->default_action = xs("SCMP_ACT_ALLOW");
+	s->seccomp->has_default_errno_ret = true;
+	s->seccomp->default_errno_ret = 1;
+	s->seccomp->architectures = xv(2, "SCMP_ARCH_X86_64", "SCMP_ARCH_X86");
+	s->seccomp->flags = xv(1, "SECCOMP_FILTER_FLAG_LOG");
+	s->seccomp->n_rules = 1;
+	s->seccomp->rules = calloc(1, sizeof(*s->seccomp->rules));
+	s->seccomp->rules[0].names = xv(2, "mkdir", "mkdirat");
+	s->seccomp->rules[0].action = xs("SCMP_ACT_ERRNO");
+	s->seccomp->rules[0].has_errno_ret = true;
+	s->seccomp->rules[0].errno_ret = EPERM;
+	s->seccomp->rules[0].n_args = 1;
+	s->seccomp->rules[0].args = calloc(1, sizeof(struct proto_seccomp_arg));
+	s->seccomp->rules[0].args[0] = (struct proto_seccomp_arg){1, 0x7, 0x3, xs("SCMP_CMP_MASKED_EQ")};
+	s->root_readonly = true;
+	s->rootfs_propagation = xs("rslave");
+	s->root_device = xs("/dev/vda");
+	s->root_fstype = xs("ext4");
+	s->n_create_container_hooks = 1;
+	s->create_container_hooks = calloc(1, sizeof(struct proto_hook));
+	s->create_container_hooks[0].path = xs("/bin/hook");
+	s->create_container_hooks[0].args = xv(2, "hook", "create");
+	s->create_container_hooks[0].has_timeout = true;
+	s->create_container_hooks[0].timeout = 5;
+	s->state_json = xs("{\"ociVersion\":\"1.2.0\"}");
+}
+
+static int roundtrip(const struct proto_msg *in, struct proto_msg *out, uint8_t **ret_buf, size_t *ret_len)
+{
+	int r = proto_encode(in, ret_buf, ret_len);
+
+	if (r < 0)
+		return r;
+	return proto_decode(*ret_buf, *ret_len, out);
+}
+
+static void check_process(const struct proto_process *a, const struct proto_process *b)
+{
+	is_str(b->args[0], a->args[0]);
+	is_str(b->args[2], a->args[2]);
+	ok(b->args[3] == NULL, "args NULL-terminated");
+	is_str(b->env[1], a->env[1]);
+	is_str(b->cwd, a->cwd);
+	is_int(b->uid, a->uid);
+	is_int(b->gid, a->gid);
+	is_int(b->n_additional_gids, 3);
+	is_int(b->additional_gids[2], 0xffffffffu);
+	ok(b->has_umask && b->umask == 027, "umask");
+	ok(b->terminal && b->rows == 24 && b->cols == 80, "terminal size");
+	ok(b->has_caps && b->cap_bounding == a->cap_bounding && b->cap_permitted == (1ull << 40), "caps");
+	is_int(b->n_rlimits, 2);
+	is_str(b->rlimits[1].type, "RLIMIT_CORE");
+	ok(b->rlimits[1].hard == UINT64_MAX && b->rlimits[0].soft == 1024, "rlimit values");
+	ok(b->no_new_privileges, "no_new_privileges");
+	ok(b->has_oom_score_adj && b->oom_score_adj == -500, "oom_score_adj negative");
+	ok(b->stdin_port == 2001 && b->stdout_port == 2002 && b->stderr_port == 2003, "stdio ports");
+	ok(b->user == NULL, "absent string stays NULL");
+}
+
+TEST(start_roundtrip)
+{
+	struct proto_msg in = {.type = PROTO_MSG_START, .flags = PROTO_START_F_WAIT, .id = 77}, out;
+	struct proto_start *s = &out.u.start;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+
+	fill_start(&in.u.start);
+	is_int(roundtrip(&in, &out, &buf, &len), 0);
+	is_int(out.type, PROTO_MSG_START);
+	is_int(out.flags, PROTO_START_F_WAIT);
+	is_int(out.id, 77);
+	check_process(&in.u.start.process, &s->process);
+	is_str(s->hostname, "box");
+	is_str(s->domainname, "example.org");
+	is_int(s->n_mounts, 2);
+	is_str(s->mounts[0].options[2], "nodev");
+	ok(!s->mounts[0].has_data, "mount 0 has no data");
+	ok(s->mounts[1].has_data && s->mounts[1].data_len == 20, "copied file data");
+	ok(memcmp(s->mounts[1].data, "nameserver 10.0.0.1\n", 20) == 0, "copied file bytes");
+	is_int(s->mounts[1].data_mode, 0644);
+	is_str(s->masked_paths[1], "/sys/firmware");
+	is_str(s->readonly_paths[0], "/proc/sys");
+	is_str(s->sysctl[0].value, "1");
+	ok(s->seccomp != NULL, "seccomp present");
+	is_str(s->seccomp->architectures[1], "SCMP_ARCH_X86");
+	is_str(s->seccomp->flags[0], "SECCOMP_FILTER_FLAG_LOG");
+	is_str(s->seccomp->rules[0].names[1], "mkdirat");
+	is_int(s->seccomp->rules[0].errno_ret, EPERM);
+	is_int(s->seccomp->rules[0].args[0].value_two, 3);
+	is_str(s->seccomp->rules[0].args[0].op, "SCMP_CMP_MASKED_EQ");
+	ok(s->root_readonly, "root readonly");
+	is_str(s->rootfs_propagation, "rslave");
+	is_str(s->root_device, "/dev/vda");
+	is_str(s->root_fstype, "ext4");
+	ok(s->root_path == NULL, "root_path absent");
+	is_str(s->create_container_hooks[0].args[1], "create");
+	is_int(s->create_container_hooks[0].timeout, 5);
+	is_int(s->n_start_container_hooks, 0);
+	is_str(s->state_json, "{\"ociVersion\":\"1.2.0\"}");
+	proto_msg_free(&out);
+	proto_msg_free(&in);
+	free(buf);
+}
+
+TEST(small_messages_roundtrip)
+{
+	struct proto_msg in, out;
+	uint8_t *buf;
+	size_t len;
+
+	in = (struct proto_msg){.type = PROTO_MSG_HELLO, .id = 1};
+	in.u.hello = (struct proto_hello){1, 3, xs("kvrun-init test")};
+	is_int(roundtrip(&in, &out, &buf, &len), 0);
+	ok(out.u.hello.version_min == 1 && out.u.hello.version_max == 3, "hello versions");
+	is_str(out.u.hello.agent, "kvrun-init test");
+	proto_msg_free(&out);
+	proto_msg_free(&in);
+	free(buf);
+
+	in = (struct proto_msg){.type = PROTO_MSG_EXEC, .id = 9};
+	fill_process(&in.u.exec);
+	is_int(roundtrip(&in, &out, &buf, &len), 0);
+	check_process(&in.u.exec, &out.u.exec);
+	proto_msg_free(&out);
+	proto_msg_free(&in);
+	free(buf);
+
+	in = (struct proto_msg){.type = PROTO_MSG_SIGNAL, .u.signal = {42, 15, true}};
+	is_int(roundtrip(&in, &out, &buf, &len), 0);
+	ok(out.u.signal.pid == 42 && out.u.signal.signo == 15 && out.u.signal.all, "signal");
+	free(buf);
+
+	in = (struct proto_msg){.type = PROTO_MSG_RESIZE, .u.resize = {0, 50, 132}};
+	is_int(roundtrip(&in, &out, &buf, &len), 0);
+	ok(out.u.resize.rows == 50 && out.u.resize.cols == 132, "resize");
+	free(buf);
+
+	in = (struct proto_msg){.type = PROTO_MSG_EXIT, .u.exit = {7, 42 << 8, true}};
+	is_int(roundtrip(&in, &out, &buf, &len), 0);
+	ok(out.u.exit.pid == 7 && out.u.exit.status == 42 << 8 && out.u.exit.init, "exit");
+	free(buf);
+
+	in = (struct proto_msg){.type = PROTO_MSG_STATS, .id = 5, .u.stats = {1, 2, 3, 4, 5, 6, 7}};
+	is_int(roundtrip(&in, &out, &buf, &len), 0);
+	ok(out.id == 5 && out.u.stats.cpu_usage_usec == 1 && out.u.stats.pids_current == 7, "stats");
+	free(buf);
+
+	in = (struct proto_msg){.type = PROTO_MSG_ERROR, .id = 3};
+	in.u.error = (struct proto_error){ENOENT, xs("exec: \"/nope\": stat /nope: no such file or directory")};
+	is_int(roundtrip(&in, &out, &buf, &len), 0);
+	is_int(out.u.error.err, ENOENT);
+	is_str(out.u.error.message, in.u.error.message);
+	proto_msg_free(&out);
+	proto_msg_free(&in);
+	free(buf);
+
+	static const uint16_t simple[] = {PROTO_MSG_READY, PROTO_MSG_STARTED, PROTO_MSG_GO};
+	for (size_t i = 0; i < ARRAY_SIZE(simple); i++) {
+		in = (struct proto_msg){.type = simple[i], .id = 100 + i, .u.started = {1234}};
+		is_int(roundtrip(&in, &out, &buf, &len), 0);
+		ok(out.type == simple[i] && out.id == 100 + i, "%s round trip", proto_type_name(simple[i]));
+		if (simple[i] != PROTO_MSG_GO)
+			is_int(out.u.started.pid, 1234);
+		free(buf);
+	}
+}
+
+TEST(limits_and_framing)
+{
+	struct proto_msg in = {.type = PROTO_MSG_ERROR}, out;
+	struct proto_header h;
+	uint8_t *buf;
+	size_t len;
+	char *big = malloc(KVRUN_PROTO_MAX_BODY + 1);
+
+	memset(big, 'a', KVRUN_PROTO_MAX_BODY);
+	big[KVRUN_PROTO_MAX_BODY] = '\0';
+	in.u.error.message = big;
+	is_int(proto_encode(&in, &buf, &len), -EMSGSIZE);
+	free(big);
+
+	in = (struct proto_msg){.type = 999};
+	is_int(proto_encode(&in, &buf, &len), -EINVAL);
+
+	in = (struct proto_msg){.type = PROTO_MSG_SIGNAL, .id = 0x1122334455667788ull, .u.signal = {1, 9, false}};
+	is_int(proto_encode(&in, &buf, &len), 0);
+	is_int(proto_header_parse(buf, 10, &h), -EAGAIN);
+	is_int(proto_header_parse(buf, len, &h), 0);
+	ok(h.id == 0x1122334455667788ull && h.length == len - KVRUN_PROTO_HEADER_SIZE, "header fields");
+	/* An oversized length is refused from the header alone. */
+	buf[12] = 0xff, buf[13] = 0xff, buf[14] = 0xff, buf[15] = 0x7f;
+	is_int(proto_header_parse(buf, len, &h), -EMSGSIZE);
+	is_int(proto_decode(buf, len, &out), -EMSGSIZE);
+	buf[4] = 2;
+	is_int(proto_header_parse(buf, len, &h), -EPROTONOSUPPORT);
+	buf[0] ^= 1;
+	is_int(proto_decode(buf, len, &out), -EBADMSG);
+	free(buf);
+}
+
+TEST(unknown_tags_skipped)
+{
+	struct proto_msg in = {.type = PROTO_MSG_SIGNAL, .u.signal = {5, 2, false}}, out;
+	uint8_t *buf, *nb;
+	size_t len;
+	static const uint8_t extra[] = {0x99, 0x00, 3, 0, 0, 0, 'x', 'y', 'z'};
+
+	is_int(proto_encode(&in, &buf, &len), 0);
+	/* Append a TLV with tag 0x99 that this version does not know. */
+	nb = malloc(len + sizeof(extra));
+	memcpy(nb, buf, len);
+	memcpy(nb + len, extra, sizeof(extra));
+	nb[12] = (uint8_t)(len + sizeof(extra) - KVRUN_PROTO_HEADER_SIZE);
+	is_int(proto_decode(nb, len + sizeof(extra), &out), 0);
+	ok(out.u.signal.pid == 5 && out.u.signal.signo == 2, "known fields kept");
+	free(nb);
+	free(buf);
+}
+
+TEST(fuzz_truncate_and_corrupt)
+{
+	struct proto_msg in = {.type = PROTO_MSG_START, .id = 1}, out;
+	uint8_t *buf, *copy;
+	size_t len, bad_trunc = 0, decoded = 0, errors = 0, other = 0;
+
+	fill_start(&in.u.start);
+	is_int(proto_encode(&in, &buf, &len), 0);
+	copy = malloc(len);
+	/* Every proper prefix is an error (the header length no longer matches). */
+	for (size_t cut = 0; cut < len; cut++) {
+		uint8_t *t = malloc(cut ? cut : 1);
+
+		memcpy(t, buf, cut);
+		if (proto_decode(t, cut, &out) != -EBADMSG)
+			bad_trunc++;
+		free(t);
+	}
+	is_int(bad_trunc, 0);
+	/* A body cut short with the header's length fixed up: still an error or a
+	 * clean decode, never a crash (ASan checks the reads). */
+	for (size_t cut = KVRUN_PROTO_HEADER_SIZE; cut < len; cut++) {
+		memcpy(copy, buf, cut);
+		copy[12] = (uint8_t)(cut - KVRUN_PROTO_HEADER_SIZE);
+		copy[13] = (uint8_t)((cut - KVRUN_PROTO_HEADER_SIZE) >> 8);
+		copy[14] = copy[15] = 0;
+		int r = proto_decode(copy, cut, &out);
+
+		if (r == 0)
+			proto_msg_free(&out);
+		else if (r == -EBADMSG)
+			errors++;
+		else
+			other++;
+	}
+	/* Flip each byte to a few values. */
+	static const uint8_t pats[] = {0x00, 0xff, 0x80, 0x01, 0x7f};
+	for (size_t i = 0; i < len; i++)
+		for (size_t k = 0; k < ARRAY_SIZE(pats); k++) {
+			memcpy(copy, buf, len);
+			copy[i] = buf[i] == pats[k] ? (uint8_t)~pats[k] : pats[k];
+			int r = proto_decode(copy, len, &out);
+
+			if (r == 0) {
+				decoded++;
+				proto_msg_free(&out);
+			} else if (r == -EBADMSG || r == -EMSGSIZE || r == -EPROTONOSUPPORT) {
+				errors++;
+			} else {
+				other++;
+			}
+		}
+	ok(errors > 0, "corruptions detected (%zu errors, %zu still decodable)", errors, decoded);
+	is_int(other, 0);
+	/* Pseudo-random garbage of every length up to 512 bytes behind a valid header. */
+	uint32_t seed = 12345;
+	for (size_t n = 0; n < 512; n++) {
+		uint8_t g[KVRUN_PROTO_HEADER_SIZE + 512];
+
+		memcpy(g, buf, KVRUN_PROTO_HEADER_SIZE);
+		g[12] = (uint8_t)n, g[13] = (uint8_t)(n >> 8), g[14] = g[15] = 0;
+		for (size_t i = 0; i < n; i++) {
+			seed = seed * 1103515245u + 12345u;
+			g[KVRUN_PROTO_HEADER_SIZE + i] = (uint8_t)(seed >> 16);
+		}
+		int r = proto_decode(g, KVRUN_PROTO_HEADER_SIZE + n, &out);
+
+		if (r == 0)
+			proto_msg_free(&out);
+		else if (r != -EBADMSG && r != -EMSGSIZE)
+			other++;
+	}
+	is_int(other, 0);
+	free(copy);
+	free(buf);
+	proto_msg_free(&in);
+}
+
+TEST(stream_send_recv)
+{
+	struct proto_msg in = {.type = PROTO_MSG_EXIT, .id = 4, .u.exit = {9, 0x8b, false}}, out;
+	int sv[2];
+
+	is_int(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	is_int(proto_send(sv[0], &in), 0);
+	is_int(proto_recv(sv[1], &out), 0);
+	ok(out.type == PROTO_MSG_EXIT && out.u.exit.pid == 9 && out.u.exit.status == 0x8b, "exit over a socket");
+	close(sv[0]);
+	is_int(proto_recv(sv[1], &out), -ECONNRESET);
+	close(sv[1]);
+}
+
+TAP_MAIN()
