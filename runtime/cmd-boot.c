@@ -56,7 +56,7 @@ static void usage(FILE *f)
 	        "  --test-device        add the test device (exit/irq/ncpus ports, MMIO window)\n"
 	        "  --timeout SECONDS    end the VM after this long\n"
 	        "  --timings            print a JSON line with setup/boot times and memory on stderr\n"
-	        "  --debug              debug logging\n\n"
+	        "  --debug              debug logging, and every vCPU's RIP every 2 s\n\n"
 	        "Exit status: 0 power-off; the code written to the test device's exit port;\n"
 	        "  %d reboot (i8042, port 0xcf9, KVM reset); %d triple fault; %d crash\n"
 	        "  (KVM internal error, failed entry, unknown exit); %d timeout; %d kvrun error\n"
@@ -320,6 +320,9 @@ static int setup_devices(struct vm *vm, const struct boot_opts *o, struct boot_d
 		r = test_device_create(vm, &d->test);
 	if (r >= 0)
 		r = watch_signals(vm, &d->signal_fd);
+	/* --debug: where the guest is, every 2 s (System.map finds it). */
+	if (r >= 0 && log_get_max_level() >= LOG_LEVEL_DEBUG)
+		r = vm_set_rip_sampling(vm, 2000);
 	if (r >= 0 && o->timeout_s > 0)
 		r = vm_set_timeout(vm, (uint64_t)(o->timeout_s * 1000.0));
 	return r;

@@ -296,6 +296,23 @@ static bool handle_exit(struct vcpu *v)
 	}
 }
 
+static void log_sample(struct vcpu *v)
+{
+	struct kvm_regs r;
+
+	atomic_store(&v->sample_req, false);
+	if (ioctl(v->fd, KVM_GET_REGS, &r) == 0)
+		log_debug("vcpu%u: %.1f s rip=%016llx", v->id, (double)(vm_now_ns() - vm_process_start_ns()) / 1e9,
+		          r.rip);
+}
+
+void vcpu_request_sample(struct vcpu *v)
+{
+	atomic_store(&v->sample_req, true);
+	if (v->thread_started)
+		pthread_kill(v->thread, VCPU_KICK_SIGNAL);
+}
+
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
@@ -311,6 +328,8 @@ static void *vcpu_thread(void *arg)
 	if (v->id == 0)
 		vm->t_first_run = vm_now_ns();
 	while (!atomic_load(&vm->stopping)) {
+		if (unlikely(atomic_load_explicit(&v->sample_req, memory_order_relaxed)))
+			log_sample(v);
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;

@@ -8,6 +8,7 @@
 #define KVRUN_VMM_VCPU_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -22,6 +23,7 @@ struct vcpu {
 	struct kvm_run *run; /* mmap'd, vm->vcpu_mmap_size bytes */
 	pthread_t thread;
 	bool thread_started;
+	atomic_bool sample_req; /* log RIP at the next chance (debugging) */
 };
 
 /* Signal used to kick a vCPU thread out of KVM_RUN (a no-op handler is
@@ -38,6 +40,9 @@ int vcpu_start(struct vcpu *v);
 /* Make the thread leave KVM_RUN soon (it then sees vm->stopping). */
 void vcpu_kick(struct vcpu *v);
 void vcpu_join(struct vcpu *v);
+/* Ask the thread to log its RIP at debug level (a kick without
+ * immediate_exit: KVM_RUN returns, the thread logs and re-enters). */
+void vcpu_request_sample(struct vcpu *v);
 
 /* Log the registers at debug level (crash diagnostics). */
 void vcpu_dump_regs(struct vcpu *v);

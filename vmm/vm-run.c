@@ -103,11 +103,11 @@ int vm_start(struct vm *vm)
 
 	if (vm->started)
 		return -EBUSY;
-	r = event_loop_start(vm->loop);
+	r = vm_memslots_wait(vm);
 	if (r < 0)
-		return err_setsys(r, "starting the event loop");
+		return r;
 	vm->started = true;
-	/* vCPU threads inherit this mask: process signals (SIGINT, SIGTERM,
+	/* The boot vCPU first: its first KVM_RUN ends setup. vCPU threads inherit this mask: process signals (SIGINT, SIGTERM,
 	 * SIGCHLD...) are left to the thread that owns them. */
 	sigfillset(&set);
 	sigdelset(&set, SIGSEGV);
@@ -123,6 +123,11 @@ int vm_start(struct vm *vm)
 	}
 	pthread_mutex_unlock(&vm->lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r >= 0) {
+		r = event_loop_start(vm->loop);
+		if (r < 0)
+			r = err_setsys(r, "starting the event loop");
+	}
 	if (r < 0)
 		vm_stopf(vm, VM_EXIT_CRASH, r, "%s", err_msg());
 	return r;
@@ -155,6 +160,40 @@ int vm_set_timeout(struct vm *vm, uint64_t ms)
 			return err_setsys(r, "watching the timeout");
 	}
 	if (timerfd_settime(vm->timer_fd, 0, &its, NULL) < 0)
+		return err_setsys(-errno, "timerfd_settime");
+	return 0;
+}
+
+static void sample_handler(int fd, uint32_t revents, void *opaque)
+{
+	struct vm *vm = opaque;
+	uint64_t n;
+
+	if (read(fd, &n, sizeof(n)) != sizeof(n))
+		return;
+	pthread_mutex_lock(&vm->lock);
+	for (unsigned int i = 0; i < vm->ncpus; i++)
+		vcpu_request_sample(vm->vcpus[i]);
+	pthread_mutex_unlock(&vm->lock);
+}
+
+int vm_set_rip_sampling(struct vm *vm, uint64_t ms)
+{
+	struct itimerspec its = {
+	    .it_value = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000},
+	    .it_interval = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000},
+	};
+	int r;
+
+	if (ms == 0 || vm->sample_fd >= 0)
+		return -EINVAL;
+	vm->sample_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (vm->sample_fd < 0)
+		return err_setsys(-errno, "timerfd_create");
+	r = event_loop_add(vm->loop, vm->sample_fd, EPOLLIN, sample_handler, vm);
+	if (r < 0)
+		return err_setsys(r, "watching the sampling timer");
+	if (timerfd_settime(vm->sample_fd, 0, &its, NULL) < 0)
 		return err_setsys(-errno, "timerfd_settime");
 	return 0;
 }

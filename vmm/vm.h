@@ -89,7 +89,11 @@ struct vm {
 	struct vm_result result;
 	int done_fd; /* eventfd, readable once the VM ended */
 	int timer_fd;
+	int sample_fd;
 	bool started;
+	pthread_t memslot_thread; /* registers guest RAM with KVM */
+	bool memslot_pending;
+	int memslot_err;
 
 	/* Timings, CLOCK_MONOTONIC ns; 0 when not reached. */
 	uint64_t t_first_run;
@@ -107,8 +111,14 @@ int vm_create(const struct vm_config *cfg, struct vm **ret);
  * Accepts NULL. */
 void vm_free(struct vm *vm);
 
-/* Start the event loop thread and one thread per vCPU. */
+/* Start the event loop thread and one thread per vCPU (after waiting for
+ * guest RAM to be registered with KVM, which vm_create() leaves running in
+ * the background). */
 int vm_start(struct vm *vm);
+
+/* Wait until guest RAM is registered with KVM (vm_start() does this; only
+ * needed by code that must have it earlier). */
+int vm_memslots_wait(struct vm *vm);
 
 /* End the VM with this result (first caller wins; later calls are ignored).
  * Safe from any thread, including vCPU and event-loop threads; it does not
@@ -121,6 +131,10 @@ void vm_stopf(struct vm *vm, enum vm_exit_reason reason, int code, const char *f
 /* Arm a one-shot timer on the event loop that ends the VM with
  * VM_EXIT_TIMEOUT after ms milliseconds. Call before or after vm_start(). */
 int vm_set_timeout(struct vm *vm, uint64_t ms);
+
+/* Debugging: every ms milliseconds log each vCPU's RIP at debug level
+ * (map it to a function with the kernel's System.map). */
+int vm_set_rip_sampling(struct vm *vm, uint64_t ms);
 
 /* Block until the VM ended, then stop and join every vCPU thread and the
  * event loop thread. *ret gets the result. */
