@@ -53,6 +53,8 @@
 #define AML_EXT 0x5b
 #define AML_EXT_DEVICE 0x82
 #define AML_ROOT '\\'
+#define RES_IRQ_NOFLAGS 0x22 /* small IRQ descriptor, 2 bytes: edge, high, exclusive */
+#define RES_IO 0x47 /* small I/O port descriptor, 7 bytes */
 #define RES_MEMORY32_FIXED 0x86
 #define RES_EXT_IRQ 0x89
 #define RES_END_TAG 0x79
@@ -271,6 +273,49 @@ static void aml_virtio_device(struct acpi_buf *b, const struct acpi_virtio_mmio 
 	aml_close(b, pkg);
 }
 
+/* EISA id compression: three letters of 5 bits and four hex digits, stored
+ * big endian ("PNP0501" -> bytes 41 d0 05 01). */
+static uint32_t eisa_id(const char id[7])
+{
+	uint32_t v = (uint32_t)(id[0] - '@') << 26 | (uint32_t)(id[1] - '@') << 21 | (uint32_t)(id[2] - '@') << 16;
+
+	for (int i = 3; i < 7; i++)
+		v |= (uint32_t)(id[i] <= '9' ? id[i] - '0' : id[i] - 'A' + 10) << (4 * (6 - i));
+	return __builtin_bswap32(v);
+}
+
+/* Device (COM1) { _HID PNP0501, _UID 1, _CRS { IO 0x3f8/8, IRQNoFlags {4} } } */
+static void aml_com1(struct acpi_buf *b)
+{
+	size_t dev, buf;
+
+	buf_le(b, AML_EXT, 1);
+	buf_le(b, AML_EXT_DEVICE, 1);
+	dev = aml_open(b);
+	buf_bytes(b, "COM1", 4);
+	aml_name(b, "_HID");
+	buf_le(b, AML_DWORD, 1);
+	buf_le(b, eisa_id("PNP0501"), 4);
+	aml_name(b, "_UID");
+	aml_integer(b, 1);
+	aml_name(b, "_CRS");
+	buf_le(b, AML_BUFFER, 1);
+	buf = aml_open(b);
+	aml_integer(b, 8 + 3 + 2);
+	buf_le(b, RES_IO, 1);
+	buf_le(b, 1, 1); /* 16-bit decode */
+	buf_le(b, 0x3f8, 2); /* minimum base */
+	buf_le(b, 0x3f8, 2); /* maximum base */
+	buf_le(b, 0, 1); /* alignment */
+	buf_le(b, 8, 1); /* length */
+	buf_le(b, RES_IRQ_NOFLAGS, 1);
+	buf_le(b, 1u << 4, 2); /* IRQ 4 */
+	buf_le(b, RES_END_TAG, 1);
+	buf_le(b, 0, 1);
+	aml_close(b, buf);
+	aml_close(b, dev);
+}
+
 static void build_dsdt(struct acpi_buf *b, const struct acpi_config *cfg)
 {
 	size_t start = b->len, pkg;
@@ -278,11 +323,13 @@ static void build_dsdt(struct acpi_buf *b, const struct acpi_config *cfg)
 
 	buf_reserve(b, ACPI_HEADER_LEN);
 
-	/* Scope (\_SB) { Device (VRnn) {...} ... } */
+	/* Scope (\_SB) { [Device (COM1) {...}] Device (VRnn) {...} ... } */
 	buf_le(b, AML_SCOPE, 1);
 	pkg = aml_open(b);
 	buf_le(b, AML_ROOT, 1);
 	buf_bytes(b, "_SB_", 4);
+	if (cfg->com1)
+		aml_com1(b);
 	for (unsigned int i = 0; i < cfg->nr_virtio; i++)
 		aml_virtio_device(b, &cfg->virtio[i], i);
 	aml_close(b, pkg);

@@ -4,7 +4,8 @@
  * (revision 6, HW_REDUCED_ACPI), MADT (local APICs, one IOAPIC) and a DSDT
  * whose AML describes each virtio-mmio device ("LNRO0005") and \_S5, so
  * that Linux finds its devices without virtio_mmio.device= and powers off by
- * writing SLP_TYP|SLP_EN to the sleep control register.
+ * writing SLP_TYP|SLP_EN to the sleep control register. Optionally it also
+ * describes the COM1 UART (see acpi_config.com1).
  *
  * Wiring (done by the boot code):
  *  - Build the tables into guest RAM at a 16-byte-aligned GPA, for example
@@ -71,6 +72,10 @@ struct acpi_config {
 	uint64_t sleep_addr; /* one byte: sleep control and sleep status */
 	bool reset_reg; /* also describe RESET_REG at sleep_addr */
 	bool cmos_rtc; /* the VMM emulates the CMOS clock at 0x70/0x71 (else FADT says none) */
+	/* Describe the 16550 UART at 0x3f8, IRQ 4 (Device COM1, PNP0501). With
+	 * hardware-reduced ACPI Linux routes no ISA IRQ by itself, so the
+	 * console UART's IRQ 4 works only when a device claims it. */
+	bool com1;
 	/* Add an ISA IRQ0 -> GSI 2 override. Only right when the VMM routes the
 	 * PIT's GSI 0 to IOAPIC pin 2 (as QEMU does); KVM's default routing is
 	 * the identity. A hardware-reduced Linux guest does not use the PIT. */

@@ -91,6 +91,7 @@ TEST(iasl_disassembles_and_recompiles)
 	    .sleep_space = ACPI_GAS_SPACE_IO,
 	    .sleep_addr = 0x3c0,
 	    .reset_reg = true,
+	    .com1 = true,
 	};
 	struct acpi_layout l;
 	char *text = NULL;
@@ -120,6 +121,8 @@ TEST(iasl_disassembles_and_recompiles)
 		ok(strstr(text, "Interrupt (ResourceConsumer, Edge, ActiveHigh, Exclusive, ,, )") != NULL,
 		   "dsdt.dsl has the edge/high/exclusive Interrupt");
 		ok(strstr(text, "Name (\\_S5, Package (0x04)") != NULL, "dsdt.dsl has \\_S5");
+		ok(strstr(text, "EisaId (\"PNP0501\")") != NULL, "dsdt.dsl has COM1's EisaId");
+		ok(strstr(text, "IRQNoFlags ()") != NULL, "dsdt.dsl has COM1's IRQNoFlags");
 		free(text);
 	}
 	is_int(rm_rf(dir), 0);

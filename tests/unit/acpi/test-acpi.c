@@ -291,7 +291,53 @@ static void check_dsdt(const struct acpi_config *cfg, const struct acpi_layout *
 		is_int(o->pkg[0], ACPI_S5_SLP_TYP);
 		is_int(o->pkg[1], ACPI_S5_SLP_TYP);
 	}
-	is_int(r.n, 2 + 4 * cfg->nr_virtio);
+	is_int(r.n, 2 + 4 * cfg->nr_virtio + (cfg->com1 ? 4 : 0));
+}
+
+/* EISA id back to text: 3 letters of 5 bits, 4 hex digits, big endian. */
+static void eisa_decode(uint32_t stored, char out[8])
+{
+	uint32_t v = __builtin_bswap32(stored);
+	static const char hex[] = "0123456789ABCDEF";
+
+	out[0] = (char)('@' + ((v >> 26) & 0x1f));
+	out[1] = (char)('@' + ((v >> 21) & 0x1f));
+	out[2] = (char)('@' + ((v >> 16) & 0x1f));
+	for (int i = 0; i < 4; i++)
+		out[3 + i] = hex[(v >> (12 - 4 * i)) & 0xf];
+	out[7] = 0;
+}
+
+TEST(dsdt_com1)
+{
+	static const uint8_t crs[] = {0x47, 0x01, 0xf8, 0x03, 0xf8, 0x03, 0x00, 0x08, 0x22, 0x10, 0x00, 0x79, 0x00};
+	static struct aml_reader r;
+	struct acpi_config cfg = base_config(1);
+	struct acpi_layout l;
+	const struct aml_obj *o;
+	const uint8_t *t;
+	char id[8];
+
+	cfg.com1 = true;
+	is_int(build(&cfg, &l), 0);
+	check_dsdt(&cfg, &l, 2);
+	t = buf + (l.dsdt - GPA);
+	if (!ok(aml_read(&r, t, le(t + 4, 4)), "DSDT AML parses"))
+		return;
+	o = aml_find(&r, "\\_SB_.COM1");
+	ok(o && o->kind == AML_DEVICE, "Device (\\_SB.COM1)");
+	o = aml_find(&r, "\\_SB_.COM1._HID");
+	if (ok(o && o->kind == AML_INT, "COM1 _HID is an EISA id")) {
+		is_int(o->val, 0x0105d041);
+		eisa_decode((uint32_t)o->val, id);
+		is_str(id, "PNP0501");
+	}
+	o = aml_find(&r, "\\_SB_.COM1._UID");
+	ok(o && o->kind == AML_INT && o->val == 1, "COM1 _UID 1");
+	o = aml_find(&r, "\\_SB_.COM1._CRS");
+	if (ok(o && o->kind == AML_BUF && o->buf_len == sizeof(crs), "COM1 _CRS is %zu bytes", sizeof(crs)))
+		ok(memcmp(o->buf, crs, sizeof(crs)) == 0,
+		   "COM1 _CRS: IO (Decode16, 0x3f8, 0x3f8, 0, 8), IRQNoFlags {4}");
 }
 
 TEST(dsdt_aml)
