@@ -1,0 +1,286 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Shared helpers for the tests that boot guests with `kvrun boot`.
+
+- kvm_problem(): why /dev/kvm cannot be used, or None.
+- host_kind(): "native" (hardware KVM, vmx/svm), "pvm" (nested kvm_pvm host
+  whose guest CPL0 code is emulated) or "unknown".
+- find_kernel(): the Linux vmlinux to boot, and what was tried.
+- write_initramfs(): a newc cpio with busybox-static and a given /init,
+  written directly (no cpio tool, no root needed for /dev/console).
+- boot(): runs `kvrun boot`, returns a Result with output, status, time.
+- parse_tap(): the guest's TAP lines from its console output.
+"""
+import json
+import os
+import re
+import struct
+import subprocess
+import time
+
+# Exit statuses of `kvrun boot` for each way a VM can end (`kvrun boot
+# --help`): 0 power-off, the test device's exit code, 120 reboot, 121 triple
+# fault, 122 crash, 124 timeout, 125 kvrun error, 128+N signal N.
+EXIT_STATUS = {
+    "guest-exit-0": 0,
+    "guest-exit": lambda code: code & 0xff,
+    "poweroff": 0,
+    "reboot": 120,
+    "triple-fault": 121,
+    "crash": 122,
+    "timeout": 124,
+    "error": 125,
+    "signal": lambda sig: 128 + sig,
+}
+
+# The kernel command line the guest kernel needs on a kvm_pvm host, where
+# the guest sees the host's CPUID and the CPL0 emulator lacks some
+# instructions (see shared/guest-kernel/BUILD.md).
+PVM_CMDLINE = (
+    "console=ttyS0 reboot=k panic=-1 quiet noxsave nofsgsbase nopcid "
+    "clearcpuid=smap,smep,popcnt,rdrand,rdseed,rdpid,erms,fsrm,clflushopt,"
+    "clwb,umip,invpcid,movbe,aes,pclmulqdq,sha_ni,avx,avx2,fma,f16c,bmi1,"
+    "bmi2,adx,vaes,vpclmulqdq,abm pvmhost=1"
+)
+NATIVE_CMDLINE = "console=ttyS0 reboot=k panic=-1 quiet"
+
+
+def kvrun():
+    return os.environ.get("KVRUN", "kvrun")
+
+
+def kvm_problem():
+    if not os.path.exists("/dev/kvm"):
+        return "/dev/kvm does not exist"
+    try:
+        fd = os.open("/dev/kvm", os.O_RDWR | os.O_CLOEXEC)
+    except OSError as e:
+        return f"cannot open /dev/kvm: {e.strerror}"
+    os.close(fd)
+    return None
+
+
+def host_kind():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = set()
+            for line in f:
+                if line.startswith("flags"):
+                    flags.update(line.split(":", 1)[1].split())
+    except OSError:
+        flags = set()
+    if flags & {"vmx", "svm"} or any(
+        os.path.exists(f"/sys/module/{m}") for m in ("kvm_intel", "kvm_amd")
+    ):
+        return "native"
+    if os.path.exists("/sys/module/kvm_pvm") or os.path.exists("/dev/kvm"):
+        return "pvm"
+    return "unknown"
+
+
+def linux_cmdline(kind):
+    return PVM_CMDLINE if kind == "pvm" else NATIVE_CMDLINE
+
+
+def _main_checkout(root):
+    """For a git worktree, the directory of its main checkout, else None."""
+    try:
+        with open(os.path.join(root, ".git")) as f:
+            line = f.read().strip()
+    except OSError:
+        return None  # a plain checkout (.git is a directory) or no git
+    if not line.startswith("gitdir:"):
+        return None
+    gitdir = line.split(":", 1)[1].strip()
+    # <main>/.git/worktrees/<name>
+    return os.path.dirname(os.path.dirname(os.path.dirname(gitdir)))
+
+
+def find_kernel():
+    """Returns (path or None, [places tried]): $KVRUN_TEST_KERNEL, else
+    shared/guest-kernel/vmlinux beside the source tree (or beside the main
+    checkout when the source tree is a git worktree)."""
+    tried = []
+    env = os.environ.get("KVRUN_TEST_KERNEL")
+    if env:
+        tried.append(f"$KVRUN_TEST_KERNEL={env}")
+        return (env if os.path.isfile(env) else None), tried
+    root = os.environ.get("KVRUN_SOURCE_ROOT",
+                          os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    roots = [root]
+    main = _main_checkout(root)
+    if main:
+        roots.append(main)
+    for r in roots:
+        path = os.path.normpath(os.path.join(r, "..", "shared", "guest-kernel", "vmlinux"))
+        tried.append(path)
+        if os.path.isfile(path):
+            return path, tried
+    return None, tried
+
+
+def _cpio_entry(out, ino, name, mode, data=b"", rdev=(0, 0)):
+    name_b = name.encode() + b"\0"
+    hdr = "070701" + "".join(f"{v:08x}" for v in (
+        ino, mode, 0, 0, 1, 0, len(data), 0, 0, rdev[0], rdev[1], len(name_b), 0))
+    out.write(hdr.encode() + name_b)
+    out.write(b"\0" * ((4 - (110 + len(name_b)) % 4) % 4))
+    out.write(data)
+    out.write(b"\0" * ((4 - len(data) % 4) % 4))
+
+
+def busybox_path():
+    """A static busybox: $KVRUN_TEST_BUSYBOX, else Debian's busybox-static."""
+    return os.environ.get("KVRUN_TEST_BUSYBOX", "/bin/busybox")
+
+
+def write_initramfs(path, init_script, busybox=None):
+    """An uncompressed newc cpio: /bin/busybox, /bin/sh, /init (the given
+    shell script), /proc, /sys, /dev/console. Uncompressed, because gunzip
+    in the guest kernel is slow where CPL0 code is emulated."""
+    with open(busybox or busybox_path(), "rb") as f:
+        bb = f.read()
+    with open(path, "wb") as out:
+        ino = 1
+        for name, mode, data, rdev in (
+            ("bin", 0o040755, b"", (0, 0)),
+            ("proc", 0o040755, b"", (0, 0)),
+            ("sys", 0o040755, b"", (0, 0)),
+            ("dev", 0o040755, b"", (0, 0)),
+            ("dev/console", 0o020600, b"", (5, 1)),
+            ("bin/busybox", 0o100755, bb, (0, 0)),
+            ("bin/sh", 0o120777, b"busybox", (0, 0)),
+            ("init", 0o100755, init_script.encode(), (0, 0)),
+        ):
+            _cpio_entry(out, ino, name, mode, data, rdev)
+            ino += 1
+        _cpio_entry(out, 0, "TRAILER!!!", 0)
+
+
+def elf_load_midpoint(data):
+    """File offset halfway into the first PT_LOAD segment of an ELF64
+    image: a copy cut there has intact headers but a short segment."""
+    phoff, = struct.unpack_from("<Q", data, 32)
+    phentsize, phnum = struct.unpack_from("<HH", data, 54)
+    for i in range(phnum):
+        p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+        if p_type == 1 and p_filesz:
+            return p_offset + p_filesz // 2
+    raise ValueError("no PT_LOAD segment")
+
+
+class Result:
+    def __init__(self, args, rc, out, err, elapsed, timed_out):
+        self.args = args
+        self.rc = rc
+        self.out = out
+        self.err = err
+        self.elapsed = elapsed
+        self.timed_out = timed_out
+
+    def describe(self):
+        tail = lambda s: "\n".join(s.splitlines()[-15:])
+        return (f"command: {' '.join(self.args)}\nexit status: {self.rc}"
+                f"{' (killed: test timeout)' if self.timed_out else ''}\n"
+                f"stdout (tail):\n{tail(self.out)}\nstderr (tail):\n{tail(self.err)}")
+
+
+def boot(args, timeout=60, stop_signal=None, stop_after=None, wait_for=None, marks=()):
+    """Runs `kvrun boot ARGS`. With stop_signal, sends it after stop_after
+    seconds, or once wait_for (a string) appeared on stdout or stderr.
+    The process is killed (and the result marked timed_out) after
+    timeout seconds. Result.seen maps each string in marks to the seconds
+    after the start when it first appeared in the output."""
+    argv = [kvrun(), "boot"] + list(args)
+    start = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL)
+    os.set_blocking(p.stdout.fileno(), False)
+    os.set_blocking(p.stderr.fileno(), False)
+    out, err = b"", b""
+    sent = False
+    timed_out = False
+    seen = {}
+    while True:
+        for stream in (p.stdout, p.stderr):
+            chunk = stream.read()
+            if chunk:
+                if stream is p.stdout:
+                    out += chunk
+                else:
+                    err += chunk
+        now = time.monotonic() - start
+        for m in marks:
+            if m not in seen and (m.encode() in out or m.encode() in err):
+                seen[m] = now
+        if p.poll() is not None:
+            break
+        if stop_signal and not sent:
+            due = stop_after is not None and now >= stop_after
+            seen = wait_for is not None and (wait_for.encode() in out or wait_for.encode() in err)
+            if due or seen:
+                p.send_signal(stop_signal)
+                sent = True
+        if now > timeout:
+            p.kill()
+            timed_out = True
+            p.wait()
+            break
+        time.sleep(0.02)
+    for stream in (p.stdout, p.stderr):
+        os.set_blocking(stream.fileno(), True)
+        rest = stream.read()
+        if stream is p.stdout:
+            out += rest
+        else:
+            err += rest
+    elapsed = time.monotonic() - start
+    r = Result(argv, p.returncode, out.decode(errors="replace"),
+               err.decode(errors="replace"), elapsed, timed_out)
+    r.seen = seen
+    return r
+
+
+def timings_of(r):
+    """The JSON object `kvrun boot --timings` printed on stderr, or None."""
+    for line in reversed(r.err.splitlines()):
+        line = line.strip()
+        if line.startswith("{") and "total_us" in line:
+            try:
+                return json.loads(line)
+            except ValueError:
+                return None
+    return None
+
+
+TAP_RE = re.compile(r"^(not )?ok (\d+) - (.*)$")
+PLAN_RE = re.compile(r"^1\.\.(\d+)")
+
+
+def parse_tap(text):
+    """Returns (results, plan): results is a list of (passed, description)
+    in order, plan the declared count or None."""
+    results, plan = [], None
+    for line in text.splitlines():
+        line = line.strip("\r")
+        m = TAP_RE.match(line)
+        if m:
+            results.append((m.group(1) is None, m.group(3)))
+            continue
+        m = PLAN_RE.match(line)
+        if m:
+            plan = int(m.group(1))
+    return results, plan
+
+
+def kvrun_pids():
+    """Pids of running processes whose executable is the kvrun under test."""
+    exe = os.path.realpath(kvrun())
+    pids = set()
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if os.path.realpath(f"/proc/{d}/exe") == exe:
+                    pids.add(int(d))
+            except OSError:
+                pass
+    return pids
