@@ -26,10 +26,10 @@ import tempfile
 import threading
 import time
 
+import guestlib
 from taplib import Tap
 
 KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
-SRC = os.environ.get("KVRUN_SOURCE_ROOT", os.getcwd())
 BUSYBOX = os.environ.get("KVRUN_TEST_BUSYBOX") or shutil.which("busybox") or "/bin/busybox"
 APPLETS = ["sh", "echo", "cat", "id", "hostname", "pwd", "env", "seq", "wc", "touch", "sleep", "md5sum"]
 
@@ -50,10 +50,12 @@ exit 42
 
 
 def find_kernel():
+    """$KVRUN_KERNEL, else what the other Linux-guest tests boot
+    ($KVRUN_TEST_KERNEL, else shared/guest-kernel/vmlinux beside the tree)."""
     k = os.environ.get("KVRUN_KERNEL")
     if k:
-        return k
-    return os.path.join(SRC, "..", "shared", "guest-kernel", "vmlinux")
+        return k, [f"$KVRUN_KERNEL={k}"]
+    return guestlib.find_kernel()
 
 
 def make_bundle(tmp, name, args, mutate=None):
@@ -88,8 +90,9 @@ def run_foreground(t, tmp, env, out):
     b = make_bundle(tmp, "run", ["/bin/sh", "-c", SCRIPT, "sh", "one", "two words"], mutate)
     root = os.path.join(tmp, "root-run")
     stdin = b"first line\n" + b"x" * 5000 + b"\n"
-    p = subprocess.run([KVRUN, "--root", root, "run", "--bundle", b, "ctr-run"], input=stdin,
-                       capture_output=True, env=env, timeout=1000)
+    e = dict(env, KVRUN_CONSOLE=os.path.join(tmp, "run-console.log"))
+    p = subprocess.run([KVRUN, "--root", root, "--log", os.path.join(tmp, "run-log.txt"), "--debug", "run",
+                        "--bundle", b, "ctr-run"], input=stdin, capture_output=True, env=e, timeout=1000)
     out["run"] = (p, root)
 
 
@@ -105,8 +108,10 @@ def run_lifecycle(t, tmp, env, out):
     pid_file = os.path.join(tmp, "life.pid")
     stdout_path = os.path.join(tmp, "life.out")
     with open(stdout_path, "wb") as so:
-        p = subprocess.run([KVRUN, "--root", root, "create", "--bundle", b, "--pid-file", pid_file, "ctr-life"],
-                           stdin=subprocess.DEVNULL, stdout=so, stderr=subprocess.PIPE, env=env, timeout=1000)
+        e = dict(env, KVRUN_CONSOLE=os.path.join(tmp, "life-console.log"))
+        p = subprocess.run([KVRUN, "--root", root, "--log", os.path.join(tmp, "life-log.txt"), "--debug", "create",
+                            "--bundle", b, "--pid-file", pid_file, "ctr-life"],
+                           stdin=subprocess.DEVNULL, stdout=so, stderr=subprocess.PIPE, env=e, timeout=1000)
     log["create"] = p
     if p.returncode != 0:
         out["life"] = (log, root, None, stdout_path)
@@ -144,8 +149,9 @@ def check_run(t, res):
     p, root = res
     stdout = p.stdout.decode(errors="replace")
     stderr = p.stderr.decode(errors="replace")
-    t.eq(p.returncode, 42, "run: exit status of the container process")
-    lines = stdout.split("\n")
+    t.ok(p.returncode == 42, "run: exit status of the container process",
+         f"got {p.returncode}\nstderr: {stderr[-3000:]}")
+    lines = stdout.split("\n") + [""] * 8
     t.eq(lines[0], "args:one two words", "run: args")
     t.eq(lines[1], "env:bar baz", "run: env")
     t.eq(lines[2], "cwd:/work", "run: cwd")
@@ -154,7 +160,7 @@ def check_run(t, res):
     t.eq(lines[5], "stdin:first line", "run: stdin relayed")
     t.eq(lines[6], "rest:5001", "run: the rest of stdin up to its EOF")
     seq = "".join(f"{i}\n" for i in range(1, 40001))
-    t.ok("\n".join(lines[7:]) == seq, "run: 40000 lines on stdout without loss",
+    t.ok("\n".join(lines[7:]).rstrip("\n") + "\n" == seq, "run: 40000 lines on stdout without loss",
          f"got {len(stdout)} bytes of stdout")
     t.ok("to-stderr" not in stdout, "run: stderr not mixed into stdout")
     want_sum = subprocess.run(["md5sum"], input=seq.encode(), capture_output=True).stdout.split()[0].decode()
@@ -184,9 +190,9 @@ def check_life(t, res):
 
 def main():
     t = Tap()
-    kernel = find_kernel()
-    if not os.path.exists(kernel):
-        t.skip_all(f"no guest kernel at {kernel} (set KVRUN_KERNEL)")
+    kernel, tried = find_kernel()
+    if not kernel or not os.path.exists(kernel):
+        t.skip_all(f"no guest kernel: tried {', '.join(tried)} (set KVRUN_TEST_KERNEL)")
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         t.skip_all("no usable /dev/kvm")
     if os.geteuid() != 0:
@@ -214,7 +220,15 @@ def main():
         check_life(t, out["life"])
     else:
         t.ok(False, "lifecycle: finished")
-    shutil.rmtree(tmp, ignore_errors=True)
+    if t.failed:
+        for name in ("run-log.txt", "run-console.log", "life-log.txt", "life-console.log"):
+            path = os.path.join(tmp, name)
+            if os.path.exists(path):
+                with open(path, errors="replace") as f:
+                    t.diag(f"--- {name} (last 40 lines)\n" + "".join(f.readlines()[-40:]))
+        t.diag(f"kept {tmp}")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
     t.done()
 
 
