@@ -107,11 +107,16 @@ def run_lifecycle(t, tmp, env, out):
     log = {}
     pid_file = os.path.join(tmp, "life.pid")
     stdout_path = os.path.join(tmp, "life.out")
-    with open(stdout_path, "wb") as so:
+    stderr_path = os.path.join(tmp, "life.err")
+    # The container keeps create's stdio (as under runc): files, not pipes
+    # we would wait on for an EOF that comes only when the container ends.
+    with open(stdout_path, "wb") as so, open(stderr_path, "wb") as se:
         e = dict(env, KVRUN_CONSOLE=os.path.join(tmp, "life-console.log"))
         p = subprocess.run([KVRUN, "--root", root, "--log", os.path.join(tmp, "life-log.txt"), "--debug", "create",
                             "--bundle", b, "--pid-file", pid_file, "ctr-life"],
-                           stdin=subprocess.DEVNULL, stdout=so, stderr=subprocess.PIPE, env=e, timeout=1000)
+                           stdin=subprocess.DEVNULL, stdout=so, stderr=se, env=e, timeout=1000)
+    with open(stderr_path, "rb") as f:
+        p.stderr = f.read()
     log["create"] = p
     if p.returncode != 0:
         out["life"] = (log, root, None, stdout_path)
