@@ -358,6 +358,7 @@ static int do_start(struct monitor *m, char *detail, size_t size)
 	if (r < 0)
 		return r;
 	snprintf(detail, size, "%u", ans.u.started.pid);
+	log_debug("container process started, guest pid %u", ans.u.started.pid);
 	proto_msg_free(&ans);
 	return 0;
 }
