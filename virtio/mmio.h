@@ -35,7 +35,7 @@
 #include "virtio/virtqueue.h"
 
 #define VIRTIO_MMIO_SIZE 0x1000
-#define VIRTIO_MMIO_MAX_QUEUES 4
+#define VIRTIO_MMIO_MAX_QUEUES 9 /* virtio-net: 4 queue pairs and a control queue */
 /* Queue argument of virtio_mmio_add_notify_fd() for a doorbell without
  * datamatch: every queue is looked at. */
 #define VIRTIO_MMIO_ALL_QUEUES UINT32_MAX

@@ -43,6 +43,8 @@ static int kvm_open(struct vm *vm)
 	if (vm->kvm_fd < 0)
 		return err_setsys(-errno, "cannot open /dev/kvm");
 	v = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);
+	if (v < 0)
+		return err_setsys(-errno, "/dev/kvm is not a KVM device (KVM_GET_API_VERSION)");
 	if (v != KVM_API_VERSION)
 		return err_set(-ENOTSUP, "/dev/kvm speaks KVM API %d, kvrun needs %d", v, KVM_API_VERSION);
 	for (size_t i = 0; i < ARRAY_SIZE(required_caps); i++)
@@ -201,6 +203,7 @@ int vm_create(const struct vm_config *cfg, struct vm **ret)
 	vm->kvm_fd = vm->vm_fd = vm->done_fd = vm->timer_fd = vm->sample_fd = -1;
 	vm->ncpus = cfg->ncpus;
 	pthread_mutex_init(&vm->lock, NULL);
+	pthread_cond_init(&vm->pause_cond, NULL);
 	bus_init(&vm->pio, "pio");
 	bus_init(&vm->mmio, "mmio");
 	r = vm_setup(vm, cfg);
@@ -242,5 +245,6 @@ void vm_free(struct vm *vm)
 		close(vm->kvm_fd);
 	guest_mem_destroy(&vm->mem);
 	pthread_mutex_destroy(&vm->lock);
+	pthread_cond_destroy(&vm->pause_cond);
 	free(vm);
 }

@@ -296,6 +296,23 @@ static bool handle_exit(struct vcpu *v)
 	}
 }
 
+/* Wait here while the VM is paused. A stop sets immediate_exit under the
+ * lock after setting stopping, so clearing it here cannot lose a stop. */
+static void vcpu_park(struct vcpu *v)
+{
+	struct vm *vm = v->vm;
+
+	pthread_mutex_lock(&vm->lock);
+	vm->parked++;
+	pthread_cond_broadcast(&vm->pause_cond);
+	while (atomic_load(&vm->pause_req) && !atomic_load(&vm->stopping))
+		pthread_cond_wait(&vm->pause_cond, &vm->lock);
+	vm->parked--;
+	if (!atomic_load(&vm->stopping))
+		__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&vm->lock);
+}
+
 static void log_sample(struct vcpu *v)
 {
 	struct kvm_regs r;
@@ -327,12 +344,24 @@ static void *vcpu_thread(void *arg)
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	if (v->id == 0)
 		vm->t_first_run = vm_now_ns();
+	pthread_mutex_lock(&vm->lock);
+	vm->running_vcpus++;
+	pthread_mutex_unlock(&vm->lock);
 	while (!atomic_load(&vm->stopping)) {
+		if (unlikely(atomic_load_explicit(&vm->pause_req, memory_order_relaxed)))
+			vcpu_park(v);
 		if (unlikely(atomic_load_explicit(&v->sample_req, memory_order_relaxed)))
 			log_sample(v);
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
-			if (errno == EINTR || errno == EAGAIN)
+			/* A kick. A stop or a pause is seen at the top of the
+			 * loop; otherwise (a pause already over) immediate_exit
+			 * must not stay set. A racing stop sets it again after
+			 * setting stopping, which the loop then sees. */
+			if (errno == EINTR || errno == EAGAIN) {
+				if (!atomic_load(&vm->pause_req))
+					__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
 				continue;
+			}
 			log_debug("vcpu%u: KVM_RUN: %s", v->id, strerror(errno));
 			vm_stopf(vm, VM_EXIT_CRASH, -errno, "vcpu%u: KVM_RUN: %s", v->id, strerror(errno));
 			break;
@@ -340,6 +369,10 @@ static void *vcpu_thread(void *arg)
 		if (!handle_exit(v))
 			break;
 	}
+	pthread_mutex_lock(&vm->lock);
+	vm->running_vcpus--;
+	pthread_cond_broadcast(&vm->pause_cond);
+	pthread_mutex_unlock(&vm->lock);
 	return NULL;
 }
 

@@ -75,6 +75,8 @@ static void vm_stop_detail(struct vm *vm, enum vm_exit_reason reason, int code, 
 	for (unsigned int i = 0; vm->vcpus && i < vm->ncpus; i++)
 		if (vm->vcpus[i])
 			vcpu_kick(vm->vcpus[i]);
+	/* Parked vCPUs (vm_pause) wake up to see the stop. */
+	pthread_cond_broadcast(&vm->pause_cond);
 	pthread_mutex_unlock(&vm->lock);
 	if (write(vm->done_fd, &one, sizeof(one)) < 0)
 		log_debug("vm: done eventfd: %s", strerror(errno));
@@ -131,6 +133,27 @@ int vm_start(struct vm *vm)
 	if (r < 0)
 		vm_stopf(vm, VM_EXIT_CRASH, r, "%s", err_msg());
 	return r;
+}
+
+int vm_pause(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->lock);
+	atomic_store(&vm->pause_req, true);
+	for (unsigned int i = 0; i < vm->ncpus; i++)
+		vcpu_kick(vm->vcpus[i]);
+	while (vm->parked < vm->running_vcpus && !atomic_load(&vm->stopping))
+		pthread_cond_wait(&vm->pause_cond, &vm->lock);
+	pthread_mutex_unlock(&vm->lock);
+	return atomic_load(&vm->stopping) ? -ESHUTDOWN : 0;
+}
+
+int vm_resume(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->lock);
+	atomic_store(&vm->pause_req, false);
+	pthread_cond_broadcast(&vm->pause_cond);
+	pthread_mutex_unlock(&vm->lock);
+	return 0;
 }
 
 static void timeout_handler(int fd, uint32_t revents, void *opaque)

@@ -91,6 +91,11 @@ struct vm {
 	int timer_fd;
 	int sample_fd;
 	bool started;
+	/* Pause: vCPU threads park on pause_cond while pause_req is set. */
+	atomic_bool pause_req;
+	pthread_cond_t pause_cond;
+	unsigned int parked; /* vCPU threads parked (under lock) */
+	unsigned int running_vcpus; /* vCPU threads started and not ended (under lock) */
 	pthread_t memslot_thread; /* registers guest RAM with KVM */
 	bool memslot_pending;
 	int memslot_err;
@@ -127,6 +132,12 @@ void vm_stop(struct vm *vm, enum vm_exit_reason reason, int code);
 /* Same, with a printf-style detail kept in vm_result.detail. */
 void vm_stopf(struct vm *vm, enum vm_exit_reason reason, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Stop every vCPU between two exits and return once all are parked (the
+ * event loop keeps running). vm_resume() lets them go on. Safe from any
+ * thread but a vCPU thread; a stop ends a pause. */
+int vm_pause(struct vm *vm);
+int vm_resume(struct vm *vm);
 
 /* Arm a one-shot timer on the event loop that ends the VM with
  * VM_EXIT_TIMEOUT after ms milliseconds. Call before or after vm_start(). */

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <net/if.h> /* before any linux/ header */
+#include <errno.h>
+#include <linux/if_addr.h>
+#include <linux/if_link.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/netlink.h"
+#include "guest-init/netcfg.h"
+
+struct mac_lookup {
+	const uint8_t *mac;
+	int ifindex;
+	char name[IFNAMSIZ];
+};
+
+static int mac_cb(const struct nlmsghdr *h, void *opaque)
+{
+	const struct ifinfomsg *ifi = NLMSG_DATA(h);
+	const struct rtattr *tb[IFLA_MAX + 1];
+	struct mac_lookup *q = opaque;
+
+	if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)) || q->ifindex)
+		return 0;
+	nl_parse_msg(h, sizeof(*ifi), tb, IFLA_MAX);
+	if (!tb[IFLA_ADDRESS] || RTA_PAYLOAD(tb[IFLA_ADDRESS]) != 6 || memcmp(RTA_DATA(tb[IFLA_ADDRESS]), q->mac, 6))
+		return 0;
+	q->ifindex = ifi->ifi_index;
+	if (tb[IFLA_IFNAME])
+		snprintf(q->name, sizeof(q->name), "%.*s", (int)RTA_PAYLOAD(tb[IFLA_IFNAME]),
+		         (const char *)RTA_DATA(tb[IFLA_IFNAME]));
+	return 0;
+}
+
+static int link_by_mac(int nl, const uint8_t *mac, struct mac_lookup *q)
+{
+	struct ifinfomsg ifi = {.ifi_family = AF_UNSPEC};
+	struct nl_msg m;
+	int r;
+
+	memset(q, 0, sizeof(*q));
+	q->mac = mac;
+	nl_msg_init(&m, RTM_GETLINK, 0, &ifi, sizeof(ifi));
+	r = nl_dump(nl, &m, mac_cb, q);
+	if (r < 0)
+		return r;
+	return q->ifindex ? 0 : -ENODEV;
+}
+
+/* flags/change as in ifinfomsg; name and mtu only when set. */
+static int set_link(int nl, int ifindex, unsigned int flags, unsigned int change, const char *name, uint32_t mtu)
+{
+	struct ifinfomsg ifi = {
+	    .ifi_family = AF_UNSPEC, .ifi_index = ifindex, .ifi_flags = flags, .ifi_change = change};
+	struct nl_msg m;
+
+	nl_msg_init(&m, RTM_NEWLINK, 0, &ifi, sizeof(ifi));
+	if (name)
+		nl_attr_put_str(&m, IFLA_IFNAME, name);
+	if (mtu)
+		nl_attr_put_u32(&m, IFLA_MTU, mtu);
+	return nl_transact(nl, &m);
+}
+
+static int add_addr(int nl, int ifindex, const struct net_config_addr *a)
+{
+	struct ifaddrmsg ifa = {.ifa_family = a->family, .ifa_prefixlen = a->prefixlen, .ifa_index = ifindex};
+	size_t alen = a->family == AF_INET ? 4 : 16;
+	struct nl_msg m;
+	int r;
+
+	if (a->family != AF_INET && a->family != AF_INET6)
+		return -EAFNOSUPPORT;
+	nl_msg_init(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE, &ifa, sizeof(ifa));
+	nl_attr_put(&m, IFA_LOCAL, a->addr, alen);
+	nl_attr_put(&m, IFA_ADDRESS, a->addr, alen);
+	if (a->family == AF_INET6)
+		nl_attr_put_u32(&m, IFA_FLAGS, IFA_F_NODAD);
+	r = nl_transact(nl, &m);
+	return r == -EEXIST ? 0 : r;
+}
+
+static int add_route(int nl, int ifindex, const struct net_config_route *rt)
+{
+	struct rtmsg rtm = {
+	    .rtm_family = rt->family,
+	    .rtm_dst_len = rt->dst_len,
+	    .rtm_table = RT_TABLE_MAIN,
+	    .rtm_protocol = RTPROT_BOOT,
+	    .rtm_scope = rt->has_gw ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK,
+	    .rtm_type = RTN_UNICAST,
+	};
+	size_t alen = rt->family == AF_INET ? 4 : 16;
+	struct nl_msg m;
+	int r;
+
+	if (rt->family != AF_INET && rt->family != AF_INET6)
+		return -EAFNOSUPPORT;
+	if (rt->family == AF_INET6)
+		rtm.rtm_scope = RT_SCOPE_UNIVERSE;
+	nl_msg_init(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &rtm, sizeof(rtm));
+	if (rt->dst_len)
+		nl_attr_put(&m, RTA_DST, rt->dst, alen);
+	if (rt->has_gw)
+		nl_attr_put(&m, RTA_GATEWAY, rt->gw, alen);
+	nl_attr_put_u32(&m, RTA_OIF, (uint32_t)ifindex);
+	if (rt->metric)
+		nl_attr_put_u32(&m, RTA_PRIORITY, rt->metric);
+	r = nl_transact(nl, &m);
+	return r == -EEXIST ? 0 : r;
+}
+
+static int configure_iface(int nl, const struct net_config_iface *c)
+{
+	struct mac_lookup q;
+	int r;
+
+	r = link_by_mac(nl, c->mac, &q);
+	if (r < 0)
+		return err_setsys(r, "no interface with MAC %02x:%02x:%02x:%02x:%02x:%02x", c->mac[0], c->mac[1],
+		                  c->mac[2], c->mac[3], c->mac[4], c->mac[5]);
+	/* Renaming needs the link down; a taken name is not fatal. */
+	if (c->name[0] && strcmp(c->name, q.name)) {
+		set_link(nl, q.ifindex, 0, IFF_UP, NULL, 0);
+		r = set_link(nl, q.ifindex, 0, 0, c->name, 0);
+		if (r < 0)
+			log_debug("netcfg: keeping %s (renaming to %s: %s)", q.name, c->name, strerror(-r));
+	}
+	r = set_link(nl, q.ifindex, IFF_UP, IFF_UP, NULL, c->mtu);
+	if (r < 0)
+		return err_setsys(r, "bringing up %s (mtu %u)", c->name, c->mtu);
+	for (unsigned int i = 0; i < c->nr_addrs && i < NET_CONFIG_MAX_ADDRS; i++) {
+		r = add_addr(nl, q.ifindex, &c->addrs[i]);
+		if (r < 0)
+			return err_setsys(r, "adding address %u to %s", i, c->name);
+	}
+	/* On-link routes first: a gateway must be reachable when its route
+	 * is added. */
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned int i = 0; i < c->nr_routes && i < NET_CONFIG_MAX_ROUTES; i++) {
+			if (!!c->routes[i].has_gw != pass)
+				continue;
+			r = add_route(nl, q.ifindex, &c->routes[i]);
+			if (r < 0)
+				return err_setsys(r, "adding route %u to %s", i, c->name);
+		}
+	}
+	return 0;
+}
+
+int netcfg_apply(const struct net_config *cfg)
+{
+	_cleanup_close_ int nl = -1;
+	int r, lo;
+
+	r = nl_open(&nl);
+	if (r < 0)
+		return err_setsys(r, "netlink socket");
+	lo = (int)if_nametoindex("lo");
+	if (lo <= 0)
+		return err_setsys(-errno, "no loopback interface");
+	r = set_link(nl, lo, IFF_UP, IFF_UP, NULL, 0);
+	if (r < 0)
+		return err_setsys(r, "bringing up lo");
+	for (unsigned int i = 0; cfg && i < cfg->nr_ifaces && i < NET_CONFIG_MAX_IFACES; i++) {
+		r = configure_iface(nl, &cfg->ifaces[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Guest side of networking: apply the struct net_config the host sent
+ * (common/net-config.h) with rtnetlink. Loopback comes up in any case;
+ * each configured interface is the virtio-net device whose MAC matches.
+ */
+#ifndef KVRUN_GUEST_INIT_NETCFG_H
+#define KVRUN_GUEST_INIT_NETCFG_H
+
+#include "common/net-config.h"
+
+/* In the calling thread's network namespace: bring lo up; then for each
+ * cfg->ifaces[i] find the link with that MAC, give it the name (when free),
+ * MTU, bring it up, add its addresses (IPv6 without DAD: the address was
+ * already in use by this container), then its routes (on-link ones first,
+ * so gateways are reachable). cfg may be NULL (loopback only). Returns 0, or
+ * -errno with err_set() context (-ENODEV when no link has a MAC). */
+int netcfg_apply(const struct net_config *cfg);
+
+#endif

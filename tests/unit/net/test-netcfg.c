@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* guest-init/netcfg.c in a private network namespace of this test process
+ * (unshare(CLONE_NEWNET)): a veth with a known MAC plays the virtio-net
+ * device; the result is read back with rtnetlink. Needs root. */
+#include <net/if.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/netlink.h"
+#include "guest-init/netcfg.h"
+#include "tap.h"
+
+static const uint8_t MAC[6] = {0x52, 0x54, 0x00, 0xab, 0xcd, 0x01};
+
+struct found {
+	int ifindex;
+	char want[INET6_ADDRSTRLEN + 8];
+	bool hit;
+};
+
+static int addr_cb(const struct nlmsghdr *h, void *opaque)
+{
+	const struct ifaddrmsg *ifa = NLMSG_DATA(h);
+	const struct rtattr *tb[IFA_MAX + 1];
+	struct found *f = opaque;
+	char a[INET6_ADDRSTRLEN], s[INET6_ADDRSTRLEN + 8];
+
+	nl_parse_msg(h, sizeof(*ifa), tb, IFA_MAX);
+	if ((int)ifa->ifa_index != f->ifindex || !tb[IFA_ADDRESS])
+		return 0;
+	inet_ntop(ifa->ifa_family, RTA_DATA(tb[IFA_ADDRESS]), a, sizeof(a));
+	snprintf(s, sizeof(s), "%s/%u", a, ifa->ifa_prefixlen);
+	if (!strcmp(s, f->want))
+		f->hit = true;
+	return 0;
+}
+
+static bool has_addr(int nl, int ifindex, const char *want)
+{
+	struct ifaddrmsg ifa = {.ifa_family = AF_UNSPEC};
+	struct found f = {.ifindex = ifindex};
+	struct nl_msg m;
+
+	snprintf(f.want, sizeof(f.want), "%s", want);
+	nl_msg_init(&m, RTM_GETADDR, 0, &ifa, sizeof(ifa));
+	return nl_dump(nl, &m, addr_cb, &f) == 0 && f.hit;
+}
+
+static int route_cb(const struct nlmsghdr *h, void *opaque)
+{
+	const struct rtmsg *rtm = NLMSG_DATA(h);
+	const struct rtattr *tb[RTA_MAX + 1];
+	struct found *f = opaque;
+	char gw[INET6_ADDRSTRLEN];
+
+	nl_parse_msg(h, sizeof(*rtm), tb, RTA_MAX);
+	if (rtm->rtm_dst_len != 0 || !tb[RTA_GATEWAY] || rtm->rtm_table != RT_TABLE_MAIN)
+		return 0;
+	inet_ntop(rtm->rtm_family, RTA_DATA(tb[RTA_GATEWAY]), gw, sizeof(gw));
+	if (!strcmp(gw, f->want))
+		f->hit = true;
+	return 0;
+}
+
+static bool has_default_via(int nl, int family, const char *gw)
+{
+	struct rtmsg rtm = {.rtm_family = (unsigned char)family};
+	struct found f = {0};
+	struct nl_msg m;
+
+	snprintf(f.want, sizeof(f.want), "%s", gw);
+	nl_msg_init(&m, RTM_GETROUTE, 0, &rtm, sizeof(rtm));
+	return nl_dump(nl, &m, route_cb, &f) == 0 && f.hit;
+}
+
+static void prefix(uint8_t family, const char *s, uint8_t *out)
+{
+	inet_pton(family, s, out);
+}
+
+TEST(configure_veth_by_mac)
+{
+	static struct net_config cfg;
+	struct net_config_iface *c = &cfg.ifaces[0];
+	int nl, idx;
+
+	cfg.nr_ifaces = 1;
+	snprintf(c->name, sizeof(c->name), "eth3");
+	memcpy(c->mac, MAC, 6);
+	c->mtu = 1400;
+	c->addrs[0] = (struct net_config_addr){.family = AF_INET, .prefixlen = 24};
+	prefix(AF_INET, "10.199.20.2", c->addrs[0].addr);
+	c->addrs[1] = (struct net_config_addr){.family = AF_INET6, .prefixlen = 64};
+	prefix(AF_INET6, "fd99:20::2", c->addrs[1].addr);
+	c->nr_addrs = 2;
+	c->routes[0] = (struct net_config_route){.family = AF_INET, .has_gw = 1};
+	prefix(AF_INET, "10.199.20.1", c->routes[0].gw);
+	c->routes[1] = (struct net_config_route){.family = AF_INET6, .has_gw = 1};
+	prefix(AF_INET6, "fd99:20::1", c->routes[1].gw);
+	c->nr_routes = 2;
+
+	is_int(netcfg_apply(&cfg), 0);
+	idx = (int)if_nametoindex("eth3");
+	ok(idx > 0, "renamed to eth3");
+	if (nl_open(&nl) < 0)
+		return;
+	ok(has_addr(nl, idx, "10.199.20.2/24"), "IPv4 address");
+	ok(has_addr(nl, idx, "fd99:20::2/64"), "IPv6 address");
+	ok(has_default_via(nl, AF_INET, "10.199.20.1"), "IPv4 default gateway");
+	ok(has_default_via(nl, AF_INET6, "fd99:20::1"), "IPv6 default gateway");
+	close(nl);
+
+	cfg.ifaces[0].mac[5] = 0x99;
+	ok(netcfg_apply(&cfg) == -ENODEV, "unknown MAC: -ENODEV");
+}
+
+/* TAP_MAIN() with a preamble that may skip the whole program. */
+struct tap_test tap_tests[TAP_MAX_TESTS];
+int tap_nr_tests, tap_count, tap_failed;
+const char *tap_current = "";
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (geteuid() != 0)
+		tap_skip_all("needs root (a private network namespace)");
+	if (unshare(CLONE_NEWNET) < 0)
+		tap_skip_all("unshare(CLONE_NEWNET) refused");
+	if (system("ip link add gv0 address 52:54:00:ab:cd:01 type veth peer name gv1 && ip link set gv1 up") != 0)
+		tap_skip_all("cannot create a veth pair with ip(8)");
+	for (int i = 0; i < tap_nr_tests; i++) {
+		tap_current = tap_tests[i].name;
+		tap_tests[i].fn();
+	}
+	printf("1..%d\n", tap_count);
+	return tap_failed ? 1 : 0;
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * virtio-net (virtio 1.2, 5.1) over a frame backend (backend.h; a TAP in
+ * practice, see tap.h).
+ *
+ * Features offered: CSUM, GUEST_CSUM, GUEST/HOST_TSO4/TSO6/ECN (and UFO
+ * when the backend takes it), MRG_RXBUF, MAC, MTU, STATUS (link up),
+ * RING_EVENT_IDX, INDIRECT_DESC; with more than one queue pair also
+ * CTRL_VQ and MQ (VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET). Queues: rx0, tx0, rx1,
+ * tx1, ..., then the control queue.
+ *
+ * Data path, userspace: on the event loop. TX chains are written to the
+ * backend with one writev() straight from guest memory (virtio_net_hdr_v1
+ * first, which the TAP understands as is), many per kick. RX frames are read
+ * with one readv() straight into the guest's buffers, spanning several
+ * chains with MRG_RXBUF (num_buffers set). With no rx buffers the backend
+ * fd is taken off epoll until the guest kicks the rx queue.
+ *
+ * Data path, vhost-net: when /dev/vhost-net can be opened and the backend
+ * is a TAP, the kernel serves rx/tx queues (the control queue stays here).
+ *
+ * Runtime use (see docs/networking.md):
+ *   struct virtio_net *n;
+ *   net_tap_backend_new(fds, pairs, &be);
+ *   virtio_net_new(&vm->mem, vm->loop, be, &(struct virtio_net_opts){.mac = ..., .mtu = 1500,
+ *                  .queue_pairs = pairs}, &n);
+ *   m = virtio_net_mmio(n);   then bus_register / virtio_mmio_set_irq as for any device;
+ *   doorbells: virtio_net_set_doorbell(n, fd, q) per queue (ioeventfd with
+ *   datamatch q), or one virtio_mmio_add_notify_fd(m, loop, fd, ALL) when
+ *   vhost is not in use.
+ */
+#ifndef KVRUN_VIRTIO_NET_NET_H
+#define KVRUN_VIRTIO_NET_NET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "virtio/mmio.h"
+#include "virtio/net/backend.h"
+#include "vmm/event-loop.h"
+
+#define VIRTIO_ID_NET 1
+#define VIRTIO_NET_QUEUE_SIZE 256
+
+struct virtio_net;
+
+struct virtio_net_opts {
+	uint8_t mac[6];
+	uint16_t mtu; /* 68..65535; 0: 1500 */
+	unsigned int queue_pairs; /* 1..NET_MAX_QUEUE_PAIRS, at most the backend's */
+	bool no_vhost; /* stay in userspace even when /dev/vhost-net exists */
+};
+
+/* Create the device. mem and loop are borrowed (must outlive it); be is
+ * taken over on success (freed with the device). Returns 0 or -errno with
+ * err_set() context. */
+int virtio_net_new(const struct guest_mem *mem, struct event_loop *loop, struct net_backend *be,
+                   const struct virtio_net_opts *opts, struct virtio_net **ret);
+
+struct virtio_mmio *virtio_net_mmio(struct virtio_net *n);
+
+/* Whether vhost-net serves the data queues. */
+bool virtio_net_uses_vhost(const struct virtio_net *n);
+
+/* Hand over the doorbell eventfd of queue q (an ioeventfd with datamatch
+ * q). With vhost it becomes the queue's kick fd; otherwise it is watched on
+ * the loop. fd stays owned by the caller and must outlive the device. */
+int virtio_net_set_doorbell(struct virtio_net *n, unsigned int q, int fd);
+
+/* Counters for tests and stats. */
+struct virtio_net_stats {
+	uint64_t tx_frames, rx_frames, tx_dropped, rx_paused;
+};
+void virtio_net_get_stats(struct virtio_net *n, struct virtio_net_stats *ret);
+
+/* Stop serving (the loop may keep running), free the backend and the
+ * device. Call with the vCPUs stopped. Accepts NULL. */
+void virtio_net_free(struct virtio_net *n);
+
+#endif
