@@ -3,7 +3,7 @@
 # Build kvrun's guest kernel from Debian's linux-source-6.12 package.
 #
 #   kernel/build.sh [--prefix DIR | --output DIR] [--cache DIR] [--force]
-#                   [--config-only] [--no-install]
+#                   [--config-only] [--no-install] [--print-key]
 #
 #   --prefix DIR    install into DIR/share/kvrun/kernel (default prefix
 #                   /usr/local, where kvrun looks for a kernel by default)
@@ -13,6 +13,7 @@
 #   --force         rebuild even if the cache holds a result for this key
 #   --config-only   stop after generating and verifying the .config
 #   --no-install    build (or reuse) but do not install
+#   --print-key     print the cache key of the current inputs and exit
 #
 # Steps: unpack the source, apply kernel/patches/*.patch, make tinyconfig,
 # merge kernel/kvrun.fragment, make olddefconfig, verify with
@@ -29,7 +30,7 @@ tarball=/usr/src/linux-source-6.12.tar.xz
 srcpkg=linux-source-6.12
 cache=${KVRUN_KERNEL_CACHE:-/var/cache/kvrun/kernel}
 dest=/usr/local/share/kvrun/kernel
-force=0 config_only=0 install=1
+force=0 config_only=0 install=1 print_key=0
 
 die() { echo "kernel/build.sh: $*" >&2; exit 1; }
 log() { echo "kernel/build.sh: $*"; }
@@ -45,7 +46,8 @@ while [ $# -gt 0 ]; do
 	--force) force=1 ;;
 	--config-only) config_only=1 ;;
 	--no-install) install=0 ;;
-	-h|--help) sed -n '3,25p' "$0"; exit 0 ;;
+	--print-key) print_key=1 ;;
+	-h|--help) sed -n '3,26p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 	shift
@@ -78,6 +80,10 @@ key=$({
 	cat "$fragment"
 	for p in "$here"/patches/*.patch; do [ -f "$p" ] && { echo "patch ${p##*/}"; cat "$p"; }; done
 } | sha256sum | cut -c1-16)
+if [ "$print_key" = 1 ]; then
+	echo "$key"
+	exit 0
+fi
 work=$cache/$key
 tree=$work/linux
 out=$work/out
