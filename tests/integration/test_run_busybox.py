@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Containers in real microVMs: a busybox bundle booted with kvrun's guest
-kernel and guest-init. Two VMs, booted side by side to keep the suite's time
+kernel and guest-init. Three VMs, booted side by side to keep the suite's time
 down (a Linux guest takes about two minutes to boot where guest kernel code
 is emulated):
 
@@ -11,6 +11,8 @@ is emulated):
 2. create / state / start / kill 9 / delete, with --pid-file, a read-only
    root, the monitor reaped by us as a subreaper (as containerd's shim
    does) dying by SIGKILL like the container process.
+3. run --detach, then delete --force of the running container: nothing
+   left under --root, no process left.
 
 Everything here runs on any KVM host; on native KVM it takes seconds, and
 only there would a timing assert make sense (there are none). Skips when
@@ -150,6 +152,50 @@ def run_lifecycle(t, tmp, env, out):
     out["life"] = (log, root, status, stdout_path)
 
 
+def run_detached(t, tmp, env, out):
+    """Boot 3: `run --detach`, then `delete --force` of the running container."""
+    b = make_bundle(tmp, "det", ["/bin/sh", "-c", "echo up; exec sleep 100000"])
+    root = os.path.join(tmp, "root-det")
+    log = {}
+    out_path = os.path.join(tmp, "det.out")
+    with open(out_path, "wb") as so:
+        e = dict(env, KVRUN_CONSOLE=os.path.join(tmp, "det-console.log"))
+        log["run"] = subprocess.run([KVRUN, "--root", root, "--log", os.path.join(tmp, "det-log.txt"), "--debug",
+                                     "run", "--detach", "--bundle", b, "ctr-det"],
+                                    stdin=subprocess.DEVNULL, stdout=so, stderr=so, env=e, timeout=1000)
+    if log["run"].returncode == 0:
+        log["state"] = subprocess.run([KVRUN, "--root", root, "state", "ctr-det"], capture_output=True, text=True)
+        log["delete"] = subprocess.run([KVRUN, "--root", root, "delete", "--force", "ctr-det"],
+                                       capture_output=True, text=True, timeout=120)
+    out["det"] = (log, root, out_path)
+
+
+def check_det(t, res):
+    log, root, out_path = res
+    with open(out_path, errors="replace") as f:
+        output = f.read()
+    if not t.ok(log["run"].returncode == 0, "run --detach: succeeds", output[-3000:]):
+        return
+    st = json.loads(log["state"].stdout)
+    t.eq(st["status"], "running", "run --detach: running")
+    t.eq(log["delete"].returncode, 0, "delete --force of a running container")
+    t.eq(os.listdir(root), [], "delete --force: nothing left under --root")
+    t.eq(processes_mentioning(root), [], "delete --force: no process left")
+
+
+def processes_mentioning(text):
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if text.encode() in f.read():
+                        found.append(int(pid))
+            except OSError:
+                pass
+    return found
+
+
 def check_run(t, res):
     p, root = res
     stdout = p.stdout.decode(errors="replace")
@@ -212,7 +258,7 @@ def main():
     env = dict(os.environ, KVRUN_KERNEL=os.path.abspath(kernel), KVRUN_CACHE_DIR=os.path.join(tmp, "cache"),
                KVRUN_CONFIG=os.path.join(tmp, "none.json"))
     out = {}
-    threads = [threading.Thread(target=f, args=(t, tmp, env, out)) for f in (run_foreground, run_lifecycle)]
+    threads = [threading.Thread(target=f, args=(t, tmp, env, out)) for f in (run_foreground, run_lifecycle, run_detached)]
     for th in threads:
         th.start()
     for th in threads:
@@ -225,8 +271,13 @@ def main():
         check_life(t, out["life"])
     else:
         t.ok(False, "lifecycle: finished")
+    if "det" in out:
+        check_det(t, out["det"])
+    else:
+        t.ok(False, "run --detach: finished")
     if t.failed:
-        for name in ("run-log.txt", "run-console.log", "life-log.txt", "life-console.log"):
+        for name in ("run-log.txt", "run-console.log", "life-log.txt", "life-console.log", "det-log.txt",
+                     "det-console.log"):
             path = os.path.join(tmp, name)
             if os.path.exists(path):
                 with open(path, errors="replace") as f:
