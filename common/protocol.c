@@ -25,6 +25,10 @@ enum field_kind {
 	F_U32V, /* uint32_t * with size_t count at aux, one TLV per entry */
 	F_RECV, /* array of sub records with size_t count at aux */
 	F_RECP, /* pointer to one sub record, NULL = absent */
+	F_U8, /* uint8_t, 1 byte */
+	F_RAW, /* inline uint8_t[aux], exactly aux bytes */
+	F_CSTR, /* inline char[aux], NUL-terminated: at most aux - 1 bytes, no NUL */
+	F_RECA, /* inline array of at most max sub records, unsigned int count at aux */
 };
 
 #define NO_HAS ((size_t)-1)
@@ -40,6 +44,7 @@ struct field {
 	size_t aux; /* length/count offset */
 	size_t has; /* offset of a bool "present" flag, or NO_HAS */
 	const struct desc *sub;
+	size_t max; /* F_RECA: capacity of the inline array */
 };
 
 struct desc {
@@ -67,6 +72,15 @@ struct desc {
 #define FLD_RECP(t, type, member, d)                             \
 	{                                                        \
 		t, F_RECP, offsetof(type, member), 0, NO_HAS, &d \
+	}
+#define FLD_SIZED(t, k, type, member)                                                   \
+	{                                                                               \
+		t, k, offsetof(type, member), sizeof(((type *)0)->member), NO_HAS, NULL \
+	}
+#define FLD_RECA(t, type, member, cnt, d)                                           \
+	{                                                                           \
+		t, F_RECA, offsetof(type, member), offsetof(type, cnt), NO_HAS, &d, \
+		    sizeof(((type *)0)->member) / sizeof(((type *)0)->member[0])    \
 	}
 #define DESC(name, type, arr) static const struct desc name = {sizeof(type), arr, ARRAY_SIZE(arr)}
 
@@ -162,6 +176,36 @@ static const struct field hook_fields[] = {
 };
 DESC(hook_desc, struct proto_hook, hook_fields);
 
+/* struct net_config (common/net-config.h): fixed arrays, decoded in place. */
+static const struct field netaddr_fields[] = {
+    FLD(1, F_U8, struct net_config_addr, family),
+    FLD(2, F_U8, struct net_config_addr, prefixlen),
+    FLD_SIZED(3, F_RAW, struct net_config_addr, addr),
+};
+DESC(netaddr_desc, struct net_config_addr, netaddr_fields);
+
+static const struct field netroute_fields[] = {
+    FLD(1, F_U8, struct net_config_route, family),     FLD(2, F_U8, struct net_config_route, dst_len),
+    FLD_SIZED(3, F_RAW, struct net_config_route, dst), FLD_SIZED(4, F_RAW, struct net_config_route, gw),
+    FLD(5, F_U8, struct net_config_route, has_gw),     FLD(6, F_U8, struct net_config_route, scope),
+    FLD(7, F_U32, struct net_config_route, metric),
+};
+DESC(netroute_desc, struct net_config_route, netroute_fields);
+
+static const struct field netiface_fields[] = {
+    FLD_SIZED(1, F_CSTR, struct net_config_iface, name),
+    FLD_SIZED(2, F_RAW, struct net_config_iface, mac),
+    FLD(3, F_U32, struct net_config_iface, mtu),
+    FLD_RECA(4, struct net_config_iface, addrs, nr_addrs, netaddr_desc),
+    FLD_RECA(5, struct net_config_iface, routes, nr_routes, netroute_desc),
+};
+DESC(netiface_desc, struct net_config_iface, netiface_fields);
+
+static const struct field netcfg_fields[] = {
+    FLD_RECA(1, struct net_config, ifaces, nr_ifaces, netiface_desc),
+};
+DESC(netcfg_desc, struct net_config, netcfg_fields);
+
 static const struct field start_fields[] = {
     FLD_RECP(1, struct proto_start, process, process_desc), /* see start_desc_fixup */
     FLD(2, F_STR, struct proto_start, hostname),
@@ -179,6 +223,7 @@ static const struct field start_fields[] = {
     FLD_RECV(14, struct proto_start, create_container_hooks, n_create_container_hooks, hook_desc),
     FLD_RECV(15, struct proto_start, start_container_hooks, n_start_container_hooks, hook_desc),
     FLD(16, F_STR, struct proto_start, state_json),
+    FLD_RECP(17, struct proto_start, net, netcfg_desc),
 };
 DESC(start_desc, struct proto_start, start_fields);
 
@@ -381,6 +426,27 @@ static void encode_field(struct wbuf *w, const struct desc *d, const struct fiel
 	case F_BOOL:
 		put_int(w, f->tag, *(const bool *)v, 1);
 		break;
+	case F_U8:
+		put_int(w, f->tag, *(const uint8_t *)v, 1);
+		break;
+	case F_RAW:
+		put_raw(w, f->tag, v, f->aux);
+		break;
+	case F_CSTR:
+		put_raw(w, f->tag, v, strnlen(v, f->aux - 1));
+		break;
+	case F_RECA: {
+		unsigned int n = *(const unsigned int *)(base + f->aux);
+
+		for (size_t i = 0; i < n && i < f->max; i++) {
+			size_t at = put_tl(w, f->tag, 0), start = w->len;
+
+			encode_record(w, f->sub, (const char *)v + i * f->sub->size);
+			if (!w->err)
+				put_le(w->p + at, w->len - start, 4);
+		}
+		break;
+	}
 	case F_STR:
 		if (*(char *const *)v)
 			put_raw(w, f->tag, *(char *const *)v, strlen(*(char *const *)v));
@@ -507,7 +573,7 @@ static void free_record(const struct desc *d, void *obj);
 
 static int decode_scalar(const struct field *f, void *v, const uint8_t *val, size_t vlen)
 {
-	static const size_t sizes[] = {[F_U16] = 2, [F_U32] = 4, [F_I32] = 4, [F_U64] = 8, [F_BOOL] = 1};
+	static const size_t sizes[] = {[F_U16] = 2, [F_U32] = 4, [F_I32] = 4, [F_U64] = 8, [F_BOOL] = 1, [F_U8] = 1};
 
 	if (vlen != sizes[f->kind])
 		return -EBADMSG;
@@ -528,6 +594,9 @@ static int decode_scalar(const struct field *f, void *v, const uint8_t *val, siz
 		if (val[0] > 1)
 			return -EBADMSG;
 		*(bool *)v = val[0];
+		break;
+	case F_U8:
+		*(uint8_t *)v = val[0];
 		break;
 	}
 	return 0;
@@ -585,6 +654,25 @@ static int decode_field(const struct desc *d, const struct field *f, char *base,
 			return r;
 		/* Count it first so a failed decode is still freed. */
 		return decode_sub(f, *(char **)v + (*n)++ * f->sub->size, val, vlen, depth);
+	}
+	case F_RAW:
+		if (vlen != f->aux)
+			return -EBADMSG;
+		memcpy(v, val, vlen);
+		return 0;
+	case F_CSTR:
+		if (vlen >= f->aux || memchr(val, '\0', vlen))
+			return -EBADMSG;
+		memcpy(v, val, vlen);
+		((char *)v)[vlen] = '\0';
+		return 0;
+	case F_RECA: {
+		unsigned int *n = (unsigned int *)(base + f->aux);
+
+		/* A fixed array: one element too many is a malformed frame. */
+		if (*n >= f->max)
+			return -EBADMSG;
+		return decode_sub(f, (char *)v + (*n)++ * f->sub->size, val, vlen, depth);
 	}
 	case F_RECP: {
 		void *sub;
@@ -729,6 +817,10 @@ static void free_record(const struct desc *d, void *obj)
 			for (size_t j = 0; j < *(size_t *)(base + f->aux); j++)
 				free_record(f->sub, *(char **)v + j * f->sub->size);
 			free(*(void **)v);
+			break;
+		case F_RECA:
+			for (unsigned int j = 0; j < *(unsigned int *)(base + f->aux) && j < f->max; j++)
+				free_record(f->sub, (char *)v + j * f->sub->size);
 			break;
 		case F_RECP:
 			if (embedded(d, f)) {

@@ -33,6 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/net-config.h"
+
 #define KVRUN_PROTO_MAGIC 0x5052564bu /* "KVRP" in memory order */
 #define KVRUN_PROTO_VERSION 1
 #define KVRUN_PROTO_HEADER_SIZE 24
@@ -164,6 +166,9 @@ struct proto_start {
 	struct proto_hook *create_container_hooks, *start_container_hooks;
 	size_t n_create_container_hooks, n_start_container_hooks;
 	char *state_json; /* the OCI state handed to hooks on stdin */
+	/* The guest's interfaces, addresses and routes, applied before the
+	 * container's process is created; NULL: loopback only. */
+	struct net_config *net;
 };
 
 struct proto_signal {

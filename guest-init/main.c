@@ -19,6 +19,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "guest-init/guest-init.h"
+#include "guest-init/netcfg.h"
 #include "guest-init/server.h"
 #include "vmm/debug-port.h"
 
@@ -113,6 +114,7 @@ int main(void)
 	    .files_dir = GI_FILES_DIR,
 	    .cgroup_dir = GI_CGROUP_DIR,
 	    .linger_s = 10,
+	    .net_apply = netcfg_apply,
 	};
 	int r;
 
@@ -122,6 +124,9 @@ int main(void)
 	if (r < 0)
 		log_error("%s", err_msg());
 	setup_cgroup();
+	/* Loopback works even when START brings no network (or never comes). */
+	if (netcfg_apply(NULL) < 0)
+		log_error("%s", err_msg());
 	srv.ctl = connect_control();
 	if (srv.ctl < 0) {
 		log_error("%s", err_msg());

@@ -213,6 +213,18 @@ static int proc_go(struct state *st, struct proc *p, uint64_t id)
 	return reply(st, PROTO_MSG_STARTED, id, &m);
 }
 
+/* START failed before there was a process: the ERROR, then the EXIT of
+ * an init that never ran, so the host ends the VM. */
+static int start_failed(struct state *st, int r)
+{
+	struct proto_msg em = {.u.exit = {0, 1 << 8, true}};
+
+	st->init_done = true;
+	st->init_status = 1 << 8;
+	reply_error(st, st->start.id, r, err_msg());
+	return reply(st, PROTO_MSG_EXIT, st->start.id, &em);
+}
+
 static int handle_start(struct state *st, struct proto_msg *m)
 {
 	struct proto_start *s = &m->u.start;
@@ -228,14 +240,14 @@ static int handle_start(struct state *st, struct proto_msg *m)
 	if (s->root_device) {
 		err_clear();
 		r = gi_mount_root_disk(s, st->srv->rootfs_dir);
-		if (r < 0) {
-			struct proto_msg em = {.u.exit = {0, 1 << 8, true}};
-
-			st->init_done = true;
-			st->init_status = 1 << 8;
-			reply_error(st, st->start.id, r, err_msg());
-			return reply(st, PROTO_MSG_EXIT, st->start.id, &em);
-		}
+		if (r < 0)
+			return start_failed(st, r);
+	}
+	if (st->srv->net_apply) {
+		err_clear();
+		r = st->srv->net_apply(s->net);
+		if (r < 0)
+			return start_failed(st, err_prefix(r, "network setup"));
 	}
 	r = proc_spawn(st, &st->start, 0, &p);
 	if (r < 0)

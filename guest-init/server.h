@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#include "common/net-config.h"
+
 struct gi_server {
 	int ctl; /* control stream, after the HELLO exchange */
 	/* Open a stream to host port `port`; returns an fd or a negative errno. */
@@ -17,6 +19,11 @@ struct gi_server {
 	const char *rootfs_dir; /* where the root disk is mounted */
 	const char *files_dir; /* staging for copied-in files */
 	const char *cgroup_dir; /* NULL: no cgroup, no stats */
+	/* Configure the VM's network (the container shares the VM's network
+	 * namespace) from START's net record (NULL: loopback only), before
+	 * the container's process is created; NULL: leave the network alone
+	 * (tests on the host). */
+	int (*net_apply)(const struct net_config *cfg);
 	/* Seconds to wait for the host to close the control stream after the
 	 * last EXIT, so that nothing in flight is lost at power-off. */
 	int linger_s;

@@ -47,7 +47,7 @@ static int run_delete(struct cli_context *ctx, int argc, char **argv)
 		}
 	}
 	/* The state directory holds everything else: disk, sockets, logs. */
-	return container_destroy(c);
+	return launch_destroy(c);
 }
 
 const struct cli_command cli_cmd_delete = {

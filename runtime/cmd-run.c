@@ -15,7 +15,7 @@ static void remove_container(struct cli_context *ctx, const char *id)
 	struct container *c = NULL;
 
 	if (container_load(ctx->root, id, true, &c) >= 0)
-		container_destroy(c);
+		launch_destroy(c);
 }
 
 static void start_failed(struct cli_context *ctx, const char *id, pid_t pid)

@@ -297,3 +297,16 @@ int guest_spec_from_oci(const struct oci_spec *spec, const struct oci_state *sta
 	}
 	return r;
 }
+
+int guest_spec_set_net(struct proto_start *s, const struct net_config *cfg)
+{
+	free(s->net);
+	s->net = NULL;
+	if (!cfg || !cfg->nr_ifaces)
+		return 0;
+	s->net = malloc(sizeof(*s->net));
+	if (!s->net)
+		return -ENOMEM;
+	*s->net = *cfg;
+	return 0;
+}

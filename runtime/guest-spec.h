@@ -27,6 +27,10 @@
  * (proto_start_free()), also zeroed on failure. */
 int guest_spec_from_oci(const struct oci_spec *spec, const struct oci_state *state, struct proto_start *ret);
 
+/* Give s a copy of the guest's network configuration (cfg NULL or without
+ * interfaces: none, loopback only). Returns 0 or -ENOMEM. */
+int guest_spec_set_net(struct proto_start *s, const struct net_config *cfg);
+
 /* Whether the host side of a spec passes the checks of
  * guest_spec_from_oci() (used by create before anything is built). */
 int guest_spec_check(const struct oci_spec *spec);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -20,10 +21,13 @@
 #include "runtime/launch.h"
 #include "runtime/monitor-client.h"
 #include "runtime/monitor.h"
+#include "runtime/netns.h"
 #include "runtime/rootfs-image.h"
 #include "runtime/state.h"
 
 #define READY_MAX 4096
+/* Key of the state's private data: the network namespace served. */
+#define STATE_KEY_NETNS "netns"
 #define REQUEST_TIMEOUT_MS (150 * 1000)
 
 static int absolute_path(const char *path, char **ret)
@@ -43,7 +47,7 @@ static int absolute_path(const char *path, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-static int new_state(const char *id, const struct bundle *b, struct oci_state **ret)
+static int new_state(const char *id, const struct bundle *b, const char *netns, struct oci_state **ret)
 {
 	struct oci_state *s = calloc(1, sizeof(*s));
 	int r;
@@ -51,6 +55,9 @@ static int new_state(const char *id, const struct bundle *b, struct oci_state **
 	if (!s)
 		return -ENOMEM;
 	r = container_state_init(s, id, b->path, b->rootfs);
+	/* Recorded before anything is done in it, so any delete can undo. */
+	if (r >= 0 && netns)
+		r = oci_map_set(&s->private_data, STATE_KEY_NETNS, netns);
 	for (size_t i = 0; r >= 0 && i < b->spec->annotations.n; i++)
 		r = oci_map_set(&s->annotations, b->spec->annotations.items[i].key,
 		                b->spec->annotations.items[i].value);
@@ -127,10 +134,10 @@ static int console_path(struct cli_context *ctx, const struct container *c, char
 }
 
 static int build_and_fork(struct cli_context *ctx, struct container *c, const struct create_opts *o,
-                          const struct bundle *b, const struct vm_plan *plan, pid_t *ret_pid)
+                          const struct bundle *b, const struct vm_plan *plan, struct netns_setup *net, pid_t *ret_pid)
 {
 	_cleanup_free_ char *disk = NULL, *pid_file = NULL, *console = NULL;
-	struct monitor_args a = {.c = c, .b = b, .plan = plan, .ready_fd = -1};
+	struct monitor_args a = {.c = c, .b = b, .plan = plan, .ready_fd = -1, .net = net};
 	struct timespec t0, t1;
 	int r, fd = -1;
 	pid_t pid;
@@ -166,31 +173,82 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	return 0;
 }
 
+/* Which network namespace the VM serves (NULL: a new one, loopback only). */
+static int check_netns(const struct bundle *b, const char **ret)
+{
+	struct stat st;
+	int r;
+
+	r = netns_path_from_spec(b->spec, ret);
+	if (r < 0)
+		return r;
+	if (*ret && stat(*ret, &st) < 0)
+		return err_setsys(-errno, "network namespace %s", *ret);
+	return 0;
+}
+
+static unsigned int queue_pairs(const struct vm_plan *plan)
+{
+	/* One pair per vCPU, so each can send without contention. */
+	if (plan->ncpus < 1)
+		return 1;
+	return plan->ncpus < NET_MAX_QUEUE_PAIRS ? plan->ncpus : NET_MAX_QUEUE_PAIRS;
+}
+
+static void log_net(const struct netns_setup *ns, const char *netns)
+{
+	for (unsigned int i = 0; i < ns->cfg.nr_ifaces; i++)
+		log_debug("network: %s in %s -> TAP %s, %u address(es), %u route(s)", ns->links[i].iface, netns,
+		          ns->links[i].tap, ns->cfg.ifaces[i].nr_addrs, ns->cfg.ifaces[i].nr_routes);
+	if (!ns->cfg.nr_ifaces)
+		log_debug("network: loopback only");
+}
+
+/* The container's network and VM, in its claimed state directory. */
+static int bring_up(struct cli_context *ctx, struct container *c, const struct create_opts *o, const struct bundle *b,
+                    const struct vm_plan *plan, const char *netns, pid_t *ret_pid)
+{
+	struct netns_setup ns;
+	int r;
+
+	r = netns_setup(netns, c->state->id, queue_pairs(plan), &ns);
+	if (r < 0)
+		return err_prefix(r, "network");
+	log_net(&ns, netns ? netns : "a new namespace");
+	r = build_and_fork(ctx, c, o, b, plan, &ns, ret_pid);
+	/* The monitor has its own copies of the TAP fds. */
+	netns_setup_close(&ns);
+	return r;
+}
+
 int launch_container(struct cli_context *ctx, const char *id, const struct create_opts *o, const struct bundle *b,
                      pid_t *ret_pid)
 {
 	struct vm_plan plan = {0};
 	struct container *c = NULL;
 	struct oci_state *s = NULL;
+	const char *netns = NULL;
 	int r;
 
 	/* Everything that can fail without side effects comes first. */
 	r = guest_spec_check(b->spec);
+	if (r >= 0)
+		r = check_netns(b, &netns);
 	if (r < 0)
 		return err_prefix(r, "%s/config.json", b->path);
 	r = vm_plan_make(b->spec, &plan);
 	if (r < 0)
 		return r;
-	r = new_state(id, b, &s);
+	r = new_state(id, b, netns, &s);
 	if (r >= 0)
 		r = container_create(ctx->root, s, &c);
 	if (r >= 0) {
-		r = build_and_fork(ctx, c, o, b, &plan, ret_pid);
+		r = bring_up(ctx, c, o, b, &plan, netns, ret_pid);
 		if (r < 0) {
 			/* Keep the message: destroying may record its own. */
 			_cleanup_free_ char *msg = strdup(err_msg());
 
-			container_destroy(c);
+			launch_destroy(c);
 			err_set(r, "%s", msg ? msg : "create failed");
 		} else {
 			container_free(c);
@@ -198,6 +256,20 @@ int launch_container(struct cli_context *ctx, const char *id, const struct creat
 	}
 	vm_plan_done(&plan);
 	return r;
+}
+
+int launch_destroy(struct container *c)
+{
+	const char *netns = oci_map_get(&c->state->private_data, STATE_KEY_NETNS);
+
+	if (netns) {
+		int r = netns_teardown(netns, c->state->id);
+
+		if (r < 0)
+			log_error("restoring network namespace %s: %s", netns, err_msg());
+		err_clear();
+	}
+	return container_destroy(c);
 }
 
 int launch_start(struct cli_context *ctx, const char *id)

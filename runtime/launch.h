@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "runtime/create.h"
+#include "runtime/state.h"
 
 /* Create container id from b: check what the VM cannot do, find the kernel
  * and initramfs, claim the state directory, build the root disk, fork the
@@ -18,6 +19,13 @@
  * no state directory. *ret_pid is the monitor's pid (our child). */
 int launch_container(struct cli_context *ctx, const char *id, const struct create_opts *o, const struct bundle *b,
                      pid_t *ret_pid);
+
+/* Remove container c (its lock held; c is freed): give the network
+ * namespace back what the container took (TAPs, tc redirects, the
+ * interfaces' addresses and routes: recorded in the state, so this works
+ * after a monitor crash too), then remove the state directory. Returns what
+ * container_destroy() does; a teardown failure is logged, not returned. */
+int launch_destroy(struct container *c);
 
 /* `start`: have the monitor of a created container exec its process, and
  * record it running. */

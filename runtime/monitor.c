@@ -250,8 +250,12 @@ static int create_container(struct monitor *m)
 	int r;
 
 	r = guest_spec_from_oci(m->a->b->spec, m->a->c->state, &msg.u.start);
-	if (r < 0)
+	if (r >= 0)
+		r = guest_spec_set_net(&msg.u.start, m->a->net ? &m->a->net->cfg : NULL);
+	if (r < 0) {
+		proto_start_free(&msg.u.start);
 		return r;
+	}
 	r = request(m, &msg, REPLY_TIMEOUT_MS, &ans);
 	proto_msg_free(&msg);
 	if (r < 0)
@@ -316,7 +320,8 @@ static int bring_up(struct monitor *m)
 		                           .disk = disk,
 		                           .disk_read_only = a->b->spec->root && a->b->spec->root->readonly,
 		                           .vsock_path = m->vsock_path,
-		                           .console_path = a->console_path},
+		                           .console_path = a->console_path,
+		                           .net = a->net},
 		    &m->sb);
 	if (r >= 0)
 		r = accept_stream(m, PORT_CTL, boot_timeout_ms(), "the guest to boot");

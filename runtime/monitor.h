@@ -17,6 +17,7 @@
 #include <stdbool.h>
 
 #include "runtime/bundle.h"
+#include "runtime/netns.h"
 #include "runtime/state.h"
 #include "runtime/vm-config.h"
 
@@ -33,6 +34,7 @@ struct monitor_args {
 	const char *pid_file; /* absolute, or NULL */
 	const char *console_path; /* guest console log, or NULL */
 	int ready_fd; /* "ok\n" or "error <message>\n" is written here once */
+	struct netns_setup *net; /* interfaces and TAP fds (netns.h), or NULL */
 };
 
 /* Run the monitor in this (freshly forked) process. Never returns: exits

@@ -11,6 +11,8 @@
 #include "runtime/sandbox.h"
 #include "virtio/blk/blk.h"
 #include "virtio/mmio.h"
+#include "virtio/net/net.h"
+#include "virtio/net/tap.h"
 #include "virtio/vsock/vsock.h"
 #include "vmm/boot.h"
 #include "vmm/debug-port.h"
@@ -22,12 +24,13 @@ static uint64_t virtio_addr(unsigned int n)
 	return KVRUN_MMIO_VIRTIO_BASE + n * KVRUN_MMIO_VIRTIO_STRIDE;
 }
 
-/* Put transport m at slot n: bus window, interrupt line, doorbell. */
-static int attach(struct sandbox *s, unsigned int n, struct virtio_mmio *m, char **ret_frag)
+/* Put transport m at slot n: bus window, interrupt line, and (unless
+ * doorbell is false: the caller binds per-queue ones) one doorbell. */
+static int attach_slot(struct sandbox *s, unsigned int n, struct virtio_mmio *m, bool doorbell, char **ret_frag)
 {
 	uint64_t addr = virtio_addr(n);
 	char frag[64];
-	int r, fd;
+	int r, fd = -1;
 
 	r = vm_irq_line_new(s->vm, &s->lines[n]);
 	if (r < 0)
@@ -37,7 +40,8 @@ static int attach(struct sandbox *s, unsigned int n, struct virtio_mmio *m, char
 	if (r < 0)
 		return err_setsys(r, "register virtio device at 0x%llx", (unsigned long long)addr);
 	/* Kicks through an ioeventfd cost no exit to userspace. */
-	fd = vm_ioeventfd_add(s->vm, addr + VIRTIO_MMIO_QUEUE_NOTIFY, 4, false, false, 0);
+	if (doorbell)
+		fd = vm_ioeventfd_add(s->vm, addr + VIRTIO_MMIO_QUEUE_NOTIFY, 4, false, false, 0);
 	if (fd >= 0) {
 		s->notify_fds[n] = fd;
 		r = virtio_mmio_add_notify_fd(m, s->vm->loop, fd, VIRTIO_MMIO_ALL_QUEUES);
@@ -47,6 +51,71 @@ static int attach(struct sandbox *s, unsigned int n, struct virtio_mmio *m, char
 	virtio_mmio_cmdline(frag, sizeof(frag), addr, s->lines[n].gsi);
 	*ret_frag = strdup(frag);
 	return *ret_frag ? 0 : -ENOMEM;
+}
+
+static int attach(struct sandbox *s, unsigned int n, struct virtio_mmio *m, char **ret_frag)
+{
+	return attach_slot(s, n, m, true, ret_frag);
+}
+
+/* vhost-net reads the doorbell of each data queue itself: one ioeventfd
+ * per queue, told apart by the queue index the guest writes (KVM does not
+ * mix a catch-all doorbell with per-queue ones on one address). */
+static int net_doorbells(struct sandbox *s, unsigned int i, unsigned int nr_queues)
+{
+	uint64_t notify = virtio_addr(SANDBOX_SLOT_NET + i) + VIRTIO_MMIO_QUEUE_NOTIFY;
+	int r;
+
+	for (unsigned int q = 0; q < nr_queues; q++) {
+		int fd = vm_ioeventfd_add(s->vm, notify, 4, false, true, q);
+
+		if (fd < 0)
+			return err_setsys(fd, "ioeventfd for queue %u of net device %u", q, i);
+		s->net_doorbells[i][q] = fd;
+		r = virtio_net_set_doorbell(s->nets[i], q, fd);
+		if (r < 0)
+			return err_setsys(r, "doorbell of queue %u of net device %u", q, i);
+	}
+	return 0;
+}
+
+/* One virtio-net per linked interface, with its MAC and MTU, over the
+ * TAP fds netns_setup() opened (one per queue pair). */
+static int add_net(struct sandbox *s, const struct sandbox_opts *o, unsigned int i, char **ret_frag)
+{
+	const struct net_config_iface *ifc = &o->net->cfg.ifaces[i];
+	struct netns_link *l = &o->net->links[i];
+	struct virtio_net_opts no = {
+	    .mtu = (uint16_t)(ifc->mtu >= 68 && ifc->mtu <= 65535 ? ifc->mtu : 1500),
+	    .queue_pairs = l->nr_fds,
+	    .no_vhost = o->no_vhost,
+	};
+	struct net_backend *be;
+	unsigned int nr_queues;
+	bool vhost;
+	int r;
+
+	memcpy(no.mac, ifc->mac, sizeof(no.mac));
+	r = net_tap_backend_new(l->fds, l->nr_fds, &be);
+	if (r < 0)
+		return err_prefix(r, "TAP %s", l->tap);
+	/* The backend owns the fds now. */
+	for (unsigned int q = 0; q < l->nr_fds; q++)
+		l->fds[q] = -1;
+	r = virtio_net_new(&s->vm->mem, s->vm->loop, be, &no, &s->nets[i]);
+	if (r < 0) {
+		be->ops->free(be);
+		return err_prefix(r, "virtio-net for %s", ifc->name);
+	}
+	s->nr_nets = i + 1;
+	vhost = virtio_net_uses_vhost(s->nets[i]);
+	log_debug("network interface %s (TAP %s, %u queue pair(s), MTU %u): %s data path", ifc->name, l->tap, l->nr_fds,
+	          no.mtu, vhost ? "vhost-net" : "userspace");
+	r = attach_slot(s, SANDBOX_SLOT_NET + i, virtio_net_mmio(s->nets[i]), !vhost, ret_frag);
+	if (r < 0 || !vhost)
+		return r;
+	nr_queues = 2 * l->nr_fds + (l->nr_fds > 1);
+	return net_doorbells(s, i, nr_queues);
 }
 
 static int add_devices(struct sandbox *s, const struct sandbox_opts *o, char **frags)
@@ -64,7 +133,10 @@ static int add_devices(struct sandbox *s, const struct sandbox_opts *o, char **f
 	r = virtio_vsock_new(&s->vm->mem, s->vm->loop, SANDBOX_GUEST_CID, o->vsock_path, &s->vsock);
 	if (r < 0)
 		return err_prefix(r, "vsock");
-	return attach(s, 1, virtio_vsock_mmio(s->vsock), &frags[1]);
+	r = attach(s, 1, virtio_vsock_mmio(s->vsock), &frags[1]);
+	for (unsigned int i = 0; r >= 0 && o->net && i < o->net->cfg.nr_ifaces && i < NET_CONFIG_MAX_IFACES; i++)
+		r = add_net(s, o, i, &frags[SANDBOX_SLOT_NET + i]);
+	return r;
 }
 
 static int open_console(struct sandbox *s, const char *path)
@@ -120,6 +192,9 @@ int sandbox_start(const struct sandbox_opts *o, struct sandbox **ret)
 		s->lines[i].fd = -1;
 		s->notify_fds[i] = -1;
 	}
+	for (size_t i = 0; i < NET_CONFIG_MAX_IFACES; i++)
+		for (size_t q = 0; q < VIRTIO_MMIO_MAX_QUEUES; q++)
+			s->net_doorbells[i][q] = -1;
 	r = build(s, o);
 	if (r < 0) {
 		sandbox_free(s, NULL);
@@ -145,6 +220,8 @@ void sandbox_free(struct sandbox *s, struct vm_result *ret)
 		vm_wait(s->vm, &res);
 	}
 	/* Devices go before the VM: they use its RAM and loop (now stopped). */
+	for (unsigned int i = 0; i < s->nr_nets; i++)
+		virtio_net_free(s->nets[i]);
 	virtio_vsock_free(s->vsock);
 	virtio_blk_free(s->blk);
 	serial_free(s->serial);
@@ -155,6 +232,10 @@ void sandbox_free(struct sandbox *s, struct vm_result *ret)
 		if (s->vm && s->lines[i].fd >= 0)
 			vm_irq_line_free(s->vm, &s->lines[i]);
 	}
+	for (size_t i = 0; i < NET_CONFIG_MAX_IFACES; i++)
+		for (size_t q = 0; q < VIRTIO_MMIO_MAX_QUEUES; q++)
+			if (s->net_doorbells[i][q] >= 0)
+				close(s->net_doorbells[i][q]);
 	vm_free(s->vm);
 	if (s->console_fd >= 0)
 		close(s->console_fd);

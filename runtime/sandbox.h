@@ -2,20 +2,26 @@
 /*
  * A container's VM as the monitor builds it: guest RAM and vCPUs, the
  * platform devices, the root disk (virtio-blk) and the host-guest channel
- * (virtio-vsock with unix-socket backends), booted with kvrun-init.
+ * (virtio-vsock with unix-socket backends), one virtio-net per interface
+ * of the container's network namespace (TAP backends, runtime/netns.h),
+ * booted with kvrun-init.
  */
 #ifndef KVRUN_RUNTIME_SANDBOX_H
 #define KVRUN_RUNTIME_SANDBOX_H
 
 #include <stdbool.h>
 
+#include "runtime/netns.h"
 #include "runtime/vm-config.h"
+#include "virtio/mmio.h"
 #include "vmm/irq.h"
 #include "vmm/vm.h"
 
 /* The guest's vsock CID (any value >= 3: each VM has its own device). */
 #define SANDBOX_GUEST_CID 3
-#define SANDBOX_NR_VIRTIO 2
+/* Slots: 0 root disk, 1 vsock, then one per network interface. */
+#define SANDBOX_SLOT_NET 2
+#define SANDBOX_NR_VIRTIO (SANDBOX_SLOT_NET + NET_CONFIG_MAX_IFACES)
 
 struct sandbox_opts {
 	const struct vm_plan *plan;
@@ -23,6 +29,10 @@ struct sandbox_opts {
 	bool disk_read_only;
 	const char *vsock_path; /* host side: guest port P reaches <vsock_path>_P */
 	const char *console_path; /* guest console log, NULL: off */
+	/* From netns_setup(), or NULL (loopback only). The TAP fds of each
+	 * link a device took are set to -1 here (the device owns them). */
+	struct netns_setup *net;
+	bool no_vhost; /* userspace data path even with /dev/vhost-net */
 };
 
 struct sandbox {
@@ -31,8 +41,12 @@ struct sandbox {
 	struct serial *serial;
 	struct virtio_blk *blk;
 	struct virtio_vsock *vsock;
+	struct virtio_net *nets[NET_CONFIG_MAX_IFACES];
+	unsigned int nr_nets;
 	struct irq_line lines[SANDBOX_NR_VIRTIO];
 	int notify_fds[SANDBOX_NR_VIRTIO];
+	/* Per-queue doorbells of the net devices that vhost-net serves. */
+	int net_doorbells[NET_CONFIG_MAX_IFACES][VIRTIO_MMIO_MAX_QUEUES];
 	int console_fd;
 };
 
