@@ -5,6 +5,7 @@
  * stdio streams, EXEC, STATS, SIGNAL errors, EXIT with the wait status.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 
 #include "common/cleanup.h"
 #include "common/fileio.h"
+#include "common/error.h"
 #include "common/protocol.h"
 #include "guest-init/guest-init.h"
 #include "guest-init/server.h"
@@ -104,14 +106,21 @@ static int expect(int ctl, uint16_t type, struct proto_msg *m)
 	return 0;
 }
 
+/* The network hook the guest loop runs for START (NULL: none). */
+static int (*net_hook)(const struct net_config *cfg);
+
 static pid_t start_guest(int ctl, int host_end)
 {
 	pid_t pid = fork();
 
 	if (pid == 0) {
 		/* ctl is our end; the host's end must not stay open here. */
-		struct gi_server srv = {
-		    .ctl = ctl, .connect_port = unix_connect, .rootfs_dir = rootfs, .files_dir = "/tmp", .linger_s = 5};
+		struct gi_server srv = {.ctl = ctl,
+		                        .connect_port = unix_connect,
+		                        .rootfs_dir = rootfs,
+		                        .files_dir = "/tmp",
+		                        .linger_s = 5,
+		                        .net_apply = net_hook};
 		int r;
 
 		alarm(60);
@@ -241,6 +250,85 @@ TEST(control_flow)
 	close(s_out);
 	close(s_err);
 	close(s_xout);
+}
+
+/* The hook reports what it was given on this pipe; "fail0" fails it. */
+static int net_pipe = -1;
+
+static int record_net(const struct net_config *cfg)
+{
+	char line[128];
+	int n;
+
+	if (!cfg)
+		n = snprintf(line, sizeof(line), "none\n");
+	else
+		n = snprintf(line, sizeof(line), "%u %s %u %u\n", cfg->nr_ifaces, cfg->ifaces[0].name,
+		             cfg->ifaces[0].mtu, cfg->ifaces[0].nr_addrs);
+	(void)!write(net_pipe, line, (size_t)n);
+	if (cfg && strcmp(cfg->ifaces[0].name, "fail0") == 0)
+		return err_set(-ENODEV, "no link with MAC 02:00:00:00:00:01");
+	return 0;
+}
+
+/* START: the network is configured before the process exists, with the
+ * record START carried; a failure fails START, and the init "exits". */
+static void net_start(const char *name, bool want_ok)
+{
+	int sv[2], p[2], st;
+	struct proto_msg m = {0};
+	char buf[128] = "";
+	pid_t guest;
+	ssize_t n;
+
+	is_int(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	is_int(pipe2(p, O_CLOEXEC), 0);
+	net_pipe = p[1];
+	net_hook = record_net;
+	guest = start_guest(sv[1], sv[0]);
+	net_hook = NULL;
+	close(sv[1]);
+	close(p[1]);
+	if (expect(sv[0], PROTO_MSG_HELLO, &m) == 0)
+		proto_msg_free(&m);
+	m = (struct proto_msg){.type = PROTO_MSG_HELLO, .u.hello = {1, 1, NULL}};
+	send_msg(sv[0], &m);
+	m = (struct proto_msg){.type = PROTO_MSG_START, .flags = PROTO_START_F_WAIT, .id = 40};
+	m.u.start.process.args = strv((const char *const[]){"/bin/busybox", "true", NULL});
+	m.u.start.net = calloc(1, sizeof(*m.u.start.net));
+	m.u.start.net->nr_ifaces = 1;
+	snprintf(m.u.start.net->ifaces[0].name, NET_CONFIG_IFNAMSIZ, "%s", name);
+	m.u.start.net->ifaces[0].mtu = 9000;
+	m.u.start.net->ifaces[0].nr_addrs = 2;
+	send_msg(sv[0], &m);
+	proto_start_free(&m.u.start);
+	n = read(p[0], buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	char want[64];
+	snprintf(want, sizeof(want), "1 %s 9000 2", name);
+	is_str(buf, want);
+	if (want_ok) {
+		if (expect(sv[0], PROTO_MSG_READY, &m) == 0)
+			is_int(m.id, 40);
+	} else if (expect(sv[0], PROTO_MSG_ERROR, &m) == 0) {
+		is_int(m.u.error.err, ENODEV);
+		ok(m.u.error.message && strstr(m.u.error.message, "network setup") &&
+		       strstr(m.u.error.message, "no link with MAC"),
+		   "the error says the network setup failed: %s", m.u.error.message);
+		proto_msg_free(&m);
+		if (expect(sv[0], PROTO_MSG_EXIT, &m) == 0)
+			ok(m.u.exit.init, "then the init's EXIT");
+	}
+	close(sv[0]);
+	close(p[0]);
+	waitpid(guest, &st, 0);
+}
+
+TEST(start_configures_network)
+{
+	net_start("eth0", true);
+	net_start("fail0", false);
 }
 
 /* Read from fd until needle shows up (or EOF); returns the buffer. */
