@@ -295,11 +295,13 @@ def slow(t):
     servers.stdout.readline()
     env = dict(os.environ, KVRUN_KERNEL=os.path.abspath(kernel), KVRUN_CACHE_DIR=os.path.join(tmp, "cache"),
                KVRUN_CONFIG=os.path.join(tmp, "none.json"), KVRUN_CONSOLE=os.path.join(tmp, "console.log"))
+    # A loaded emulating host can take more than the monitor's default 600 s.
+    env.setdefault("KVRUN_BOOT_TIMEOUT", "1100")
     out_path = os.path.join(tmp, "out.txt")
     log_path = os.path.join(tmp, "log.txt")
     with open(out_path, "wb") as so:
         run = subprocess.run([KVRUN, "--root", root, "--log", log_path, "--debug", "run", "--detach", "--bundle", b,
-                              "ctr-net"], stdin=subprocess.DEVNULL, stdout=so, stderr=so, env=env, timeout=1200)
+                              "ctr-net"], stdin=subprocess.DEVNULL, stdout=so, stderr=so, env=env, timeout=1250)
     ok = t.ok(run.returncode == 0, "run --detach in the container netns succeeds")
     if ok:
         with open(log_path, errors="replace") as f:
