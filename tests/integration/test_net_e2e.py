@@ -156,10 +156,13 @@ def make_bundle(tmp, netns_path, args, files=True):
         nss.append({"type": "network", "path": netns_path} if netns_path else {"type": "network"})
     spec["linux"]["namespaces"] = nss
     if files:
-        # As engines do: per-container files bind-mounted over /etc.
+        # As engines do: per-container files bind-mounted over /etc. The
+        # image has (empty) files there: with a read-only root (the spec's
+        # default) a missing mount point cannot be created in the guest.
         for name, text in (("resolv.conf", f"nameserver {PEER_ADDR}\n"),
                            ("hosts", f"127.0.0.1 localhost\n{PEER_ADDR} peerhost\n"),
                            ("hostname", "kvrun-net\n")):
+            open(os.path.join(rootfs, "etc", name), "w").close()
             src = os.path.join(tmp, name)
             with open(src, "w") as f:
                 f.write(text)
