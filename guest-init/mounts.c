@@ -180,6 +180,7 @@ int gi_mount_options(char *const *options, unsigned long *ret_flags, unsigned lo
 static int make_target(const char *dest, bool file)
 {
 	_cleanup_free_ char *parent = strdup(dest);
+	struct stat st;
 	char *slash;
 	int fd, r;
 
@@ -194,6 +195,10 @@ static int make_target(const char *dest, bool file)
 		if (r < 0)
 			return r;
 	}
+	/* An existing mount point is used as is: opening it for writing
+	 * would fail on a read-only root. */
+	if (lstat(dest, &st) == 0)
+		return 0;
 	fd = open(dest, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return errno == EISDIR ? 0 : -errno;
