@@ -256,7 +256,9 @@ static int create_container(struct monitor *m)
 		proto_start_free(&msg.u.start);
 		return r;
 	}
-	r = request(m, &msg, REPLY_TIMEOUT_MS, &ans);
+	/* The guest's first disk mount and setup run at boot speed: under
+	 * emulation on a loaded host that can take minutes, as the boot does. */
+	r = request(m, &msg, boot_timeout_ms(), &ans);
 	proto_msg_free(&msg);
 	if (r < 0)
 		return err_prefix(r, "creating the container in the VM");
