@@ -67,10 +67,10 @@ echo "== hosts"; cat /etc/hosts
 echo "== end"
 ping -c 1 -W 30 peerhost >/dev/null 2>&1 && echo "PING4 ok" || echo "PING4 fail"
 ping6 -c 1 -W 30 PEER6 >/dev/null 2>&1 && echo "PING6 ok" || echo "PING6 fail"
-nc -l -p 5001 </dev/null >/tmp/in &
+nc -l -p 5001 </dev/null >/dev/shm/in &
 echo "LISTENING"
 wait $!
-echo "TCPIN $(md5sum </tmp/in)"
+echo "TCPIN $(md5sum </dev/shm/in)"
 seq 1 30000 | nc PEER4 5002 >/dev/null
 echo "TCPOUT rc=$?"
 nslookup NAME 2>&1 | sed 's/^/DNS /'
@@ -151,6 +151,10 @@ def make_bundle(tmp, netns_path, args, files=True):
     spec["process"]["terminal"] = False
     spec["process"]["args"] = args
     spec["hostname"] = "kvrun-net"
+    # ping needs a raw socket, which engines grant by default (docker does).
+    for k, v in spec["process"].get("capabilities", {}).items():
+        if "CAP_NET_RAW" not in v:
+            v.append("CAP_NET_RAW")
     nss = [n for n in spec["linux"]["namespaces"] if n["type"] != "network"]
     if netns_path is not False:
         nss.append({"type": "network", "path": netns_path} if netns_path else {"type": "network"})
