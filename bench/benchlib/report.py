@@ -54,7 +54,8 @@ def table(res):
             head += ["qemu/kvrun"]
         lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
         for m in ms:
-            row = [m["title"] + (f" *[{m['label']}]*" if m.get("label") else ""), m["unit"]]
+            title = m["title"].replace("|", "\\|")
+            row = [title + (f" *[{m['label']}]*" if m.get("label") else ""), m["unit"]]
             for r in rts:
                 d = m["runtimes"].get(r)
                 if d and "not_available" in d:
@@ -101,13 +102,14 @@ def gnuplot(script, cwd):
         raise RuntimeError(f"gnuplot: {r.stderr.strip()[-300:]}")
 
 
-def plot_suite(res, suite, out, normalise):
-    ms = [m for m in res["metrics"].values() if m["suite"] == suite]
+def plot_suite(res, suite, out, normalise, unit=None):
+    ms = [m for m in res["metrics"].values() if m["suite"] == suite and (unit is None or m["unit"] == unit)]
     rts = [r for r in ORDER if any("median" in m["runtimes"].get(r, {}) for m in ms)]
     ms = [m for m in ms if any("median" in m["runtimes"].get(r, {}) for r in rts)]
     if not ms or not rts or (normalise and "runc" not in rts):
         return None
-    dat = os.path.join(out, f"{suite}.dat")
+    name = suite if unit is None else f"{suite}-{unit.lower().replace('/', '-')}"
+    dat = os.path.join(out, f"{name}.dat")
     with open(dat, "w") as f:
         f.write("# metric " + " ".join(f'"{r}" lo hi' for r in rts) + "\n")
         for m in ms:
@@ -121,8 +123,8 @@ def plot_suite(res, suite, out, normalise):
                     row += ["?", "?", "?"]
             f.write(" ".join(row) + "\n")
     ylabel = "ratio to runc (1 = runc)" if normalise else " / ".join(sorted({m["unit"] for m in ms}))
-    png = f"{suite}.png"
-    cols = ", ".join(f"'{suite}.dat' using {2 + 3 * k}:{3 + 3 * k}:{4 + 3 * k}"
+    png = f"{name}.png"
+    cols = ", ".join(f"'{name}.dat' using {2 + 3 * k}:{3 + 3 * k}:{4 + 3 * k}"
                      f"{':xtic(1)' if k == 0 else ''} title '{r}'" for k, r in enumerate(rts))
     gnuplot(f"""set terminal pngcairo size 1000,520 font ',10'
 set output '{png}'
@@ -134,7 +136,7 @@ set boxwidth 0.9
 set xtics rotate by -30 noenhanced
 set key top left noenhanced
 set grid ytics
-set yrange [0:*]
+{"set logscale y" if unit == "ms" and suite == "vmm" else "set yrange [0:*]"}
 set ylabel '{ylabel}'
 set title '{SUITE_TITLES[suite]}: medians, bars min-max{" (normalised to runc)" if normalise else ""}' noenhanced
 plot {cols}
@@ -145,9 +147,9 @@ plot {cols}
 
 def write_plots(res, out):
     pngs = []
-    for suite, norm in (("start", False), ("memory", False), ("pg", True), ("nginx", True), ("cpu-io", True),
-                        ("vmm", False)):
-        p = plot_suite(res, suite, out, norm)
-        if p:
-            pngs.append(p)
-    return pngs
+    for suite, norm in (("start", False), ("memory", False), ("pg", True), ("nginx", True), ("cpu-io", True)):
+        pngs.append(plot_suite(res, suite, out, norm))
+    # The VMM figures mix times and sizes: one plot per unit.
+    for unit in ("ms", "MiB"):
+        pngs.append(plot_suite(res, "vmm", out, False, unit))
+    return [p for p in pngs if p]
