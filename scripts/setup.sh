@@ -23,7 +23,7 @@ pkgs=(
 	runc crun tmux python3
 )
 if [ "$bench" = 1 ]; then
-	pkgs+=(qemu-system-x86 gnuplot-nox hyperfine)
+	pkgs+=(qemu-system-x86 gnuplot-nox hyperfine postgresql-15 nginx-light wrk fio bc)
 fi
 
 missing=()

@@ -49,7 +49,7 @@ def table(res):
         if has_runc:
             head += [f"{r}/runc" for r in ("kvrun", "crun") if r in rts]
             if suite == "memory":
-                head += ["kvrun − runc", "crun − runc"]
+                head += [f"{r} − runc" for r in ("kvrun", "crun") if r in rts]
         if "qemu-microvm" in rts:
             head += ["qemu/kvrun"]
         lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
@@ -66,7 +66,7 @@ def table(res):
             if has_runc:
                 row += [ratio(m, r) for r in ("kvrun", "crun") if r in rts]
                 if suite == "memory":
-                    for r in ("kvrun", "crun"):
+                    for r in [r for r in ("kvrun", "crun") if r in rts]:
                         da, db = m["runtimes"].get(r, {}), m["runtimes"].get("runc", {})
                         row.append(fmt(da["median"] - db["median"]) if "median" in da and "median" in db else "")
             if "qemu-microvm" in rts:

@@ -13,7 +13,7 @@ import subprocess
 
 from .util import log, sh
 
-RECIPE_VERSION = "6"
+RECIPE_VERSION = "7"
 
 BUSYBOX_APPLETS = ["sh", "true", "echo", "sleep", "cat", "ls", "rm", "mkdir", "tar", "sync", "env",
                    "head", "wc", "chown", "id", "cp"]
@@ -38,7 +38,7 @@ http {
     keepalive_requests 100000;
     client_body_temp_path /tmp/nginx-body;
     server {
-        listen 127.0.0.1:8080 reuseport;
+        listen 8080 reuseport;
         root /srv;
         default_type application/octet-stream;
     }
@@ -208,7 +208,6 @@ def build_postgres(root):
     copy_path(root, "/usr/share/postgresql/15")
     os.makedirs(f"{root}/var/lib/postgresql", exist_ok=True)
     os.makedirs(f"{root}/var/run/postgresql", exist_ok=True)
-    sh(["chown", "-R", "999:999", f"{root}/var/lib/postgresql", f"{root}/var/run/postgresql"])
     for z in ("UTC", "Etc/UTC", "GMT"):
         copy_path(root, f"/usr/share/zoneinfo/{z}")
     # One data directory made once, by the same initdb binary run on the
@@ -219,9 +218,11 @@ def build_postgres(root):
     sh(["runuser", "-u", "postgres", "--", f"{PG_BIN}/initdb", "-D", tmpl, "--no-locale", "-E", "UTF8",
         "--auth=trust", "-U", "postgres"], cwd="/")
     with open(f"{tmpl}/postgresql.auto.conf", "a") as f:
-        f.write("listen_addresses = '127.0.0.1'\nport = 5432\nunix_socket_directories = '/tmp'\n"
+        f.write("listen_addresses = '*'\nport = 5432\nunix_socket_directories = '/tmp'\n"
                 "shared_buffers = 128MB\nmax_connections = 20\nlogging_collector = off\n"
                 "timezone = 'UTC'\nlog_timezone = 'UTC'\njit = off\n")
+    with open(f"{tmpl}/pg_hba.conf", "a") as f:
+        f.write("host all all 10.213.0.0/16 trust\n")
     sh(["chown", "-R", "999:999", f"{root}/var/lib/postgresql", f"{root}/var/run/postgresql"])
 
 

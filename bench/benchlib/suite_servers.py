@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Servers: PostgreSQL (idle memory, pgbench) and nginx (idle memory of 10,
-wrk). Every server listens on 127.0.0.1 inside a network namespace the
-harness creates for it; the clients run on the host inside the same
-namespace. Every client loop is bounded in time (-T/-d) and by a hard
-timeout."""
+wrk). Every server runs in a network namespace the harness creates, whose
+only link is a veth pair to the host (10.213.N.2 inside, 10.213.N.1 on the
+host, no route beyond): the clients on the host reach it over that link,
+the same way for every runtime (a kvrun guest takes over the namespace's
+eth0 and its address). Every client loop is bounded in time (-T/-d) and
+by a hard timeout."""
 import os
 import re
 import shutil
@@ -20,33 +22,39 @@ NS_PREFIX = "kvbench-"
 
 
 class Netns:
-    """A network namespace with only loopback up; removed on exit."""
+    """A network namespace with lo and eth0 (a veth to the host) up."""
 
-    def __init__(self, name):
-        self.name = NS_PREFIX + name
+    def __init__(self, idx):
+        self.idx = idx
+        self.name = f"{NS_PREFIX}{idx}"
+        self.host_if = f"kvbench{idx}"
+        self.addr = f"10.213.{idx}.2"
 
     def __enter__(self):
-        subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
+        self.__exit__()
         sh(["ip", "netns", "add", self.name])
+        sh(["ip", "link", "add", self.host_if, "type", "veth", "peer", "name", "eth0", "netns", self.name])
+        sh(["ip", "addr", "add", f"10.213.{self.idx}.1/24", "dev", self.host_if])
+        sh(["ip", "link", "set", self.host_if, "up"])
+        sh(["ip", "-n", self.name, "addr", "add", f"{self.addr}/24", "dev", "eth0"])
+        sh(["ip", "-n", self.name, "link", "set", "eth0", "up"])
         sh(["ip", "-n", self.name, "link", "set", "lo", "up"])
         return self
 
     def __exit__(self, *exc):
+        subprocess.run(["ip", "link", "del", self.host_if], capture_output=True)
         subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
 
-    def cmd(self, *argv):
-        return ["ip", "netns", "exec", self.name] + list(argv)
 
-
-def wait_tcp(ns, port, timeout=120, probe=None):
-    """Wait until something accepts on 127.0.0.1:port inside ns."""
-    probe = probe or ns.cmd("bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{port}")
+def wait_tcp(addr, port, timeout=120, probe=None):
+    """Wait until something accepts on addr:port."""
+    probe = probe or ["bash", "-c", f"exec 3<>/dev/tcp/{addr}/{port}"]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if subprocess.run(probe, capture_output=True).returncode == 0:
             return
         time.sleep(0.1)
-    raise RuntimeError(f"nothing listening on {port} in {ns.name} after {timeout}s")
+    raise RuntimeError(f"nothing listening on {addr}:{port} after {timeout}s")
 
 
 def container_pss(rt, cid):
@@ -66,13 +74,13 @@ def pg_session(ctx, rtname, i, do_mem, do_bench):
     shutil.rmtree(data, ignore_errors=True)
     sh(["cp", "-a", f"{root}/var/lib/postgresql/template", data])
     cid = f"pg-{rtname}-{i}"
-    with Netns(f"pg{i}") as ns:
+    with Netns(100 + i) as ns:
         b = write_bundle(os.path.join(ctx.work, f"b-pg-{rtname}"), root,
                          [f"{PG_BIN}/postgres", "-D", "/var/lib/postgresql/data"], ctx.limits,
                          netns=ns.name, uid=999, gid=999)
         rt.run_detached(b, cid, os.path.join(ctx.work, f"{cid}.log"))
         try:
-            wait_tcp(ns, 5432, probe=ns.cmd(f"{PG_BIN}/pg_isready", "-q", "-h", "127.0.0.1", "-p", "5432"))
+            wait_tcp(ns.addr, 5432, probe=[f"{PG_BIN}/pg_isready", "-q", "-h", ns.addr, "-p", "5432"])
             if do_mem:
                 time.sleep(ctx.settle)
                 pss, rss, nproc = container_pss(rt, cid)
@@ -89,8 +97,8 @@ def pgbench_run(ctx, ns, logdir, args):
     """One pgbench run; returns (tps, p99 latency ms) from its per-transaction log."""
     shutil.rmtree(logdir, ignore_errors=True)
     os.makedirs(logdir)
-    cmd = ns.cmd("pgbench", "-h", "127.0.0.1", "-U", "postgres", "-n", "-T", str(ctx.duration), "-l",
-                 "--log-prefix", f"{logdir}/tx") + args + ["postgres"]
+    cmd = ["pgbench", "-h", ns.addr, "-U", "postgres", "-n", "-T", str(ctx.duration), "-l",
+                 "--log-prefix", f"{logdir}/tx"] + args + ["postgres"]
     r = sh(cmd, timeout=ctx.duration + 120)
     m = re.search(r"tps = ([\d.]+) \(without initial connection time\)", r.stdout)
     lat = []
@@ -109,8 +117,7 @@ PGBENCH = {
 
 
 def pgbench(ctx, rtname, ns, i):
-    sh(ns.cmd("pgbench", "-h", "127.0.0.1", "-U", "postgres", "-i", "-q", "-s", str(ctx.pg_scale), "postgres"),
-       timeout=600)
+    sh(["pgbench", "-h", ns.addr, "-U", "postgres", "-i", "-q", "-s", str(ctx.pg_scale), "postgres"], timeout=600)
     for name, (args, title) in PGBENCH.items():
         tps, p99 = pgbench_run(ctx, ns, os.path.join(ctx.work, "pglog"), args)
         ctx.results.add("pg", f"{name}_tps", rtname, tps, unit="tx/s", better="higher", title=f"{title}: TPS")
@@ -134,8 +141,8 @@ WRK_RE = re.compile(r"^\s*99%\s+([\d.]+)(us|ms|s)\s*$", re.M)
 
 
 def wrk(ctx, ns, path):
-    r = sh(ns.cmd("wrk", "-t2", "-c8", f"-d{ctx.wrk_duration}s", "--timeout", "5s", "--latency",
-                  f"http://127.0.0.1:8080/{path}"), timeout=ctx.wrk_duration + 60)
+    r = sh(["wrk", "-t2", "-c8", f"-d{ctx.wrk_duration}s", "--timeout", "5s", "--latency",
+            f"http://{ns.addr}:8080/{path}"], timeout=ctx.wrk_duration + 60)
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", r.stdout).group(1))
     m = WRK_RE.search(r.stdout)
     p99 = float(m.group(1)) * {"us": 0.001, "ms": 1, "s": 1000}[m.group(2)]
@@ -147,7 +154,7 @@ def nginx_session(ctx, rtname, i, do_mem, do_bench):
     root = rootfs.ensure(ctx.cache, "nginx", ctx.src)
     count = 10 if do_mem else 1
     started = []
-    nss = [Netns(f"ng{k}") for k in range(count)]
+    nss = [Netns(k) for k in range(count)]
     try:
         for k, ns in enumerate(nss):
             ns.__enter__()
@@ -157,7 +164,7 @@ def nginx_session(ctx, rtname, i, do_mem, do_bench):
             rt.run_detached(b, cid, os.path.join(ctx.work, f"{cid}.log"))
             started.append(cid)
         for ns in nss:
-            wait_tcp(ns, 8080)
+            wait_tcp(ns.addr, 8080)
         if do_mem:
             time.sleep(ctx.settle)
             pss = sum(container_pss(rt, cid)[0] for cid in started)
