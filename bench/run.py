@@ -195,7 +195,7 @@ def main():
                 k: " ".join(v[0]) for k, v in suite_servers.PGBENCH.items()}},
             "wrk": {"threads": 2, "connections": 8, "duration_s": ctx.wrk_duration},
             "fio": {"bs": "4k", "size": "256M", "direct": 1, "ioengine": "psync", "runtime_s": ctx.fio_duration},
-            "start_runs_per_block": ctx.start_runs, "settle_s": ctx.settle,
+            "start_runs_per_block": ctx.start_runs, "settle_s": ctx.settle, "nice": os.nice(0),
         },
         "invocations": {n: r.invocation() for n, r in ctx.rt.items()},
         "kvrun": {"binary": ctx.kvrun_bin, "start": ctx.kvrun_reason_start or "ok",

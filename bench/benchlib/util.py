@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Small helpers shared by the suites: commands, statistics, host facts."""
 import json
+import math
 import os
 import platform
 import shutil
@@ -37,7 +38,7 @@ def percentile(xs, p):
     s = sorted(xs)
     if not s:
         return None
-    k = max(0, min(len(s) - 1, int(round(p / 100 * len(s) + 0.5)) - 1))
+    k = max(0, min(len(s) - 1, math.ceil(p / 100 * len(s)) - 1))
     return s[k]
 
 
