@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from benchlib import report, suite_cpuio, suite_servers, suite_start, suite_vmm  # noqa: E402
 from benchlib.results import Results  # noqa: E402
-from benchlib.runtimes import Limits, cgroup_layout, make_runtimes  # noqa: E402
+from benchlib.runtimes import Limits, cgroup_layout, make_runtimes, own_cgroup  # noqa: E402
 from benchlib.util import host_info, loadavg, log, sh, write_json  # noqa: E402
 
 SUITES = ["start", "memory", "pg", "nginx", "cpu-io", "vmm"]
@@ -145,6 +145,24 @@ def run_suites(ctx, suites):
     return timings
 
 
+def remove_cgroup_parents():
+    """The empty kvbench/ cgroups the runtimes created under ours."""
+    own = own_cgroup().lstrip("/")
+    for ctrl in os.listdir("/sys/fs/cgroup"):
+        d = os.path.join("/sys/fs/cgroup", ctrl, own, "kvbench")
+        if os.path.isdir(d):
+            for sub in os.listdir(d):
+                if os.path.isdir(os.path.join(d, sub)):
+                    try:
+                        os.rmdir(os.path.join(d, sub))
+                    except OSError:
+                        pass
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--suite", default=",".join(SUITES), help="comma-separated: " + ",".join(SUITES))
@@ -179,6 +197,7 @@ def main():
     ctx.rt = make_runtimes([r for r in a.runtimes.split(",") if r], ctx.work, ctx.kvrun_bin, kv_env)
     setup_kvrun(ctx, a)
     timings = run_suites(ctx, suites)
+    remove_cgroup_parents()
 
     kv_vcpus = 1 if ctx.host["emulating"] else math.ceil(ctx.limits.cpus)
     res = {

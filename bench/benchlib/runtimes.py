@@ -32,8 +32,26 @@ class Limits:
                 "memory_limit_mib": self.memory_mib}
 
 
+def own_cgroup():
+    """The harness's own cgroup path: of the memory controller on v1 and
+    hybrid hosts, the unified one on v2."""
+    unified = "/"
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, ctrl, path = line.rstrip("\n").split(":", 2)
+            if "memory" in ctrl.split(","):
+                return path
+            if ctrl == "":
+                unified = path
+    return unified
+
+
 def write_bundle(bundle, rootfs, args, limits, netns=None, uid=0, gid=0, cwd="/", env=None):
-    """Write bundle/config.json for rootfs running args."""
+    """Write bundle/config.json for rootfs running args. Its cgroup is
+    named after the bundle, below the harness's own cgroup, so every
+    runtime places containers alike (left to themselves, runc nests under
+    the caller's cgroup and crun under the root); one container at a time
+    per bundle."""
     os.makedirs(bundle, exist_ok=True)
     ns = [{"type": t} for t in ("pid", "ipc", "uts", "mount")]
     ns.append({"type": "network", "path": f"/var/run/netns/{netns}"} if netns else {"type": "network"})
@@ -64,6 +82,7 @@ def write_bundle(bundle, rootfs, args, limits, netns=None, uid=0, gid=0, cwd="/"
              "options": ["nosuid", "nodev", "mode=1777", "size=262144k"]},
         ],
         "linux": {
+            "cgroupsPath": os.path.join(own_cgroup(), "kvbench", os.path.basename(os.path.normpath(bundle))),
             "resources": limits.resources(),
             "namespaces": ns,
             "maskedPaths": ["/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
