@@ -3,6 +3,7 @@
 own cost, and kvrun's host-side start cost (command to first KVM_RUN)."""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -95,6 +96,9 @@ def run(ctx):
             R.add(S, "parallel16", rt, start16(ctx, rt, b_sleep, i) * 1000,
                   title="16 at once, until all running", **meta)
 
+    pause_resume(ctx, b_sleep[0], names)
+    restore(ctx, b_sleep[1], names)
+
     # The CLI itself: `state` of an id that does not exist (exec, parse, lookup).
     cli = ["kvrun", "runc", "crun"]
     for i in range(ctx.start_runs):
@@ -149,3 +153,81 @@ def start16(ctx, rt, bundles, i):
         bad[0].seek(0)
         raise RuntimeError(f"{rt}: {len(bad)} of 16 failed: {bad[0].read().decode(errors='replace')[-300:]}")
     return t
+
+
+def pause_resume(ctx, bundle, names):
+    """Latency of `pause` (freeze) and `resume` (wake) of a running container."""
+    meta = dict(unit="ms", better="lower")
+    for i in range(ctx.runs):
+        for rt in rotate(names, i):
+            r, cid = ctx.rt[rt], f"pause-{i}"
+            r.run_detached(bundle, cid, os.path.join(ctx.work, f"{cid}.log"))
+            try:
+                for op in ("pause", "resume"):
+                    t0 = time.monotonic()
+                    p = subprocess.run(r.argv(op, cid), capture_output=True, text=True, env=r.env)
+                    t = (time.monotonic() - t0) * 1000
+                    title = f"{op} of a running container ({'freeze' if op == 'pause' else 'wake'})"
+                    if p.returncode != 0:
+                        ctx.results.na(S, op, rt, f"not available: `{rt} {op}` fails: {p.stderr.strip()[-200:]}",
+                                       title=title, **meta)
+                        break
+                    ctx.results.add(S, op, rt, t, title=title, **meta)
+            finally:
+                r.remove(cid)
+    if "kvrun" in ctx.rt and "kvrun" not in names:
+        for op in ("pause", "resume"):
+            ctx.results.na(S, op, "kvrun", ctx.kvrun_workload_reason, **meta)
+
+
+def restore(ctx, bundle, names):
+    """Restore latency: checkpoint a running container (not timed), then
+    time `restore -d` of it. Where checkpointing fails, the figure is not
+    available with the runtime's (or CRIU's) own message."""
+    meta = dict(unit="ms", better="lower", title="restore -d from a checkpoint")
+    for i in range(ctx.runs):
+        for rt in rotate(names, i):
+            m = ctx.results.metrics.get(f"{S}/restore", {}).get("runtimes", {}).get(rt, {})
+            if "not_available" in m:
+                continue
+            r, cid = ctx.rt[rt], f"ckpt-{i}"
+            img = os.path.join(ctx.work, f"ckpt-{rt}")
+            shutil.rmtree(img, ignore_errors=True)
+            r.run_detached(bundle, cid, os.path.join(ctx.work, f"{cid}.log"))
+            try:
+                p = subprocess.run(r.argv("checkpoint", "--image-path", img, cid), capture_output=True, text=True,
+                                   env=r.env, timeout=120)
+                if p.returncode != 0:
+                    ctx.results.na(S, "restore", rt, f"not available: `{rt} checkpoint` fails here: "
+                                   f"{criu_error(img) or p.stderr.strip()[-200:]}", **meta)
+                    continue
+                r.remove(cid)
+                t0 = time.monotonic()
+                p = subprocess.run(r.argv("restore", "-d", "--image-path", img, "-b", bundle, cid),
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   text=True, env=r.env, timeout=120)
+                if p.returncode != 0:
+                    ctx.results.na(S, "restore", rt, f"not available: `{rt} restore` fails here: "
+                                   f"{criu_error(img) or p.stderr.strip()[-200:]}", **meta)
+                    continue
+                ctx.results.add(S, "restore", rt, (time.monotonic() - t0) * 1000, **meta)
+            finally:
+                r.remove(cid)
+                shutil.rmtree(img, ignore_errors=True)
+    if "kvrun" in ctx.rt and "kvrun" not in names:
+        ctx.results.na(S, "restore", "kvrun", ctx.kvrun_workload_reason, **meta)
+
+
+def criu_error(img):
+    """The first error CRIU logged in img (dump.log or restore.log)."""
+    for log_name in ("dump.log", "restore.log"):
+        try:
+            with open(os.path.join(img, log_name)) as f:
+                errs = [line.split(": ", 1)[-1].strip() for line in f if "Error (" in line]
+        except OSError:
+            continue
+        # Skip CRIU's generic "exited, status=1" lines for the telling one.
+        telling = [e for e in errs if not e.startswith("exited, status")]
+        if telling or errs:
+            return "criu: " + (telling or errs)[0]
+    return None
