@@ -15,6 +15,7 @@ import math
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -145,6 +146,27 @@ def run_suites(ctx, suites):
     return timings
 
 
+def remove_leftovers(ctx):
+    """Containers, namespaces and links an interrupted run left behind."""
+    for r in ctx.rt.values():
+        p = subprocess.run(r.argv("list", "-q"), capture_output=True, text=True, env=r.env)
+        for cid in p.stdout.split() if p.returncode == 0 else []:
+            log(f"removing leftover {r.name} container {cid}")
+            r.remove(cid)
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    for name in [line.split()[0] for line in ns.splitlines() if line.startswith(suite_servers.NS_PREFIX)]:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    for line in links.splitlines():
+        name = line.split(": ")[1].split("@")[0]
+        if name.startswith("kvbench"):
+            subprocess.run(["ip", "link", "del", name], capture_output=True)
+
+
+def on_term(signo, frame):
+    raise KeyboardInterrupt(f"signal {signo}")
+
+
 def remove_cgroup_parents():
     """The empty kvbench/ cgroups the runtimes created under ours."""
     own = own_cgroup().lstrip("/")
@@ -195,6 +217,8 @@ def main():
     if "KVRUN_KERNEL" not in os.environ and os.path.exists(os.path.join(ctx.kernel_dir, "vmlinux")):
         kv_env["KVRUN_KERNEL"] = os.path.join(ctx.kernel_dir, "vmlinux")
     ctx.rt = make_runtimes([r for r in a.runtimes.split(",") if r], ctx.work, ctx.kvrun_bin, kv_env)
+    signal.signal(signal.SIGTERM, on_term)  # so that every session's cleanup runs
+    remove_leftovers(ctx)
     setup_kvrun(ctx, a)
     timings = run_suites(ctx, suites)
     remove_cgroup_parents()
