@@ -22,9 +22,10 @@ def cell(d):
         return "n/a"
     if d.get("median") is None:
         return "?"
+    label = f" *({d['label']})*" if d.get("label") else ""
     if d["n"] == 1:
-        return fmt(d["median"])
-    return f"{fmt(d['median'])} ({fmt(d['min'])}–{fmt(d['max'])})"
+        return fmt(d["median"]) + label
+    return f"{fmt(d['median'])} ({fmt(d['min'])}–{fmt(d['max'])})" + label
 
 
 def ratio(m, a, b="runc"):
