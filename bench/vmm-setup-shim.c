@@ -3,7 +3,8 @@
  * LD_PRELOAD shim for bench/vmm-setup.sh: the first ioctl(KVM_RUN) of the
  * process writes "<ns since VMM_BENCH_T0_NS>" to VMM_BENCH_OUT, so that
  * kvrun and QEMU are timed the same way, from just before exec to the first
- * guest entry, without changing either binary.
+ * guest entry, without changing either binary. It also appends each
+ * memory slot's host range to VMM_BENCH_OUT.slots.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -39,6 +40,27 @@ static void record(void)
 	}
 }
 
+/* Guest RAM as the VMM hands it to KVM, so the harness can tell guest
+ * pages from the monitor's own in /proc/PID/smaps. */
+static void record_slot(const struct kvm_userspace_memory_region *slot)
+{
+	const char *out = getenv("VMM_BENCH_OUT");
+	char path[4096], buf[96];
+	int fd, n;
+
+	if (!out || !slot || !slot->memory_size)
+		return;
+	snprintf(path, sizeof(path), "%s.slots", out);
+	n = snprintf(buf, sizeof(buf), "%llx %llx\n", (unsigned long long)slot->userspace_addr,
+	             (unsigned long long)slot->memory_size);
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		if (write(fd, buf, (size_t)n) < 0)
+			perror("vmm-setup-shim");
+		close(fd);
+	}
+}
+
 int ioctl(int fd, unsigned long req, ...)
 {
 	static int (*real)(int, unsigned long, void *);
@@ -50,6 +72,8 @@ int ioctl(int fd, unsigned long req, ...)
 	va_end(ap);
 	if (!real)
 		real = (int (*)(int, unsigned long, void *))dlsym(RTLD_NEXT, "ioctl");
+	if (req == KVM_SET_USER_MEMORY_REGION)
+		record_slot(arg);
 	if (req == KVM_RUN && !done)
 		record();
 	return real(fd, req, arg);

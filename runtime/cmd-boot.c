@@ -22,6 +22,7 @@
 #include "vmm/boot.h"
 #include "vmm/platform.h"
 #include "vmm/serial.h"
+#include "vmm/snapshot.h"
 #include "vmm/test-device.h"
 #include "vmm/vm.h"
 
@@ -40,14 +41,20 @@ struct boot_opts {
 	bool test_device;
 	bool timings;
 	double timeout_s;
+	const char *snapshot_path; /* --snapshot-on-port */
+	bool snapshot_stop;
+	const char *restore_path; /* --restore */
+	bool vm_shape_given; /* --cpus or --memory */
+	bool restore_trust;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 	        "Usage: kvrun boot --kernel FILE [options]\n"
+	        "       kvrun boot --restore FILE [options]\n"
 	        "Boot a Linux kernel (ELF vmlinux or bzImage) or a test guest in a microVM.\n\n"
-	        "  --kernel FILE        kernel to boot (required)\n"
+	        "  --kernel FILE        kernel to boot (required unless --restore)\n"
 	        "  --initrd FILE        initial ramdisk\n"
 	        "  --cmdline STRING     kernel command line\n"
 	        "  --cpus N             vCPUs (1-%d, default 1)\n"
@@ -56,6 +63,13 @@ static void usage(FILE *f)
 	        "  --test-device        add the test device (exit/irq/ncpus ports, MMIO window)\n"
 	        "  --timeout SECONDS    end the VM after this long\n"
 	        "  --timings            print a JSON line with setup/boot times and memory on stderr\n"
+	        "  --snapshot-on-port FILE  save the VM to FILE when the guest writes the test device's\n"
+	        "                       snapshot port (needs --test-device); the VM then goes on\n"
+	        "  --snapshot-stop      end the VM (status 0) once the snapshot is written\n"
+	        "  --restore FILE       run the VM saved in FILE instead of booting a kernel (no\n"
+	        "                       --kernel, --initrd, --cmdline, --cpus, --memory; the same\n"
+	        "                       --test-device as when it was saved)\n"
+	        "  --restore-trust-memory  skip the checksum of guest memory when restoring\n"
 	        "  --debug              debug logging, and every vCPU's RIP every 2 s\n\n"
 	        "Exit status: 0 power-off; the code written to the test device's exit port;\n"
 	        "  %d reboot (i8042, port 0xcf9, KVM reset); %d triple fault; %d crash\n"
@@ -104,6 +118,21 @@ static int parse_size(const char *s, uint64_t *ret)
 	return 0;
 }
 
+static int check_args(const struct boot_opts *o)
+{
+	if (o->restore_path && (o->boot.kernel_path || o->boot.initrd_path || o->boot.cmdline || o->vm_shape_given))
+		return err_set(-EINVAL, "--restore takes the kernel, command line, vCPUs and memory from the snapshot");
+	if (!o->restore_path && !o->boot.kernel_path)
+		return err_set(-EINVAL, "--kernel is required");
+	if (o->snapshot_path && !o->test_device)
+		return err_set(-EINVAL, "--snapshot-on-port needs --test-device");
+	if (o->snapshot_stop && !o->snapshot_path)
+		return err_set(-EINVAL, "--snapshot-stop needs --snapshot-on-port");
+	if (o->restore_trust && !o->restore_path)
+		return err_set(-EINVAL, "--restore-trust-memory needs --restore");
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct boot_opts *o)
 {
 	enum {
@@ -117,6 +146,10 @@ static int parse_args(int argc, char **argv, struct boot_opts *o)
 		OPT_TIMEOUT,
 		OPT_TIMINGS,
 		OPT_DEBUG,
+		OPT_SNAPSHOT,
+		OPT_SNAPSHOT_STOP,
+		OPT_RESTORE,
+		OPT_RESTORE_TRUST,
 		OPT_HELP
 	};
 	static const struct option longopts[] = {
@@ -130,6 +163,10 @@ static int parse_args(int argc, char **argv, struct boot_opts *o)
 	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
 	    {"timings", no_argument, NULL, OPT_TIMINGS},
 	    {"debug", no_argument, NULL, OPT_DEBUG},
+	    {"snapshot-on-port", required_argument, NULL, OPT_SNAPSHOT},
+	    {"snapshot-stop", no_argument, NULL, OPT_SNAPSHOT_STOP},
+	    {"restore", required_argument, NULL, OPT_RESTORE},
+	    {"restore-trust-memory", no_argument, NULL, OPT_RESTORE_TRUST},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {0},
 	};
@@ -153,10 +190,12 @@ static int parse_args(int argc, char **argv, struct boot_opts *o)
 			o->vm.ncpus = (unsigned int)strtoul(optarg, &end, 10);
 			if (*end || o->vm.ncpus < 1 || o->vm.ncpus > VM_MAX_CPUS)
 				return err_set(-EINVAL, "--cpus: expected 1 to %d, got '%s'", VM_MAX_CPUS, optarg);
+			o->vm_shape_given = true;
 			break;
 		case OPT_MEMORY:
 			if (parse_size(optarg, &o->vm.mem_size) < 0 || (o->vm.mem_size & 0xfff))
 				return err_set(-EINVAL, "--memory: bad size '%s' (e.g. 128M, 2G)", optarg);
+			o->vm_shape_given = true;
 			break;
 		case OPT_CONSOLE:
 			o->console = optarg ? optarg : "";
@@ -175,6 +214,18 @@ static int parse_args(int argc, char **argv, struct boot_opts *o)
 		case OPT_DEBUG:
 			log_set_max_level(LOG_LEVEL_DEBUG);
 			break;
+		case OPT_SNAPSHOT:
+			o->snapshot_path = optarg;
+			break;
+		case OPT_SNAPSHOT_STOP:
+			o->snapshot_stop = true;
+			break;
+		case OPT_RESTORE:
+			o->restore_path = optarg;
+			break;
+		case OPT_RESTORE_TRUST:
+			o->restore_trust = true;
+			break;
 		case OPT_HELP:
 		case 'h':
 			usage(stdout);
@@ -185,9 +236,7 @@ static int parse_args(int argc, char **argv, struct boot_opts *o)
 	}
 	if (optind < argc)
 		return err_set(-EINVAL, "unexpected argument '%s'", argv[optind]);
-	if (!o->boot.kernel_path)
-		return err_set(-EINVAL, "--kernel is required");
-	return 0;
+	return check_args(o);
 }
 
 static int exit_status(const struct vm_result *res)
@@ -267,21 +316,50 @@ static void read_rss(const struct vm *vm, uint64_t *ret_total, uint64_t *ret_gue
 	}
 }
 
-static void print_timings(const struct vm *vm, const struct vm_result *res)
+struct boot_devices {
+	struct serial *serial;
+	struct test_device *test;
+	struct platform *platform;
+	int console_fd, signal_fd;
+};
+
+/* What --snapshot-on-port and --restore measured (0: not done). */
+struct boot_snap {
+	const struct boot_opts *o;
+	struct vm *vm;
+	struct boot_devices *devs;
+	uint64_t snapshot_us, restore_load_us;
+	struct snapshot_stats stats;
+	int err;
+	char msg[256];
+};
+
+static void print_timings(const struct vm *vm, const struct vm_result *res, const struct boot_snap *sn)
 {
 	uint64_t start = vm_process_start_ns(), marker = atomic_load(&vm->t_boot_marker);
-	uint64_t total, guest;
-	char marker_s[32] = "null";
+	uint64_t total, guest, first_run = vm->t_first_run ? (vm->t_first_run - start) / 1000 : 0;
+	char marker_s[32] = "null", snap_s[160] = "", restore_s[96] = "";
 
 	read_rss(vm, &total, &guest);
 	if (marker)
 		snprintf(marker_s, sizeof(marker_s), "%" PRIu64, (marker - start) / 1000);
+	if (sn->snapshot_us)
+		snprintf(snap_s, sizeof(snap_s),
+		         ", \"snapshot_us\": %" PRIu64 ", \"snapshot_save_us\": %" PRIu64
+		         ", \"snapshot_bytes\": %" PRIu64 ", \"snapshot_mem_pages\": %" PRIu64,
+		         sn->snapshot_us, sn->stats.save_us, sn->stats.file_bytes, sn->stats.mem_pages);
+	/* restore_us: process start to the restored guest's first KVM_RUN;
+	 * restore_load_us: opening, checking and loading the snapshot, with
+	 * creating the VM and its devices. */
+	if (sn->o->restore_path)
+		snprintf(restore_s, sizeof(restore_s), ", \"restore_us\": %" PRIu64 ", \"restore_load_us\": %" PRIu64,
+		         first_run, sn->restore_load_us);
 	fprintf(stderr,
 	        "{\"setup_us\": %" PRIu64 ", \"boot_marker_us\": %s, \"total_us\": %" PRIu64 ", \"rss_kib\": %" PRIu64
-	        ", \"guest_rss_kib\": %" PRIu64 ", \"monitor_rss_kib\": %" PRIu64
+	        ", \"guest_rss_kib\": %" PRIu64 ", \"monitor_rss_kib\": %" PRIu64 "%s%s"
 	        ", \"result\": \"%s\", \"code\": %d}\n",
-	        vm->t_first_run ? (vm->t_first_run - start) / 1000 : 0, marker_s, (vm_now_ns() - start) / 1000, total,
-	        guest, total - guest, vm_exit_reason_name(res->reason), res->code);
+	        first_run, marker_s, (vm_now_ns() - start) / 1000, total, guest, total - guest, snap_s, restore_s,
+	        vm_exit_reason_name(res->reason), res->code);
 }
 
 static int open_console(const char *console)
@@ -297,13 +375,6 @@ static int open_console(const char *console)
 		return err_setsys(-errno, "cannot open console file %s", console);
 	return fd;
 }
-
-struct boot_devices {
-	struct serial *serial;
-	struct test_device *test;
-	struct platform *platform;
-	int console_fd, signal_fd;
-};
 
 static int setup_devices(struct vm *vm, const struct boot_opts *o, struct boot_devices *d)
 {
@@ -341,29 +412,112 @@ static void free_devices(struct vm *vm, struct boot_devices *d)
 		close(d->console_fd);
 }
 
+/* The devices that take part in snapshots, in creation order. */
+static unsigned int snapshot_devs(const struct boot_devices *d, struct snapshot_dev out[3])
+{
+	unsigned int n = 0;
+
+	out[n++] = (struct snapshot_dev){"serial", serial_state_save, serial_state_load, d->serial};
+	out[n++] = (struct snapshot_dev){"platform", platform_state_save, platform_state_load, d->platform};
+	if (d->test)
+		out[n++] =
+		    (struct snapshot_dev){"test-device", test_device_state_save, test_device_state_load, d->test};
+	return n;
+}
+
+/* On the event loop, when the guest asked through the test device. */
+static void take_snapshot(struct test_device *td, void *opaque)
+{
+	struct boot_snap *sn = opaque;
+	struct snapshot_dev devs[3];
+	unsigned int n = snapshot_devs(sn->devs, devs);
+	uint64_t t0 = vm_now_ns();
+	int r;
+
+	r = vm_pause(sn->vm);
+	if (r < 0)
+		return; /* the VM is ending */
+	r = vm_snapshot_save(sn->vm, sn->o->snapshot_path, devs, n, &sn->stats);
+	sn->snapshot_us = (vm_now_ns() - t0) / 1000;
+	if (r < 0) {
+		sn->err = r;
+		snprintf(sn->msg, sizeof(sn->msg), "%s", err_msg());
+		fprintf(stderr, "kvrun boot: %s\n", sn->msg);
+		test_device_set_snapshot_status(td, KVRUN_SNAPSHOT_FAILED);
+	} else {
+		test_device_set_snapshot_status(td, KVRUN_SNAPSHOT_DONE);
+	}
+	if (r < 0 && sn->o->snapshot_stop)
+		vm_stopf(sn->vm, VM_EXIT_CRASH, r, "snapshot failed");
+	else if (sn->o->snapshot_stop)
+		vm_stopf(sn->vm, VM_EXIT_POWEROFF, 0, "snapshot written");
+	else
+		vm_resume(sn->vm);
+}
+
+static int restore_vm(struct vm_snapshot *snap, struct boot_snap *sn)
+{
+	struct snapshot_dev devs[3];
+	unsigned int n = snapshot_devs(sn->devs, devs);
+	int r;
+
+	r = vm_snapshot_restore(snap, sn->vm, devs, n);
+	if (r < 0)
+		return r;
+	/* The guest asked for the snapshot and waits on the port: it now
+	 * learns that it runs in a restored VM. */
+	if (sn->devs->test && __atomic_load_n(&sn->devs->test->snap_status, __ATOMIC_ACQUIRE) == KVRUN_SNAPSHOT_PENDING)
+		test_device_set_snapshot_status(sn->devs->test, KVRUN_SNAPSHOT_RESTORED);
+	return 0;
+}
+
+/* Boot the kernel, or restore the snapshot (snap non-NULL). */
+static int prepare_vm(const struct boot_opts *o, struct vm_snapshot *snap, struct boot_snap *sn)
+{
+	struct vm_config cfg = o->vm;
+	int r;
+
+	if (snap)
+		vm_snapshot_config(snap, &cfg);
+	r = vm_create(&cfg, &sn->vm);
+	log_debug("boot: VM created at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
+	if (r >= 0)
+		r = setup_devices(sn->vm, o, sn->devs);
+	if (r >= 0 && o->snapshot_path)
+		test_device_on_snapshot(sn->devs->test, take_snapshot, sn);
+	if (r >= 0 && snap)
+		r = restore_vm(snap, sn);
+	else if (r >= 0)
+		r = boot_linux(sn->vm, &o->boot);
+	log_debug("boot: kernel loaded at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
+	return r;
+}
+
 static int run_vm(const struct boot_opts *o, struct vm_result *res)
 {
 	struct boot_devices d = {.console_fd = -1, .signal_fd = -1};
-	struct vm *vm = NULL;
-	int r;
+	struct boot_snap sn = {.o = o, .devs = &d};
+	struct vm_snapshot *snap = NULL;
+	uint64_t t0 = vm_now_ns();
+	int r = 0;
 
-	r = vm_create(&o->vm, &vm);
-	log_debug("boot: VM created at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
+	if (o->restore_path)
+		r = vm_snapshot_open(o->restore_path, o->restore_trust ? SNAPSHOT_OPEN_TRUST_MEMORY : 0, &snap);
 	if (r >= 0)
-		r = setup_devices(vm, o, &d);
+		r = prepare_vm(o, snap, &sn);
+	vm_snapshot_close(snap);
+	if (o->restore_path)
+		sn.restore_load_us = (vm_now_ns() - t0) / 1000;
 	if (r >= 0)
-		r = boot_linux(vm, &o->boot);
-	log_debug("boot: kernel loaded at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
-	if (r >= 0)
-		r = vm_start(vm);
-	if (r >= 0 || (vm && vm->started)) {
-		vm_wait(vm, res);
+		r = vm_start(sn.vm);
+	if (r >= 0 || (sn.vm && sn.vm->started)) {
+		vm_wait(sn.vm, res);
 		if (o->timings)
-			print_timings(vm, res);
+			print_timings(sn.vm, res, &sn);
 	}
-	if (vm)
-		free_devices(vm, &d);
-	vm_free(vm);
+	if (sn.vm)
+		free_devices(sn.vm, &d);
+	vm_free(sn.vm);
 	return r;
 }
 
@@ -386,6 +540,8 @@ int cmd_boot(int argc, char **argv)
 		fprintf(stderr, "kvrun boot: %s\n", err_msg());
 		return BOOT_EXIT_ERROR;
 	}
+	if (o.snapshot_stop && res.reason == VM_EXIT_POWEROFF)
+		fprintf(stderr, "kvrun boot: snapshot written to %s, VM stopped\n", o.snapshot_path);
 	if (res.reason != VM_EXIT_POWEROFF && res.reason != VM_EXIT_GUEST)
 		fprintf(stderr, "kvrun boot: VM ended: %s%s%s\n", vm_exit_reason_name(res.reason),
 		        res.detail[0] ? ": " : "", res.detail);

@@ -4,14 +4,17 @@
 #   scripts/setup.sh            packages + build
 #   scripts/setup.sh --bench    also the benchmark yardsticks (qemu, gnuplot, ...)
 #   scripts/setup.sh --no-build packages only
+#   scripts/setup.sh --kernel   also build and install kvrun's guest kernel
+#                               (kernel/build.sh: ~10-20 min on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bench=0 build=1
+bench=0 build=1 kernel=0
 for a in "$@"; do
 	case "$a" in
 	--bench) bench=1 ;;
 	--no-build) build=0 ;;
+	--kernel) kernel=1 ;;
 	*) echo "setup.sh: unknown option $a" >&2; exit 2 ;;
 	esac
 done
@@ -22,8 +25,13 @@ pkgs=(
 	busybox-static cpio e2fsprogs util-linux iproute2 kmod
 	runc crun tmux python3
 )
+pkgs+=(acpica-tools)         # iasl, for the ACPI table tests
+pkgs+=(linux-source-6.12 flex bison) # the kernel config check (tests/integration/test_kernel_config.py)
 if [ "$bench" = 1 ]; then
 	pkgs+=(qemu-system-x86 gnuplot-nox hyperfine postgresql-15 nginx-light wrk fio bc)
+fi
+if [ "$kernel" = 1 ]; then
+	pkgs+=(linux-source-6.12 flex bison bc libelf-dev libssl-dev xz-utils)
 fi
 
 missing=()
@@ -42,4 +50,12 @@ if [ "$build" = 1 ]; then
 		meson setup build -Dwerror=true
 	fi
 	meson compile -C build
+fi
+
+# --- guest kernel (only with --kernel) ---
+# Builds kernel/kvrun.fragment on Debian's linux-source-6.12 and installs
+# vmlinux and bzImage to /usr/local/share/kvrun/kernel; cached, so a rerun
+# with unchanged inputs only reinstalls. See docs/kernels.md.
+if [ "$kernel" = 1 ]; then
+	kernel/build.sh
 fi

@@ -21,6 +21,17 @@
 #define KVRUN_PORT_TEST_IRQ 0x06f8
 /* 32-bit read: number of vCPUs the VMM created. */
 #define KVRUN_PORT_TEST_NCPUS 0x06fc
+/* 32-bit write of any value: ask for a snapshot of the VM now (`kvrun boot
+ * --snapshot-on-port FILE`); it is taken from the event loop with every
+ * vCPU paused. 32-bit read: the state of the last request, below. A guest
+ * spins reading it while PENDING; DONE means it runs on in the VM that was
+ * saved, RESTORED that it runs in a VM restored from the file. */
+#define KVRUN_PORT_TEST_SNAPSHOT 0x0700
+#define KVRUN_SNAPSHOT_NONE 0
+#define KVRUN_SNAPSHOT_PENDING 1
+#define KVRUN_SNAPSHOT_DONE 2
+#define KVRUN_SNAPSHOT_RESTORED 3
+#define KVRUN_SNAPSHOT_FAILED 4
 
 /* MMIO window of the test device (4 KiB): reads return the offset's low 32
  * bits XOR 0x5a5a5a5a, writes are remembered per 8-byte slot and read back

@@ -43,6 +43,8 @@ static int kvm_open(struct vm *vm)
 	if (vm->kvm_fd < 0)
 		return err_setsys(-errno, "cannot open /dev/kvm");
 	v = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);
+	if (v < 0)
+		return err_setsys(-errno, "/dev/kvm is not a KVM device (KVM_GET_API_VERSION)");
 	if (v != KVM_API_VERSION)
 		return err_set(-ENOTSUP, "/dev/kvm speaks KVM API %d, kvrun needs %d", v, KVM_API_VERSION);
 	for (size_t i = 0; i < ARRAY_SIZE(required_caps); i++)
@@ -73,12 +75,14 @@ static int kvm_get_supported_cpuid(struct vm *vm)
 	return err_set(-E2BIG, "KVM_GET_SUPPORTED_CPUID: too many entries");
 }
 
-static int vm_setup_memory(struct vm *vm, uint64_t size)
+/* Registering a memory slot costs a host SRCU grace period (several ms on
+ * a busy host) however small the slot: it runs on its own thread while the
+ * rest of the VM, the devices and the kernel are set up; vm_start() (or
+ * vm_free()) joins it. */
+static void *memslot_thread(void *arg)
 {
-	int r = guest_mem_init(&vm->mem, size);
+	struct vm *vm = arg;
 
-	if (r < 0)
-		return err_setsys(r, "allocating %llu MiB of guest RAM", (unsigned long long)(size >> 20));
 	for (unsigned int i = 0; i < vm->mem.nr_regions; i++) {
 		struct guest_mem_region *g = &vm->mem.regions[i];
 		struct kvm_userspace_memory_region slot = {
@@ -88,9 +92,36 @@ static int vm_setup_memory(struct vm *vm, uint64_t size)
 		    .userspace_addr = (uintptr_t)g->host,
 		};
 
-		if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &slot) < 0)
-			return err_setsys(-errno, "KVM_SET_USER_MEMORY_REGION %u", i);
+		if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &slot) < 0) {
+			vm->memslot_err = -errno;
+			break;
+		}
 	}
+	log_debug("vm: memory slots at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
+	return NULL;
+}
+
+static int vm_setup_memory(struct vm *vm, uint64_t size)
+{
+	int r = guest_mem_init(&vm->mem, size);
+
+	if (r < 0)
+		return err_setsys(r, "allocating %llu MiB of guest RAM", (unsigned long long)(size >> 20));
+	r = pthread_create(&vm->memslot_thread, NULL, memslot_thread, vm);
+	if (r)
+		return err_setsys(-r, "starting the memory slot thread");
+	vm->memslot_pending = true;
+	return 0;
+}
+
+int vm_memslots_wait(struct vm *vm)
+{
+	if (vm->memslot_pending) {
+		pthread_join(vm->memslot_thread, NULL);
+		vm->memslot_pending = false;
+	}
+	if (vm->memslot_err)
+		return err_setsys(vm->memslot_err, "KVM_SET_USER_MEMORY_REGION");
 	return 0;
 }
 
@@ -135,14 +166,13 @@ static int vm_setup(struct vm *vm, const struct vm_config *cfg)
 	if (vm->vm_fd < 0)
 		return err_setsys(-errno, "KVM_CREATE_VM");
 	log_debug("vm: created at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
+	r = vm_setup_memory(vm, cfg->mem_size);
+	if (r < 0)
+		return r;
 	r = vm_setup_irqchip(vm);
 	if (r < 0)
 		return r;
 	log_debug("vm: irqchip at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
-	r = vm_setup_memory(vm, cfg->mem_size);
-	if (r < 0)
-		return r;
-	log_debug("vm: memory at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
 	r = kvm_get_supported_cpuid(vm);
 	if (r < 0)
 		return r;
@@ -173,6 +203,7 @@ int vm_create(const struct vm_config *cfg, struct vm **ret)
 	vm->kvm_fd = vm->vm_fd = vm->done_fd = vm->timer_fd = vm->sample_fd = -1;
 	vm->ncpus = cfg->ncpus;
 	pthread_mutex_init(&vm->lock, NULL);
+	pthread_cond_init(&vm->pause_cond, NULL);
 	bus_init(&vm->pio, "pio");
 	bus_init(&vm->mmio, "mmio");
 	r = vm_setup(vm, cfg);
@@ -194,6 +225,7 @@ void vm_free(struct vm *vm)
 		vm_stop(vm, VM_EXIT_SIGNAL, 0);
 		vm_wait(vm, &res);
 	}
+	vm_memslots_wait(vm);
 	event_loop_free(vm->loop);
 	for (unsigned int i = 0; vm->vcpus && i < vm->ncpus; i++)
 		vcpu_free(vm->vcpus[i]);
@@ -213,5 +245,6 @@ void vm_free(struct vm *vm)
 		close(vm->kvm_fd);
 	guest_mem_destroy(&vm->mem);
 	pthread_mutex_destroy(&vm->lock);
+	pthread_cond_destroy(&vm->pause_cond);
 	free(vm);
 }

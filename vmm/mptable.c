@@ -93,10 +93,10 @@ static uint8_t checksum(const void *p, size_t len)
 	return (uint8_t)-sum;
 }
 
-/* ISA IRQs 0-15 except the cascade (2), then pins 16-23. */
+/* One entry per IOAPIC pin: ISA IRQs 0-15, then pins 16-23. */
 static unsigned int nr_intsrc(void)
 {
-	return MP_IRQ_PINS - 1;
+	return MP_IRQ_PINS;
 }
 
 uint32_t mptable_size(unsigned int ncpus)
@@ -155,11 +155,10 @@ int mptable_write(const struct guest_mem *m, uint64_t gpa, unsigned int ncpus)
 	                        .apicaddr = MPTABLE_IOAPIC_ADDR};
 	memcpy(p, &io, sizeof(io));
 	p += sizeof(io);
-	/* KVM routes GSI 0 (the PIT) to IOAPIC pin 2, like real chipsets. */
-	p = put_intsrc(p, MP_INTSRC, MP_IRQTYPE_INT, 0, ioapic_id, 2);
-	for (unsigned int irq = 1; irq < MP_IRQ_PINS; irq++)
-		if (irq != 2)
-			p = put_intsrc(p, MP_INTSRC, MP_IRQTYPE_INT, (uint8_t)irq, ioapic_id, (uint8_t)irq);
+	/* KVM's default routing sends GSI n to IOAPIC pin n, the PIT's GSI 0
+	 * included (unlike chipsets and QEMU, which wire IRQ 0 to pin 2). */
+	for (unsigned int irq = 0; irq < MP_IRQ_PINS; irq++)
+		p = put_intsrc(p, MP_INTSRC, MP_IRQTYPE_INT, (uint8_t)irq, ioapic_id, (uint8_t)irq);
 	p = put_intsrc(p, MP_LINTSRC, MP_IRQTYPE_EXTINT, 0, MP_APIC_ALL, 0);
 	p = put_intsrc(p, MP_LINTSRC, MP_IRQTYPE_NMI, 0, MP_APIC_ALL, 1);
 

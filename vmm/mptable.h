@@ -2,9 +2,9 @@
 /*
  * Intel MultiProcessor Specification 1.4 table: CPUs 0..ncpus-1 (APIC ids
  * equal their index, CPU 0 the BSP), one ISA bus, the IOAPIC at 0xfec00000
- * (id ncpus), I/O interrupt entries for ISA IRQs 0-15 (IRQ 0 on pin 2, as
- * KVM routes GSI 0) and pins 16-23 used by virtio-mmio devices, and LINT0 =
- * ExtINT, LINT1 = NMI.
+ * (id ncpus), I/O interrupt entries for ISA IRQs 0-15 and pins 16-23 used by
+ * virtio-mmio devices, each IRQ n on pin n as KVM's default GSI routing
+ * does, and LINT0 = ExtINT, LINT1 = NMI.
  */
 #ifndef KVRUN_VMM_MPTABLE_H
 #define KVRUN_VMM_MPTABLE_H

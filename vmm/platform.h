@@ -4,6 +4,7 @@
 #ifndef KVRUN_VMM_PLATFORM_H
 #define KVRUN_VMM_PLATFORM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct vm;
@@ -27,5 +28,11 @@ void rtc_free(struct rtc *rtc);
 struct tm;
 /* The value of CMOS register reg for time tm (unit tests). */
 uint8_t rtc_time_register(uint8_t reg, const struct tm *tm);
+
+struct snap_buf;
+/* Snapshot state of the platform (the CMOS index and NVRAM; the clock is
+ * the host's). opaque is the struct platform. */
+int platform_state_save(void *opaque, struct snap_buf *out);
+int platform_state_load(void *opaque, const void *data, size_t len);
 
 #endif

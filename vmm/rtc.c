@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "vmm/platform.h"
+#include "vmm/snapshot.h"
 #include "vmm/vm.h"
 
 #define RTC_PORT 0x70
@@ -140,4 +141,41 @@ void rtc_free(struct rtc *rtc)
 		return;
 	pthread_mutex_destroy(&rtc->lock);
 	free(rtc);
+}
+
+/* The time registers are the host's clock; the index and NVRAM are state. */
+struct rtc_state {
+	uint8_t index;
+	uint8_t cmos[128];
+};
+
+_Static_assert(sizeof(((struct rtc *)0)->cmos) == sizeof(((struct rtc_state *)0)->cmos), "same NVRAM");
+
+int platform_state_save(void *opaque, struct snap_buf *out)
+{
+	struct platform *p = opaque;
+	struct rtc_state st;
+
+	pthread_mutex_lock(&p->rtc->lock);
+	st.index = p->rtc->index;
+	for (size_t i = 0; i < sizeof(st.cmos); i++)
+		st.cmos[i] = p->rtc->cmos[i];
+	pthread_mutex_unlock(&p->rtc->lock);
+	return snap_buf_put(out, &st, sizeof(st));
+}
+
+int platform_state_load(void *opaque, const void *data, size_t len)
+{
+	struct platform *p = opaque;
+	struct rtc_state st;
+
+	if (len != sizeof(st))
+		return err_set(-EBADMSG, "CMOS state has %zu bytes, expected %zu", len, sizeof(st));
+	memcpy(&st, data, sizeof(st));
+	pthread_mutex_lock(&p->rtc->lock);
+	p->rtc->index = st.index & 0x7f;
+	for (size_t i = 0; i < sizeof(st.cmos); i++)
+		p->rtc->cmos[i] = st.cmos[i];
+	pthread_mutex_unlock(&p->rtc->lock);
+	return 0;
 }

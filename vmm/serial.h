@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "vmm/bus.h"
@@ -43,5 +44,11 @@ struct vm;
  * the caller: serial_free() after the VM stopped. */
 int serial_create(struct vm *vm, int out_fd, struct serial **ret);
 void serial_free(struct serial *s);
+
+struct snap_buf;
+/* Snapshot state (registers, pending interrupt, unfinished output line).
+ * opaque is the struct serial. */
+int serial_state_save(void *opaque, struct snap_buf *out);
+int serial_state_load(void *opaque, const void *data, size_t len);
 
 #endif

@@ -12,7 +12,7 @@
 #include "vmm/vm.h"
 
 #define TEST_PORT_BASE KVRUN_PORT_TEST_EXIT
-#define TEST_PORT_LEN (KVRUN_PORT_TEST_NCPUS + 4 - KVRUN_PORT_TEST_EXIT)
+#define TEST_PORT_LEN (KVRUN_PORT_TEST_SNAPSHOT + 4 - KVRUN_PORT_TEST_EXIT)
 #define MMIO_ECHO_OFFSET (KVRUN_MMIO_TEST_SIZE / 2)
 
 static uint64_t le_value(const void *data, uint32_t len)
@@ -38,8 +38,41 @@ static void test_port_read(void *opaque, uint64_t offset, void *data, uint32_t l
 		put_value(data, len, td->irq.gsi);
 	else if (port == KVRUN_PORT_TEST_NCPUS)
 		put_value(data, len, td->vm->ncpus);
+	else if (port == KVRUN_PORT_TEST_SNAPSHOT)
+		put_value(data, len, __atomic_load_n(&td->snap_status, __ATOMIC_ACQUIRE));
 	else
 		memset(data, 0xff, len);
+}
+
+/* The vCPU that asked cannot pause the others: the event loop takes the
+ * snapshot. A request while one is pending is dropped. */
+static void test_snapshot_request(struct test_device *td)
+{
+	uint32_t expected = __atomic_load_n(&td->snap_status, __ATOMIC_ACQUIRE);
+	uint64_t one = 1;
+
+	if (expected == KVRUN_SNAPSHOT_PENDING)
+		return;
+	if (!td->snapshot_cb) {
+		test_device_set_snapshot_status(td, KVRUN_SNAPSHOT_FAILED);
+		return;
+	}
+	test_device_set_snapshot_status(td, KVRUN_SNAPSHOT_PENDING);
+	if (write(td->snap_fd, &one, sizeof(one)) < 0) {
+		log_debug("test device: snapshot request: %s", strerror(errno));
+		test_device_set_snapshot_status(td, KVRUN_SNAPSHOT_FAILED);
+	}
+}
+
+void test_device_set_snapshot_status(struct test_device *td, uint32_t status)
+{
+	__atomic_store_n(&td->snap_status, status, __ATOMIC_RELEASE);
+}
+
+void test_device_on_snapshot(struct test_device *td, void (*cb)(struct test_device *, void *), void *opaque)
+{
+	td->snapshot_cb = cb;
+	td->snapshot_opaque = opaque;
 }
 
 static void test_port_write(void *opaque, uint64_t offset, const void *data, uint32_t len)
@@ -54,6 +87,8 @@ static void test_port_write(void *opaque, uint64_t offset, const void *data, uin
 		/* Raised from the event loop, as a device backend would. */
 		if (write(td->kick_fd, &one, sizeof(one)) < 0)
 			log_debug("test device: kick: %s", strerror(errno));
+	} else if (port == KVRUN_PORT_TEST_SNAPSHOT) {
+		test_snapshot_request(td);
 	}
 }
 
@@ -103,6 +138,15 @@ static void kick_handler(int fd, uint32_t revents, void *opaque)
 		irq_line_raise(&td->irq);
 }
 
+static void snapshot_handler(int fd, uint32_t revents, void *opaque)
+{
+	struct test_device *td = opaque;
+	uint64_t n;
+
+	if (read(fd, &n, sizeof(n)) == sizeof(n) && td->snapshot_cb)
+		td->snapshot_cb(td, td->snapshot_opaque);
+}
+
 int test_device_create(struct vm *vm, struct test_device **ret)
 {
 	struct test_device *td;
@@ -113,9 +157,11 @@ int test_device_create(struct vm *vm, struct test_device **ret)
 		return -ENOMEM;
 	td->vm = vm;
 	td->irq.fd = -1;
+	td->kick_fd = td->snap_fd = -1;
 	pthread_mutex_init(&td->lock, NULL);
 	td->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (td->kick_fd < 0) {
+	td->snap_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (td->kick_fd < 0 || td->snap_fd < 0) {
 		r = err_setsys(-errno, "eventfd");
 		goto fail;
 	}
@@ -130,6 +176,8 @@ int test_device_create(struct vm *vm, struct test_device **ret)
 		goto fail;
 	}
 	r = event_loop_add(vm->loop, td->kick_fd, EPOLLIN, kick_handler, td);
+	if (r >= 0)
+		r = event_loop_add(vm->loop, td->snap_fd, EPOLLIN, snapshot_handler, td);
 	if (r < 0) {
 		r = err_setsys(r, "watching the test device");
 		goto fail;
@@ -150,6 +198,10 @@ void test_device_free(struct test_device *td)
 	if (td->kick_fd >= 0) {
 		event_loop_remove(td->vm->loop, td->kick_fd);
 		close(td->kick_fd);
+	}
+	if (td->snap_fd >= 0) {
+		event_loop_remove(td->vm->loop, td->snap_fd);
+		close(td->snap_fd);
 	}
 	vm_irq_line_free(td->vm, &td->irq);
 	pthread_mutex_destroy(&td->lock);

@@ -7,6 +7,7 @@
 #define KVRUN_VMM_TEST_DEVICE_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "vmm/debug-port.h"
@@ -20,6 +21,12 @@ struct test_device {
 	int kick_fd; /* vCPU -> event loop: "raise the test interrupt" */
 	pthread_mutex_t lock;
 	uint64_t slots[KVRUN_MMIO_TEST_SIZE / 2 / 8];
+	/* Snapshot requests (KVRUN_PORT_TEST_SNAPSHOT): snap_status is what
+	 * the port reads; a request runs snapshot_cb on the event loop. */
+	uint32_t snap_status;
+	int snap_fd;
+	void (*snapshot_cb)(struct test_device *td, void *opaque);
+	void *snapshot_opaque;
 };
 
 /* Register the ports and the MMIO window, allocate the interrupt line and
@@ -31,5 +38,17 @@ void test_device_free(struct test_device *td);
 /* MMIO window semantics, exposed for unit tests. */
 void test_device_mmio_read(struct test_device *td, uint64_t offset, void *data, uint32_t len);
 void test_device_mmio_write(struct test_device *td, uint64_t offset, const void *data, uint32_t len);
+
+/* Run cb(td, opaque) on the event loop when the guest asks for a snapshot
+ * (without one, requests read back KVRUN_SNAPSHOT_FAILED). */
+void test_device_on_snapshot(struct test_device *td, void (*cb)(struct test_device *, void *), void *opaque);
+/* What the snapshot port reads from now on (KVRUN_SNAPSHOT_*). */
+void test_device_set_snapshot_status(struct test_device *td, uint32_t status);
+
+struct snap_buf;
+/* Snapshot state: the MMIO slots, the snapshot status and the GSI (which
+ * must be the same in the restoring VM). */
+int test_device_state_save(void *td, struct snap_buf *out);
+int test_device_state_load(void *td, const void *data, size_t len);
 
 #endif

@@ -259,6 +259,11 @@ static void handle_system_event(struct vcpu *v)
 	}
 }
 
+static bool run_exit_is_io(const struct kvm_run *run)
+{
+	return run->exit_reason == KVM_EXIT_IO || run->exit_reason == KVM_EXIT_MMIO;
+}
+
 /* One exit; returns false when the thread must leave its loop. */
 static bool handle_exit(struct vcpu *v)
 {
@@ -296,6 +301,32 @@ static bool handle_exit(struct vcpu *v)
 	}
 }
 
+/* Wait here while the VM is paused. A stop sets immediate_exit under the
+ * lock after setting stopping, so clearing it here cannot lose a stop. */
+static void vcpu_park(struct vcpu *v)
+{
+	struct vm *vm = v->vm;
+
+	/* KVM_RUN with immediate_exit set finishes the pending I/O, then
+	 * returns EINTR without running the guest. */
+	if (v->io_pending) {
+		__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+		v->io_pending = false;
+		if (ioctl(v->fd, KVM_RUN, 0) == 0)
+			handle_exit(v); /* a KVM that ran the guest anyway */
+	}
+
+	pthread_mutex_lock(&vm->lock);
+	vm->parked++;
+	pthread_cond_broadcast(&vm->pause_cond);
+	while (atomic_load(&vm->pause_req) && !atomic_load(&vm->stopping))
+		pthread_cond_wait(&vm->pause_cond, &vm->lock);
+	vm->parked--;
+	if (!atomic_load(&vm->stopping))
+		__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+	pthread_mutex_unlock(&vm->lock);
+}
+
 static void log_sample(struct vcpu *v)
 {
 	struct kvm_regs r;
@@ -328,18 +359,33 @@ static void *vcpu_thread(void *arg)
 	if (v->id == 0)
 		vm->t_first_run = vm_now_ns();
 	while (!atomic_load(&vm->stopping)) {
+		if (unlikely(atomic_load_explicit(&vm->pause_req, memory_order_relaxed)))
+			vcpu_park(v);
 		if (unlikely(atomic_load_explicit(&v->sample_req, memory_order_relaxed)))
 			log_sample(v);
+		v->io_pending = false;
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
-			if (errno == EINTR || errno == EAGAIN)
+			/* A kick. A stop or a pause is seen at the top of the
+			 * loop; otherwise (a pause already over) immediate_exit
+			 * must not stay set. A racing stop sets it again after
+			 * setting stopping, which the loop then sees. */
+			if (errno == EINTR || errno == EAGAIN) {
+				if (!atomic_load(&vm->pause_req))
+					__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
 				continue;
+			}
 			log_debug("vcpu%u: KVM_RUN: %s", v->id, strerror(errno));
 			vm_stopf(vm, VM_EXIT_CRASH, -errno, "vcpu%u: KVM_RUN: %s", v->id, strerror(errno));
 			break;
 		}
+		v->io_pending = run_exit_is_io(v->run);
 		if (!handle_exit(v))
 			break;
 	}
+	pthread_mutex_lock(&vm->lock);
+	vm->running_vcpus--;
+	pthread_cond_broadcast(&vm->pause_cond);
+	pthread_mutex_unlock(&vm->lock);
 	return NULL;
 }
 

@@ -24,6 +24,10 @@ struct vcpu {
 	pthread_t thread;
 	bool thread_started;
 	atomic_bool sample_req; /* log RIP at the next chance (debugging) */
+	/* The last exit was port or MMIO I/O, which KVM completes (RIP, RAX)
+	 * only at the next KVM_RUN: done before parking, so that a paused
+	 * vCPU's saved state is consistent. */
+	bool io_pending;
 };
 
 /* Signal used to kick a vCPU thread out of KVM_RUN (a no-op handler is

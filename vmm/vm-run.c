@@ -75,6 +75,8 @@ static void vm_stop_detail(struct vm *vm, enum vm_exit_reason reason, int code, 
 	for (unsigned int i = 0; vm->vcpus && i < vm->ncpus; i++)
 		if (vm->vcpus[i])
 			vcpu_kick(vm->vcpus[i]);
+	/* Parked vCPUs (vm_pause) wake up to see the stop. */
+	pthread_cond_broadcast(&vm->pause_cond);
 	pthread_mutex_unlock(&vm->lock);
 	if (write(vm->done_fd, &one, sizeof(one)) < 0)
 		log_debug("vm: done eventfd: %s", strerror(errno));
@@ -103,11 +105,11 @@ int vm_start(struct vm *vm)
 
 	if (vm->started)
 		return -EBUSY;
-	r = event_loop_start(vm->loop);
+	r = vm_memslots_wait(vm);
 	if (r < 0)
-		return err_setsys(r, "starting the event loop");
+		return r;
 	vm->started = true;
-	/* vCPU threads inherit this mask: process signals (SIGINT, SIGTERM,
+	/* The boot vCPU first: its first KVM_RUN ends setup. vCPU threads inherit this mask: process signals (SIGINT, SIGTERM,
 	 * SIGCHLD...) are left to the thread that owns them. */
 	sigfillset(&set);
 	sigdelset(&set, SIGSEGV);
@@ -120,12 +122,41 @@ int vm_start(struct vm *vm)
 		r = vcpu_start(vm->vcpus[i]);
 		if (r < 0)
 			break;
+		/* Counted here, not by the thread: a vm_pause() right after
+		 * vm_start() must wait for threads that have not run yet. */
+		vm->running_vcpus++;
 	}
 	pthread_mutex_unlock(&vm->lock);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r >= 0) {
+		r = event_loop_start(vm->loop);
+		if (r < 0)
+			r = err_setsys(r, "starting the event loop");
+	}
 	if (r < 0)
 		vm_stopf(vm, VM_EXIT_CRASH, r, "%s", err_msg());
 	return r;
+}
+
+int vm_pause(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->lock);
+	atomic_store(&vm->pause_req, true);
+	for (unsigned int i = 0; i < vm->ncpus; i++)
+		vcpu_kick(vm->vcpus[i]);
+	while (vm->parked < vm->running_vcpus && !atomic_load(&vm->stopping))
+		pthread_cond_wait(&vm->pause_cond, &vm->lock);
+	pthread_mutex_unlock(&vm->lock);
+	return atomic_load(&vm->stopping) ? -ESHUTDOWN : 0;
+}
+
+int vm_resume(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->lock);
+	atomic_store(&vm->pause_req, false);
+	pthread_cond_broadcast(&vm->pause_cond);
+	pthread_mutex_unlock(&vm->lock);
+	return 0;
 }
 
 static void timeout_handler(int fd, uint32_t revents, void *opaque)

@@ -91,6 +91,14 @@ struct vm {
 	int timer_fd;
 	int sample_fd;
 	bool started;
+	/* Pause: vCPU threads park on pause_cond while pause_req is set. */
+	atomic_bool pause_req;
+	pthread_cond_t pause_cond;
+	unsigned int parked; /* vCPU threads parked (under lock) */
+	unsigned int running_vcpus; /* vCPU threads started and not ended (under lock) */
+	pthread_t memslot_thread; /* registers guest RAM with KVM */
+	bool memslot_pending;
+	int memslot_err;
 
 	/* Timings, CLOCK_MONOTONIC ns; 0 when not reached. */
 	uint64_t t_first_run;
@@ -108,8 +116,14 @@ int vm_create(const struct vm_config *cfg, struct vm **ret);
  * Accepts NULL. */
 void vm_free(struct vm *vm);
 
-/* Start the event loop thread and one thread per vCPU. */
+/* Start the event loop thread and one thread per vCPU (after waiting for
+ * guest RAM to be registered with KVM, which vm_create() leaves running in
+ * the background). */
 int vm_start(struct vm *vm);
+
+/* Wait until guest RAM is registered with KVM (vm_start() does this; only
+ * needed by code that must have it earlier). */
+int vm_memslots_wait(struct vm *vm);
 
 /* End the VM with this result (first caller wins; later calls are ignored).
  * Safe from any thread, including vCPU and event-loop threads; it does not
@@ -118,6 +132,12 @@ void vm_stop(struct vm *vm, enum vm_exit_reason reason, int code);
 /* Same, with a printf-style detail kept in vm_result.detail. */
 void vm_stopf(struct vm *vm, enum vm_exit_reason reason, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Stop every vCPU between two exits and return once all are parked (the
+ * event loop keeps running). vm_resume() lets them go on. Safe from any
+ * thread but a vCPU thread; a stop ends a pause. */
+int vm_pause(struct vm *vm);
+int vm_resume(struct vm *vm);
 
 /* Arm a one-shot timer on the event loop that ends the VM with
  * VM_EXIT_TIMEOUT after ms milliseconds. Call before or after vm_start(). */

@@ -62,6 +62,7 @@ void check_ports(void);
 void check_mmio(void);
 void check_smp(void);
 void check_irq(void);
+void check_snapshot(void);
 __attribute__((noreturn)) void do_reset(void);
 __attribute__((noreturn)) void do_triple_fault(void);
 
@@ -69,6 +70,9 @@ __attribute__((noreturn)) void do_triple_fault(void);
 extern volatile uint32_t ap_online;
 extern uint32_t cpu_apic_ids[MAX_CPUS];
 extern uint32_t ncpus_started;
+/* Set before check_smp(): APs count in ap_count[index] instead of halting. */
+extern bool ap_counting;
+extern volatile uint64_t ap_count[MAX_CPUS];
 
 /* irq.c / entry.S */
 struct idt_ptr {
@@ -76,6 +80,11 @@ struct idt_ptr {
 	uint64_t base;
 } __attribute__((packed));
 void irq_ap_setup(void);
+/* For other scenarios: IDT and LAPIC up, the test line routed to an APIC
+ * id, and one raise of it that waits (interrupts on) for its delivery. */
+void irq_test_init(void);
+void irq_test_route(uint32_t gsi, uint32_t apic_id);
+bool irq_test_raise(uint32_t apic_id);
 void lapic_enable(void);
 extern char isr_table[];
 void ap_main(void);

@@ -189,3 +189,19 @@ void check_irq(void)
 	}
 	ioapic_write(0x10 + 2 * gsi, 1 << 16);
 }
+
+void irq_test_init(void)
+{
+	idt_load();
+	lapic_enable();
+}
+
+void irq_test_route(uint32_t gsi, uint32_t apic_id)
+{
+	ioapic_route(gsi, apic_id);
+}
+
+bool irq_test_raise(uint32_t apic_id)
+{
+	return raise_and_wait(apic_id);
+}

@@ -6,6 +6,8 @@
  *   smp         MP table and AP start-up
  *   irq         IOAPIC -> LAPIC delivery of the test interrupt line
  *   all         all of the above
+ *   snapshot    asks for a snapshot mid-run and checks what survived it
+ *               (memory pattern, registers, interrupts, APs counting)
  *   poweroff    ends through the test exit port with exit_code=N (0)
  *   reset       i8042 reset (port 0x64 <- 0xfe), or reset_via=cf9
  *   triplefault exception with an empty IDT
@@ -192,6 +194,10 @@ void guest_main(uint64_t boot_params)
 	}
 	if (all || streq(test, "irq")) {
 		check_irq();
+		known = true;
+	}
+	if (streq(test, "snapshot")) {
+		check_snapshot();
 		known = true;
 	}
 	tap_ok(known, "scenario '%s' is known", test);

@@ -40,6 +40,8 @@ struct mp_cpus {
 };
 
 volatile uint32_t ap_online;
+bool ap_counting;
+volatile uint64_t ap_count[MAX_CPUS];
 uint32_t cpu_apic_ids[MAX_CPUS];
 uint32_t ncpus_started;
 
@@ -158,6 +160,12 @@ void ap_main(void)
 	ap_lapic_id[idx] = mmio_read32(LAPIC_BASE + 0x20) >> 24;
 	irq_ap_setup();
 	__atomic_fetch_add(&ap_online, 1, __ATOMIC_SEQ_CST);
+	/* The snapshot test watches the APs go on counting, interrupts on. */
+	if (ap_counting)
+		for (;;) {
+			ap_count[idx]++;
+			__asm__ volatile("sti; pause" ::: "memory");
+		}
 	/* Stay available for the interrupt test. */
 	for (;;)
 		__asm__ volatile("sti; hlt; cli" ::: "memory");

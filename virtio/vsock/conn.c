@@ -82,7 +82,9 @@ void conn_reset(struct vsock_conn *c)
  * how the guest learns the stream is gone (5.10.6.4). */
 static void conn_maybe_finish(struct vsock_conn *c)
 {
-	bool guest_done = (c->peer_shutdown & VSOCK_SHUTDOWN_SEND) && (c->sock_eof || c->sock_hup);
+	/* sock_eof, not sock_hup: what the host wrote before closing must
+	 * still reach the guest. */
+	bool guest_done = (c->peer_shutdown & VSOCK_SHUTDOWN_SEND) && c->sock_eof;
 	bool both = c->peer_shutdown == (VSOCK_SHUTDOWN_RCV | VSOCK_SHUTDOWN_SEND);
 
 	if (c->state == CONN_ESTABLISHED && c->buf_len == 0 && (guest_done || both))

@@ -245,6 +245,40 @@ TEST(guest_to_host)
 	vt_teardown(&t);
 }
 
+/* The guest half-closes; the host answers, then closes: the answer must
+ * reach the guest before the stream ends. */
+TEST(guest_half_close)
+{
+	struct vt t;
+	struct pkt p;
+	char buf[16];
+	bool got_data = false, got_shutdown = false, got_rst = false;
+	int l, fd;
+
+	vt_setup(&t);
+	l = host_listen(&t, 1234);
+	fd = connect_from_guest(&t, l, 65536);
+	guest_send(&t, VSOCK_OP_RW, 5000, 1234, 0, 65536, 0, "question", 8);
+	guest_send(&t, VSOCK_OP_SHUTDOWN, 5000, 1234, VSOCK_SHUTDOWN_SEND, 65536, 0, NULL, 0);
+	is_int(host_read(fd, buf, sizeof(buf)), 8);
+	is_int(host_read(fd, buf, sizeof(buf)), 0);
+	is_int(write(fd, "answer", 6), 6);
+	close(fd);
+	for (int i = 0; i < 10 && guest_recv(&t, &p); i++) {
+		if (p.h.op == VSOCK_OP_RW && !got_shutdown && !got_rst)
+			got_data = p.h.len == 6 && memcmp(p.data, "answer", 6) == 0;
+		got_shutdown |= p.h.op == VSOCK_OP_SHUTDOWN;
+		got_rst |= p.h.op == VSOCK_OP_RST;
+	}
+	ok(got_data, "answer delivered before the end of the stream");
+	ok(got_shutdown || got_rst, "then the stream ended");
+	if (!got_rst)
+		guest_send(&t, VSOCK_OP_RST, 5000, 1234, 0, 65536, 0, NULL, 0);
+	is_int(virtio_vsock_nr_conns(t.v), 0);
+	close(l);
+	vt_teardown(&t);
+}
+
 TEST(host_to_guest)
 {
 	struct vt t;

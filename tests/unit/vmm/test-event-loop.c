@@ -117,4 +117,39 @@ TEST(stop_from_other_thread_and_remove_waits)
 	close(fd);
 }
 
+struct slow {
+	atomic_int entered, left;
+};
+
+static void slow_handler(int fd, uint32_t revents, void *opaque)
+{
+	struct slow *sl = opaque;
+	uint64_t v;
+
+	if (read(fd, &v, sizeof(v)) != sizeof(v))
+		return;
+	atomic_store(&sl->entered, 1);
+	usleep(100000);
+	atomic_store(&sl->left, 1);
+}
+
+TEST(remove_waits_for_running_handler)
+{
+	struct event_loop *l;
+	struct slow sl = {0};
+	int fd = eventfd(0, EFD_NONBLOCK);
+
+	event_loop_new(&l);
+	event_loop_add(l, fd, EPOLLIN, slow_handler, &sl);
+	event_loop_start(l);
+	kick(fd);
+	for (int i = 0; i < 2000 && !atomic_load(&sl.entered); i++)
+		usleep(1000);
+	ok(atomic_load(&sl.entered), "handler started");
+	is_int(event_loop_remove(l, fd), 0);
+	ok(atomic_load(&sl.left), "remove returned only after the handler did");
+	event_loop_free(l);
+	close(fd);
+}
+
 TAP_MAIN()

@@ -8,6 +8,8 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/kvm.h>
+#include <sys/ioctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,6 +266,38 @@ TEST(timeout_and_stop)
 	cleanup(&r);
 }
 
+TEST(pause_resume)
+{
+	/* inc qword [0x200000]; jmp back */
+	static const uint8_t code[] = {0x48, 0xff, 0x04, 0x25, 0x00, 0x00, 0x20, 0x00, 0xeb, 0xf6};
+	volatile uint64_t *counter;
+	uint64_t a, b;
+	struct run r;
+
+	is_int(boot(&r, code, sizeof(code), 2), 0);
+	counter = guest_mem_ptr(&r.vm->mem, 0x200000, 8);
+	vm_start(r.vm);
+	for (int i = 0; i < 2000 && *counter == 0; i++)
+		usleep(1000);
+	ok(*counter > 0, "guest runs");
+	is_int(vm_pause(r.vm), 0);
+	is_int(r.vm->parked, 2);
+	a = *counter;
+	usleep(50000);
+	b = *counter;
+	ok(a == b, "no progress while paused (%llu, %llu)", (unsigned long long)a, (unsigned long long)b);
+	is_int(vm_resume(r.vm), 0);
+	for (int i = 0; i < 2000 && *counter == b; i++)
+		usleep(1000);
+	ok(*counter > b, "progress after resume");
+	is_int(vm_pause(r.vm), 0);
+	/* A stop ends a pause. */
+	vm_stop(r.vm, VM_EXIT_SIGNAL, 15);
+	vm_wait(r.vm, &r.res);
+	is_int(r.res.reason, VM_EXIT_SIGNAL);
+	cleanup(&r);
+}
+
 TEST(bad_kernel_is_an_error)
 {
 	static const uint8_t code[] = {0xf4};
@@ -286,7 +320,9 @@ static void __attribute__((constructor(200))) need_kvm(void)
 	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 
 	if (fd < 0)
-		tap_skip_all("no usable /dev/kvm");
+		tap_skip_all("cannot open /dev/kvm: these tests boot tiny guests in KVM");
+	if (ioctl(fd, KVM_GET_API_VERSION, 0) != KVM_API_VERSION)
+		tap_skip_all("/dev/kvm does not answer KVM_GET_API_VERSION 12");
 	close(fd);
 }
 
