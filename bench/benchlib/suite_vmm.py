@@ -99,6 +99,37 @@ def test_guest(ctx):
                         title="test guest: monitor RSS (guest RAM excluded)")
 
 
+def snapshot_restore(ctx):
+    """Snapshot of the test guest (256 MiB) and restore of it in a fresh
+    `kvrun boot --restore` process: process start to the restored guest's
+    first KVM_RUN, with the guest-memory checksum checked and trusted.
+    (runc's and crun's container checkpoint/restore is in the start suite.)"""
+    guest = os.path.join(ctx.build, "tests", "guest", "kvrun-test-guest")
+    meta = dict(unit="ms", better="lower")
+    titles = {"snap_save": "test guest 256 MiB: snapshot (pause, save, stop)",
+              "snap_restore_checked": "test guest 256 MiB: restore to first KVM_RUN (RAM checksum checked)",
+              "snap_restore_trusted": "test guest 256 MiB: restore to first KVM_RUN (RAM trusted)"}
+    path = os.path.join(ctx.work, "vm.snap")
+    try:
+        if not os.path.exists(guest):
+            raise RuntimeError(f"{guest} not built")
+        for i in range(ctx.runs):
+            _, tm, _ = boot_timings(ctx, ["--kernel", guest, "--test-device", "--memory", "256M", "--cmdline",
+                                          "test=snapshot mem_expect=256M", "--snapshot-on-port", path,
+                                          "--snapshot-stop", "--timeout", "120"], 180)
+            ctx.results.add(S, "snap_save", "kvrun", tm["snapshot_us"] / 1000, title=titles["snap_save"], **meta)
+            for kind, extra in (("checked", []), ("trusted", ["--restore-trust-memory"])):
+                _, tm, _ = boot_timings(ctx, ["--restore", path, "--test-device", "--timeout", "120"] + extra, 180)
+                ctx.results.add(S, f"snap_restore_{kind}", "kvrun", tm["restore_us"] / 1000,
+                                title=titles[f"snap_restore_{kind}"], **meta)
+    except (RuntimeError, KeyError, subprocess.TimeoutExpired) as e:
+        for m, title in titles.items():
+            ctx.results.na(S, m, "kvrun", f"not available: kvrun boot snapshot/restore: {e}", title=title, **meta)
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+
+
 def linux_boot(ctx):
     """Linux to /init and reset, kvrun (with its breakdown) and QEMU microvm."""
     files, missing = kernel_files(ctx)
@@ -143,7 +174,7 @@ def linux_boot(ctx):
 
 def image_prep(ctx):
     """mke2fs -d of each rootfs, as kvrun's create builds the root disk."""
-    title = "root disk image build (mke2fs -d, done by kvrun create; runc/crun use the directory)"
+    title = "root disk image build alone (mke2fs -d as kvrun create runs it; runc/crun use the directory)"
     for name in ("busybox", "nginx", "postgres"):
         root = rootfs.ensure(ctx.cache, name, ctx.src)
         size_mib = du_bytes_fallback(root) // (1 << 20) * 2 + 16 + 256
@@ -164,5 +195,6 @@ def run(ctx):
     log("vmm: kvrun vs QEMU microvm setup and memory; test guest; image build")
     vmm_setup(ctx)
     test_guest(ctx)
+    snapshot_restore(ctx)
     image_prep(ctx)
     linux_boot(ctx)
