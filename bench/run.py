@@ -46,7 +46,7 @@ class Context:
         self.out = a.out
         self.python = sys.executable
         self.kvrun_bin = os.path.abspath(a.kvrun or os.path.join(self.build, "runtime", "kvrun"))
-        self.kernel_dir = os.environ.get("KVRUN_GUEST_KERNEL_DIR", "/work/shared/guest-kernel")
+        self.kernel_dir = os.environ.get("KVRUN_GUEST_KERNEL_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "guest-kernel"))
         self.runs = max(3, a.runs)
         self.quick = a.quick
         self.force_emulated = a.force_emulated
