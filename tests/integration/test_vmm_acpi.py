@@ -11,6 +11,7 @@ with acpi_action=reset, as a reboot through RESET_REG. Without --acpi the
 same scenario must fail. Needs /dev/kvm; skips loudly without it.
 """
 import os
+import re
 import tempfile
 
 import guestlib
@@ -96,6 +97,23 @@ with tempfile.TemporaryDirectory() as tmp:
     t.ok(any(not ok and d.startswith("acpi: LINT0 masked") for ok, d in results),
          "no --acpi: LINT0 stays unmasked (ExtINT) for MP-table boots", r.describe())
     t.eq(r.rc, EXIT_STATUS["guest-exit"](1), "no --acpi: exit status 1 (checks failed)")
+
+    # The command line the guest got: device fragments and acpi=off without
+    # --acpi, the caller's words alone with it.
+    for acpi in (False, True):
+        name = "cmdline " + ("--acpi" if acpi else "no --acpi")
+        args = ["--kernel", GUEST, "--test-device", "--console", "--memory", "128M", "--disk", disks[0],
+                "--cmdline", "test=basic mem_expect=128M", "--timeout", str(VM_TIMEOUT_S)]
+        r = guestlib.boot(args + (["--acpi"] if acpi else []), timeout=VM_TIMEOUT_S + 30)
+        m = re.search(r"# cmdline: (.*)", r.out + r.err)
+        line = m.group(1).strip() if m else ""
+        t.diag(f"{name}: guest command line: {line!r}")
+        if acpi:
+            t.eq(line, "test=basic mem_expect=128M", f"{name}: the command line is the caller's alone")
+        else:
+            t.ok(re.fullmatch(r"test=basic mem_expect=128M virtio_mmio\.device=4K@0xd0001000:\d+ acpi=off", line),
+                 f"{name}: the disk as virtio_mmio.device= and acpi=off appended", r.describe())
+        t.eq(r.rc, EXIT_STATUS["guest-exit-0"], f"{name}: basic checks passed")
 
     # What --acpi refuses.
     r = guestlib.boot(["--restore", os.path.join(tmp, "none.snap"), "--acpi"], timeout=30)
