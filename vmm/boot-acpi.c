@@ -32,8 +32,9 @@ int boot_cmdline_compose(const struct boot_config *cfg, char **ret)
 	if (cfg->nr_virtio > BOOT_MAX_VIRTIO_MMIO || (cfg->nr_virtio && !cfg->virtio))
 		return err_set(-EINVAL, "%u virtio-mmio devices, at most %d", cfg->nr_virtio, BOOT_MAX_VIRTIO_MMIO);
 	len = strlen(base);
-	/* " virtio_mmio.device=" + "<u64>K@0x<16 hex>:<u32>" < 64 bytes each. */
-	cap = len + 16 + (cfg->use_acpi ? 0 : (size_t)cfg->nr_virtio * 64);
+	/* " virtio_mmio.device=" (20) + "<u64>K@0x<16 hex>:<u32>" (at most 51)
+	 * fits 96 bytes each, so no snprintf below truncates. */
+	cap = len + 16 + (cfg->use_acpi ? 0 : (size_t)cfg->nr_virtio * 96);
 	s = malloc(cap);
 	if (!s)
 		return -ENOMEM;
