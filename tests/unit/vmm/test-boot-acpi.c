@@ -49,6 +49,20 @@ TEST(cmdline_without_acpi)
 	free(s);
 }
 
+TEST(cmdline_largest_fragments)
+{
+	struct acpi_virtio_mmio big[BOOT_MAX_VIRTIO_MMIO];
+	struct boot_config c = {.cmdline = "x", .virtio = big, .nr_virtio = BOOT_MAX_VIRTIO_MMIO};
+	char *s = NULL;
+
+	for (unsigned int i = 0; i < BOOT_MAX_VIRTIO_MMIO; i++)
+		big[i] = (struct acpi_virtio_mmio){.base = UINT64_MAX, .size = UINT64_MAX, .gsi = UINT32_MAX};
+	is_int(boot_cmdline_compose(&c, &s), 0);
+	/* "x" + 64 x " virtio_mmio.device=18014398509481983K@0xffffffffffffffff:4294967295" + " acpi=off" */
+	is_int((long long)(s ? strlen(s) : 0), 1 + 64 * 68 + 9);
+	free(s);
+}
+
 TEST(cmdline_with_acpi)
 {
 	char *s = compose("console=ttyS0 quiet", true, 2);
