@@ -91,6 +91,8 @@ void irq_test_init(void);
 void irq_test_route(uint32_t gsi, uint32_t apic_id);
 bool irq_test_raise(uint32_t apic_id);
 void lapic_enable(void);
+/* The UART's IRQ 4 through the IOAPIC with the PIC left unprogrammed. */
+void check_serial_irq_hw_reduced(void);
 extern char isr_table[];
 void ap_main(void);
 
