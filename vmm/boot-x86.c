@@ -230,8 +230,9 @@ static int boot_write_cmdline(struct vm *vm, const char *cmdline, uint32_t max)
  * never programs the 8259, which KVM resets with every input unmasked and
  * to which it routes GSIs 0-15 besides the IOAPIC: with LINT0 in ExtINT
  * mode, the UART's IRQ 4 then reached the CPU as an ExtINT with vector 4
- * (#OF) when kvrun's kernel first booted with these tables. Masking LINT0
- * keeps the PIC off the CPUs; the IOAPIC path is unaffected. */
+ * (#OF) when kvrun's kernel first booted with these tables, and the test
+ * guest (test=acpi) gets exception 4 the same way without the mask.
+ * Masking LINT0 keeps the PIC off the CPUs; the IOAPIC path is unaffected. */
 static int boot_acpi(struct vm *vm, const struct boot_config *cfg, struct boot_params *bp)
 {
 	uint64_t rsdp;
