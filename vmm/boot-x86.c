@@ -227,12 +227,14 @@ static int boot_write_cmdline(struct vm *vm, const char *cmdline, uint32_t max)
 }
 
 /* ACPI tables, and LINT0 masked on every vCPU. A hardware-reduced Linux
- * never programs the 8259, which KVM resets with every input unmasked and
- * to which it routes GSIs 0-15 besides the IOAPIC: with LINT0 in ExtINT
- * mode, the UART's IRQ 4 then reached the CPU as an ExtINT with vector 4
- * (#OF) when kvrun's kernel first booted with these tables, and the test
- * guest (test=acpi) gets exception 4 the same way without the mask.
- * Masking LINT0 keeps the PIC off the CPUs; the IOAPIC path is unaffected. */
+ * never programs the 8259, which KVM creates with every input unmasked and
+ * to which it routes GSIs 0-15 besides the IOAPIC; on the boot CPU Linux
+ * keeps LINT0 as it finds it (setup_local_APIC()). With LINT0 in ExtINT
+ * mode the UART's IRQ 4 can then reach the CPU from the PIC with vector 4
+ * (#OF): the test guest (test=acpi) gets exception 4 that way, and an early
+ * ACPI boot of kvrun's kernel did too. kvrun's kernel as it is now also
+ * booted without the mask, once; it stays because it costs nothing and a
+ * guest that enables interrupts before it programs LVT0 needs it. */
 static int boot_acpi(struct vm *vm, const struct boot_config *cfg, struct boot_params *bp)
 {
 	uint64_t rsdp;
