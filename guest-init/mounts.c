@@ -381,8 +381,18 @@ int gi_rootfs_pivot(const char *rootfs)
 		return err_setsys(-errno, "chdir %s", rootfs);
 	/* pivot_root(".", ".") stacks the old root on top of the new one,
 	 * so no put_old directory is needed (runc does the same). */
-	if (syscall(SYS_pivot_root, ".", ".") < 0)
-		return err_setsys(-errno, "pivot_root %s", rootfs);
+	if (syscall(SYS_pivot_root, ".", ".") < 0) {
+		if (errno != EINVAL)
+			return err_setsys(-errno, "pivot_root %s", rootfs);
+		/* The VM's root is the initramfs (the kernel's rootfs mount),
+		 * which pivot_root cannot leave: move the container's root
+		 * over it and chroot, as runc --no-pivot does. */
+		if (mount(".", "/", NULL, MS_MOVE, NULL) < 0)
+			return err_setsys(-errno, "move %s to /", rootfs);
+		if (chroot(".") < 0)
+			return err_setsys(-errno, "chroot %s", rootfs);
+		return chdir("/") < 0 ? err_setsys(-errno, "chdir /") : 0;
+	}
 	if (fchdir(oldroot) < 0)
 		return err_setsys(-errno, "fchdir old root");
 	if (mount(NULL, ".", NULL, MS_SLAVE | MS_REC, NULL) < 0)

@@ -116,8 +116,11 @@ static int set_cap_sets(const struct proto_process *p)
 		return r;
 	if (CAP_AMBIENT_SUPPORTED() && cap_reset_ambient() < 0)
 		return err_setsys(-errno, "reset ambient capabilities");
+	/* runc only warns (in its own log) when an ambient capability cannot
+	 * be raised because it is not inheritable, as with `runc spec`'s
+	 * defaults; here stderr is already the container's, so skip quietly. */
 	for (int c = 0; c <= last && c < 64; c++)
-		if ((p->cap_ambient & (1ull << c)) && cap_set_ambient(c, CAP_SET) < 0)
+		if ((p->cap_ambient & (1ull << c)) && cap_set_ambient(c, CAP_SET) < 0 && errno != EPERM)
 			return err_setsys(-errno, "raise ambient capability %d", c);
 	return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `kvrun create <id>`: create a container from a bundle, stopped before its
  * process starts. */
-#include "runtime/create.h"
+#include "runtime/launch.h"
 
 static int run_create(struct cli_context *ctx, int argc, char **argv)
 {
@@ -24,6 +24,7 @@ static int run_create(struct cli_context *ctx, int argc, char **argv)
 	    CLI_FLAG_END,
 	};
 	_cleanup_bundle_ struct bundle *b = NULL;
+	pid_t pid;
 	int r, i;
 
 	r = cli_parse_args(&cli_cmd_create, flags, argc, argv, CLI_ARGS_EXACT, 1, &i);
@@ -32,7 +33,7 @@ static int run_create(struct cli_context *ctx, int argc, char **argv)
 	r = create_prepare(ctx, argv[i], &o, true, &b);
 	if (r < 0)
 		return r;
-	return cli_not_implemented("create", "starting the container's VM");
+	return launch_container(ctx, argv[i], &o, b, &pid);
 }
 
 const struct cli_command cli_cmd_create = {

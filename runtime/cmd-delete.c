@@ -3,7 +3,7 @@
 #include <errno.h>
 
 #include "common/error.h"
-#include "runtime/commands.h"
+#include "runtime/launch.h"
 #include "runtime/state.h"
 
 static int run_delete(struct cli_context *ctx, int argc, char **argv)
@@ -37,11 +37,16 @@ static int run_delete(struct cli_context *ctx, int argc, char **argv)
 	}
 	if (r < 0)
 		return r;
-	if (c->state->status != OCI_STATUS_STOPPED) {
-		container_free(c);
-		return cli_not_implemented("delete", "stopping a container's VM");
+	/* A created container (or any, with --force) loses its VM first: the
+	 * monitor owns the VM, so killing it ends everything in the guest. */
+	if (c->state->status != OCI_STATUS_STOPPED && c->state->pid > 0) {
+		r = launch_kill_monitor(c->state->pid, 10000);
+		if (r < 0) {
+			container_free(c);
+			return r;
+		}
 	}
-	/* Nothing of a stopped container outlives its process but its state. */
+	/* The state directory holds everything else: disk, sockets, logs. */
 	return container_destroy(c);
 }
 

@@ -5,8 +5,7 @@
 
 #include "common/error.h"
 #include "oci-spec/spec.h"
-#include "runtime/commands.h"
-#include "runtime/state.h"
+#include "runtime/launch.h"
 
 static int run_kill(struct cli_context *ctx, int argc, char **argv)
 {
@@ -15,7 +14,6 @@ static int run_kill(struct cli_context *ctx, int argc, char **argv)
 	    {"all", "a", CLI_BOOL, &all, "send the specified signal to all processes inside the container"},
 	    CLI_FLAG_END,
 	};
-	_cleanup_container_ struct container *c = NULL;
 	int r, i, sig = SIGTERM;
 
 	r = cli_parse_args(&cli_cmd_kill, flags, argc, argv, CLI_ARGS_MIN, 1, &i);
@@ -31,10 +29,7 @@ static int run_kill(struct cli_context *ctx, int argc, char **argv)
 		if (sig < 0)
 			return err_set(-EINVAL, "unknown signal \"%s\"", argv[i + 1]);
 	}
-	r = cli_load_container(ctx, argv[i], CONTAINER_OP_KILL, &c);
-	if (r < 0)
-		return r;
-	return cli_not_implemented("kill", "signalling the container's process");
+	return launch_kill(ctx, argv[i], sig, all);
 }
 
 const struct cli_command cli_cmd_kill = {

@@ -1,7 +1,31 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `kvrun run <id>`: create a container and start it; without --detach, wait
  * for its process and exit with its status. */
-#include "runtime/create.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "runtime/launch.h"
+#include "runtime/state.h"
+
+/* The container is gone (or going): remove what is left of it. */
+static void remove_container(struct cli_context *ctx, const char *id)
+{
+	struct container *c = NULL;
+
+	if (container_load(ctx->root, id, true, &c) >= 0)
+		container_destroy(c);
+}
+
+static void start_failed(struct cli_context *ctx, const char *id, pid_t pid)
+{
+	_cleanup_free_ char *msg = strdup(err_msg());
+
+	launch_kill_monitor(pid, 10000);
+	remove_container(ctx, id);
+	err_set(-EIO, "%s", msg ? msg : "start failed");
+}
 
 static int run_run(struct cli_context *ctx, int argc, char **argv)
 {
@@ -28,6 +52,8 @@ static int run_run(struct cli_context *ctx, int argc, char **argv)
 	    CLI_FLAG_END,
 	};
 	_cleanup_bundle_ struct bundle *b = NULL;
+	const char *id;
+	pid_t pid;
 	int r, i;
 
 	r = cli_parse_args(&cli_cmd_run, flags, argc, argv, CLI_ARGS_EXACT, 1, &i);
@@ -36,7 +62,21 @@ static int run_run(struct cli_context *ctx, int argc, char **argv)
 	r = create_prepare(ctx, argv[i], &o, o.detach, &b);
 	if (r < 0)
 		return r;
-	return cli_not_implemented("run", "starting the container's VM");
+	id = argv[i];
+	r = launch_container(ctx, id, &o, b, &pid);
+	if (r < 0)
+		return r;
+	r = launch_start(ctx, id);
+	if (r < 0) {
+		start_failed(ctx, id, pid);
+		return r;
+	}
+	if (o.detach)
+		return 0;
+	r = launch_wait(ctx, id, pid);
+	if (!o.keep)
+		remove_container(ctx, id);
+	return r;
 }
 
 const struct cli_command cli_cmd_run = {

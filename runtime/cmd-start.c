@@ -1,21 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `kvrun start <id>`: executes the user defined process in a created container. */
-#include "runtime/commands.h"
-#include "runtime/state.h"
+#include "runtime/launch.h"
 
 static int run_start(struct cli_context *ctx, int argc, char **argv)
 {
 	const struct cli_flag flags[] = {CLI_FLAG_END};
-	_cleanup_container_ struct container *c = NULL;
 	int r, i;
 
 	r = cli_parse_args(&cli_cmd_start, flags, argc, argv, CLI_ARGS_EXACT, 1, &i);
 	if (r != 0)
 		return r < 0 ? r : 0;
-	r = cli_load_container(ctx, argv[i], CONTAINER_OP_START, &c);
-	if (r < 0)
-		return r;
-	return cli_not_implemented("start", "starting the container process");
+	return launch_start(ctx, argv[i]);
 }
 
 const struct cli_command cli_cmd_start = {

@@ -174,12 +174,17 @@ def main():
         expect_error(t, env, ["run", "-b", good, "--console-socket", "/x.sock", "c1"],
                      "cannot use console socket if kvrun will not detach or allocate tty")
 
-        # A valid bundle still cannot run yet: a plain error, no success, no state.
+        # A valid bundle with no kernel to boot: a plain error naming the
+        # kernel, no success, no state (test_run_errors.py goes further).
+        os.environ["KVRUN_KERNEL"] = "/nonexistent/vmlinux"
+        os.environ["KVRUN_CONFIG"] = os.path.join(tmp, "no-config.json")
         for args in (["create", "-b", good, "c1"], ["run", "-b", good, "c1"], ["run", "-d", "-b", good, "c1"],
                      ["create", "--bundle=" + good, "--pid-file", os.path.join(tmp, "pid"), "--no-pivot",
-                      "--no-new-keyring", "c1"],
-                     ["restore", "-b", good, "--image-path", tmp, "-no-subreaper", "--detach", "c1"]):
-            expect_error(t, env, args, "not implemented yet", f"{args[0]} of a valid bundle fails cleanly")
+                      "--no-new-keyring", "c1"]):
+            expect_error(t, env, args, "kernel /nonexistent/vmlinux (from $KVRUN_KERNEL)",
+                         f"{args[0]} of a valid bundle without a kernel fails cleanly")
+        expect_error(t, env, ["restore", "-b", good, "--image-path", tmp, "-no-subreaper", "--detach", "c1"],
+                     "not implemented yet", "restore of a valid bundle fails cleanly")
         t.ok(not os.path.exists(os.path.join(tmp, "pid")), "no pid file written")
 
         # --log: JSON lines for the shim, text lines for people.

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "common/fileio.h"
+#include "oci-spec/kvrun-config.h"
+
+#define CONFIG_MAX_SIZE (1 << 20)
+
+static int size_from_string(const char *s, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	if (*end == 'k' || *end == 'K')
+		mul = 1ULL << 10;
+	else if (*end == 'm' || *end == 'M')
+		mul = 1ULL << 20;
+	else if (*end == 'g' || *end == 'G')
+		mul = 1ULL << 30;
+	if (mul != 1)
+		end++;
+	if (*end == 'i' && end[1] == 'B')
+		end += 2;
+	else if (*end == 'B')
+		end++;
+	if (*end || v > UINT64_MAX / mul)
+		return -EINVAL;
+	*ret = v * mul;
+	return 0;
+}
+
+static int get_string(json_t *v, const char *name, const char *key, char **ret)
+{
+	if (!json_is_string(v))
+		return err_set(-EINVAL, "%s: %s: expected a string", name, key);
+	*ret = strdup(json_string_value(v));
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int get_memory(json_t *v, const char *name, uint64_t *ret)
+{
+	if (json_is_integer(v) && json_integer_value(v) > 0) {
+		*ret = (uint64_t)json_integer_value(v);
+		return 0;
+	}
+	if (json_is_string(v) && size_from_string(json_string_value(v), ret) == 0 && *ret > 0)
+		return 0;
+	return err_set(-EINVAL, "%s: memory: expected a positive number of bytes or a size such as \"512M\"", name);
+}
+
+static int parse_member(const char *key, json_t *v, const char *name, struct kvrun_config *c)
+{
+	if (strcmp(key, "kernel") == 0)
+		return get_string(v, name, key, &c->kernel);
+	if (strcmp(key, "initrd") == 0)
+		return get_string(v, name, key, &c->initrd);
+	if (strcmp(key, "cmdline_extra") == 0)
+		return get_string(v, name, key, &c->cmdline_extra);
+	if (strcmp(key, "memory") == 0)
+		return get_memory(v, name, &c->memory);
+	if (strcmp(key, "cpus") == 0) {
+		if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 1024)
+			return err_set(-EINVAL, "%s: cpus: expected an integer from 1 to 1024", name);
+		c->cpus = (unsigned int)json_integer_value(v);
+		return 0;
+	}
+	return err_set(-EINVAL, "%s: unknown key \"%s\"", name, key);
+}
+
+int kvrun_config_parse(const char *json, size_t len, const char *name, struct kvrun_config *ret)
+{
+	struct kvrun_config c = {0};
+	json_error_t jerr;
+	json_t *root, *v;
+	const char *key;
+	int r = 0;
+
+	root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return err_set(-EINVAL, "%s: line %d column %d: %s", name, jerr.line, jerr.column, jerr.text);
+	if (!json_is_object(root))
+		r = err_set(-EINVAL, "%s: expected a JSON object", name);
+	json_object_foreach(root, key, v)
+	{
+		if (r < 0)
+			break;
+		r = parse_member(key, v, name, &c);
+	}
+	json_decref(root);
+	if (r < 0) {
+		kvrun_config_clear(&c);
+		return r;
+	}
+	*ret = c;
+	return 0;
+}
+
+int kvrun_config_load(const char *path, struct kvrun_config *ret)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len;
+	int r;
+
+	r = read_file_all(path, CONFIG_MAX_SIZE, &buf, &len);
+	if (r == -ENOENT)
+		return r;
+	if (r < 0)
+		return err_setsys(r, "read %s", path);
+	return kvrun_config_parse(buf, len, path, ret);
+}
+
+void kvrun_config_clear(struct kvrun_config *c)
+{
+	free(c->kernel);
+	free(c->initrd);
+	free(c->cmdline_extra);
+	*c = (struct kvrun_config){0};
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Turning a bundle into the START message guest-init applies (the
+ * container's process, mounts, names, paths, sysctl, seccomp, hooks).
+ */
+#ifndef KVRUN_RUNTIME_GUEST_SPEC_H
+#define KVRUN_RUNTIME_GUEST_SPEC_H
+
+#include <stdint.h>
+
+#include "common/protocol.h"
+#include "oci-spec/spec.h"
+#include "oci-spec/state.h"
+
+/* Host files a bind mount may copy in (resolv.conf, hosts, hostname...). */
+#define GUEST_SPEC_MAX_COPIED_FILE (1u << 20)
+
+/* Host ports the guest's stdio streams connect to. */
+#define GUEST_PORT_STDIN 1025
+#define GUEST_PORT_STDOUT 1026
+#define GUEST_PORT_STDERR 1027
+
+/* Fill *ret from spec: the root disk is /dev/vda (ext4). Host bind mounts
+ * of regular files are carried inline; any other host bind mount, and a
+ * terminal, are refused with an error naming them (-ENOTSUP). state (may
+ * be NULL) is the OCI state handed to hooks. *ret is owned by the caller
+ * (proto_start_free()), also zeroed on failure. */
+int guest_spec_from_oci(const struct oci_spec *spec, const struct oci_state *state, struct proto_start *ret);
+
+/* Whether the host side of a spec passes the checks of
+ * guest_spec_from_oci() (used by create before anything is built). */
+int guest_spec_check(const struct oci_spec *spec);
+
+#endif

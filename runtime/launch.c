@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "runtime/guest-spec.h"
+#include "runtime/launch.h"
+#include "runtime/monitor-client.h"
+#include "runtime/monitor.h"
+#include "runtime/rootfs-image.h"
+#include "runtime/state.h"
+
+#define READY_MAX 4096
+#define REQUEST_TIMEOUT_MS (150 * 1000)
+
+static int absolute_path(const char *path, char **ret)
+{
+	char cwd[PATH_MAX];
+
+	if (!path || !*path) {
+		*ret = NULL;
+		return 0;
+	}
+	if (path[0] == '/')
+		*ret = strdup(path);
+	else if (!getcwd(cwd, sizeof(cwd)))
+		return err_setsys(-errno, "getcwd");
+	else if (asprintf(ret, "%s/%s", cwd, path) < 0)
+		*ret = NULL;
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int new_state(const char *id, const struct bundle *b, struct oci_state **ret)
+{
+	struct oci_state *s = calloc(1, sizeof(*s));
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	r = container_state_init(s, id, b->path, b->rootfs);
+	for (size_t i = 0; r >= 0 && i < b->spec->annotations.n; i++)
+		r = oci_map_set(&s->annotations, b->spec->annotations.items[i].key,
+		                b->spec->annotations.items[i].value);
+	if (r < 0) {
+		oci_state_free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+/* Read the monitor's one line: "ok" or "error <message>"; EOF means it died. */
+static int read_ready(int fd)
+{
+	char buf[READY_MAX];
+	size_t len = 0;
+	ssize_t n;
+
+	while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return err_setsys(-errno, "read from the monitor");
+		len += (size_t)n;
+	}
+	buf[len] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	if (strcmp(buf, "ok") == 0)
+		return 0;
+	if (strncmp(buf, "error ", 6) == 0)
+		return err_set(-EIO, "%s", buf + 6);
+	return err_set(-EIO, "the VM monitor exited before the container was created");
+}
+
+static pid_t fork_monitor(struct monitor_args *a, int *ret_fd)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return err_setsys(-errno, "pipe");
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return err_setsys(-errno, "fork");
+	}
+	if (pid == 0) {
+		close(p[0]);
+		/* Its own session: a terminal's ^C or the caller's process group
+		 * must not reach the VM; signals are forwarded deliberately. */
+		setsid();
+		if (a->c->dir[0] == '/' && chdir("/") < 0)
+			_exit(255);
+		a->ready_fd = p[1];
+		monitor_main(a);
+	}
+	close(p[1]);
+	*ret_fd = p[0];
+	return pid;
+}
+
+static int console_path(struct cli_context *ctx, const struct container *c, char **ret)
+{
+	const char *env = getenv("KVRUN_CONSOLE");
+
+	*ret = NULL;
+	if (env && *env)
+		return absolute_path(env, ret);
+	if (ctx->debug && asprintf(ret, "%s/%s", c->dir, MONITOR_CONSOLE) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int build_and_fork(struct cli_context *ctx, struct container *c, const struct create_opts *o,
+                          const struct bundle *b, const struct vm_plan *plan, pid_t *ret_pid)
+{
+	_cleanup_free_ char *disk = NULL, *pid_file = NULL, *console = NULL;
+	struct monitor_args a = {.c = c, .b = b, .plan = plan, .ready_fd = -1};
+	struct timespec t0, t1;
+	int r, fd = -1;
+	pid_t pid;
+
+	if (asprintf(&disk, "%s/%s", c->dir, MONITOR_DISK) < 0)
+		return -ENOMEM;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = rootfs_image_build(b->rootfs, disk);
+	if (r < 0)
+		return r;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	log_debug("root disk built in %ld ms",
+	          (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
+	r = absolute_path(o->pid_file, &pid_file);
+	if (r >= 0)
+		r = console_path(ctx, c, &console);
+	if (r < 0)
+		return r;
+	a.pid_file = pid_file;
+	a.console_path = console;
+	pid = fork_monitor(&a, &fd);
+	if (pid < 0)
+		return pid;
+	r = read_ready(fd);
+	close(fd);
+	if (r < 0) {
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		return r;
+	}
+	*ret_pid = pid;
+	return 0;
+}
+
+int launch_container(struct cli_context *ctx, const char *id, const struct create_opts *o, const struct bundle *b,
+                     pid_t *ret_pid)
+{
+	struct vm_plan plan = {0};
+	struct container *c = NULL;
+	struct oci_state *s = NULL;
+	int r;
+
+	/* Everything that can fail without side effects comes first. */
+	r = guest_spec_check(b->spec);
+	if (r < 0)
+		return err_prefix(r, "%s/config.json", b->path);
+	r = vm_plan_make(b->spec, &plan);
+	if (r < 0)
+		return r;
+	r = new_state(id, b, &s);
+	if (r >= 0)
+		r = container_create(ctx->root, s, &c);
+	if (r >= 0) {
+		r = build_and_fork(ctx, c, o, b, &plan, ret_pid);
+		if (r < 0) {
+			/* Keep the message: destroying may record its own. */
+			_cleanup_free_ char *msg = strdup(err_msg());
+
+			container_destroy(c);
+			err_set(r, "%s", msg ? msg : "create failed");
+		} else {
+			container_free(c);
+		}
+	}
+	vm_plan_done(&plan);
+	return r;
+}
+
+int launch_start(struct cli_context *ctx, const char *id)
+{
+	_cleanup_container_ struct container *c = NULL;
+	int r;
+
+	r = cli_load_container(ctx, id, CONTAINER_OP_START, &c);
+	if (r < 0)
+		return r;
+	r = monitor_call(c->dir, "start", REQUEST_TIMEOUT_MS, NULL);
+	if (r < 0)
+		return r;
+	return container_set_status(c, OCI_STATUS_RUNNING, 0);
+}
+
+static int pidfd_open_pid(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+int launch_kill_monitor(pid_t pid, int timeout_ms)
+{
+	_cleanup_close_ int fd = pidfd_open_pid(pid);
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	if (fd < 0)
+		return errno == ESRCH ? 0 : err_setsys(-errno, "pidfd_open %d", (int)pid);
+	if (syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+		return err_setsys(-errno, "kill monitor %d", (int)pid);
+	if (poll(&p, 1, timeout_ms) <= 0)
+		return err_set(-ETIMEDOUT, "monitor %d did not exit after SIGKILL", (int)pid);
+	/* Our own child (run): reap it; otherwise its parent does. */
+	waitpid(pid, NULL, WNOHANG);
+	return 0;
+}
+
+int launch_kill(struct cli_context *ctx, const char *id, int signo, bool all)
+{
+	_cleanup_container_ struct container *c = NULL;
+	_cleanup_free_ char *req = NULL;
+	int r;
+
+	r = cli_load_container(ctx, id, CONTAINER_OP_KILL, &c);
+	if (r < 0)
+		return r;
+	if (asprintf(&req, "kill %d %d", signo, all ? 1 : 0) < 0)
+		return -ENOMEM;
+	r = monitor_call(c->dir, req, signo == SIGKILL ? 10000 : REQUEST_TIMEOUT_MS, NULL);
+	if (r >= 0 || signo != SIGKILL || r == -EIO)
+		return r;
+	log_debug("monitor unresponsive (%s): killing it", err_msg());
+	err_clear();
+	return launch_kill_monitor(c->state->pid, 10000);
+}
+
+static int wait_status(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 255;
+}
+
+int launch_wait(struct cli_context *ctx, const char *id, pid_t pid)
+{
+	static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD};
+	_cleanup_close_ int sfd = -1;
+	sigset_t set;
+	int status;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++)
+		sigaddset(&set, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	for (;;) {
+		struct signalfd_siginfo si;
+		pid_t w = waitpid(pid, &status, WNOHANG);
+
+		if (w == pid)
+			return wait_status(status);
+		if (w < 0 && errno != EINTR)
+			return err_setsys(-errno, "waitpid");
+		if (sfd < 0 || read(sfd, &si, sizeof(si)) != sizeof(si) || si.ssi_signo == SIGCHLD)
+			continue;
+		_cleanup_free_ char *req = NULL;
+		_cleanup_container_ struct container *c = NULL;
+
+		if (asprintf(&req, "kill %u 0", si.ssi_signo) < 0)
+			continue;
+		if (container_load(ctx->root, id, false, &c) >= 0 && monitor_call(c->dir, req, 10000, NULL) < 0)
+			log_debug("forwarding signal %u: %s", si.ssi_signo, err_msg());
+	}
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "common/fileio.h"
+#include "runtime/monitor-client.h"
+#include "runtime/monitor.h"
+
+#define REPLY_MAX 4096
+
+int monitor_sockaddr(const char *path, struct sockaddr_un *ret)
+{
+	*ret = (struct sockaddr_un){.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(ret->sun_path))
+		return err_set(-ENAMETOOLONG, "socket path %s is longer than %zu bytes (use a shorter --root)", path,
+		               sizeof(ret->sun_path) - 1);
+	strcpy(ret->sun_path, path);
+	return 0;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int read_reply(int fd, int timeout_ms, char *buf, size_t size)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+	size_t len = 0;
+
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int64_t left = deadline - now_ms();
+		ssize_t n;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&p, 1, (int)left) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		n = read(fd, buf + len, size - 1 - len);
+		if (n < 0 && errno != EINTR && errno != EAGAIN)
+			return -errno;
+		if (n == 0 || len + (size_t)(n > 0 ? n : 0) >= size - 1) {
+			buf[len] = 0;
+			return 0;
+		}
+		if (n > 0)
+			len += (size_t)n;
+	}
+}
+
+int monitor_call(const char *dir, const char *request, int timeout_ms, char **ret_detail)
+{
+	_cleanup_free_ char *path = NULL, *line = NULL;
+	_cleanup_close_ int fd = -1;
+	struct sockaddr_un sa;
+	char buf[REPLY_MAX];
+	char *nl;
+	int r;
+
+	if (asprintf(&path, "%s/%s", dir, MONITOR_CONTROL_SOCK) < 0 || asprintf(&line, "%s\n", request) < 0)
+		return -ENOMEM;
+	r = monitor_sockaddr(path, &sa);
+	if (r < 0)
+		return r;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return err_setsys(-errno, "socket");
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return err_setsys(-errno, "connect to the container's monitor at %s", path);
+	r = write_all(fd, line, strlen(line));
+	if (r < 0)
+		return err_setsys(r, "send to the container's monitor");
+	r = read_reply(fd, timeout_ms, buf, sizeof(buf));
+	if (r == -ETIMEDOUT)
+		return err_set(r, "the container's monitor did not answer \"%s\" in time", request);
+	if (r < 0)
+		return err_setsys(r, "read from the container's monitor");
+	nl = strchr(buf, '\n');
+	if (nl)
+		*nl = 0;
+	if (strncmp(buf, "ok", 2) == 0 && (buf[2] == 0 || buf[2] == ' ')) {
+		if (ret_detail) {
+			*ret_detail = strdup(buf[2] ? buf + 3 : "");
+			if (!*ret_detail)
+				return -ENOMEM;
+		}
+		return 0;
+	}
+	if (strncmp(buf, "error ", 6) == 0)
+		return err_set(-EIO, "%s", buf + 6);
+	return err_set(-EIO, "the container's monitor went away while handling \"%s\"", request);
+}

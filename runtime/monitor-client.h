@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Talking to a container's monitor over <dir>/control.sock (monitor.h). */
+#ifndef KVRUN_RUNTIME_MONITOR_CLIENT_H
+#define KVRUN_RUNTIME_MONITOR_CLIENT_H
+
+/* Send request (one line, without newline) to the monitor of the container
+ * in dir and wait up to timeout_ms for its answer. Returns 0 with the
+ * detail after "ok" in *ret_detail (malloc'd, may be ""; ret_detail may be
+ * NULL); the monitor's message with -EIO for "error ..."; -ECONNREFUSED or
+ * -ENOENT when no monitor listens; -ETIMEDOUT when it does not answer. */
+int monitor_call(const char *dir, const char *request, int timeout_ms, char **ret_detail);
+
+/* Build the socket address of path (-ENAMETOOLONG with a message when it
+ * does not fit sun_path). */
+struct sockaddr_un;
+int monitor_sockaddr(const char *path, struct sockaddr_un *ret);
+
+#endif

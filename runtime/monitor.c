@@ -1,0 +1,558 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "common/fileio.h"
+#include "common/log.h"
+#include "common/protocol.h"
+#include "runtime/guest-spec.h"
+#include "runtime/monitor-client.h"
+#include "runtime/monitor-relay.h"
+#include "runtime/monitor.h"
+#include "runtime/sandbox.h"
+
+#define EXIT_MONITOR_FAILED 255
+/* Under CPU emulation a Linux guest needs about two minutes to boot. */
+#define BOOT_TIMEOUT_S_DEFAULT 600
+#define REPLY_TIMEOUT_MS (120 * 1000)
+#define POWEROFF_WAIT_MS 3000
+
+enum { PORT_CTL, PORT_STDIN, PORT_STDOUT, PORT_STDERR, NR_PORTS };
+
+static const uint32_t ports[NR_PORTS] = {KVRUN_PROTO_CONTROL_PORT, GUEST_PORT_STDIN, GUEST_PORT_STDOUT,
+                                         GUEST_PORT_STDERR};
+
+struct monitor {
+	struct monitor_args *a;
+	struct sandbox *sb;
+	char *vsock_path, *control_path;
+	int listen_fds[NR_PORTS];
+	int stream_fds[NR_PORTS]; /* accepted guest streams */
+	int control_fd; /* listener of control.sock */
+	int signal_fd;
+	uint64_t next_id;
+	bool exited; /* EXIT of the container's init received */
+	uint32_t exit_status;
+	struct relay *relays[NR_PORTS];
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int listen_unix(const char *path)
+{
+	struct sockaddr_un sa;
+	int fd, r;
+
+	r = monitor_sockaddr(path, &sa);
+	if (r < 0)
+		return r;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return err_setsys(-errno, "socket");
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0) {
+		r = err_setsys(-errno, "listen on %s", path);
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static void port_path(const struct monitor *m, int i, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s_%u", m->vsock_path, ports[i]);
+}
+
+static int open_listeners(struct monitor *m)
+{
+	char path[256];
+
+	for (int i = 0; i < NR_PORTS; i++) {
+		port_path(m, i, path, sizeof(path));
+		m->listen_fds[i] = listen_unix(path);
+		if (m->listen_fds[i] < 0)
+			return m->listen_fds[i];
+	}
+	return 0;
+}
+
+static void remove_sockets(struct monitor *m)
+{
+	char path[256];
+
+	for (int i = 0; i < NR_PORTS; i++) {
+		if (m->listen_fds[i] >= 0) {
+			close(m->listen_fds[i]);
+			m->listen_fds[i] = -1;
+		}
+		port_path(m, i, path, sizeof(path));
+		unlink(path);
+	}
+	if (m->control_fd >= 0) {
+		close(m->control_fd);
+		m->control_fd = -1;
+		unlink(m->control_path);
+	}
+}
+
+/* Wait until fd is readable, or the VM ended, or timeout_ms passed. */
+static int wait_readable(struct monitor *m, int fd, int timeout_ms, const char *what)
+{
+	struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = sandbox_done_fd(m->sb), .events = POLLIN}};
+	int64_t deadline = now_ms() + timeout_ms;
+
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		int n;
+
+		if (left <= 0)
+			return err_set(-ETIMEDOUT, "timed out after %d s waiting for %s", timeout_ms / 1000, what);
+		n = poll(p, 2, (int)left);
+		if (n < 0 && errno != EINTR)
+			return err_setsys(-errno, "poll");
+		if (n > 0 && p[0].revents)
+			return 0;
+		if (n > 0 && p[1].revents) {
+			struct vm_result res = m->sb->vm->result;
+
+			return err_set(-ECONNRESET, "the VM ended (%s%s%s) while waiting for %s",
+			               vm_exit_reason_name(res.reason), res.detail[0] ? ": " : "", res.detail, what);
+		}
+	}
+}
+
+static int accept_stream(struct monitor *m, int i, int timeout_ms, const char *what)
+{
+	int r, fd;
+
+	r = wait_readable(m, m->listen_fds[i], timeout_ms, what);
+	if (r < 0)
+		return r;
+	fd = accept4(m->listen_fds[i], NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return err_setsys(-errno, "accept %s", what);
+	m->stream_fds[i] = fd;
+	return 0;
+}
+
+/* Receive one message on the control stream, with a deadline. */
+static int recv_msg(struct monitor *m, int timeout_ms, struct proto_msg *ret)
+{
+	int r = wait_readable(m, m->stream_fds[PORT_CTL], timeout_ms, "guest-init");
+
+	if (r < 0)
+		return r;
+	r = proto_recv(m->stream_fds[PORT_CTL], ret);
+	if (r < 0)
+		return err_setsys(r, "reading from guest-init");
+	return 0;
+}
+
+static void note_exit(struct monitor *m, const struct proto_msg *msg)
+{
+	if (msg->type == PROTO_MSG_EXIT && msg->u.exit.init) {
+		m->exited = true;
+		m->exit_status = msg->u.exit.status;
+		log_debug("container process exited, wait status 0x%x", m->exit_status);
+	}
+}
+
+/* Send msg and wait for the answer to it (READY/STARTED/ERROR with its id);
+ * an EXIT of the init on the way is recorded. ERROR with err 0 is success. */
+static int request(struct monitor *m, struct proto_msg *msg, int timeout_ms, struct proto_msg *ret)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+	int r;
+
+	msg->id = ++m->next_id;
+	r = proto_send(m->stream_fds[PORT_CTL], msg);
+	if (r < 0)
+		return err_setsys(r, "sending %s to guest-init", proto_type_name(msg->type));
+	for (;;) {
+		struct proto_msg a = {0};
+
+		r = recv_msg(m, (int)(deadline - now_ms()), &a);
+		if (r < 0)
+			return r;
+		note_exit(m, &a);
+		if (a.id == msg->id && a.type != PROTO_MSG_EXIT) {
+			if (a.type == PROTO_MSG_ERROR && a.u.error.err) {
+				r = err_set(-(int)a.u.error.err, "%s",
+				            a.u.error.message ? a.u.error.message : "guest error");
+				proto_msg_free(&a);
+				return r;
+			}
+			*ret = a;
+			return 0;
+		}
+		/* An EXIT of the init for START means the container died in setup. */
+		if (a.type == PROTO_MSG_EXIT && a.id == msg->id && msg->type == PROTO_MSG_START) {
+			proto_msg_free(&a);
+			return err_set(-ECHILD, "the container process exited during setup");
+		}
+		proto_msg_free(&a);
+	}
+}
+
+static int hello(struct monitor *m)
+{
+	struct proto_msg msg = {0};
+	int r;
+
+	r = recv_msg(m, REPLY_TIMEOUT_MS, &msg);
+	if (r < 0)
+		return r;
+	if (msg.type != PROTO_MSG_HELLO || msg.u.hello.version_min > KVRUN_PROTO_VERSION ||
+	    msg.u.hello.version_max < KVRUN_PROTO_VERSION) {
+		proto_msg_free(&msg);
+		return err_set(-EPROTONOSUPPORT, "guest-init does not speak protocol version %d", KVRUN_PROTO_VERSION);
+	}
+	log_debug("guest says hello: %s", msg.u.hello.agent ? msg.u.hello.agent : "?");
+	proto_msg_free(&msg);
+	msg = (struct proto_msg){.type = PROTO_MSG_HELLO};
+	msg.u.hello = (struct proto_hello){KVRUN_PROTO_VERSION, KVRUN_PROTO_VERSION, (char *)"kvrun"};
+	r = proto_send(m->stream_fds[PORT_CTL], &msg);
+	return r < 0 ? err_setsys(r, "sending HELLO") : 0;
+}
+
+static int boot_timeout_ms(void)
+{
+	const char *s = getenv("KVRUN_BOOT_TIMEOUT");
+	long v = s ? strtol(s, NULL, 10) : 0;
+
+	return (int)((v > 0 && v < 86400 ? v : BOOT_TIMEOUT_S_DEFAULT) * 1000);
+}
+
+/* START with WAIT: the guest builds the container and answers READY. */
+static int create_container(struct monitor *m)
+{
+	struct proto_msg msg = {.type = PROTO_MSG_START, .flags = PROTO_START_F_WAIT}, ans = {0};
+	int r;
+
+	r = guest_spec_from_oci(m->a->b->spec, m->a->c->state, &msg.u.start);
+	if (r < 0)
+		return r;
+	r = request(m, &msg, REPLY_TIMEOUT_MS, &ans);
+	proto_msg_free(&msg);
+	if (r < 0)
+		return err_prefix(r, "creating the container in the VM");
+	log_debug("container created in the guest, pid %u", ans.u.started.pid);
+	proto_msg_free(&ans);
+	for (int i = PORT_STDIN; i < NR_PORTS; i++) {
+		r = accept_stream(m, i, REPLY_TIMEOUT_MS, "the container's stdio streams");
+		if (r < 0)
+			return r;
+	}
+	m->relays[PORT_STDIN] = relay_start(STDIN_FILENO, m->stream_fds[PORT_STDIN], true);
+	m->relays[PORT_STDOUT] = relay_start(m->stream_fds[PORT_STDOUT], STDOUT_FILENO, false);
+	m->relays[PORT_STDERR] = relay_start(m->stream_fds[PORT_STDERR], STDERR_FILENO, false);
+	if (!m->relays[PORT_STDIN] || !m->relays[PORT_STDOUT] || !m->relays[PORT_STDERR])
+		return err_set(-ENOMEM, "cannot start the stdio relays");
+	return 0;
+}
+
+static int write_pid_file(const char *path)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%d", (int)getpid());
+	int r = write_file_atomic(path, buf, (size_t)n, 0644);
+
+	return r < 0 ? err_setsys(r, "write pid file %s", path) : 0;
+}
+
+/* Tell the creator how it went. Fails when the creator is gone (killed
+ * while the guest booted): nobody would then know of this container. */
+static int report_ready(struct monitor *m, int r)
+{
+	char *line = NULL;
+	int q = 0;
+
+	if (m->a->ready_fd < 0)
+		return 0;
+	if (r >= 0)
+		line = strdup("ok\n");
+	else if (asprintf(&line, "error %s\n", err_msg()[0] ? err_msg() : strerror(-r)) < 0)
+		line = NULL;
+	if (line)
+		q = write_all(m->a->ready_fd, line, strlen(line));
+	free(line);
+	close(m->a->ready_fd);
+	m->a->ready_fd = -1;
+	return q;
+}
+
+static int bring_up(struct monitor *m)
+{
+	struct monitor_args *a = m->a;
+	_cleanup_free_ char *disk = NULL;
+	int r;
+
+	if (asprintf(&disk, "%s/%s", a->c->dir, MONITOR_DISK) < 0)
+		return -ENOMEM;
+	r = open_listeners(m);
+	if (r >= 0)
+		r = sandbox_start(
+		    &(struct sandbox_opts){.plan = a->plan,
+		                           .disk = disk,
+		                           .disk_read_only = a->b->spec->root && a->b->spec->root->readonly,
+		                           .vsock_path = m->vsock_path,
+		                           .console_path = a->console_path},
+		    &m->sb);
+	if (r >= 0)
+		r = accept_stream(m, PORT_CTL, boot_timeout_ms(), "the guest to boot");
+	if (r >= 0)
+		r = hello(m);
+	if (r >= 0)
+		r = create_container(m);
+	if (r >= 0 && a->pid_file)
+		r = write_pid_file(a->pid_file);
+	if (r >= 0)
+		m->control_fd = listen_unix(m->control_path);
+	if (m->control_fd < 0 && r >= 0)
+		r = m->control_fd;
+	if (r >= 0)
+		r = container_set_status(a->c, OCI_STATUS_CREATED, getpid());
+	return r;
+}
+
+/* ---- serving the control socket ---------------------------------------- */
+
+static void answer(int fd, int r, const char *detail)
+{
+	char buf[4096];
+	int n;
+
+	if (r >= 0)
+		n = snprintf(buf, sizeof(buf), "ok%s%s\n", detail && *detail ? " " : "", detail ? detail : "");
+	else
+		n = snprintf(buf, sizeof(buf), "error %s\n", err_msg()[0] ? err_msg() : strerror(-r));
+	(void)write_all(fd, buf, n < (int)sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+}
+
+static int do_start(struct monitor *m, char *detail, size_t size)
+{
+	struct proto_msg msg = {.type = PROTO_MSG_GO}, ans = {0};
+	int r;
+
+	r = request(m, &msg, REPLY_TIMEOUT_MS, &ans);
+	if (r < 0)
+		return r;
+	snprintf(detail, size, "%u", ans.u.started.pid);
+	log_debug("container process started, guest pid %u", ans.u.started.pid);
+	proto_msg_free(&ans);
+	return 0;
+}
+
+static int do_signal(struct monitor *m, int signo, bool all)
+{
+	struct proto_msg msg = {.type = PROTO_MSG_SIGNAL}, ans = {0};
+	int r;
+
+	if (m->exited)
+		return err_set(-ESRCH, "container not running");
+	msg.u.signal = (struct proto_signal){.pid = 0, .signo = (uint32_t)signo, .all = all};
+	r = request(m, &msg, REPLY_TIMEOUT_MS, &ans);
+	proto_msg_free(&ans);
+	return r;
+}
+
+static void serve_client(struct monitor *m)
+{
+	_cleanup_close_ int fd = accept4(m->control_fd, NULL, NULL, SOCK_CLOEXEC);
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char line[256] = "", detail[64] = "";
+	int signo, all, r;
+	ssize_t n;
+
+	if (fd < 0)
+		return;
+	/* A client that connects and says nothing must not stall the monitor. */
+	if (poll(&p, 1, 5000) <= 0)
+		return;
+	n = read(fd, line, sizeof(line) - 1);
+	if (n <= 0)
+		return;
+	line[n] = 0;
+	line[strcspn(line, "\n")] = 0;
+	err_clear();
+	if (strcmp(line, "start") == 0)
+		r = do_start(m, detail, sizeof(detail));
+	else if (sscanf(line, "kill %d %d", &signo, &all) == 2)
+		r = do_signal(m, signo, all != 0);
+	else if (strcmp(line, "ping") == 0)
+		r = 0;
+	else
+		r = err_set(-EINVAL, "unknown request \"%s\"", line);
+	if (r < 0)
+		log_debug("request \"%s\": %s", line, err_msg());
+	answer(fd, r, detail);
+}
+
+static int watch_signals(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	sigaddset(&set, SIGWINCH);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* Signals sent to the monitor go to the container's process, as runc's
+ * foreground forwarding does. */
+static void forward_signal(struct monitor *m)
+{
+	struct signalfd_siginfo si;
+
+	while (read(m->signal_fd, &si, sizeof(si)) == sizeof(si))
+		if (!m->exited && si.ssi_signo != SIGWINCH && do_signal(m, (int)si.ssi_signo, false) < 0)
+			log_debug("forwarding signal %u: %s", si.ssi_signo, err_msg());
+}
+
+/* Until the container's init exits (or the VM ends). */
+static int serve(struct monitor *m)
+{
+	while (!m->exited) {
+		struct pollfd p[4] = {
+		    {.fd = m->control_fd, .events = POLLIN},
+		    {.fd = m->stream_fds[PORT_CTL], .events = POLLIN},
+		    {.fd = sandbox_done_fd(m->sb), .events = POLLIN},
+		    {.fd = m->signal_fd, .events = POLLIN},
+		};
+
+		if (poll(p, 4, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return err_setsys(-errno, "poll");
+		}
+		if (p[1].revents) {
+			struct proto_msg msg = {0};
+			int r = proto_recv(m->stream_fds[PORT_CTL], &msg);
+
+			if (r < 0)
+				return err_setsys(r, "guest-init closed the control stream");
+			note_exit(m, &msg);
+			proto_msg_free(&msg);
+			continue;
+		}
+		if (p[2].revents) {
+			struct vm_result res = m->sb->vm->result;
+
+			return err_set(-ECONNRESET, "the VM ended (%s%s%s) before the container's process exited",
+			               vm_exit_reason_name(res.reason), res.detail[0] ? ": " : "", res.detail);
+		}
+		if (p[0].revents)
+			serve_client(m);
+		if (p[3].revents)
+			forward_signal(m);
+	}
+	return 0;
+}
+
+/* ---- the end ----------------------------------------------------------- */
+
+static void shut_down(struct monitor *m)
+{
+	struct pollfd p;
+
+	/* Output relays end at the guest's EOF, which comes before EXIT. */
+	relay_join(m->relays[PORT_STDOUT]);
+	relay_join(m->relays[PORT_STDERR]);
+	/* Closing the control stream lets guest-init sync and power off. */
+	if (m->stream_fds[PORT_CTL] >= 0 && m->sb) {
+		shutdown(m->stream_fds[PORT_CTL], SHUT_WR);
+		p = (struct pollfd){.fd = sandbox_done_fd(m->sb), .events = POLLIN};
+		poll(&p, 1, POWEROFF_WAIT_MS);
+	}
+	sandbox_free(m->sb, NULL);
+	m->sb = NULL;
+	for (int i = 0; i < NR_PORTS; i++)
+		if (m->stream_fds[i] >= 0) {
+			close(m->stream_fds[i]);
+			m->stream_fds[i] = -1;
+		}
+	remove_sockets(m);
+}
+
+/* Die the way the container's process died, so that our reaper sees it. */
+static _Noreturn void exit_like(uint32_t status)
+{
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		struct rlimit nocore = {0, 0};
+		sigset_t set;
+
+		setrlimit(RLIMIT_CORE, &nocore);
+		signal(sig, SIG_DFL);
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
+		raise(sig);
+		/* Signals whose default is to be ignored cannot kill us. */
+		_exit(128 + sig);
+	}
+	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_MONITOR_FAILED);
+}
+
+_Noreturn void monitor_main(struct monitor_args *a)
+{
+	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1};
+	int r;
+
+	for (int i = 0; i < NR_PORTS; i++)
+		m.listen_fds[i] = m.stream_fds[i] = -1;
+	signal(SIGPIPE, SIG_IGN);
+	m.signal_fd = watch_signals();
+	if (asprintf(&m.vsock_path, "%s/%s", a->c->dir, MONITOR_VSOCK_SOCK) < 0 ||
+	    asprintf(&m.control_path, "%s/%s", a->c->dir, MONITOR_CONTROL_SOCK) < 0)
+		_exit(EXIT_MONITOR_FAILED);
+	r = bring_up(&m);
+	if (report_ready(&m, r) < 0 && r >= 0) {
+		/* Still holding the creator's lock: remove what it would have. */
+		log_error("the creating process went away: removing container %s", a->c->state->id);
+		shut_down(&m);
+		rm_rf(a->c->dir);
+		_exit(EXIT_MONITOR_FAILED);
+	}
+	/* The lock was create's: release it whether or not we made it. */
+	container_free(a->c);
+	a->c = NULL;
+	if (r < 0) {
+		log_debug("monitor: %s", err_msg());
+		shut_down(&m);
+		_exit(EXIT_MONITOR_FAILED);
+	}
+	r = serve(&m);
+	if (r < 0)
+		log_error("%s", err_msg());
+	shut_down(&m);
+	if (r < 0 || !m.exited)
+		_exit(EXIT_MONITOR_FAILED);
+	exit_like(m.exit_status);
+}

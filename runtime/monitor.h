@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The VM monitor: one host process per container that owns its VM. It
+ * boots the guest up to guest-init's HELLO, has the container created in
+ * the guest (START, READY), records pid and state, tells `create` (through
+ * ready_fd) and then serves start/kill requests on <dir>/control.sock
+ * until the container's process exits. Its own exit status mirrors that
+ * process's wait status, so whoever reaps the monitor sees the container's.
+ *
+ * Control socket protocol (monitor-client.h): one request line per
+ * connection ("start", "kill <signo> <all 0|1>", "ping"), answered by one
+ * line, "ok[ <detail>]" or "error <message>".
+ */
+#ifndef KVRUN_RUNTIME_MONITOR_H
+#define KVRUN_RUNTIME_MONITOR_H
+
+#include <stdbool.h>
+
+#include "runtime/bundle.h"
+#include "runtime/state.h"
+#include "runtime/vm-config.h"
+
+/* File names inside <root>/<id>. */
+#define MONITOR_CONTROL_SOCK "control.sock"
+#define MONITOR_VSOCK_SOCK "vsock"
+#define MONITOR_DISK "rootfs.img"
+#define MONITOR_CONSOLE "console.log"
+
+struct monitor_args {
+	struct container *c; /* locked; the monitor saves the created state, then unlocks */
+	const struct bundle *b;
+	const struct vm_plan *plan;
+	const char *pid_file; /* absolute, or NULL */
+	const char *console_path; /* guest console log, or NULL */
+	int ready_fd; /* "ok\n" or "error <message>\n" is written here once */
+};
+
+/* Run the monitor in this (freshly forked) process. Never returns: exits
+ * with the container process's status, or 255 (after reporting on
+ * ready_fd or in the log) when the VM could not be brought up or died. */
+_Noreturn void monitor_main(struct monitor_args *a);
+
+#endif

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""create/run failures that happen before a guest boots: a clear message,
+a non-zero exit, nothing left under --root and no process left behind.
+Needs no kernel that boots (a bogus one is enough) and finishes in seconds."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+from taplib import Tap
+
+KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
+
+
+def make_bundle(tmp, name, mutate=None, rootfs=True, config=True):
+    b = os.path.join(tmp, name)
+    os.makedirs(b)
+    if rootfs:
+        os.makedirs(os.path.join(b, "rootfs", "bin"))
+    subprocess.run([KVRUN, "spec", "-b", b], check=True)
+    path = os.path.join(b, "config.json")
+    with open(path) as f:
+        spec = json.load(f)
+    spec["process"]["terminal"] = False
+    spec["process"]["args"] = ["/bin/true"]
+    if mutate:
+        mutate(spec)
+    if config is True:
+        with open(path, "w") as f:
+            json.dump(spec, f)
+    else:
+        with open(path, "w") as f:
+            f.write(config)
+    return b
+
+
+def processes_mentioning(text):
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def main():
+    t = Tap()
+    tmp = tempfile.mkdtemp(prefix="kvrun-run-errors-")
+    cache = os.path.join(tmp, "cache")
+    # A real file that is not a kernel: everything up to the VM's kernel
+    # load runs, including the monitor, which must then fail cleanly.
+    bogus_kernel = os.path.join(tmp, "not-a-kernel")
+    with open(bogus_kernel, "wb") as f:
+        f.write(b"\x7fELF this is not a kernel" + b"\0" * 4096)
+    hostdir = os.path.join(tmp, "hostdir")
+    os.mkdir(hostdir)
+    bad_config = os.path.join(tmp, "bad-config.json")
+    with open(bad_config, "w") as f:
+        f.write('{"kernel": "/x", "memroy": 5}')
+
+    def bind_dir(spec):
+        spec["mounts"].append({"destination": "/data", "type": "bind", "source": hostdir,
+                               "options": ["rbind", "rw"]})
+
+    def terminal(spec):
+        spec["process"]["terminal"] = True
+
+    cases = [
+        # (name, bundle args, env, verb args, expected words in stderr)
+        ("missing rootfs", dict(rootfs=False), {}, ["run"], ["rootfs"]),
+        ("broken config.json", dict(config='{"ociVersion": "1.2.0", "process": {'), {}, ["run"],
+         ["config.json"]),
+        ("kernel that does not exist", {}, {"KVRUN_KERNEL": "/nope"}, ["run"],
+         ["kernel /nope", "$KVRUN_KERNEL", "No such file"]),
+        ("kernel annotation that does not exist",
+         dict(mutate=lambda s: s.setdefault("annotations", {}).update({"io.kvrun.kernel": "/nope2"})),
+         {"KVRUN_KERNEL": bogus_kernel}, ["create"], ["kernel /nope2", "io.kvrun.kernel"]),
+        ("bad kvrun config file", {}, {"KVRUN_CONFIG": bad_config, "KVRUN_KERNEL": ""}, ["run"],
+         ["bad-config.json", "unknown key", "memroy"]),
+        ("host directory bind mount", dict(mutate=bind_dir), {"KVRUN_KERNEL": bogus_kernel}, ["run"],
+         ["mounts[", hostdir, "/data", "not supported"]),
+        ("terminal", dict(mutate=terminal), {"KVRUN_KERNEL": bogus_kernel}, ["run", "--detach"],
+         ["console socket"]),
+        ("kernel the VM cannot load (monitor fails)", {}, {"KVRUN_KERNEL": bogus_kernel}, ["run"],
+         ["not-a-kernel"]),
+        ("same through create", {}, {"KVRUN_KERNEL": bogus_kernel}, ["create"], ["not-a-kernel"]),
+    ]
+    for i, (name, bargs, env, verb, words) in enumerate(cases):
+        b = make_bundle(tmp, f"b{i}", **bargs)
+        root = os.path.join(tmp, f"root{i}")
+        e = dict(os.environ, KVRUN_CACHE_DIR=cache, KVRUN_CONFIG=os.path.join(tmp, "no-config.json"))
+        e.update(env)
+        p = subprocess.run([KVRUN, "--root", root] + verb + ["--bundle", b, f"c{i}"], env=e,
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+        t.ok(p.returncode != 0, f"{name}: fails", p.stderr)
+        t.ok(all(w in p.stderr for w in words), f"{name}: message names {words}", p.stderr)
+        t.eq(p.stdout, "", f"{name}: nothing on stdout")
+        left = os.listdir(root) if os.path.isdir(root) else []
+        t.eq(left, [], f"{name}: nothing left under --root")
+        t.eq(processes_mentioning(root), [], f"{name}: no process left")
+
+    shutil.rmtree(tmp, ignore_errors=True)
+    t.done()
+
+
+if __name__ == "__main__":
+    if not os.access(KVRUN, os.X_OK):
+        print(f"1..0 # SKIP {KVRUN} not built")
+        raise SystemExit(77)
+    main()

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The pieces of create that need no VM: kvrun's config file, the kernel
+ * lookup, the command line, the START spec built from a bundle, and the
+ * root disk image. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/fileio.h"
+#include "oci-spec/kvrun-config.h"
+#include "runtime/guest-spec.h"
+#include "runtime/rootfs-image.h"
+#include "runtime/vm-config.h"
+#include "tap.h"
+
+static char tmp[] = "/tmp/kvrun-vm-plan-XXXXXX";
+
+static struct oci_spec *spec_from(const char *json)
+{
+	struct oci_spec *s = NULL;
+	int r = oci_spec_parse(json, strlen(json), "config.json", &s);
+
+	ok(r == 0, "spec parses: %s", r < 0 ? err_msg() : "");
+	return s;
+}
+
+TEST(config_file)
+{
+	struct kvrun_config c;
+	const char *good = "{\"kernel\": \"/k\", \"initrd\": \"/i\", \"cmdline_extra\": \"a=b\", \"memory\": \"512M\", "
+			   "\"cpus\": 2}";
+
+	is_int(kvrun_config_parse(good, strlen(good), "cfg", &c), 0);
+	is_str(c.kernel, "/k");
+	is_str(c.initrd, "/i");
+	is_str(c.cmdline_extra, "a=b");
+	ok(c.memory == 512ULL << 20, "memory with a suffix");
+	is_int(c.cpus, 2);
+	kvrun_config_clear(&c);
+	is_int(kvrun_config_parse("{\"memory\": 1048576}", 19, "cfg", &c), 0);
+	ok(c.memory == 1048576, "memory in bytes");
+	kvrun_config_clear(&c);
+	is_int(kvrun_config_parse("{\"kernal\": \"/k\"}", 16, "cfg", &c), -EINVAL);
+	is_str(err_msg(), "cfg: unknown key \"kernal\"");
+	is_int(kvrun_config_parse("{\"cpus\": 0}", 11, "cfg", &c), -EINVAL);
+	is_int(kvrun_config_parse("{\"memory\": \"lots\"}", 18, "cfg", &c), -EINVAL);
+	is_int(kvrun_config_parse("[1]", 3, "cfg", &c), -EINVAL);
+	is_int(kvrun_config_parse("{", 1, "cfg", &c), -EINVAL);
+	ok(strstr(err_msg(), "cfg: line 1") != NULL, "syntax error has a position: %s", err_msg());
+	is_int(kvrun_config_load("/nonexistent/kvrun.json", &c), -ENOENT);
+}
+
+TEST(kernel_lookup)
+{
+	char kernel[256], cfg[256], json[600];
+	struct oci_spec *s;
+	struct vm_plan p;
+
+	snprintf(kernel, sizeof(kernel), "%s/vmlinux", tmp);
+	snprintf(cfg, sizeof(cfg), "%s/config.json", tmp);
+	is_int(write_file_atomic(kernel, "x", 1, 0644), 0);
+	setenv("KVRUN_INIT", kernel, 1); /* any file: the cpio only stores it */
+	setenv("KVRUN_CACHE_DIR", tmp, 1);
+	setenv("KVRUN_CONFIG", cfg, 1);
+	setenv("KVRUN_KERNEL", "/nope", 1);
+	s = spec_from("{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}}");
+	is_int(vm_plan_make(s, &p), -ENOENT);
+	is_str(err_msg(), "kernel /nope (from $KVRUN_KERNEL): No such file or directory");
+	setenv("KVRUN_KERNEL", kernel, 1);
+	is_int(vm_plan_make(s, &p), 0);
+	is_str(p.kernel, kernel);
+	ok(p.initrd && strncmp(p.initrd, tmp, strlen(tmp)) == 0, "initramfs built in the cache: %s", p.initrd);
+	ok(p.mem_size == 256ULL << 20, "default memory");
+	is_int(p.ncpus, 1);
+	vm_plan_done(&p);
+	oci_spec_free(s);
+
+	/* The annotation wins over the environment; the config file's size. */
+	unsetenv("KVRUN_KERNEL");
+	snprintf(json, sizeof(json), "{\"memory\": \"128M\", \"kernel\": \"%s\"}", "/from-config");
+	is_int(write_file_atomic(cfg, json, strlen(json), 0644), 0);
+	s = spec_from("{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}}");
+	is_int(vm_plan_make(s, &p), -ENOENT);
+	ok(strstr(err_msg(), "kernel /from-config (from ") != NULL, "config file named: %s", err_msg());
+	oci_spec_free(s);
+	snprintf(json, sizeof(json),
+	         "{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}, \"annotations\": "
+	         "{\"io.kvrun.kernel\": \"%s\"}, \"linux\": {\"resources\": {\"memory\": {\"limit\": 536870912}, "
+	         "\"cpu\": {\"quota\": 150000, \"period\": 100000}}}}",
+	         kernel);
+	s = spec_from(json);
+	setenv("KVRUN_EMULATING_HOST", "0", 1);
+	is_int(vm_plan_make(s, &p), 0);
+	is_str(p.kernel, kernel);
+	ok(p.mem_size == 512ULL << 20, "memory from the limit");
+	is_int(p.ncpus, 2);
+	ok(!p.emulating_host, "KVRUN_EMULATING_HOST=0");
+	vm_plan_done(&p);
+	setenv("KVRUN_EMULATING_HOST", "1", 1);
+	is_int(vm_plan_make(s, &p), 0);
+	is_int(p.ncpus, 1);
+	vm_plan_done(&p);
+	oci_spec_free(s);
+	unsetenv("KVRUN_EMULATING_HOST");
+}
+
+TEST(cmdline)
+{
+	struct vm_plan p = {.cmdline_extra = (char *)"loglevel=4"};
+	char *devs[] = {(char *)"virtio_mmio.device=4K@0xd0001000:5", NULL};
+	char *c = NULL;
+
+	is_int(vm_plan_cmdline(&p, devs, &c), 0);
+	is_str(c, "console=ttyS0 reboot=k panic=-1 quiet virtio_mmio.device=4K@0xd0001000:5 loglevel=4");
+	free(c);
+	p.emulating_host = true;
+	is_int(vm_plan_cmdline(&p, devs, &c), 0);
+	ok(strstr(c, " noxsave ") && strstr(c, " pvmhost=1 virtio_mmio"), "emulating-host quirks: %s", c);
+	free(c);
+}
+
+TEST(guest_spec)
+{
+	char hosts[256], json[1200];
+	struct proto_start st;
+	struct oci_spec *s;
+
+	snprintf(hosts, sizeof(hosts), "%s/hosts", tmp);
+	is_int(write_file_atomic(hosts, "127.0.0.1 x\n", 12, 0640), 0);
+	snprintf(
+	    json, sizeof(json),
+	    "{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\", \"readonly\": true}, \"hostname\": \"h\","
+	    "\"process\": {\"args\": [\"/bin/sh\", \"-c\", \"x\"], \"env\": [\"A=1\"], \"cwd\": \"/w\","
+	    "\"user\": {\"uid\": 5, \"gid\": 6, \"additionalGids\": [7]}, \"capabilities\": {\"bounding\": "
+	    "[\"CAP_CHOWN\", \"CAP_KILL\", \"CAP_NOPE\"]}, \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"hard\": "
+	    "10, \"soft\": 9}]},"
+	    "\"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"},"
+	    "{\"destination\": \"/etc/hosts\", \"type\": \"bind\", \"source\": \"%s\", \"options\": [\"rbind\", "
+	    "\"ro\"]}],"
+	    "\"linux\": {\"maskedPaths\": [\"/proc/kcore\"], \"sysctl\": {\"net.ipv4.ip_forward\": \"1\"}}}",
+	    hosts);
+	s = spec_from(json);
+	is_int(guest_spec_from_oci(s, NULL, &st), 0);
+	is_str(st.process.args[2], "x");
+	is_str(st.process.env[0], "A=1");
+	is_str(st.process.cwd, "/w");
+	is_int(st.process.uid, 5);
+	is_int(st.process.additional_gids[0], 7);
+	ok(st.process.has_caps && st.process.cap_bounding == ((1ULL << 0) | (1ULL << 5)), "capability mask");
+	ok(st.process.rlimits[0].soft == 9, "rlimit");
+	ok(st.process.stdin_port == GUEST_PORT_STDIN && st.process.stderr_port == GUEST_PORT_STDERR, "stdio ports");
+	ok(st.root_readonly, "read-only root");
+	is_str(st.root_device, "/dev/vda");
+	is_str(st.hostname, "h");
+	ok(!st.mounts[0].has_data, "proc is mounted in the guest");
+	ok(st.mounts[1].has_data && st.mounts[1].data_len == 12 && memcmp(st.mounts[1].data, "127.0.0.1 x\n", 12) == 0,
+	   "a host file is carried inline");
+	is_int(st.mounts[1].data_mode, 0640);
+	is_str(st.masked_paths[0], "/proc/kcore");
+	is_str(st.sysctl[0].value, "1");
+	proto_start_free(&st);
+	oci_spec_free(s);
+
+	snprintf(json, sizeof(json),
+	         "{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}, \"process\": {\"args\": [\"/x\"], "
+	         "\"cwd\": \"/\"}, \"mounts\": [{\"destination\": \"/data\", \"type\": \"none\", \"source\": \"%s\", "
+	         "\"options\": [\"bind\"]}]}",
+	         tmp);
+	s = spec_from(json);
+	is_int(guest_spec_check(s), -ENOTSUP);
+	ok(strstr(err_msg(), "mounts[0]: bind mount of ") && strstr(err_msg(), " on /data is not supported"),
+	   "a directory bind mount is refused by name: %s", err_msg());
+	is_int(guest_spec_from_oci(s, NULL, &st), -ENOTSUP);
+	oci_spec_free(s);
+}
+
+TEST(rootfs_image)
+{
+	char dir[256], file[300], img[256], cmd[600];
+	uint64_t bytes, inodes;
+
+	snprintf(dir, sizeof(dir), "%s/rootfs", tmp);
+	snprintf(file, sizeof(file), "%s/rootfs/etc/motd", tmp);
+	snprintf(img, sizeof(img), "%s/rootfs.img", tmp);
+	is_int(mkdir_p(dir, 0755), 0);
+	is_int(mkdir_p(file, 0755), 0);
+	rmdir(file);
+	is_int(write_file_atomic(file, "hello\n", 6, 0644), 0);
+	is_int(rootfs_dir_usage(dir, &bytes, &inodes), 0);
+	is_int((int)inodes, 3);
+	ok(bytes >= 3 * 4096, "at least a block per entry");
+	if (system("command -v mke2fs >/dev/null 2>&1 || test -x /sbin/mke2fs") != 0) {
+		ok(1, "# SKIP mke2fs not installed");
+		return;
+	}
+	is_int(rootfs_image_build(dir, img), 0);
+	snprintf(cmd, sizeof(cmd), "debugfs -R 'cat /etc/motd' %s 2>/dev/null | grep -qx hello", img);
+	is_int(system(cmd), 0);
+	is_int(rootfs_image_build(dir, img), -EEXIST);
+	unlink(img);
+	is_int(rootfs_image_build("/nonexistent/rootfs", img), -ENOENT);
+	ok(access(img, F_OK) < 0, "no image left after a failure");
+}
+
+TEST(cleanup)
+{
+	is_int(rm_rf(tmp), 0);
+}
+
+static __attribute__((constructor)) void setup(void)
+{
+	if (!mkdtemp(tmp))
+		abort();
+}
+
+TAP_MAIN()
