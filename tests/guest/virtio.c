@@ -532,6 +532,7 @@ struct vs_hdr {
 struct vs_stream {
 	uint32_t local, peer;
 	uint32_t fwd_cnt; /* bytes we received */
+	uint32_t tx_cnt; /* bytes we sent */
 	uint32_t peer_buf_alloc, peer_fwd; /* the host's last credit */
 };
 
@@ -550,6 +551,7 @@ static bool vs_send(struct vdev *d, struct vs_stream *s, uint16_t op, uint32_t f
 	                     VS_TYPE_STREAM, op,          flags,    VS_BUF_ALLOC, s->fwd_cnt};
 	if (len)
 		memcpy((uint8_t *)h + sizeof(*h), data, len);
+	s->tx_cnt += len;
 	d->q[1].desc[0] = (struct vdesc){VS_TX_ADDR, (uint32_t)sizeof(*h) + len, 0, 0};
 	vq_kick(d, 1, 0);
 	return vq_wait(d, 1, 4000000000ULL, &id, NULL) && id == 0;
@@ -646,7 +648,7 @@ static void vs_guest_to_host(struct vdev *d, uint32_t port, uint32_t seed)
 	if (!tap_ok(ok, "vsock: RESPONSE from host port %u", port))
 		return;
 	tap_ok(h.buf_alloc > 0, "vsock: the host advertises credit (buf_alloc %u, fwd_cnt %u)", h.buf_alloc, h.fwd_cnt);
-	tap_ok(len <= s.peer_buf_alloc - (0 - s.peer_fwd), "vsock: payload fits the host's credit");
+	tap_ok(len <= s.peer_buf_alloc - (s.tx_cnt - s.peer_fwd), "vsock: payload fits the host's credit");
 	tap_ok(vs_send(d, &s, VS_RW, 0, msg, len), "vsock: RW '%s' sent", msg);
 	tap_ok(vs_read_all(d, &s, msg, len), "vsock: the host echoed '%s'", msg);
 	tap_ok(vs_send(d, &s, VS_CREDIT_UPDATE, 0, NULL, 0), "vsock: CREDIT_UPDATE sent (fwd_cnt %u)", s.fwd_cnt);
@@ -677,6 +679,8 @@ static void vs_host_to_guest(struct vdev *d, uint32_t port, uint32_t seed)
 	tap_ok(vs_send(d, &s, VS_RESPONSE, 0, NULL, 0), "vsock: RESPONSE sent");
 	tap_ok(vs_read_all(d, &s, want, wantlen), "vsock: received '%s' from the host", want);
 	tap_ok(vs_send(d, &s, VS_CREDIT_UPDATE, 0, NULL, 0), "vsock: CREDIT_UPDATE sent (fwd_cnt %u)", s.fwd_cnt);
+	tap_ok(rlen <= s.peer_buf_alloc - (s.tx_cnt - s.peer_fwd), "vsock: reply fits the host's credit (%u)",
+	       s.peer_buf_alloc);
 	tap_ok(vs_send(d, &s, VS_RW, 0, reply, rlen), "vsock: RW '%s' sent", reply);
 	/* The host closes its end once it has the reply. */
 	ok = vs_expect(d, &s, VS_SHUTDOWN, &h, data);
