@@ -16,7 +16,8 @@
  *               expected in the DSDT), then powers off through the FADT
  *               sleep register (or resets through RESET_REG with
  *               acpi_action=reset)
- *   virtio-blk, virtio-blk-bad, virtio-vsock  see virtio.c */
+ *   virtio-blk, virtio-blk-bad, virtio-vsock  kvrun's virtio devices
+ *               (virtio-blk.c, virtio-vsock.c) */
 #include "guest.h"
 #include "hw.h"
 
