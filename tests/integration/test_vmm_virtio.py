@@ -200,5 +200,22 @@ with tempfile.TemporaryDirectory() as tmp:
     t.ok(not os.path.exists(uds), "vsock: the listener socket file is removed")
     t.eq(sorted(os.listdir(tmp)), ["disk.img", f"v.sock_{PORT}"], "no other file left in the test directory")
 
+    # --- what `kvrun boot --vsock` must refuse ---
+    def refuse(name, devices, keep=None):
+        r = guestlib.boot(boot_args("poweroff", "", devices), timeout=VM_TIMEOUT_S)
+        t.ok(r.rc == 125 and "kvrun boot:" in r.err, f"refuses {name} (status 125 with a message)", r.describe())
+        if keep:
+            with open(keep, "rb") as f:
+                t.eq(f.read(), b"keep me", f"{name}: the file is left alone")
+
+    notsock = os.path.join(tmp, "not-a-socket")
+    with open(notsock, "wb") as f:
+        f.write(b"keep me")
+    refuse("--vsock on an existing regular file", ["--vsock", notsock], keep=notsock)
+    refuse("--vsock in a missing directory", ["--vsock", os.path.join(tmp, "no", "v.sock")])
+    refuse("--vsock with --snapshot-on-port", ["--vsock", uds, "--snapshot-on-port", os.path.join(tmp, "s")])
+    t.ok(not os.path.exists(uds) and not os.path.exists(os.path.join(tmp, "s")),
+         "refused runs left no socket or snapshot file")
+
 t.eq(guestlib.kvrun_pids() - before, set(), "no kvrun process left behind")
 t.done()
