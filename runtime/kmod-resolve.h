@@ -6,6 +6,8 @@
  * dependencies first, each once; built-in modules are reported, not
  * loaded. The guest's init then loads the files in that order with
  * finit_module() (guest-init/modules.c), with no dependency logic of its own.
+ * Soft dependencies are not followed: they are optional, and guest-init
+ * treats a failed load as fatal (docs/kernels.md).
  *
  * Compressed module files (.ko.xz, .ko.zst, .ko.gz) are decompressed on the
  * host (kmod_module_file()), with the xz, zstd or gzip tool: guest-init

@@ -145,6 +145,33 @@ TEST(reboot_via_cf9)
 	cleanup(&r);
 }
 
+/* The ACPI sleep register (port 0x600) that platform_create() registers:
+ * S3 (SLP_TYP 3 | SLP_EN) is ignored, S5 powers off. */
+TEST(poweroff_via_acpi_sleep_register)
+{
+	static const uint8_t code[] = {0x66, 0xba, 0x00, 0x06, 0xb0, 0x2c, 0xee, 0xb0, 0x34, 0xee, 0xf4, 0xeb, 0xfd};
+	struct run r;
+
+	is_int(boot(&r, code, sizeof(code), 1), 0);
+	finish(&r);
+	is_int(r.res.reason, VM_EXIT_POWEROFF);
+	ok(strstr(r.res.detail, "ACPI S5") != NULL, "ended by the S5 write (%s)", r.res.detail);
+	cleanup(&r);
+}
+
+/* SLP_TYP 5 without SLP_EN is ignored; the reset value reboots. */
+TEST(reboot_via_acpi_reset_register)
+{
+	static const uint8_t code[] = {0x66, 0xba, 0x00, 0x06, 0xb0, 0x14, 0xee, 0xb0, 0x01, 0xee, 0xf4, 0xeb, 0xfd};
+	struct run r;
+
+	is_int(boot(&r, code, sizeof(code), 1), 0);
+	finish(&r);
+	is_int(r.res.reason, VM_EXIT_REBOOT);
+	ok(strstr(r.res.detail, "ACPI reset") != NULL, "ended by the reset write (%s)", r.res.detail);
+	cleanup(&r);
+}
+
 TEST(triple_fault)
 {
 	/* ud2 with an empty IDT: #UD -> #GP -> #DF -> shutdown. */
