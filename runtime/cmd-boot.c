@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "runtime/boot-disk.h"
+#include "runtime/boot-vsock.h"
 #include "runtime/cmd-boot.h"
 #include "vmm/boot.h"
 #include "vmm/platform.h"
@@ -50,6 +51,7 @@ struct boot_opts {
 	char *disk_paths[BOOT_DISK_MAX]; /* --disk, strdup'd */
 	bool disk_ro[BOOT_DISK_MAX];
 	unsigned int ndisks;
+	const char *vsock_path; /* --vsock */
 };
 
 static void usage(FILE *f)
@@ -69,6 +71,8 @@ static void usage(FILE *f)
 	        "                       the FADT sleep register; without it: MP table, devices on the\n"
 	        "                       command line (virtio_mmio.device=) and acpi=off\n"
 	        "  --disk PATH[,ro]     attach a raw image as a virtio-blk disk (up to %d)\n"
+	        "  --vsock PATH         attach virtio-vsock (guest CID 3) with its host unix socket\n"
+	        "                       at PATH (a guest connect to port P reaches PATH_P)\n"
 	        "  --test-device        add the test device (exit/irq/ncpus ports, MMIO window)\n"
 	        "  --timeout SECONDS    end the VM after this long\n"
 	        "  --timings            print a JSON line with setup/boot times and memory on stderr\n"
@@ -144,6 +148,8 @@ static int check_args(const struct boot_opts *o)
 	/* Snapshots hold no virtio device state. */
 	if (o->ndisks && (o->restore_path || o->snapshot_path))
 		return err_set(-EINVAL, "--disk cannot be combined with --snapshot-on-port or --restore");
+	if (o->vsock_path && (o->restore_path || o->snapshot_path))
+		return err_set(-EINVAL, "--vsock cannot be combined with --snapshot-on-port or --restore");
 	return 0;
 }
 
@@ -166,6 +172,7 @@ static int parse_args(int argc, char **argv, struct boot_opts *o)
 		OPT_RESTORE_TRUST,
 		OPT_ACPI,
 		OPT_DISK,
+		OPT_VSOCK,
 		OPT_HELP
 	};
 	static const struct option longopts[] = {
@@ -185,6 +192,7 @@ static int parse_args(int argc, char **argv, struct boot_opts *o)
 	    {"restore-trust-memory", no_argument, NULL, OPT_RESTORE_TRUST},
 	    {"acpi", no_argument, NULL, OPT_ACPI},
 	    {"disk", required_argument, NULL, OPT_DISK},
+	    {"vsock", required_argument, NULL, OPT_VSOCK},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {0},
 	};
@@ -253,6 +261,11 @@ static int parse_args(int argc, char **argv, struct boot_opts *o)
 			if (boot_disk_parse(optarg, &o->disk_paths[o->ndisks], &o->disk_ro[o->ndisks]) < 0)
 				return -EINVAL;
 			o->ndisks++;
+			break;
+		case OPT_VSOCK:
+			if (!*optarg)
+				return err_set(-EINVAL, "--vsock: empty path");
+			o->vsock_path = optarg;
 			break;
 		case OPT_HELP:
 		case 'h':
@@ -350,8 +363,10 @@ struct boot_devices {
 	struct platform *platform;
 	int console_fd, signal_fd;
 	struct boot_disk disks[BOOT_DISK_MAX];
-	struct acpi_virtio_mmio virtio[BOOT_DISK_MAX];
+	struct acpi_virtio_mmio virtio[BOOT_DISK_MAX + 1];
 	unsigned int ndisks;
+	struct boot_vsock vsock;
+	bool has_vsock;
 };
 
 /* What --snapshot-on-port and --restore measured (0: not done). */
@@ -425,6 +440,11 @@ static int setup_devices(struct vm *vm, const struct boot_opts *o, struct boot_d
 		r = boot_disk_attach(vm, i, o->disk_paths[i], o->disk_ro[i], &d->disks[i]);
 		d->virtio[i] = d->disks[i].where;
 	}
+	if (r >= 0 && o->vsock_path) {
+		d->has_vsock = true;
+		r = boot_vsock_attach(vm, o->ndisks, o->vsock_path, &d->vsock);
+		d->virtio[o->ndisks] = d->vsock.where;
+	}
 	if (r >= 0)
 		r = watch_signals(vm, &d->signal_fd);
 	/* --debug: where the guest is, every 2 s (System.map finds it). */
@@ -439,6 +459,8 @@ static void free_devices(struct vm *vm, struct boot_devices *d)
 {
 	for (unsigned int i = 0; i < d->ndisks; i++)
 		boot_disk_free(vm, &d->disks[i]);
+	if (d->has_vsock)
+		boot_vsock_free(vm, &d->vsock);
 	test_device_free(d->test);
 	if (d->signal_fd >= 0) {
 		event_loop_remove(vm->loop, d->signal_fd);
@@ -515,7 +537,7 @@ static int boot_vm(struct vm *vm, const struct boot_opts *o, const struct boot_d
 
 	bc.acpi_com1 = d->serial != NULL; /* the 16550 at 0x3f8 always exists here */
 	bc.virtio = d->virtio;
-	bc.nr_virtio = d->ndisks;
+	bc.nr_virtio = d->ndisks + (d->has_vsock ? 1 : 0);
 	return boot_linux(vm, &bc);
 }
 

@@ -68,6 +68,9 @@ void check_smp(void);
 void check_irq(void);
 void check_snapshot(void);
 __attribute__((noreturn)) void check_acpi(void);
+void check_virtio_blk(void);
+void check_virtio_blk_bad(void);
+void check_virtio_vsock(void);
 __attribute__((noreturn)) void do_reset(void);
 __attribute__((noreturn)) void do_triple_fault(void);
 
