@@ -297,3 +297,19 @@ int guest_spec_from_oci(const struct oci_spec *spec, const struct oci_state *sta
 	}
 	return r;
 }
+
+int guest_process_from_oci(const struct oci_process *op, struct proto_process *ret)
+{
+	int r;
+
+	*ret = (struct proto_process){0};
+	r = conv_process(op, ret);
+	if (r < 0) {
+		proto_process_free(ret);
+		return err_set(r, "out of memory");
+	}
+	ret->terminal = op->terminal;
+	ret->rows = (uint16_t)op->console_size.height;
+	ret->cols = (uint16_t)op->console_size.width;
+	return 0;
+}

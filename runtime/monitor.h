@@ -15,6 +15,7 @@
 #define KVRUN_RUNTIME_MONITOR_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "runtime/bundle.h"
 #include "runtime/state.h"
@@ -39,5 +40,9 @@ struct monitor_args {
  * with the container process's status, or 255 (after reporting on
  * ready_fd or in the log) when the VM could not be brought up or died. */
 _Noreturn void monitor_main(struct monitor_args *a);
+
+/* Exit with wait status status: the same exit code, or death by the same
+ * signal (default action restored, core dumps off). */
+_Noreturn void monitor_exit_like(uint32_t status);
 
 #endif
