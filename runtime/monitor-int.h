@@ -33,6 +33,7 @@ struct monitor {
 	struct monitor_args *a;
 	struct sandbox *sb;
 	char *vsock_path, *control_path;
+	char *cgroup_path; /* resolved linux.cgroupsPath we are in, or NULL */
 	int listen_fds[NR_PORTS];
 	int stream_fds[NR_PORTS]; /* accepted guest streams */
 	int control_fd; /* listener of control.sock */

@@ -19,7 +19,9 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/protocol.h"
+#include "runtime/cgroup.h"
 #include "runtime/guest-spec.h"
+#include "runtime/hooks.h"
 #include "runtime/monitor-client.h"
 #include "runtime/monitor-relay.h"
 #include "runtime/monitor-int.h"
@@ -289,6 +291,36 @@ static int report_ready(struct monitor *m, int r)
 	return q;
 }
 
+/* Before the VM exists, as runc does before the container's process runs:
+ * the cgroup (with the host-side limits), then prestart and createRuntime
+ * hooks, which see the state "creating" with our pid. */
+static int host_setup(struct monitor *m)
+{
+	struct monitor_args *a = m->a;
+	const struct oci_spec *spec = a->b->spec;
+	const char *cg = spec->linux_spec ? spec->linux_spec->cgroups_path : NULL;
+	int r;
+
+	a->c->state->pid = getpid();
+	if (cg && *cg) {
+		r = cgroup_resolve(cg, a->systemd_cgroup, &m->cgroup_path);
+		if (r >= 0)
+			r = cgroup_enter(m->cgroup_path, spec->linux_spec->resources, getpid());
+		if (r < 0) {
+			free(m->cgroup_path);
+			m->cgroup_path = NULL;
+			return r;
+		}
+		r = oci_map_set(&a->c->state->private_data, STATE_KEY_CGROUP, m->cgroup_path);
+		if (r < 0)
+			return r;
+	}
+	r = hooks_run(spec, OCI_HOOK_PRESTART, a->c->state);
+	if (r >= 0)
+		r = hooks_run(spec, OCI_HOOK_CREATE_RUNTIME, a->c->state);
+	return r;
+}
+
 static int bring_up(struct monitor *m)
 {
 	struct monitor_args *a = m->a;
@@ -297,7 +329,9 @@ static int bring_up(struct monitor *m)
 
 	if (asprintf(&disk, "%s/%s", a->c->dir, MONITOR_DISK) < 0)
 		return -ENOMEM;
-	r = open_listeners(m);
+	r = host_setup(m);
+	if (r >= 0)
+		r = open_listeners(m);
 	if (r >= 0)
 		r = sandbox_start(
 		    &(struct sandbox_opts){.plan = a->plan,
@@ -467,10 +501,16 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	    asprintf(&m.control_path, "%s/%s", a->c->dir, MONITOR_CONTROL_SOCK) < 0)
 		_exit(EXIT_MONITOR_FAILED);
 	r = bring_up(&m);
+	/* On failure our cgroup goes before create hears of it (create then
+	 * kills us and removes the state, which names the cgroup). */
+	if (r < 0 && m.cgroup_path)
+		cgroup_remove(m.cgroup_path);
 	if (report_ready(&m, r) < 0 && r >= 0) {
 		/* Still holding the creator's lock: remove what it would have. */
 		log_error("the creating process went away: removing container %s", a->c->state->id);
 		shut_down(&m);
+		if (m.cgroup_path)
+			cgroup_remove(m.cgroup_path);
 		rm_rf(a->c->dir);
 		_exit(EXIT_MONITOR_FAILED);
 	}

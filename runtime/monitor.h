@@ -27,6 +27,9 @@
 #define MONITOR_DISK "rootfs.img"
 #define MONITOR_CONSOLE "console.log"
 
+/* Key of the private state map: the host cgroup the monitor is in. */
+#define STATE_KEY_CGROUP "cgroup-path"
+
 struct monitor_args {
 	struct container *c; /* locked; the monitor saves the created state, then unlocks */
 	const struct bundle *b;
@@ -34,6 +37,7 @@ struct monitor_args {
 	const char *pid_file; /* absolute, or NULL */
 	const char *console_path; /* guest console log, or NULL */
 	int ready_fd; /* "ok\n" or "error <message>\n" is written here once */
+	bool systemd_cgroup; /* linux.cgroupsPath is "slice:prefix:name" */
 };
 
 /* Run the monitor in this (freshly forked) process. Never returns: exits
