@@ -127,8 +127,6 @@ int guest_spec_check(const struct oci_spec *spec)
 	struct stat st;
 	int r;
 
-	if (spec->process && spec->process->terminal)
-		return err_set(-ENOTSUP, "process.terminal: a terminal is not supported yet");
 	for (size_t i = 0; i < spec->n_mounts; i++) {
 		if (!mount_is_bind(&spec->mounts[i]))
 			continue;
@@ -253,6 +251,10 @@ static int conv_all(const struct oci_spec *spec, const struct oci_state *state, 
 	r = conv_process(spec->process, &s->process);
 	if (r < 0)
 		return r;
+	/* A terminal is one pty stream on the stdin port (the monitor's). */
+	s->process.terminal = spec->process->terminal;
+	s->process.rows = (uint16_t)spec->process->console_size.height;
+	s->process.cols = (uint16_t)spec->process->console_size.width;
 	s->hostname = str_dup(spec->hostname);
 	s->domainname = str_dup(spec->domainname);
 	s->root_device = strdup("/dev/vda");

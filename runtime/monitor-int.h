@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <termios.h>
 
 #include "common/protocol.h"
 #include "runtime/monitor.h"
@@ -44,6 +45,10 @@ struct monitor {
 	uint32_t exit_status;
 	struct relay *relays[NR_PORTS];
 	struct monitor_exec execs[MONITOR_MAX_EXECS];
+	int tty_fd; /* host end of the container's terminal, or -1 */
+	bool tty_raw; /* tty_fd is our stdin, made raw: tty_saved restores it */
+	struct termios tty_saved;
+	unsigned rows, cols; /* last size passed on */
 };
 
 /* Send msg to guest-init and wait up to timeout_ms for the answer with its
@@ -56,6 +61,9 @@ void monitor_note(struct monitor *m, const struct proto_msg *msg);
 
 /* Accept and answer one client of control.sock. */
 void monitor_serve_client(struct monitor *m);
+
+/* Resize the pty of the container's process (pid 0) or an exec'd one. */
+int monitor_resize(struct monitor *m, uint32_t pid, unsigned rows, unsigned cols);
 
 /* Signal the container's process (pid 0) or an exec'd one. */
 int monitor_signal(struct monitor *m, uint32_t pid, int signo, bool all);

@@ -100,7 +100,7 @@ int monitor_signal(struct monitor *m, uint32_t pid, int signo, bool all)
 	return r;
 }
 
-static int do_resize(struct monitor *m, uint32_t pid, unsigned rows, unsigned cols)
+int monitor_resize(struct monitor *m, uint32_t pid, unsigned rows, unsigned cols)
 {
 	struct proto_msg msg = {.type = PROTO_MSG_RESIZE}, ans = {0};
 	int r;
@@ -252,7 +252,7 @@ void monitor_serve_client(struct monitor *m)
 	else if (sscanf(line, "signal %u %d", &pid, &signo) == 2)
 		r = monitor_signal(m, pid, signo, false);
 	else if (sscanf(line, "resize %u %u %u", &pid, &rows, &cols) == 3)
-		r = do_resize(m, pid, rows, cols);
+		r = monitor_resize(m, pid, rows, cols);
 	else if (strcmp(line, "exec") == 0)
 		r = do_exec(m, fd, &keep, detail, sizeof(detail));
 	else if (strcmp(line, "pause") == 0 || strcmp(line, "resume") == 0)

@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/protocol.h"
 #include "runtime/cgroup.h"
+#include "runtime/console.h"
 #include "runtime/guest-spec.h"
 #include "runtime/hooks.h"
 #include "runtime/monitor-client.h"
@@ -32,6 +33,7 @@
 /* Under CPU emulation a Linux guest needs about two minutes to boot. */
 #define BOOT_TIMEOUT_S_DEFAULT 600
 #define POWEROFF_WAIT_MS 3000
+#define TTY_POLL_MS 250
 
 static const uint32_t ports[NR_PORTS] = {KVRUN_PROTO_CONTROL_PORT, GUEST_PORT_STDIN, GUEST_PORT_STDOUT,
                                          GUEST_PORT_STDERR};
@@ -233,6 +235,67 @@ static int boot_timeout_ms(void)
 	return (int)((v > 0 && v < 86400 ? v : BOOT_TIMEOUT_S_DEFAULT) * 1000);
 }
 
+static void null_stdio(void)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	for (int i = 0; i < 3; i++)
+		dup2(fd, i);
+	if (fd > 2)
+		close(fd);
+}
+
+/* A terminal: one pty stream from the guest (on the stdin port), relayed
+ * to a new host pty whose master goes to the console socket, or to our
+ * own stdin/stdout (the caller's tty, made raw: the guest's pty does the
+ * line discipline, ^C included). */
+static int setup_terminal(struct monitor *m)
+{
+	int in = STDIN_FILENO, out = STDOUT_FILENO, master, r;
+	char name[128];
+
+	r = accept_stream(m, PORT_STDIN, REPLY_TIMEOUT_MS, "the container's terminal stream");
+	if (r < 0)
+		return r;
+	if (m->a->console_socket) {
+		r = console_open_pty(&master, &m->tty_fd, name, sizeof(name));
+		if (r < 0)
+			return r;
+		r = console_send_fd(m->a->console_socket, master, name);
+		close(master);
+		if (r < 0)
+			return r;
+		in = out = m->tty_fd;
+		/* The caller's stdio is not the container's: holding it would
+		 * keep create's stdout/stderr pipes from reaching EOF. */
+		null_stdio();
+	} else if (isatty(STDIN_FILENO) && console_make_raw(STDIN_FILENO, &m->tty_saved) == 0) {
+		m->tty_raw = true;
+		m->tty_fd = STDIN_FILENO;
+	}
+	m->relays[PORT_STDIN] = relay_start(in, m->stream_fds[PORT_STDIN], true);
+	m->relays[PORT_STDOUT] = relay_start(m->stream_fds[PORT_STDIN], out, false);
+	if (!m->relays[PORT_STDIN] || !m->relays[PORT_STDOUT])
+		return err_set(-ENOMEM, "cannot start the terminal relays");
+	return 0;
+}
+
+/* The guest's pty follows the size of ours (no SIGWINCH reaches a monitor
+ * in its own session: the size is looked at when idle). */
+static void follow_size(struct monitor *m)
+{
+	unsigned rows, cols;
+
+	if (m->tty_fd < 0 || console_get_size(m->tty_fd, &rows, &cols) < 0 || (rows == m->rows && cols == m->cols))
+		return;
+	m->rows = rows;
+	m->cols = cols;
+	if (monitor_resize(m, 0, rows, cols) < 0)
+		log_debug("resize: %s", err_msg());
+}
+
 /* START with WAIT: the guest builds the container and answers READY. */
 static int create_container(struct monitor *m)
 {
@@ -248,6 +311,8 @@ static int create_container(struct monitor *m)
 		return err_prefix(r, "creating the container in the VM");
 	log_debug("container created in the guest, pid %u", ans.u.started.pid);
 	proto_msg_free(&ans);
+	if (m->a->b->spec->process->terminal)
+		return setup_terminal(m);
 	for (int i = PORT_STDIN; i < NR_PORTS; i++) {
 		r = accept_stream(m, i, REPLY_TIMEOUT_MS, "the container's stdio streams");
 		if (r < 0)
@@ -403,7 +468,7 @@ static int serve(struct monitor *m)
 				who[n - P_EXECS] = &m->execs[i];
 				p[n++] = (struct pollfd){.fd = m->execs[i].fd, .events = POLLIN};
 			}
-		if (poll(p, n, -1) < 0) {
+		if (poll(p, n, m->tty_fd >= 0 ? TTY_POLL_MS : -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			return err_setsys(-errno, "poll");
@@ -424,6 +489,7 @@ static int serve(struct monitor *m)
 			return err_set(-ECONNRESET, "the VM ended (%s%s%s) before the container's process exited",
 			               vm_exit_reason_name(res.reason), res.detail[0] ? ": " : "", res.detail);
 		}
+		follow_size(m);
 		if (p[P_CONTROL].revents)
 			monitor_serve_client(m);
 		if (p[P_SIGNAL].revents)
@@ -464,6 +530,9 @@ static void shut_down(struct monitor *m)
 			m->execs[i].fd = -1;
 		}
 	remove_sockets(m);
+	if (m->tty_raw)
+		console_restore(STDIN_FILENO, &m->tty_saved);
+	m->tty_raw = false;
 }
 
 /* Die the way the container's process died, so that our reaper sees it. */
@@ -488,13 +557,14 @@ _Noreturn void monitor_exit_like(uint32_t status)
 
 _Noreturn void monitor_main(struct monitor_args *a)
 {
-	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1};
+	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1};
 	int r;
 
 	for (int i = 0; i < NR_PORTS; i++)
 		m.listen_fds[i] = m.stream_fds[i] = -1;
 	for (int i = 0; i < MONITOR_MAX_EXECS; i++)
 		m.execs[i].fd = -1;
+	m.tty_fd = -1;
 	signal(SIGPIPE, SIG_IGN);
 	m.signal_fd = watch_signals();
 	if (asprintf(&m.vsock_path, "%s/%s", a->c->dir, MONITOR_VSOCK_SOCK) < 0 ||

@@ -37,6 +37,7 @@ struct monitor_args {
 	const char *pid_file; /* absolute, or NULL */
 	const char *console_path; /* guest console log, or NULL */
 	int ready_fd; /* "ok\n" or "error <message>\n" is written here once */
+	const char *console_socket; /* absolute, or NULL: receives the pty master */
 	bool systemd_cgroup; /* linux.cgroupsPath is "slice:prefix:name" */
 };
 
