@@ -259,6 +259,23 @@ int cgroup_enter(const char *path, const struct oci_linux_resources *res, pid_t 
 	return 0;
 }
 
+int cgroup_update(const char *path, const struct oci_linux_resources *res)
+{
+	struct hier h[MAX_HIER];
+	char dir[1024];
+	int n, r = 0;
+
+	n = hierarchies(h, MAX_HIER);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n && r >= 0; i++) {
+		r = pathf(dir, sizeof(dir), "%s%s", h[i].dir, path);
+		if (r >= 0)
+			r = set_limits(&h[i], dir, res);
+	}
+	return r;
+}
+
 int cgroup_remove(const char *path)
 {
 	struct hier h[MAX_HIER];

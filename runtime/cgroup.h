@@ -40,6 +40,10 @@ int cgroup_resolve(const char *cgroups_path, bool systemd, char **ret);
  * be NULL) and move pid there. On failure what was created is removed. */
 int cgroup_enter(const char *path, const struct oci_linux_resources *res, pid_t pid);
 
+/* Apply the host-side limits in res (memory limit plus the allowance, cpu
+ * quota/period and shares) to the existing path in every hierarchy. */
+int cgroup_update(const char *path, const struct oci_linux_resources *res);
+
 /* Remove path from every hierarchy (children first are not handled: a
  * container's cgroup has none). Moves the calling process out first if it
  * is inside. Missing directories are fine. */

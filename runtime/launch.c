@@ -130,8 +130,7 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
                           const struct bundle *b, const struct vm_plan *plan, pid_t *ret_pid)
 {
 	_cleanup_free_ char *disk = NULL, *pid_file = NULL, *console = NULL, *console_socket = NULL;
-	struct monitor_args a = {
-	    .c = c, .b = b, .plan = plan, .ready_fd = -1, .systemd_cgroup = ctx->systemd_cgroup};
+	struct monitor_args a = {.c = c, .b = b, .plan = plan, .ready_fd = -1, .systemd_cgroup = ctx->systemd_cgroup};
 	struct timespec t0, t1;
 	int r, fd = -1;
 	pid_t pid;

@@ -204,6 +204,22 @@ static int do_exec(struct monitor *m, int fd, bool *keep, char *detail, size_t s
 	return r;
 }
 
+/* New limits for the guest's container cgroup (0 = max). */
+static int do_update(struct monitor *m, int has_pids, unsigned long long pids, int has_mem, unsigned long long mem)
+{
+	struct proto_msg msg = {.type = PROTO_MSG_UPDATE}, ans = {0};
+	int r;
+
+	if (m->exited)
+		return err_set(-ESRCH, "container not running");
+	if (m->paused)
+		return err_set(-EBUSY, "container is paused");
+	msg.u.update = (struct proto_update){has_pids != 0, pids, has_mem != 0, mem};
+	r = monitor_request(m, &msg, REPLY_TIMEOUT_MS, &ans);
+	proto_msg_free(&ans);
+	return r;
+}
+
 void monitor_exec_exited(struct monitor *m, uint64_t id, uint32_t status)
 {
 	char line[32];
@@ -239,7 +255,8 @@ void monitor_serve_client(struct monitor *m)
 	_cleanup_close_ int fd = accept4(m->control_fd, NULL, NULL, SOCK_CLOEXEC);
 	char line[256], detail[2048] = "";
 	unsigned pid, rows, cols;
-	int signo, all, r;
+	unsigned long long pids, mem;
+	int signo, all, r, has_pids, has_mem;
 	bool keep = false;
 
 	if (fd < 0 || read_line(fd, line, sizeof(line)) < 0)
@@ -261,6 +278,8 @@ void monitor_serve_client(struct monitor *m)
 		r = do_ps(m, detail, sizeof(detail));
 	else if (strcmp(line, "stats") == 0)
 		r = do_stats(m, detail, sizeof(detail));
+	else if (sscanf(line, "update %d %llu %d %llu", &has_pids, &pids, &has_mem, &mem) == 4)
+		r = do_update(m, has_pids, pids, has_mem, mem);
 	else if (strcmp(line, "ping") == 0)
 		r = 0;
 	else
