@@ -121,6 +121,10 @@ static int run_one(const struct oci_hook *h, const char *kind, size_t idx, const
 	cap[0].fd = out[0];
 	cap[1].fd = err[0];
 	r = collect(cap, deadline);
+	/* One line in the log: trailing newlines go. */
+	for (int i = 0; i < 2; i++)
+		while (cap[i].len && (cap[i].buf[cap[i].len - 1] == '\n' || cap[i].buf[cap[i].len - 1] == '\r'))
+			cap[i].buf[--cap[i].len] = 0;
 	if (r == -ETIMEDOUT)
 		kill(pid, SIGKILL);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

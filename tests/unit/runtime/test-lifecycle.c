@@ -162,7 +162,7 @@ TEST(hooks)
 	hs[2] = mkhook((char *)"echo to-out; echo to-err >&2; exit 4", 0);
 	spec.hooks.list[OCI_HOOK_POSTSTART] = (struct oci_hook_list){&hs[2], 1};
 	is_int(hooks_run(&spec, OCI_HOOK_POSTSTART, &st), -EIO);
-	is_str(err_msg(), "error running poststart hook #0: exit status 4, stdout: to-out\n, stderr: to-err\n");
+	is_str(err_msg(), "error running poststart hook #0: exit status 4, stdout: to-out, stderr: to-err");
 
 	spec.hooks.list[OCI_HOOK_POSTSTART].hooks[0].args[2] = strdup("sleep 30");
 	spec.hooks.list[OCI_HOOK_POSTSTART].hooks[0].has_timeout = true;
