@@ -128,6 +128,17 @@ static struct oci_hook mkhook(char *script, int64_t timeout)
 	    .path = strdup("/bin/sh"), .args = args, .has_timeout = timeout > 0, .timeout = timeout};
 }
 
+static void free_hook(struct oci_hook *h)
+{
+	for (size_t k = 0; h->args && h->args[k]; k++)
+		free(h->args[k]);
+	for (size_t k = 0; h->env && h->env[k]; k++)
+		free(h->env[k]);
+	free(h->args);
+	free(h->env);
+	free(h->path);
+}
+
 TEST(hooks)
 {
 	struct oci_spec spec = {0};
@@ -164,12 +175,15 @@ TEST(hooks)
 	is_int(hooks_run(&spec, OCI_HOOK_POSTSTART, &st), -EIO);
 	is_str(err_msg(), "error running poststart hook #0: exit status 4, stdout: to-out, stderr: to-err");
 
-	spec.hooks.list[OCI_HOOK_POSTSTART].hooks[0].args[2] = strdup("sleep 30");
+	free(hs[2].args[2]);
+	hs[2].args[2] = strdup("sleep 30");
 	spec.hooks.list[OCI_HOOK_POSTSTART].hooks[0].has_timeout = true;
 	spec.hooks.list[OCI_HOOK_POSTSTART].hooks[0].timeout = 1;
 	is_int(hooks_run(&spec, OCI_HOOK_POSTSTART, &st), -ETIMEDOUT);
 	is_str(err_msg(), "error running poststart hook #0: timeout after 1 seconds");
 	is_int(hooks_run(&spec, OCI_HOOK_POSTSTOP, &st), 0);
+	for (int i = 0; i < 3; i++)
+		free_hook(&hs[i]);
 }
 
 TEST(cleanup)
