@@ -11,7 +11,11 @@
  *   poweroff    ends through the test exit port with exit_code=N (0)
  *   reset       i8042 reset (port 0x64 <- 0xfe), or reset_via=cf9
  *   triplefault exception with an empty IDT
- *   spin        loops forever */
+ *   spin        loops forever
+ *   acpi        finds and checks the ACPI tables (acpi_virtio=N devices
+ *               expected in the DSDT), then powers off through the FADT
+ *               sleep register (or resets through RESET_REG with
+ *               acpi_action=reset) */
 #include "guest.h"
 #include "hw.h"
 
@@ -175,6 +179,8 @@ void guest_main(uint64_t boot_params)
 		do_triple_fault();
 	if (streq(test, "spin"))
 		spin();
+	if (streq(test, "acpi"))
+		check_acpi();
 
 	bool all = streq(test, "all");
 	bool known = false;
