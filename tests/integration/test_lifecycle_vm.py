@@ -185,11 +185,19 @@ def exec_tty(t, root, tmp):
         os.write(master, b"stty size\n")
         got += pty_read_until(master, "33 101", timeout=3)
     t.ok("33 101" in got, "tty exec: a resize of the host pty reaches the guest's", got[-200:])
-    os.write(master, b"sleep 1000\n")
-    time.sleep(2)
-    os.write(master, b"\x03")
-    os.write(master, b"echo after-$((2+2))\n")
-    t.ok("after-4" in pty_read_until(master, "after-4"), "tty exec: ^C interrupts the foreground job, shell lives")
+    os.write(master, b"echo sleeping-$((3+4)); sleep 1000\n")
+    pty_read_until(master, "sleeping-7", timeout=120)
+    # The sleep may not run yet when ^C comes (a loaded emulating host):
+    # ^C again until the shell answers (^C also flushes typed input).
+    got = ""
+    end = time.time() + 240
+    while "after-4" not in got and time.time() < end:
+        time.sleep(2)
+        os.write(master, b"\x03")
+        time.sleep(1)
+        os.write(master, b"echo after-$((2+2))\n")
+        got += pty_read_until(master, "after-4", timeout=20)
+    t.ok("after-4" in got, "tty exec: ^C interrupts the foreground job, shell lives", got[-300:])
     os.write(master, b"exit 3\n")
     st = reap(proxy)
     t.ok(st is not None and os.WIFEXITED(st) and os.WEXITSTATUS(st) == 3, "tty exec: the proxy exits 3 like the shell",
