@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-7}
-kdir=${KVRUN_GUEST_KERNEL_DIR:-/work/shared/guest-kernel}
+kdir=${KVRUN_GUEST_KERNEL_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/shared/guest-kernel}
 kvrun=${KVRUN:-build/runtime/kvrun}
 for f in "$kvrun" "$kdir/vmlinux" "$kdir/bzImage" "$kdir/cmdline.txt" "$kdir/mkinitramfs.sh"; do
 	[ -e "$f" ] || { echo "vmm-setup: missing $f" >&2; exit 1; }

@@ -261,6 +261,12 @@ static const struct field stats_fields[] = {
 };
 DESC(stats_desc, struct proto_stats, stats_fields);
 
+static const struct field update_fields[] = {
+    FLD_HAS(1, F_U64, struct proto_update, pids_max, has_pids_max),
+    FLD_HAS(2, F_U64, struct proto_update, memory_max, has_memory_max),
+};
+DESC(update_desc, struct proto_update, update_fields);
+
 static const struct field error_fields[] = {
     FLD(1, F_U32, struct proto_error, err),
     FLD(2, F_STR, struct proto_error, message),
@@ -293,6 +299,8 @@ static const struct desc *type_desc(uint16_t type)
 		return &stats_desc;
 	case PROTO_MSG_ERROR:
 		return &error_desc;
+	case PROTO_MSG_UPDATE:
+		return &update_desc;
 	}
 	return NULL;
 }
@@ -303,7 +311,7 @@ const char *proto_type_name(uint16_t type)
 	    [PROTO_MSG_HELLO] = "HELLO",   [PROTO_MSG_START] = "START",     [PROTO_MSG_READY] = "READY",
 	    [PROTO_MSG_GO] = "GO",         [PROTO_MSG_STARTED] = "STARTED", [PROTO_MSG_EXEC] = "EXEC",
 	    [PROTO_MSG_SIGNAL] = "SIGNAL", [PROTO_MSG_RESIZE] = "RESIZE",   [PROTO_MSG_EXIT] = "EXIT",
-	    [PROTO_MSG_STATS] = "STATS",   [PROTO_MSG_ERROR] = "ERROR",
+	    [PROTO_MSG_STATS] = "STATS",   [PROTO_MSG_ERROR] = "ERROR",     [PROTO_MSG_UPDATE] = "UPDATE",
 	};
 
 	if (type < ARRAY_SIZE(names) && names[type])

@@ -59,6 +59,7 @@ enum proto_type {
 	PROTO_MSG_EXIT = 9, /* guest -> host: a process ended (wait status) */
 	PROTO_MSG_STATS = 10, /* host -> guest request (empty), guest -> host answer */
 	PROTO_MSG_ERROR = 11, /* either way: a request failed */
+	PROTO_MSG_UPDATE = 12, /* host -> guest: change the container's cgroup limits */
 	PROTO_MSG__MAX,
 };
 
@@ -200,6 +201,15 @@ struct proto_stats {
 	uint64_t pids_current;
 };
 
+/* Limits of the guest's container cgroup that can change at run time;
+ * only the fields with has_* set are written. 0 means "max" (no limit). */
+struct proto_update {
+	bool has_pids_max;
+	uint64_t pids_max;
+	bool has_memory_max;
+	uint64_t memory_max;
+};
+
 struct proto_error {
 	uint32_t err; /* positive errno */
 	char *message;
@@ -218,6 +228,7 @@ struct proto_msg {
 		struct proto_resize resize;
 		struct proto_exit exit;
 		struct proto_stats stats; /* STATS answer; a request has none */
+		struct proto_update update; /* UPDATE; answered by ERROR (err 0 = done) */
 		struct proto_error error;
 	} u;
 };

@@ -364,6 +364,38 @@ static int handle_resize(struct state *st, const struct proto_msg *m)
 	return reply_error(st, m->id, 0, "");
 }
 
+/* UPDATE: write the limits that can change at run time into the
+ * container's cgroup (0 is "max"). */
+static int write_limit(const char *dir, const char *file, uint64_t v)
+{
+	char path[512], val[32];
+	int fd, n, r = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	n = v ? snprintf(val, sizeof(val), "%llu", (unsigned long long)v) : snprintf(val, sizeof(val), "max");
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, val, (size_t)n) < 0)
+		r = -errno;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+static int handle_update(struct state *st, const struct proto_msg *m)
+{
+	const struct proto_update *u = &m->u.update;
+	const char *cg = st->srv->cgroup_dir;
+	int r = 0;
+
+	if (!cg)
+		return reply_error(st, m->id, -ENOTSUP, "the container has no cgroup");
+	if (u->has_pids_max && (r = write_limit(cg, "pids.max", u->pids_max)) < 0)
+		return reply_error(st, m->id, r, "set pids.max");
+	if (u->has_memory_max && (r = write_limit(cg, "memory.max", u->memory_max)) < 0)
+		return reply_error(st, m->id, r, "set memory.max");
+	return reply_error(st, m->id, 0, "");
+}
+
 static int handle_msg(struct state *st, struct proto_msg *m)
 {
 	struct proc *p;
@@ -384,6 +416,8 @@ static int handle_msg(struct state *st, struct proto_msg *m)
 		return handle_resize(st, m);
 	case PROTO_MSG_STATS:
 		return handle_stats(st, m->id);
+	case PROTO_MSG_UPDATE:
+		return handle_update(st, m);
 	default:
 		return reply_error(st, m->id, -EOPNOTSUPP, proto_type_name(m->type));
 	}

@@ -18,6 +18,8 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "runtime/boot-disk.h"
+#include "runtime/boot-vsock.h"
 #include "runtime/cmd-boot.h"
 #include "vmm/boot.h"
 #include "vmm/platform.h"
@@ -46,6 +48,10 @@ struct boot_opts {
 	const char *restore_path; /* --restore */
 	bool vm_shape_given; /* --cpus or --memory */
 	bool restore_trust;
+	char *disk_paths[BOOT_DISK_MAX]; /* --disk, strdup'd */
+	bool disk_ro[BOOT_DISK_MAX];
+	unsigned int ndisks;
+	const char *vsock_path; /* --vsock */
 };
 
 static void usage(FILE *f)
@@ -60,6 +66,13 @@ static void usage(FILE *f)
 	        "  --cpus N             vCPUs (1-%d, default 1)\n"
 	        "  --memory SIZE        guest RAM, e.g. 128M, 2G (default 256M; no suffix: MiB)\n"
 	        "  --console[=FILE]     write the serial console to FILE (default stderr)\n"
+	        "  --acpi               give the guest ACPI tables (RSDP, XSDT, FADT, MADT, DSDT):\n"
+	        "                       virtio-mmio devices and COM1 in the DSDT, power-off through\n"
+	        "                       the FADT sleep register; without it: MP table, devices on the\n"
+	        "                       command line (virtio_mmio.device=) and acpi=off\n"
+	        "  --disk PATH[,ro]     attach a raw image as a virtio-blk disk (up to %d)\n"
+	        "  --vsock PATH         attach virtio-vsock (guest CID 3) with its host unix socket\n"
+	        "                       at PATH (a guest connect to port P reaches PATH_P)\n"
 	        "  --test-device        add the test device (exit/irq/ncpus ports, MMIO window)\n"
 	        "  --timeout SECONDS    end the VM after this long\n"
 	        "  --timings            print a JSON line with setup/boot times and memory on stderr\n"
@@ -75,8 +88,8 @@ static void usage(FILE *f)
 	        "  %d reboot (i8042, port 0xcf9, KVM reset); %d triple fault; %d crash\n"
 	        "  (KVM internal error, failed entry, unknown exit); %d timeout; %d kvrun error\n"
 	        "  (bad option, kernel, initrd, /dev/kvm); 128+N stopped by signal N (SIGINT, SIGTERM).\n",
-	        VM_MAX_CPUS, BOOT_EXIT_REBOOT, BOOT_EXIT_TRIPLE_FAULT, BOOT_EXIT_CRASH, BOOT_EXIT_TIMEOUT,
-	        BOOT_EXIT_ERROR);
+	        VM_MAX_CPUS, BOOT_DISK_MAX, BOOT_EXIT_REBOOT, BOOT_EXIT_TRIPLE_FAULT, BOOT_EXIT_CRASH,
+	        BOOT_EXIT_TIMEOUT, BOOT_EXIT_ERROR);
 }
 
 static int parse_size(const char *s, uint64_t *ret)
@@ -130,6 +143,13 @@ static int check_args(const struct boot_opts *o)
 		return err_set(-EINVAL, "--snapshot-stop needs --snapshot-on-port");
 	if (o->restore_trust && !o->restore_path)
 		return err_set(-EINVAL, "--restore-trust-memory needs --restore");
+	if (o->restore_path && o->boot.use_acpi)
+		return err_set(-EINVAL, "--acpi: a restored VM keeps the firmware tables it was saved with");
+	/* Snapshots hold no virtio device state. */
+	if (o->ndisks && (o->restore_path || o->snapshot_path))
+		return err_set(-EINVAL, "--disk cannot be combined with --snapshot-on-port or --restore");
+	if (o->vsock_path && (o->restore_path || o->snapshot_path))
+		return err_set(-EINVAL, "--vsock cannot be combined with --snapshot-on-port or --restore");
 	return 0;
 }
 
@@ -150,6 +170,9 @@ static int parse_args(int argc, char **argv, struct boot_opts *o)
 		OPT_SNAPSHOT_STOP,
 		OPT_RESTORE,
 		OPT_RESTORE_TRUST,
+		OPT_ACPI,
+		OPT_DISK,
+		OPT_VSOCK,
 		OPT_HELP
 	};
 	static const struct option longopts[] = {
@@ -167,6 +190,9 @@ static int parse_args(int argc, char **argv, struct boot_opts *o)
 	    {"snapshot-stop", no_argument, NULL, OPT_SNAPSHOT_STOP},
 	    {"restore", required_argument, NULL, OPT_RESTORE},
 	    {"restore-trust-memory", no_argument, NULL, OPT_RESTORE_TRUST},
+	    {"acpi", no_argument, NULL, OPT_ACPI},
+	    {"disk", required_argument, NULL, OPT_DISK},
+	    {"vsock", required_argument, NULL, OPT_VSOCK},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {0},
 	};
@@ -225,6 +251,21 @@ static int parse_args(int argc, char **argv, struct boot_opts *o)
 			break;
 		case OPT_RESTORE_TRUST:
 			o->restore_trust = true;
+			break;
+		case OPT_ACPI:
+			o->boot.use_acpi = true;
+			break;
+		case OPT_DISK:
+			if (o->ndisks == BOOT_DISK_MAX)
+				return err_set(-EINVAL, "--disk: at most %d disks", BOOT_DISK_MAX);
+			if (boot_disk_parse(optarg, &o->disk_paths[o->ndisks], &o->disk_ro[o->ndisks]) < 0)
+				return -EINVAL;
+			o->ndisks++;
+			break;
+		case OPT_VSOCK:
+			if (!*optarg)
+				return err_set(-EINVAL, "--vsock: empty path");
+			o->vsock_path = optarg;
 			break;
 		case OPT_HELP:
 		case 'h':
@@ -321,6 +362,11 @@ struct boot_devices {
 	struct test_device *test;
 	struct platform *platform;
 	int console_fd, signal_fd;
+	struct boot_disk disks[BOOT_DISK_MAX];
+	struct acpi_virtio_mmio virtio[BOOT_DISK_MAX + 1];
+	unsigned int ndisks;
+	struct boot_vsock vsock;
+	bool has_vsock;
 };
 
 /* What --snapshot-on-port and --restore measured (0: not done). */
@@ -389,6 +435,16 @@ static int setup_devices(struct vm *vm, const struct boot_opts *o, struct boot_d
 		r = platform_create(vm, &d->platform);
 	if (r >= 0 && o->test_device)
 		r = test_device_create(vm, &d->test);
+	for (unsigned int i = 0; r >= 0 && i < o->ndisks; i++) {
+		d->ndisks++;
+		r = boot_disk_attach(vm, i, o->disk_paths[i], o->disk_ro[i], &d->disks[i]);
+		d->virtio[i] = d->disks[i].where;
+	}
+	if (r >= 0 && o->vsock_path) {
+		d->has_vsock = true;
+		r = boot_vsock_attach(vm, o->ndisks, o->vsock_path, &d->vsock);
+		d->virtio[o->ndisks] = d->vsock.where;
+	}
 	if (r >= 0)
 		r = watch_signals(vm, &d->signal_fd);
 	/* --debug: where the guest is, every 2 s (System.map finds it). */
@@ -401,6 +457,10 @@ static int setup_devices(struct vm *vm, const struct boot_opts *o, struct boot_d
 
 static void free_devices(struct vm *vm, struct boot_devices *d)
 {
+	for (unsigned int i = 0; i < d->ndisks; i++)
+		boot_disk_free(vm, &d->disks[i]);
+	if (d->has_vsock)
+		boot_vsock_free(vm, &d->vsock);
 	test_device_free(d->test);
 	if (d->signal_fd >= 0) {
 		event_loop_remove(vm->loop, d->signal_fd);
@@ -471,6 +531,16 @@ static int restore_vm(struct vm_snapshot *snap, struct boot_snap *sn)
 	return 0;
 }
 
+static int boot_vm(struct vm *vm, const struct boot_opts *o, const struct boot_devices *d)
+{
+	struct boot_config bc = o->boot;
+
+	bc.acpi_com1 = d->serial != NULL; /* the 16550 at 0x3f8 always exists here */
+	bc.virtio = d->virtio;
+	bc.nr_virtio = d->ndisks + (d->has_vsock ? 1 : 0);
+	return boot_linux(vm, &bc);
+}
+
 /* Boot the kernel, or restore the snapshot (snap non-NULL). */
 static int prepare_vm(const struct boot_opts *o, struct vm_snapshot *snap, struct boot_snap *sn)
 {
@@ -488,7 +558,7 @@ static int prepare_vm(const struct boot_opts *o, struct vm_snapshot *snap, struc
 	if (r >= 0 && snap)
 		r = restore_vm(snap, sn);
 	else if (r >= 0)
-		r = boot_linux(sn->vm, &o->boot);
+		r = boot_vm(sn->vm, o, sn->devs);
 	log_debug("boot: kernel loaded at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
 	return r;
 }
@@ -525,17 +595,23 @@ int cmd_boot(int argc, char **argv)
 {
 	struct boot_opts o = {.vm = {.ncpus = 1, .mem_size = 256ULL << 20}};
 	struct vm_result res = {0};
+	bool usage_error = false;
 	int r;
 
 	r = parse_args(argc, argv, &o);
+	if (r == 0)
+		r = run_vm(&o, &res);
+	else if (r < 0)
+		usage_error = true;
+	for (unsigned int i = 0; i < o.ndisks; i++)
+		free(o.disk_paths[i]);
 	if (r > 0)
 		return 0;
-	if (r < 0) {
+	if (usage_error) {
 		fprintf(stderr, "kvrun boot: %s\n", err_msg());
 		usage(stderr);
 		return BOOT_EXIT_ERROR;
 	}
-	r = run_vm(&o, &res);
 	if (r < 0) {
 		fprintf(stderr, "kvrun boot: %s\n", err_msg());
 		return BOOT_EXIT_ERROR;

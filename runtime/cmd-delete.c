@@ -1,10 +1,35 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `kvrun delete <id>`: remove a container and everything it holds. */
 #include <errno.h>
+#include <unistd.h>
 
 #include "common/error.h"
+#include "common/log.h"
+#include "runtime/cgroup.h"
+#include "runtime/hooks.h"
 #include "runtime/launch.h"
+#include "runtime/monitor.h"
 #include "runtime/state.h"
+
+/* After the VM is gone: its cgroup, the poststop hooks (failures are
+ * warnings, as runc's), then the state directory with everything else. */
+static int delete_rest(struct container *c)
+{
+	const char *cg = oci_map_get(&c->state->private_data, STATE_KEY_CGROUP);
+	int r;
+
+	if (cg && cgroup_remove(cg) < 0)
+		log_warn("%s", err_msg());
+	c->state->status = OCI_STATUS_STOPPED;
+	if (c->state->bundle && access(c->state->bundle, F_OK) == 0 &&
+	    hooks_run_bundle(c->state->bundle, OCI_HOOK_POSTSTOP, c->state) < 0)
+		log_warn("%s", err_msg());
+	err_clear();
+	/* The network namespace gets back what the VM took; the state
+	 * directory holds everything else: disk, sockets, logs. */
+	r = launch_destroy(c);
+	return r;
+}
 
 static int run_delete(struct cli_context *ctx, int argc, char **argv)
 {
@@ -46,8 +71,7 @@ static int run_delete(struct cli_context *ctx, int argc, char **argv)
 			return r;
 		}
 	}
-	/* The state directory holds everything else: disk, sockets, logs. */
-	return launch_destroy(c);
+	return delete_rest(c);
 }
 
 const struct cli_command cli_cmd_delete = {

@@ -2,13 +2,31 @@
 /* `kvrun exec <id> <command>...` or `kvrun exec -p process.json <id>`: run
  * another process in a container. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/error.h"
 #include "oci-spec/spec.h"
 #include "runtime/commands.h"
+#include "runtime/exec-proxy.h"
+#include "runtime/guest-spec.h"
 #include "runtime/state.h"
+
+/* An absolute form of path (the proxy may chdir). */
+static char *realpath_or_abs(const char *path)
+{
+	char cwd[4096];
+	char *r = NULL;
+
+	if (path[0] == '/')
+		return strdup(path);
+	if (!getcwd(cwd, sizeof(cwd)) || asprintf(&r, "%s/%s", cwd, path) < 0)
+		return NULL;
+	return r;
+}
 
 struct exec_opts {
 	const char *console_socket, *cwd, *user, *process, *pid_file, *pidfd_socket;
@@ -92,10 +110,144 @@ static int check_process(const struct exec_opts *o, int nargs, bool *ret_termina
 	return r;
 }
 
+static int strv_set(char ***v, size_t at, const char *s)
+{
+	char *d = strdup(s);
+
+	if (!d)
+		return -ENOMEM;
+	free((*v)[at]);
+	(*v)[at] = d;
+	return 0;
+}
+
+/* Add KEY=VALUE to env, replacing an entry with the same key. */
+static int env_set(char ***env, const char *kv)
+{
+	size_t klen = strcspn(kv, "=") + 1, n = 0;
+	char **v;
+
+	for (; *env && (*env)[n]; n++)
+		if (strncmp((*env)[n], kv, klen) == 0)
+			return strv_set(env, n, kv);
+	v = realloc(*env, (n + 2) * sizeof(char *));
+	if (!v)
+		return -ENOMEM;
+	v[n] = v[n + 1] = NULL;
+	*env = v;
+	return strv_set(env, n, kv);
+}
+
+/* runc exec without -p: the container's process with the command line's
+ * args and the flags applied. */
+static int apply_flags(const struct exec_opts *o, char **args, int nargs, struct proto_process *p)
+{
+	char **v = calloc((size_t)nargs + 1, sizeof(char *));
+	unsigned long uid, gid;
+	int r;
+
+	if (!v)
+		return -ENOMEM;
+	for (int k = 0; k < nargs; k++)
+		if (!(v[k] = strdup(args[k])))
+			return -ENOMEM;
+	for (size_t k = 0; p->args && p->args[k]; k++)
+		free(p->args[k]);
+	free(p->args);
+	p->args = v;
+	for (size_t k = 0; k < o->env.n; k++)
+		if ((r = env_set(&p->env, o->env.v[k])) < 0)
+			return r;
+	if (o->cwd) {
+		free(p->cwd);
+		if (!(p->cwd = strdup(o->cwd)))
+			return -ENOMEM;
+	}
+	if (o->user) {
+		int n = sscanf(o->user, "%lu:%lu", &uid, &gid);
+
+		p->uid = (uint32_t)uid;
+		p->gid = n == 2 ? (uint32_t)gid : 0;
+	}
+	if (o->gids.n) {
+		free(p->additional_gids);
+		p->additional_gids = calloc(o->gids.n, sizeof(uint32_t));
+		if (!p->additional_gids)
+			return -ENOMEM;
+		for (size_t k = 0; k < o->gids.n; k++)
+			p->additional_gids[k] = (uint32_t)strtoul(o->gids.v[k], NULL, 10);
+		p->n_additional_gids = o->gids.n;
+	}
+	for (size_t k = 0; k < o->caps.n && p->has_caps; k++) {
+		int c = oci_capability_from_name(o->caps.v[k]);
+
+		if (c >= 0 && c < 64) {
+			p->cap_bounding |= 1ULL << c;
+			p->cap_effective |= 1ULL << c;
+			p->cap_permitted |= 1ULL << c;
+		}
+	}
+	if (o->no_new_privs)
+		p->no_new_privileges = true;
+	p->terminal = o->tty;
+	p->rows = p->cols = 0;
+	return 0;
+}
+
+/* What kvrun cannot do for an exec'd process in a VM. */
+static int check_unsupported(const struct exec_opts *o)
+{
+	if (o->preserve_fds)
+		return err_set(-ENOTSUP, "--preserve-fds is not supported: file descriptors cannot be passed into the "
+		                         "container's VM");
+	if (o->pidfd_socket && *o->pidfd_socket)
+		return err_set(-ENOTSUP, "--pidfd-socket is not supported: the process runs in the container's VM "
+		                         "(its exec proxy's pid is in --pid-file)");
+	if (o->cgroups.n)
+		return err_set(-ENOTSUP, "--cgroup is not supported: sub-cgroups live inside the container's VM");
+	if (o->process_label && *o->process_label)
+		return err_set(-ENOTSUP, "--process-label is not supported: no SELinux in the container's VM");
+	if (o->apparmor && *o->apparmor)
+		return err_set(-ENOTSUP, "--apparmor is not supported: no AppArmor in the container's VM");
+	return 0;
+}
+
+static int build_process(const struct exec_opts *o, const char *bundle, char **args, int nargs,
+                         struct proto_process *ret)
+{
+	struct oci_process *op = NULL;
+	struct oci_spec *spec = NULL;
+	_cleanup_free_ char *config = NULL;
+	int r;
+
+	if (o->process) {
+		r = oci_process_load(o->process, &op);
+		if (r >= 0)
+			r = guest_process_from_oci(op, ret);
+		oci_process_free(op);
+		return r;
+	}
+	if (asprintf(&config, "%s/config.json", bundle) < 0)
+		return -ENOMEM;
+	r = oci_spec_load(config, &spec);
+	if (r >= 0 && !spec->process)
+		r = err_set(-EINVAL, "%s: process: missing", config);
+	if (r >= 0)
+		r = guest_process_from_oci(spec->process, ret);
+	oci_spec_free(spec);
+	if (r >= 0)
+		r = apply_flags(o, args, nargs, ret);
+	if (r == -ENOMEM)
+		err_set(r, "out of memory");
+	return r;
+}
+
 /* Everything after the flags; errors read "exec failed: ..." as runc's. */
-static int exec_do(struct cli_context *ctx, const struct exec_opts *o, char *id, int nargs)
+static int exec_do(struct cli_context *ctx, const struct exec_opts *o, char **argv, int nargs)
 {
 	_cleanup_container_ struct container *c = NULL;
+	_cleanup_free_ char *dir = NULL, *bundle = NULL, *pid_file = NULL;
+	struct proto_process proc = {0};
 	bool terminal = false, have_socket;
 	int r;
 
@@ -104,15 +256,35 @@ static int exec_do(struct cli_context *ctx, const struct exec_opts *o, char *id,
 	r = check_process(o, nargs, &terminal);
 	if (r < 0)
 		return r;
+	r = check_unsupported(o);
+	if (r < 0)
+		return r;
 	have_socket = o->console_socket && *o->console_socket;
 	if (terminal && o->detach && !have_socket)
 		return err_set(-EINVAL, "cannot allocate tty if kvrun will detach without setting console socket");
 	if (!terminal && have_socket)
 		return err_set(-EINVAL, "cannot use console socket if kvrun will not detach or allocate tty");
-	r = cli_load_container(ctx, id, o->ignore_paused ? CONTAINER_OP_EXEC_IGNORE_PAUSED : CONTAINER_OP_EXEC, &c);
+	r = cli_load_container(ctx, argv[0], o->ignore_paused ? CONTAINER_OP_EXEC_IGNORE_PAUSED : CONTAINER_OP_EXEC,
+	                       &c);
 	if (r < 0)
 		return r;
-	return cli_not_implemented("exec", "running a process in a container's VM");
+	dir = strdup(c->dir);
+	bundle = strdup(c->state->bundle ? c->state->bundle : ".");
+	if (o->pid_file && *o->pid_file)
+		pid_file = realpath_or_abs(o->pid_file);
+	if (!dir || !bundle || (o->pid_file && *o->pid_file && !pid_file))
+		return -ENOMEM;
+	/* Nobody else may wait on the lock while the process runs. */
+	container_free(TAKE_PTR(c));
+	r = build_process(o, bundle, argv + 1, nargs, &proc);
+	if (r >= 0)
+		r = exec_proxy_run(&(struct exec_proxy_opts){.dir = dir,
+		                                             .proc = &proc,
+		                                             .console_socket = have_socket ? o->console_socket : NULL,
+		                                             .pid_file = pid_file,
+		                                             .detach = o->detach});
+	proto_process_free(&proc);
+	return r;
 }
 
 static int run_exec(struct cli_context *ctx, int argc, char **argv)
@@ -149,7 +321,7 @@ static int run_exec(struct cli_context *ctx, int argc, char **argv)
 
 	r = cli_parse_args(&cli_cmd_exec, flags, argc, argv, CLI_ARGS_MIN, 1, &i);
 	if (r == 0) {
-		r = exec_do(ctx, &o, argv[i], argc - i - 1);
+		r = exec_do(ctx, &o, argv + i, argc - i - 1);
 		if (r < 0)
 			r = err_prefix(r, "exec failed");
 	}

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `kvrun pause <id>`: pause suspends all processes inside the container. */
 #include "runtime/commands.h"
+#include "runtime/monitor-client.h"
 #include "runtime/state.h"
+
+#define PAUSE_TIMEOUT_MS 30000
 
 static int run_pause(struct cli_context *ctx, int argc, char **argv)
 {
@@ -15,7 +18,10 @@ static int run_pause(struct cli_context *ctx, int argc, char **argv)
 	r = cli_load_container(ctx, argv[i], CONTAINER_OP_PAUSE, &c);
 	if (r < 0)
 		return r;
-	return cli_not_implemented("pause", "pausing the VM");
+	r = monitor_call(c->dir, "pause", PAUSE_TIMEOUT_MS, NULL);
+	if (r < 0)
+		return r;
+	return container_set_status(c, OCI_STATUS_PAUSED, 0);
 }
 
 const struct cli_command cli_cmd_pause = {

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `kvrun resume <id>`: resumes all processes that have been previously paused. */
 #include "runtime/commands.h"
+#include "runtime/monitor-client.h"
 #include "runtime/state.h"
+
+#define PAUSE_TIMEOUT_MS 30000
 
 static int run_resume(struct cli_context *ctx, int argc, char **argv)
 {
@@ -15,7 +18,10 @@ static int run_resume(struct cli_context *ctx, int argc, char **argv)
 	r = cli_load_container(ctx, argv[i], CONTAINER_OP_RESUME, &c);
 	if (r < 0)
 		return r;
-	return cli_not_implemented("resume", "resuming the VM");
+	r = monitor_call(c->dir, "resume", PAUSE_TIMEOUT_MS, NULL);
+	if (r < 0)
+		return r;
+	return container_set_status(c, OCI_STATUS_RUNNING, 0);
 }
 
 const struct cli_command cli_cmd_resume = {

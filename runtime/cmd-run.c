@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "runtime/hooks.h"
 #include "runtime/launch.h"
 #include "runtime/state.h"
 
@@ -67,6 +68,8 @@ static int run_run(struct cli_context *ctx, int argc, char **argv)
 	if (r < 0)
 		return r;
 	r = launch_start(ctx, id);
+	if (r >= 0)
+		r = hooks_after_start(ctx->root, id);
 	if (r < 0) {
 		start_failed(ctx, id, pid);
 		return r;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `kvrun start <id>`: executes the user defined process in a created container. */
+#include "runtime/hooks.h"
 #include "runtime/launch.h"
 
 static int run_start(struct cli_context *ctx, int argc, char **argv)
@@ -10,7 +11,8 @@ static int run_start(struct cli_context *ctx, int argc, char **argv)
 	r = cli_parse_args(&cli_cmd_start, flags, argc, argv, CLI_ARGS_EXACT, 1, &i);
 	if (r != 0)
 		return r < 0 ? r : 0;
-	return launch_start(ctx, argv[i]);
+	r = launch_start(ctx, argv[i]);
+	return r < 0 ? r : hooks_after_start(ctx->root, argv[i]);
 }
 
 const struct cli_command cli_cmd_start = {

@@ -2,14 +2,20 @@
 /* `kvrun update <id>`: change a container's resource limits. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
 #include "common/fileio.h"
 #include "oci-spec/spec.h"
+#include "runtime/cgroup.h"
 #include "runtime/commands.h"
+#include "runtime/monitor-client.h"
+#include "runtime/monitor.h"
 #include "runtime/state.h"
+
+#define UPDATE_TIMEOUT_MS 30000
 
 struct update_opts {
 	const char *resources;
@@ -99,21 +105,115 @@ static int check_values(const struct update_opts *o)
 }
 
 /* --resources FILE or '-': linux.resources JSON, parsed through oci-spec. */
-static int read_resources(const char *path)
+static int read_resources(const char *path, struct oci_linux_resources **ret)
 {
 	_cleanup_free_ char *json = NULL;
-	struct oci_linux_resources *res = NULL;
 	size_t len;
 	int r;
 
 	r = read_file_all(!strcmp(path, "-") ? "/dev/stdin" : path, OCI_SPEC_MAX_SIZE, &json, &len);
 	if (r < 0)
 		return err_setsys(r, "read resources from %s", !strcmp(path, "-") ? "standard input" : path);
-	r = oci_resources_parse(json, len, !strcmp(path, "-") ? "<stdin>" : path, &res);
-	if (r < 0)
-		return r;
-	oci_resources_free(res);
+	return oci_resources_parse(json, len, !strcmp(path, "-") ? "<stdin>" : path, ret);
+}
+
+/* The flags as linux.resources; the ones a VM cannot change fail here. */
+static int flags_to_resources(const struct update_opts *o, struct oci_linux_resources *res)
+{
+	const struct {
+		const char *name;
+		bool set;
+	} fixed[] = {
+	    {"blkio-weight", o->blkio_weight != 0},        {"cpu-rt-period", o->cpu_rt_period != NULL},
+	    {"cpu-rt-runtime", o->cpu_rt_runtime != NULL}, {"cpuset-cpus", o->cpuset_cpus != NULL},
+	    {"cpuset-mems", o->cpuset_mems != NULL},       {"l3-cache-schema", o->l3_cache_schema != NULL},
+	    {"mem-bw-schema", o->mem_bw_schema != NULL},
+	};
+	long long v;
+
+	for (size_t k = 0; k < ARRAY_SIZE(fixed); k++)
+		if (fixed[k].set)
+			return err_set(-ENOTSUP,
+			               "updating %s is not supported: only the memory limit, the pids limit "
+			               "and cpu shares/quota/period can change for a running VM",
+			               fixed[k].name);
+	if (o->memory) {
+		if (!strcmp(o->memory, "-1"))
+			v = 0;
+		else if (parse_ram(o->memory, &v) < 0)
+			return err_set(-EINVAL, "invalid value for memory: %s", o->memory);
+		res->memory.has_limit = true;
+		res->memory.limit = v;
+	}
+	if (o->pids_limit) {
+		res->pids.present = true;
+		res->pids.limit = o->pids_limit;
+	}
+	if (o->cpu_quota && cli_parse_int(o->cpu_quota, &v) == 0)
+		res->cpu.has_quota = true, res->cpu.quota = v;
+	if (o->cpu_period)
+		res->cpu.has_period = cli_parse_uint(o->cpu_period, (unsigned long long *)&res->cpu.period) == 0;
+	if (o->cpu_share)
+		res->cpu.has_shares = cli_parse_uint(o->cpu_share, (unsigned long long *)&res->cpu.shares) == 0;
 	return 0;
+}
+
+/* What a running VM cannot take: anything but memory.limit, pids.limit
+ * and cpu shares/quota/period (zero/empty values mean "unchanged", as in
+ * runc). The VM has no swap, and soft limits have no host meaning: swap
+ * and reservation are accepted and ignored. */
+static int check_changeable(const struct oci_linux_resources *r)
+{
+	const char *bad = NULL;
+
+	if (r->cpu.cpus && *r->cpu.cpus)
+		bad = "cpu.cpus";
+	else if (r->cpu.mems && *r->cpu.mems)
+		bad = "cpu.mems";
+	else if (r->cpu.has_realtime_runtime && r->cpu.realtime_runtime)
+		bad = "cpu.realtimeRuntime";
+	else if (r->cpu.has_realtime_period && r->cpu.realtime_period)
+		bad = "cpu.realtimePeriod";
+	else if (r->memory.has_kernel && r->memory.kernel)
+		bad = "memory.kernel";
+	else if (r->memory.has_kernel_tcp && r->memory.kernel_tcp)
+		bad = "memory.kernelTCP";
+	else if (r->block_io.has_weight && r->block_io.weight)
+		bad = "blockIO.weight";
+	else if (r->n_hugepage_limits)
+		bad = "hugepageLimits";
+	else if (r->n_devices)
+		bad = "devices";
+	else if (r->n_rdma)
+		bad = "rdma";
+	if (bad)
+		return err_set(-ENOTSUP,
+		               "updating %s is not supported: only memory.limit, pids.limit and cpu "
+		               "shares/quota/period can change for a running VM",
+		               bad);
+	return 0;
+}
+
+static int apply(const char *dir, const struct container *c, const struct oci_linux_resources *res)
+{
+	const char *cg = oci_map_get(&c->state->private_data, STATE_KEY_CGROUP);
+	bool cpu = (res->cpu.has_quota && res->cpu.quota) || (res->cpu.has_shares && res->cpu.shares);
+	char req[128];
+	int r;
+
+	if (cpu && !cg)
+		return err_set(-ENOTSUP, "updating cpu limits needs a container with linux.cgroupsPath (they apply to "
+		                         "its VM on the host)");
+	if (res->pids.present || (res->memory.has_limit && res->memory.limit)) {
+		snprintf(req, sizeof(req), "update %d %lld %d %lld", res->pids.present,
+		         (long long)(res->pids.limit > 0 ? res->pids.limit : 0),
+		         res->memory.has_limit && res->memory.limit,
+		         (long long)(res->memory.limit > 0 ? res->memory.limit : 0));
+		r = monitor_call(dir, req, UPDATE_TIMEOUT_MS, NULL);
+		if (r < 0)
+			return r;
+	}
+	return cg ? cgroup_update(cg, res) : 0;
 }
 
 static int run_update(struct cli_context *ctx, int argc, char **argv)
@@ -148,19 +248,30 @@ static int run_update(struct cli_context *ctx, int argc, char **argv)
 	    CLI_FLAG_END,
 	};
 	_cleanup_container_ struct container *c = NULL;
+	struct oci_linux_resources *res = NULL;
 	int r, i;
 
 	r = cli_parse_args(&cli_cmd_update, flags, argc, argv, CLI_ARGS_EXACT, 1, &i);
 	if (r != 0)
 		return r < 0 ? r : 0;
 	/* As runc: with --resources, the other flags are ignored. */
-	r = o.resources ? read_resources(o.resources) : check_values(&o);
-	if (r < 0)
-		return r;
-	r = cli_load_container(ctx, argv[i], CONTAINER_OP_UPDATE, &c);
-	if (r < 0)
-		return r;
-	return cli_not_implemented("update", "changing the resources of a running VM");
+	if (o.resources) {
+		r = read_resources(o.resources, &res);
+	} else {
+		r = check_values(&o);
+		if (r >= 0 && !(res = calloc(1, sizeof(*res))))
+			r = -ENOMEM;
+		if (r >= 0)
+			r = flags_to_resources(&o, res);
+	}
+	if (r >= 0)
+		r = check_changeable(res);
+	if (r >= 0)
+		r = cli_load_container(ctx, argv[i], CONTAINER_OP_UPDATE, &c);
+	if (r >= 0)
+		r = apply(c->dir, c, res);
+	oci_resources_free(res);
+	return r;
 }
 
 const struct cli_command cli_cmd_update = {

@@ -127,8 +127,6 @@ int guest_spec_check(const struct oci_spec *spec)
 	struct stat st;
 	int r;
 
-	if (spec->process && spec->process->terminal)
-		return err_set(-ENOTSUP, "process.terminal: a terminal is not supported yet");
 	for (size_t i = 0; i < spec->n_mounts; i++) {
 		if (!mount_is_bind(&spec->mounts[i]))
 			continue;
@@ -253,6 +251,10 @@ static int conv_all(const struct oci_spec *spec, const struct oci_state *state, 
 	r = conv_process(spec->process, &s->process);
 	if (r < 0)
 		return r;
+	/* A terminal is one pty stream on the stdin port (the monitor's). */
+	s->process.terminal = spec->process->terminal;
+	s->process.rows = (uint16_t)spec->process->console_size.height;
+	s->process.cols = (uint16_t)spec->process->console_size.width;
 	s->hostname = str_dup(spec->hostname);
 	s->domainname = str_dup(spec->domainname);
 	s->root_device = strdup("/dev/vda");
@@ -296,6 +298,22 @@ int guest_spec_from_oci(const struct oci_spec *spec, const struct oci_state *sta
 			err_set(r, "out of memory");
 	}
 	return r;
+}
+
+int guest_process_from_oci(const struct oci_process *op, struct proto_process *ret)
+{
+	int r;
+
+	*ret = (struct proto_process){0};
+	r = conv_process(op, ret);
+	if (r < 0) {
+		proto_process_free(ret);
+		return err_set(r, "out of memory");
+	}
+	ret->terminal = op->terminal;
+	ret->rows = (uint16_t)op->console_size.height;
+	ret->cols = (uint16_t)op->console_size.width;
+	return 0;
 }
 
 int guest_spec_set_net(struct proto_start *s, const struct net_config *cfg)

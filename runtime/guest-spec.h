@@ -35,4 +35,10 @@ int guest_spec_set_net(struct proto_start *s, const struct net_config *cfg);
  * guest_spec_from_oci() (used by create before anything is built). */
 int guest_spec_check(const struct oci_spec *spec);
 
+/* Fill *ret from an exec'd process (runc exec's process.json): as START's
+ * process, plus terminal and console size. The stdio ports are the
+ * container's and are for the caller to replace. *ret is the caller's
+ * (proto_process_free()), zeroed on failure. */
+int guest_process_from_oci(const struct oci_process *op, struct proto_process *ret);
+
 #endif

@@ -136,8 +136,9 @@ static int console_path(struct cli_context *ctx, const struct container *c, char
 static int build_and_fork(struct cli_context *ctx, struct container *c, const struct create_opts *o,
                           const struct bundle *b, const struct vm_plan *plan, struct netns_setup *net, pid_t *ret_pid)
 {
-	_cleanup_free_ char *disk = NULL, *pid_file = NULL, *console = NULL;
-	struct monitor_args a = {.c = c, .b = b, .plan = plan, .ready_fd = -1, .net = net};
+	_cleanup_free_ char *disk = NULL, *pid_file = NULL, *console = NULL, *console_socket = NULL;
+	struct monitor_args a = {
+	    .c = c, .b = b, .plan = plan, .ready_fd = -1, .systemd_cgroup = ctx->systemd_cgroup, .net = net};
 	struct timespec t0, t1;
 	int r, fd = -1;
 	pid_t pid;
@@ -153,11 +154,14 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	          (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
 	r = absolute_path(o->pid_file, &pid_file);
 	if (r >= 0)
+		r = absolute_path(o->console_socket, &console_socket);
+	if (r >= 0)
 		r = console_path(ctx, c, &console);
 	if (r < 0)
 		return r;
 	a.pid_file = pid_file;
 	a.console_path = console;
+	a.console_socket = console_socket;
 	pid = fork_monitor(&a, &fd);
 	if (pid < 0)
 		return pid;

@@ -19,36 +19,24 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/protocol.h"
+#include "runtime/cgroup.h"
+#include "runtime/console.h"
 #include "runtime/guest-spec.h"
+#include "runtime/hooks.h"
 #include "runtime/monitor-client.h"
 #include "runtime/monitor-relay.h"
+#include "runtime/monitor-int.h"
 #include "runtime/monitor.h"
 #include "runtime/sandbox.h"
 
 #define EXIT_MONITOR_FAILED 255
 /* Under CPU emulation a Linux guest needs about two minutes to boot. */
 #define BOOT_TIMEOUT_S_DEFAULT 600
-#define REPLY_TIMEOUT_MS (120 * 1000)
 #define POWEROFF_WAIT_MS 3000
-
-enum { PORT_CTL, PORT_STDIN, PORT_STDOUT, PORT_STDERR, NR_PORTS };
+#define TTY_POLL_MS 250
 
 static const uint32_t ports[NR_PORTS] = {KVRUN_PROTO_CONTROL_PORT, GUEST_PORT_STDIN, GUEST_PORT_STDOUT,
                                          GUEST_PORT_STDERR};
-
-struct monitor {
-	struct monitor_args *a;
-	struct sandbox *sb;
-	char *vsock_path, *control_path;
-	int listen_fds[NR_PORTS];
-	int stream_fds[NR_PORTS]; /* accepted guest streams */
-	int control_fd; /* listener of control.sock */
-	int signal_fd;
-	uint64_t next_id;
-	bool exited; /* EXIT of the container's init received */
-	uint32_t exit_status;
-	struct relay *relays[NR_PORTS];
-};
 
 static int64_t now_ms(void)
 {
@@ -168,18 +156,22 @@ static int recv_msg(struct monitor *m, int timeout_ms, struct proto_msg *ret)
 	return 0;
 }
 
-static void note_exit(struct monitor *m, const struct proto_msg *msg)
+void monitor_note(struct monitor *m, const struct proto_msg *msg)
 {
-	if (msg->type == PROTO_MSG_EXIT && msg->u.exit.init) {
+	if (msg->type != PROTO_MSG_EXIT)
+		return;
+	if (msg->u.exit.init) {
 		m->exited = true;
 		m->exit_status = msg->u.exit.status;
 		log_debug("container process exited, wait status 0x%x", m->exit_status);
+		return;
 	}
+	monitor_exec_exited(m, msg->id, msg->u.exit.status);
 }
 
 /* Send msg and wait for the answer to it (READY/STARTED/ERROR with its id);
  * an EXIT of the init on the way is recorded. ERROR with err 0 is success. */
-static int request(struct monitor *m, struct proto_msg *msg, int timeout_ms, struct proto_msg *ret)
+int monitor_request(struct monitor *m, struct proto_msg *msg, int timeout_ms, struct proto_msg *ret)
 {
 	int64_t deadline = now_ms() + timeout_ms;
 	int r;
@@ -194,7 +186,7 @@ static int request(struct monitor *m, struct proto_msg *msg, int timeout_ms, str
 		r = recv_msg(m, (int)(deadline - now_ms()), &a);
 		if (r < 0)
 			return r;
-		note_exit(m, &a);
+		monitor_note(m, &a);
 		if (a.id == msg->id && a.type != PROTO_MSG_EXIT) {
 			if (a.type == PROTO_MSG_ERROR && a.u.error.err) {
 				r = err_set(-(int)a.u.error.err, "%s",
@@ -243,6 +235,67 @@ static int boot_timeout_ms(void)
 	return (int)((v > 0 && v < 86400 ? v : BOOT_TIMEOUT_S_DEFAULT) * 1000);
 }
 
+static void null_stdio(void)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	for (int i = 0; i < 3; i++)
+		dup2(fd, i);
+	if (fd > 2)
+		close(fd);
+}
+
+/* A terminal: one pty stream from the guest (on the stdin port), relayed
+ * to a new host pty whose master goes to the console socket, or to our
+ * own stdin/stdout (the caller's tty, made raw: the guest's pty does the
+ * line discipline, ^C included). */
+static int setup_terminal(struct monitor *m)
+{
+	int in = STDIN_FILENO, out = STDOUT_FILENO, master, r;
+	char name[128];
+
+	r = accept_stream(m, PORT_STDIN, REPLY_TIMEOUT_MS, "the container's terminal stream");
+	if (r < 0)
+		return r;
+	if (m->a->console_socket) {
+		r = console_open_pty(&master, &m->tty_fd, name, sizeof(name));
+		if (r < 0)
+			return r;
+		r = console_send_fd(m->a->console_socket, master, name);
+		close(master);
+		if (r < 0)
+			return r;
+		in = out = m->tty_fd;
+		/* The caller's stdio is not the container's: holding it would
+		 * keep create's stdout/stderr pipes from reaching EOF. */
+		null_stdio();
+	} else if (isatty(STDIN_FILENO) && console_make_raw(STDIN_FILENO, &m->tty_saved) == 0) {
+		m->tty_raw = true;
+		m->tty_fd = STDIN_FILENO;
+	}
+	m->relays[PORT_STDIN] = relay_start(in, m->stream_fds[PORT_STDIN], true);
+	m->relays[PORT_STDOUT] = relay_start(m->stream_fds[PORT_STDIN], out, false);
+	if (!m->relays[PORT_STDIN] || !m->relays[PORT_STDOUT])
+		return err_set(-ENOMEM, "cannot start the terminal relays");
+	return 0;
+}
+
+/* The guest's pty follows the size of ours (no SIGWINCH reaches a monitor
+ * in its own session: the size is looked at when idle). */
+static void follow_size(struct monitor *m)
+{
+	unsigned rows, cols;
+
+	if (m->tty_fd < 0 || console_get_size(m->tty_fd, &rows, &cols) < 0 || (rows == m->rows && cols == m->cols))
+		return;
+	m->rows = rows;
+	m->cols = cols;
+	if (monitor_resize(m, 0, rows, cols) < 0)
+		log_debug("resize: %s", err_msg());
+}
+
 /* START with WAIT: the guest builds the container and answers READY. */
 static int create_container(struct monitor *m)
 {
@@ -258,12 +311,14 @@ static int create_container(struct monitor *m)
 	}
 	/* The guest's first disk mount and setup run at boot speed: under
 	 * emulation on a loaded host that can take minutes, as the boot does. */
-	r = request(m, &msg, boot_timeout_ms(), &ans);
+	r = monitor_request(m, &msg, boot_timeout_ms(), &ans);
 	proto_msg_free(&msg);
 	if (r < 0)
 		return err_prefix(r, "creating the container in the VM");
 	log_debug("container created in the guest, pid %u", ans.u.started.pid);
 	proto_msg_free(&ans);
+	if (m->a->b->spec->process->terminal)
+		return setup_terminal(m);
 	for (int i = PORT_STDIN; i < NR_PORTS; i++) {
 		r = accept_stream(m, i, REPLY_TIMEOUT_MS, "the container's stdio streams");
 		if (r < 0)
@@ -307,6 +362,36 @@ static int report_ready(struct monitor *m, int r)
 	return q;
 }
 
+/* Before the VM exists, as runc does before the container's process runs:
+ * the cgroup (with the host-side limits), then prestart and createRuntime
+ * hooks, which see the state "creating" with our pid. */
+static int host_setup(struct monitor *m)
+{
+	struct monitor_args *a = m->a;
+	const struct oci_spec *spec = a->b->spec;
+	const char *cg = spec->linux_spec ? spec->linux_spec->cgroups_path : NULL;
+	int r;
+
+	a->c->state->pid = getpid();
+	if (cg && *cg) {
+		r = cgroup_resolve(cg, a->systemd_cgroup, &m->cgroup_path);
+		if (r >= 0)
+			r = cgroup_enter(m->cgroup_path, spec->linux_spec->resources, getpid());
+		if (r < 0) {
+			free(m->cgroup_path);
+			m->cgroup_path = NULL;
+			return r;
+		}
+		r = oci_map_set(&a->c->state->private_data, STATE_KEY_CGROUP, m->cgroup_path);
+		if (r < 0)
+			return r;
+	}
+	r = hooks_run(spec, OCI_HOOK_PRESTART, a->c->state);
+	if (r >= 0)
+		r = hooks_run(spec, OCI_HOOK_CREATE_RUNTIME, a->c->state);
+	return r;
+}
+
 static int bring_up(struct monitor *m)
 {
 	struct monitor_args *a = m->a;
@@ -315,7 +400,9 @@ static int bring_up(struct monitor *m)
 
 	if (asprintf(&disk, "%s/%s", a->c->dir, MONITOR_DISK) < 0)
 		return -ENOMEM;
-	r = open_listeners(m);
+	r = host_setup(m);
+	if (r >= 0)
+		r = open_listeners(m);
 	if (r >= 0)
 		r = sandbox_start(
 		    &(struct sandbox_opts){.plan = a->plan,
@@ -342,79 +429,6 @@ static int bring_up(struct monitor *m)
 	return r;
 }
 
-/* ---- serving the control socket ---------------------------------------- */
-
-static void answer(int fd, int r, const char *detail)
-{
-	char buf[4096];
-	int n;
-
-	if (r >= 0)
-		n = snprintf(buf, sizeof(buf), "ok%s%s\n", detail && *detail ? " " : "", detail ? detail : "");
-	else
-		n = snprintf(buf, sizeof(buf), "error %s\n", err_msg()[0] ? err_msg() : strerror(-r));
-	(void)write_all(fd, buf, n < (int)sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
-}
-
-static int do_start(struct monitor *m, char *detail, size_t size)
-{
-	struct proto_msg msg = {.type = PROTO_MSG_GO}, ans = {0};
-	int r;
-
-	r = request(m, &msg, REPLY_TIMEOUT_MS, &ans);
-	if (r < 0)
-		return r;
-	snprintf(detail, size, "%u", ans.u.started.pid);
-	log_debug("container process started, guest pid %u", ans.u.started.pid);
-	proto_msg_free(&ans);
-	return 0;
-}
-
-static int do_signal(struct monitor *m, int signo, bool all)
-{
-	struct proto_msg msg = {.type = PROTO_MSG_SIGNAL}, ans = {0};
-	int r;
-
-	if (m->exited)
-		return err_set(-ESRCH, "container not running");
-	msg.u.signal = (struct proto_signal){.pid = 0, .signo = (uint32_t)signo, .all = all};
-	r = request(m, &msg, REPLY_TIMEOUT_MS, &ans);
-	proto_msg_free(&ans);
-	return r;
-}
-
-static void serve_client(struct monitor *m)
-{
-	_cleanup_close_ int fd = accept4(m->control_fd, NULL, NULL, SOCK_CLOEXEC);
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-	char line[256] = "", detail[64] = "";
-	int signo, all, r;
-	ssize_t n;
-
-	if (fd < 0)
-		return;
-	/* A client that connects and says nothing must not stall the monitor. */
-	if (poll(&p, 1, 5000) <= 0)
-		return;
-	n = read(fd, line, sizeof(line) - 1);
-	if (n <= 0)
-		return;
-	line[n] = 0;
-	line[strcspn(line, "\n")] = 0;
-	err_clear();
-	if (strcmp(line, "start") == 0)
-		r = do_start(m, detail, sizeof(detail));
-	else if (sscanf(line, "kill %d %d", &signo, &all) == 2)
-		r = do_signal(m, signo, all != 0);
-	else if (strcmp(line, "ping") == 0)
-		r = 0;
-	else
-		r = err_set(-EINVAL, "unknown request \"%s\"", line);
-	if (r < 0)
-		log_debug("request \"%s\": %s", line, err_msg());
-	answer(fd, r, detail);
-}
-
 static int watch_signals(void)
 {
 	sigset_t set;
@@ -438,46 +452,58 @@ static void forward_signal(struct monitor *m)
 	struct signalfd_siginfo si;
 
 	while (read(m->signal_fd, &si, sizeof(si)) == sizeof(si))
-		if (!m->exited && si.ssi_signo != SIGWINCH && do_signal(m, (int)si.ssi_signo, false) < 0)
+		if (!m->exited && si.ssi_signo != SIGWINCH && monitor_signal(m, 0, (int)si.ssi_signo, false) < 0)
 			log_debug("forwarding signal %u: %s", si.ssi_signo, err_msg());
 }
 
 /* Until the container's init exits (or the VM ends). */
 static int serve(struct monitor *m)
 {
-	while (!m->exited) {
-		struct pollfd p[4] = {
-		    {.fd = m->control_fd, .events = POLLIN},
-		    {.fd = m->stream_fds[PORT_CTL], .events = POLLIN},
-		    {.fd = sandbox_done_fd(m->sb), .events = POLLIN},
-		    {.fd = m->signal_fd, .events = POLLIN},
-		};
+	enum { P_CONTROL, P_GUEST, P_DONE, P_SIGNAL, P_EXECS };
+	struct pollfd p[P_EXECS + MONITOR_MAX_EXECS];
+	struct monitor_exec *who[MONITOR_MAX_EXECS];
 
-		if (poll(p, 4, -1) < 0) {
+	while (!m->exited) {
+		nfds_t n = P_EXECS;
+
+		p[P_CONTROL] = (struct pollfd){.fd = m->control_fd, .events = POLLIN};
+		p[P_GUEST] = (struct pollfd){.fd = m->stream_fds[PORT_CTL], .events = POLLIN};
+		p[P_DONE] = (struct pollfd){.fd = sandbox_done_fd(m->sb), .events = POLLIN};
+		p[P_SIGNAL] = (struct pollfd){.fd = m->signal_fd, .events = POLLIN};
+		for (int i = 0; i < MONITOR_MAX_EXECS; i++)
+			if (m->execs[i].fd >= 0) {
+				who[n - P_EXECS] = &m->execs[i];
+				p[n++] = (struct pollfd){.fd = m->execs[i].fd, .events = POLLIN};
+			}
+		if (poll(p, n, m->tty_fd >= 0 ? TTY_POLL_MS : -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			return err_setsys(-errno, "poll");
 		}
-		if (p[1].revents) {
+		if (p[P_GUEST].revents) {
 			struct proto_msg msg = {0};
 			int r = proto_recv(m->stream_fds[PORT_CTL], &msg);
 
 			if (r < 0)
 				return err_setsys(r, "guest-init closed the control stream");
-			note_exit(m, &msg);
+			monitor_note(m, &msg);
 			proto_msg_free(&msg);
 			continue;
 		}
-		if (p[2].revents) {
+		if (p[P_DONE].revents) {
 			struct vm_result res = m->sb->vm->result;
 
 			return err_set(-ECONNRESET, "the VM ended (%s%s%s) before the container's process exited",
 			               vm_exit_reason_name(res.reason), res.detail[0] ? ": " : "", res.detail);
 		}
-		if (p[0].revents)
-			serve_client(m);
-		if (p[3].revents)
+		follow_size(m);
+		if (p[P_CONTROL].revents)
+			monitor_serve_client(m);
+		if (p[P_SIGNAL].revents)
 			forward_signal(m);
+		for (nfds_t i = P_EXECS; i < n; i++)
+			if (p[i].revents && who[i - P_EXECS]->fd == p[i].fd)
+				monitor_exec_gone(m, who[i - P_EXECS]);
 	}
 	return 0;
 }
@@ -504,11 +530,20 @@ static void shut_down(struct monitor *m)
 			close(m->stream_fds[i]);
 			m->stream_fds[i] = -1;
 		}
+	/* Exec'd processes died with the VM: their proxies see EOF. */
+	for (int i = 0; i < MONITOR_MAX_EXECS; i++)
+		if (m->execs[i].fd >= 0) {
+			close(m->execs[i].fd);
+			m->execs[i].fd = -1;
+		}
 	remove_sockets(m);
+	if (m->tty_raw)
+		console_restore(STDIN_FILENO, &m->tty_saved);
+	m->tty_raw = false;
 }
 
 /* Die the way the container's process died, so that our reaper sees it. */
-static _Noreturn void exit_like(uint32_t status)
+_Noreturn void monitor_exit_like(uint32_t status)
 {
 	if (WIFSIGNALED(status)) {
 		int sig = WTERMSIG(status);
@@ -529,21 +564,30 @@ static _Noreturn void exit_like(uint32_t status)
 
 _Noreturn void monitor_main(struct monitor_args *a)
 {
-	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1};
+	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1};
 	int r;
 
 	for (int i = 0; i < NR_PORTS; i++)
 		m.listen_fds[i] = m.stream_fds[i] = -1;
+	for (int i = 0; i < MONITOR_MAX_EXECS; i++)
+		m.execs[i].fd = -1;
+	m.tty_fd = -1;
 	signal(SIGPIPE, SIG_IGN);
 	m.signal_fd = watch_signals();
 	if (asprintf(&m.vsock_path, "%s/%s", a->c->dir, MONITOR_VSOCK_SOCK) < 0 ||
 	    asprintf(&m.control_path, "%s/%s", a->c->dir, MONITOR_CONTROL_SOCK) < 0)
 		_exit(EXIT_MONITOR_FAILED);
 	r = bring_up(&m);
+	/* On failure our cgroup goes before create hears of it (create then
+	 * kills us and removes the state, which names the cgroup). */
+	if (r < 0 && m.cgroup_path)
+		cgroup_remove(m.cgroup_path);
 	if (report_ready(&m, r) < 0 && r >= 0) {
 		/* Still holding the creator's lock: remove what it would have. */
 		log_error("the creating process went away: removing container %s", a->c->state->id);
 		shut_down(&m);
+		if (m.cgroup_path)
+			cgroup_remove(m.cgroup_path);
 		rm_rf(a->c->dir);
 		_exit(EXIT_MONITOR_FAILED);
 	}
@@ -561,5 +605,5 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	shut_down(&m);
 	if (r < 0 || !m.exited)
 		_exit(EXIT_MONITOR_FAILED);
-	exit_like(m.exit_status);
+	monitor_exit_like(m.exit_status);
 }

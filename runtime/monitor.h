@@ -15,6 +15,7 @@
 #define KVRUN_RUNTIME_MONITOR_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "runtime/bundle.h"
 #include "runtime/netns.h"
@@ -27,6 +28,9 @@
 #define MONITOR_DISK "rootfs.img"
 #define MONITOR_CONSOLE "console.log"
 
+/* Key of the private state map: the host cgroup the monitor is in. */
+#define STATE_KEY_CGROUP "cgroup-path"
+
 struct monitor_args {
 	struct container *c; /* locked; the monitor saves the created state, then unlocks */
 	const struct bundle *b;
@@ -34,6 +38,8 @@ struct monitor_args {
 	const char *pid_file; /* absolute, or NULL */
 	const char *console_path; /* guest console log, or NULL */
 	int ready_fd; /* "ok\n" or "error <message>\n" is written here once */
+	const char *console_socket; /* absolute, or NULL: receives the pty master */
+	bool systemd_cgroup; /* linux.cgroupsPath is "slice:prefix:name" */
 	struct netns_setup *net; /* interfaces and TAP fds (netns.h), or NULL */
 };
 
@@ -41,5 +47,9 @@ struct monitor_args {
  * with the container process's status, or 255 (after reporting on
  * ready_fd or in the log) when the VM could not be brought up or died. */
 _Noreturn void monitor_main(struct monitor_args *a);
+
+/* Exit with wait status status: the same exit code, or death by the same
+ * signal (default action restored, core dumps off). */
+_Noreturn void monitor_exit_like(uint32_t status);
 
 #endif

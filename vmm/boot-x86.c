@@ -226,9 +226,36 @@ static int boot_write_cmdline(struct vm *vm, const char *cmdline, uint32_t max)
 	return guest_mem_write(&vm->mem, BOOT_CMDLINE_ADDR, cmdline ? cmdline : "", len + 1);
 }
 
+/* ACPI tables, and LINT0 masked on every vCPU. A hardware-reduced Linux
+ * never programs the 8259, which KVM creates with every input unmasked and
+ * to which it routes GSIs 0-15 besides the IOAPIC; on the boot CPU Linux
+ * keeps LINT0 as it finds it (setup_local_APIC()). With LINT0 in ExtINT
+ * mode the UART's IRQ 4 can then reach the CPU from the PIC with vector 4
+ * (#OF): the test guest (test=acpi) gets exception 4 that way, and an early
+ * ACPI boot of kvrun's kernel did too. kvrun's kernel as it is now also
+ * booted without the mask, once; it stays because it costs nothing and a
+ * guest that enables interrupts before it programs LVT0 needs it. */
+static int boot_acpi(struct vm *vm, const struct boot_config *cfg, struct boot_params *bp)
+{
+	uint64_t rsdp;
+	int r;
+
+	r = boot_acpi_tables(&vm->mem, cfg, vm->ncpus, &rsdp);
+	if (r < 0)
+		return r;
+	bp->acpi_rsdp_addr = rsdp;
+	for (unsigned int i = 0; i < vm->ncpus; i++) {
+		r = vcpu_mask_lint0(vm->vcpus[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int boot_linux(struct vm *vm, const struct boot_config *cfg)
 {
 	struct boot_params *bp = guest_mem_ptr(&vm->mem, BOOT_PARAMS_ADDR, sizeof(*bp));
+	_cleanup_free_ char *cmdline = NULL;
 	struct kernel_image img;
 	uint64_t cr3;
 	int r;
@@ -243,7 +270,10 @@ int boot_linux(struct vm *vm, const struct boot_config *cfg)
 		bp->hdr.cmdline_size = img.cmdline_size - 1;
 	if (!bp->hdr.initrd_addr_max)
 		bp->hdr.initrd_addr_max = (uint32_t)img.initrd_addr_max;
-	r = boot_write_cmdline(vm, cfg->cmdline, img.cmdline_size);
+	r = boot_cmdline_compose(cfg, &cmdline);
+	if (r < 0)
+		return r;
+	r = boot_write_cmdline(vm, cmdline, img.cmdline_size);
 	if (r < 0)
 		return r;
 	r = boot_page_tables(&vm->mem, &cr3);
@@ -254,11 +284,14 @@ int boot_linux(struct vm *vm, const struct boot_config *cfg)
 	/* Firmware tables. The MP table is always there; ACPI tables (RSDP
 	 * pointer in bp->acpi_rsdp_addr, tables in [BOOT_ACPI_START,
 	 * BOOT_ACPI_END), reserved in the e820 map by boot_params_fill) are
-	 * built here by vmm/acpi.c when cfg->use_acpi. */
+	 * added when cfg->use_acpi. */
 	r = mptable_write(&vm->mem, BOOT_MPTABLE_ADDR, vm->ncpus);
 	if (r < 0)
 		return err_setsys(r, "writing the MP table for %u vCPUs", vm->ncpus);
-	if (cfg->use_acpi)
-		return err_set(-ENOTSUP, "ACPI tables are not part of this build");
+	if (cfg->use_acpi) {
+		r = boot_acpi(vm, cfg, bp);
+		if (r < 0)
+			return r;
+	}
 	return boot_set_regs(vm->vcpus[0], img.entry, cr3);
 }

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "vmm/acpi.h"
 #include "vmm/mem.h"
 
 struct vm;
@@ -44,19 +45,36 @@ struct boot_params;
 /* initrd_addr_max for an ELF kernel (no setup header to say otherwise). */
 #define BOOT_ELF_INITRD_ADDR_MAX 0x7fffffffULL
 
+/* Most virtio-mmio devices a boot_config can describe. */
+#define BOOT_MAX_VIRTIO_MMIO ACPI_MAX_VIRTIO_MMIO
+
 struct boot_config {
 	const char *kernel_path; /* vmlinux (ELF) or bzImage */
 	const char *initrd_path; /* NULL: none */
 	const char *cmdline; /* NULL: empty */
 	/* Firmware tables: the MP table is always written (kernels without
-	 * ACPI need it). use_acpi adds ACPI tables at BOOT_ACPI_START, built by
-	 * vmm/acpi.c (boot_linux() refuses use_acpi while that is absent). */
+	 * ACPI need it). use_acpi adds ACPI tables at BOOT_ACPI_START
+	 * (vmm/acpi.c), points boot_params.acpi_rsdp_addr at them and masks
+	 * LINT0 on every vCPU. Without use_acpi boot_linux() appends
+	 * " acpi=off" to the command line (unless it already has an "acpi="
+	 * word), so a kernel with ACPI does not scan for tables that are not
+	 * there. */
 	bool use_acpi;
+	/* With use_acpi: describe the 16550 at 0x3f8 (IRQ 4) in the DSDT. Set
+	 * it when the VM has the serial port (serial_create()). */
+	bool acpi_com1;
+	/* The VM's virtio-mmio devices (nr_virtio <= BOOT_MAX_VIRTIO_MMIO),
+	 * borrowed for the call. With use_acpi they are described in the
+	 * DSDT; without, boot_linux() appends one
+	 * "virtio_mmio.device=<size>@<base>:<gsi>" per device to the command
+	 * line. */
+	const struct acpi_virtio_mmio *virtio;
+	unsigned int nr_virtio;
 };
 
 /* Load the kernel and initrd into vm's RAM, write boot_params, the command
- * line, page tables, GDT and MP table, and set the boot vCPU's registers.
- * Errors name the file at fault (err_msg()). */
+ * line, page tables, GDT, MP table and (use_acpi) ACPI tables, and set the
+ * boot vCPU's registers. Errors name the file at fault (err_msg()). */
 int boot_linux(struct vm *vm, const struct boot_config *cfg);
 
 /* --- Pieces of boot_linux(), exposed for unit tests --- */
@@ -89,6 +107,16 @@ void boot_params_fill(struct boot_params *bp, const struct guest_mem *m, uint64_
 
 /* Identity-map [0, max(4 GiB, end of RAM)) with 2 MiB pages; returns CR3. */
 int boot_page_tables(const struct guest_mem *m, uint64_t *ret_cr3);
+
+/* The command line boot_linux() gives the kernel: cfg->cmdline plus the
+ * virtio-mmio fragments (without use_acpi) and " acpi=off" (without
+ * use_acpi, unless cfg->cmdline has an "acpi=" word). Returns a malloc'd
+ * string in *ret, or -ENOMEM / -EINVAL (too many devices). */
+int boot_cmdline_compose(const struct boot_config *cfg, char **ret);
+
+/* Build the ACPI tables for cfg and vm->ncpus at BOOT_ACPI_START in m, and
+ * return the RSDP's GPA in *ret_rsdp. */
+int boot_acpi_tables(const struct guest_mem *m, const struct boot_config *cfg, unsigned int ncpus, uint64_t *ret_rsdp);
 
 /* GDT at BOOT_GDT_ADDR: 0x10 = 64-bit code, 0x18 = data, 0x20 = TSS. */
 int boot_gdt(const struct guest_mem *m);

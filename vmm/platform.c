@@ -84,6 +84,15 @@ static int platform_register_reset(struct vm *vm)
 	return 0;
 }
 
+/* On the vCPU thread that wrote the FADT's sleep (or reset) register. */
+static void acpi_sleep_event(void *opaque, enum acpi_sleep_event ev)
+{
+	if (ev == ACPI_SLEEP_POWER_OFF)
+		vm_stopf(opaque, VM_EXIT_POWEROFF, 0, "ACPI S5");
+	else if (ev == ACPI_SLEEP_RESET)
+		vm_stopf(opaque, VM_EXIT_REBOOT, 0, "ACPI reset register");
+}
+
 int platform_create(struct vm *vm, struct platform **ret)
 {
 	struct platform *p = calloc(1, sizeof(*p));
@@ -91,10 +100,17 @@ int platform_create(struct vm *vm, struct platform **ret)
 
 	if (!p)
 		return -ENOMEM;
+	p->sleep = (struct acpi_sleep_dev){.event = acpi_sleep_event, .opaque = vm};
 	r = platform_register_reset(vm);
 	if (r >= 0)
 		r = rtc_create(vm, &p->rtc);
+	if (r >= 0) {
+		r = bus_register(&vm->pio, ACPI_SLEEP_PORT, 1, &acpi_sleep_dev_ops, &p->sleep);
+		if (r < 0)
+			r = err_setsys(r, "registering the ACPI sleep register at 0x%x", ACPI_SLEEP_PORT);
+	}
 	if (r < 0) {
+		rtc_free(p->rtc);
 		free(p);
 		return r;
 	}

@@ -34,6 +34,7 @@
 #define APIC_LVT1 0x360
 #define APIC_MODE_NMI 0x4
 #define APIC_MODE_EXTINT 0x7
+#define APIC_LVT_MASKED 0x10000u
 
 static void kick_handler(int sig)
 {
@@ -113,6 +114,19 @@ static int vcpu_set_lapic(struct vcpu *v)
 		return err_setsys(-errno, "KVM_GET_LAPIC");
 	*lvt0 = (*lvt0 & ~0x700u) | (APIC_MODE_EXTINT << 8);
 	*lvt1 = (*lvt1 & ~0x700u) | (APIC_MODE_NMI << 8);
+	if (ioctl(v->fd, KVM_SET_LAPIC, &lapic) < 0)
+		return err_setsys(-errno, "KVM_SET_LAPIC");
+	return 0;
+}
+
+int vcpu_mask_lint0(struct vcpu *v)
+{
+	struct kvm_lapic_state lapic;
+	uint32_t *lvt0 = (uint32_t *)&lapic.regs[APIC_LVT0];
+
+	if (ioctl(v->fd, KVM_GET_LAPIC, &lapic) < 0)
+		return err_setsys(-errno, "KVM_GET_LAPIC");
+	*lvt0 |= APIC_LVT_MASKED;
 	if (ioctl(v->fd, KVM_SET_LAPIC, &lapic) < 0)
 		return err_setsys(-errno, "KVM_SET_LAPIC");
 	return 0;

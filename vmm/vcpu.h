@@ -40,6 +40,11 @@ int vcpu_create(struct vm *vm, unsigned int id, struct vcpu **ret);
 /* The thread must have been joined. Accepts NULL. */
 void vcpu_free(struct vcpu *v);
 
+/* Mask LINT0 (LVT0 stays ExtINT, masked) so that the 8259 never reaches
+ * this vCPU: for guests booted with hardware-reduced ACPI, which never
+ * program the PIC (see boot_linux()). Before the vCPU runs. */
+int vcpu_mask_lint0(struct vcpu *v);
+
 int vcpu_start(struct vcpu *v);
 /* Make the thread leave KVM_RUN soon (it then sees vm->stopping). */
 void vcpu_kick(struct vcpu *v);

@@ -138,6 +138,16 @@ void tap_diag(const char *fmt, ...)
 	con_putc('\n');
 }
 
+void tap_plan(void)
+{
+	con_printf("1..%u\n", tap_n);
+}
+
+bool tap_all_passed(void)
+{
+	return tap_failed == 0;
+}
+
 void tap_finish(void)
 {
 	con_printf("1..%u\n", tap_n);

@@ -37,6 +37,10 @@ void tap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints the plan and ends the VM through the test exit port: 0 when every
  * check passed, 1 otherwise. */
 __attribute__((noreturn)) void tap_finish(void);
+/* The plan line alone, and whether every check so far passed (for a
+ * scenario that ends the VM some other way). */
+void tap_plan(void);
+bool tap_all_passed(void);
 __attribute__((noreturn)) void guest_exit(uint32_t code);
 __attribute__((noreturn)) void halt_forever(void);
 
@@ -63,6 +67,10 @@ void check_mmio(void);
 void check_smp(void);
 void check_irq(void);
 void check_snapshot(void);
+__attribute__((noreturn)) void check_acpi(void);
+void check_virtio_blk(void);
+void check_virtio_blk_bad(void);
+void check_virtio_vsock(void);
 __attribute__((noreturn)) void do_reset(void);
 __attribute__((noreturn)) void do_triple_fault(void);
 
@@ -86,6 +94,8 @@ void irq_test_init(void);
 void irq_test_route(uint32_t gsi, uint32_t apic_id);
 bool irq_test_raise(uint32_t apic_id);
 void lapic_enable(void);
+/* The UART's IRQ 4 through the IOAPIC with the PIC left unprogrammed. */
+void check_serial_irq_hw_reduced(void);
 extern char isr_table[];
 void ap_main(void);
 

@@ -11,7 +11,13 @@
  *   poweroff    ends through the test exit port with exit_code=N (0)
  *   reset       i8042 reset (port 0x64 <- 0xfe), or reset_via=cf9
  *   triplefault exception with an empty IDT
- *   spin        loops forever */
+ *   spin        loops forever
+ *   acpi        finds and checks the ACPI tables (acpi_virtio=N devices
+ *               expected in the DSDT), then powers off through the FADT
+ *               sleep register (or resets through RESET_REG with
+ *               acpi_action=reset)
+ *   virtio-blk, virtio-blk-bad, virtio-vsock  kvrun's virtio devices
+ *               (virtio-blk.c, virtio-vsock.c) */
 #include "guest.h"
 #include "hw.h"
 
@@ -175,6 +181,8 @@ void guest_main(uint64_t boot_params)
 		do_triple_fault();
 	if (streq(test, "spin"))
 		spin();
+	if (streq(test, "acpi"))
+		check_acpi();
 
 	bool all = streq(test, "all");
 	bool known = false;
@@ -194,6 +202,15 @@ void guest_main(uint64_t boot_params)
 	}
 	if (all || streq(test, "irq")) {
 		check_irq();
+		known = true;
+	}
+	if (streq(test, "virtio-blk") || streq(test, "virtio-blk-bad") || streq(test, "virtio-vsock")) {
+		if (test[7] == 'v')
+			check_virtio_vsock();
+		else if (test[10])
+			check_virtio_blk_bad();
+		else
+			check_virtio_blk();
 		known = true;
 	}
 	if (streq(test, "snapshot")) {

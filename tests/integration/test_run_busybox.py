@@ -94,7 +94,7 @@ def run_foreground(t, tmp, env, out):
     stdin = b"first line\n" + b"x" * 5000 + b"\n"
     e = dict(env, KVRUN_CONSOLE=os.path.join(tmp, "run-console.log"))
     p = subprocess.run([KVRUN, "--root", root, "--log", os.path.join(tmp, "run-log.txt"), "--debug", "run",
-                        "--bundle", b, "ctr-run"], input=stdin, capture_output=True, env=e, timeout=1000)
+                        "--bundle", b, "ctr-run"], input=stdin, capture_output=True, env=e, timeout=1500)
     out["run"] = (p, root)
 
 
@@ -116,7 +116,7 @@ def run_lifecycle(t, tmp, env, out):
         e = dict(env, KVRUN_CONSOLE=os.path.join(tmp, "life-console.log"))
         p = subprocess.run([KVRUN, "--root", root, "--log", os.path.join(tmp, "life-log.txt"), "--debug", "create",
                             "--bundle", b, "--pid-file", pid_file, "ctr-life"],
-                           stdin=subprocess.DEVNULL, stdout=so, stderr=se, env=e, timeout=1000)
+                           stdin=subprocess.DEVNULL, stdout=so, stderr=se, env=e, timeout=1500)
     with open(stderr_path, "rb") as f:
         p.stderr = f.read()
     log["create"] = p
@@ -162,7 +162,7 @@ def run_detached(t, tmp, env, out):
         e = dict(env, KVRUN_CONSOLE=os.path.join(tmp, "det-console.log"))
         log["run"] = subprocess.run([KVRUN, "--root", root, "--log", os.path.join(tmp, "det-log.txt"), "--debug",
                                      "run", "--detach", "--bundle", b, "ctr-det"],
-                                    stdin=subprocess.DEVNULL, stdout=so, stderr=so, env=e, timeout=1000)
+                                    stdin=subprocess.DEVNULL, stdout=so, stderr=so, env=e, timeout=1500)
     if log["run"].returncode == 0:
         log["state"] = subprocess.run([KVRUN, "--root", root, "state", "ctr-det"], capture_output=True, text=True)
         log["delete"] = subprocess.run([KVRUN, "--root", root, "delete", "--force", "ctr-det"],

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -306,6 +307,7 @@ static int uds_listen(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	_cleanup_close_ int fd = -1;
+	struct stat st;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return err_set(-ENAMETOOLONG, "vsock socket path too long: %s", path);
@@ -313,6 +315,10 @@ static int uds_listen(const char *path)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return err_setsys(-errno, "vsock socket");
+	/* Only a socket left by an earlier run is stale; anything else at
+	 * path is someone's file. */
+	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
+		return err_set(-EEXIST, "vsock socket path %s exists and is not a socket", path);
 	if (unlink(path) < 0 && errno != ENOENT)
 		return err_setsys(-errno, "remove stale %s", path);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)

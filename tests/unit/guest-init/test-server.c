@@ -227,6 +227,14 @@ TEST(control_flow)
 	if (expect(sv[0], PROTO_MSG_STATS, &m) == 0)
 		ok(m.id == 30 && m.u.stats.memory_total > 0, "stats answer");
 
+	/* This server has no container cgroup: UPDATE says so, by id. */
+	m = (struct proto_msg){.type = PROTO_MSG_UPDATE, .id = 32, .u.update = {.has_pids_max = true, .pids_max = 5}};
+	send_msg(sv[0], &m);
+	if (expect(sv[0], PROTO_MSG_ERROR, &m) == 0) {
+		ok(m.id == 32 && m.u.error.err == ENOTSUP, "UPDATE without a cgroup: ENOTSUP");
+		proto_msg_free(&m);
+	}
+
 	m = (struct proto_msg){.type = PROTO_MSG_SIGNAL, .id = 31, .u.signal = {999999, 15, false}};
 	send_msg(sv[0], &m);
 	if (expect(sv[0], PROTO_MSG_ERROR, &m) == 0) {

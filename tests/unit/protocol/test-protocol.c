@@ -222,6 +222,19 @@ TEST(small_messages_roundtrip)
 	ok(out.u.resize.rows == 50 && out.u.resize.cols == 132, "resize");
 	free(buf);
 
+	in = (struct proto_msg){.type = PROTO_MSG_UPDATE, .u.update = {true, 5, true, 1ULL << 33}};
+	is_int(roundtrip(&in, &out, &buf, &len), 0);
+	ok(out.u.update.has_pids_max && out.u.update.pids_max == 5 && out.u.update.has_memory_max &&
+	       out.u.update.memory_max == 1ULL << 33,
+	   "update: both limits");
+	free(buf);
+
+	in = (struct proto_msg){.type = PROTO_MSG_UPDATE, .u.update = {.has_pids_max = true, .pids_max = 0}};
+	is_int(roundtrip(&in, &out, &buf, &len), 0);
+	ok(out.u.update.has_pids_max && out.u.update.pids_max == 0 && !out.u.update.has_memory_max,
+	   "update: pids max only, memory untouched");
+	free(buf);
+
 	in = (struct proto_msg){.type = PROTO_MSG_EXIT, .u.exit = {7, 42 << 8, true}};
 	is_int(roundtrip(&in, &out, &buf, &len), 0);
 	ok(out.u.exit.pid == 7 && out.u.exit.status == 42 << 8 && out.u.exit.init, "exit");

@@ -111,7 +111,8 @@ static void check_ncpus(unsigned int n)
 	ok(atomic_load(&r.vm->t_boot_marker) >= r.vm->t_first_run && r.vm->t_first_run > 0, "boot marker recorded");
 	bp = guest_mem_ptr(&r.vm->mem, BOOT_PARAMS_ADDR, sizeof(*bp));
 	is_int(bp->hdr.cmdline_size, BOOT_ELF_CMDLINE_SIZE - 1);
-	is_str((const char *)guest_mem_ptr(&r.vm->mem, bp->hdr.cmd_line_ptr, 5), "test");
+	/* Booted without ACPI tables: boot_linux() adds acpi=off. */
+	is_str((const char *)guest_mem_ptr(&r.vm->mem, bp->hdr.cmd_line_ptr, 14), "test acpi=off");
 	cleanup(&r);
 }
 
@@ -141,6 +142,33 @@ TEST(reboot_via_cf9)
 	is_int(boot(&r, code, sizeof(code), 1), 0);
 	finish(&r);
 	is_int(r.res.reason, VM_EXIT_REBOOT);
+	cleanup(&r);
+}
+
+/* The ACPI sleep register (port 0x600) that platform_create() registers:
+ * S3 (SLP_TYP 3 | SLP_EN) is ignored, S5 powers off. */
+TEST(poweroff_via_acpi_sleep_register)
+{
+	static const uint8_t code[] = {0x66, 0xba, 0x00, 0x06, 0xb0, 0x2c, 0xee, 0xb0, 0x34, 0xee, 0xf4, 0xeb, 0xfd};
+	struct run r;
+
+	is_int(boot(&r, code, sizeof(code), 1), 0);
+	finish(&r);
+	is_int(r.res.reason, VM_EXIT_POWEROFF);
+	ok(strstr(r.res.detail, "ACPI S5") != NULL, "ended by the S5 write (%s)", r.res.detail);
+	cleanup(&r);
+}
+
+/* SLP_TYP 5 without SLP_EN is ignored; the reset value reboots. */
+TEST(reboot_via_acpi_reset_register)
+{
+	static const uint8_t code[] = {0x66, 0xba, 0x00, 0x06, 0xb0, 0x14, 0xee, 0xb0, 0x01, 0xee, 0xf4, 0xeb, 0xfd};
+	struct run r;
+
+	is_int(boot(&r, code, sizeof(code), 1), 0);
+	finish(&r);
+	is_int(r.res.reason, VM_EXIT_REBOOT);
+	ok(strstr(r.res.detail, "ACPI reset") != NULL, "ended by the reset write (%s)", r.res.detail);
 	cleanup(&r);
 }
 

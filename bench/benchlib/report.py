@@ -1,0 +1,156 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The Markdown table (medians, spread, ratios to runc) and gnuplot PNGs."""
+import os
+import subprocess
+
+ORDER = ["runc", "crun", "kvrun", "kvrun (bzImage)", "qemu-microvm"]
+SUITE_TITLES = {"start": "Start", "memory": "Memory (idle)", "pg": "PostgreSQL (pgbench)",
+                "nginx": "nginx (wrk)", "cpu-io": "CPU and I/O", "vmm": "VMM and boot"}
+
+
+def fmt(v):
+    if v is None:
+        return "?"
+    a = abs(v)
+    return f"{v:.0f}" if a >= 100 else f"{v:.1f}" if a >= 10 else f"{v:.2f}" if a >= 0.1 else f"{v:.3f}"
+
+
+def cell(d):
+    if d is None:
+        return ""
+    if "not_available" in d:
+        return "n/a"
+    if d.get("median") is None:
+        return "?"
+    label = f" *({d['label']})*" if d.get("label") else ""
+    if d["n"] == 1:
+        return fmt(d["median"]) + label
+    return f"{fmt(d['median'])} ({fmt(d['min'])}–{fmt(d['max'])})" + label
+
+
+def ratio(m, a, b="runc"):
+    da, db = m["runtimes"].get(a), m["runtimes"].get(b)
+    if not da or not db or "median" not in da or "median" not in db or not db["median"]:
+        return ""
+    return f"{da['median'] / db['median']:.2f}"
+
+
+def table(res):
+    metrics = res["metrics"]
+    lines = []
+    reasons = {}
+    for suite in SUITE_TITLES:
+        ms = [m for m in metrics.values() if m["suite"] == suite]
+        if not ms:
+            continue
+        rts = [r for r in ORDER if any(r in m["runtimes"] for m in ms)]
+        has_runc = "runc" in rts
+        lines += ["", f"### {SUITE_TITLES[suite]}", ""]
+        head = ["measurement", "unit"] + rts
+        if has_runc:
+            head += [f"{r}/runc" for r in ("kvrun", "crun") if r in rts]
+            if suite == "memory":
+                head += [f"{r} − runc" for r in ("kvrun", "crun") if r in rts]
+        if "qemu-microvm" in rts:
+            head += ["qemu/kvrun"]
+        lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+        for m in ms:
+            title = m["title"].replace("|", "\\|")
+            row = [title + (f" *[{m['label']}]*" if m.get("label") else ""), m["unit"]]
+            for r in rts:
+                d = m["runtimes"].get(r)
+                if d and "not_available" in d:
+                    reasons.setdefault(d["not_available"], len(reasons) + 1)
+                    row.append(f"n/a [{reasons[d['not_available']]}]")
+                else:
+                    row.append(cell(d))
+            if has_runc:
+                row += [ratio(m, r) for r in ("kvrun", "crun") if r in rts]
+                if suite == "memory":
+                    for r in [r for r in ("kvrun", "crun") if r in rts]:
+                        da, db = m["runtimes"].get(r, {}), m["runtimes"].get("runc", {})
+                        row.append(fmt(da["median"] - db["median"]) if "median" in da and "median" in db else "")
+            if "qemu-microvm" in rts:
+                row.append(ratio(m, "qemu-microvm", "kvrun"))
+            lines.append("| " + " | ".join(row) + " |")
+    if reasons:
+        lines += ["", "Not available:", ""]
+        lines += [f"{n}. {r}" for r, n in sorted(reasons.items(), key=lambda x: x[1])]
+    return lines
+
+
+def write_markdown(res, path):
+    h = res["host"]
+    lines = [
+        f"# kvrun benchmarks, {res['started']}", "",
+        f"Host: {h['cpu_model']}, {h['cpus']} CPUs, {h['mem_total_kib'] // 1024} MiB, Linux {h['kernel']}; "
+        f"host kind **{h['host']['kind']}**.",
+        f"Load average at start {res['loadavg_start']}, at end {res['loadavg_end']} (1, 5, 15 min).",
+        f"Runs: {res['config']['runs']} per figure, runtimes alternated; cells are median (min–max). "
+        f"Limits in every config.json: {res['config']['limits']}.",
+        f"Command: `{res['command']}`; wall time {res['wall_s']:.0f} s.",
+    ]
+    lines += table(res)
+    if res.get("notes"):
+        lines += ["", "Notes:", ""] + [f"- {n}" for n in res["notes"]]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def gnuplot(script, cwd):
+    r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True, cwd=cwd)
+    if r.returncode != 0:
+        raise RuntimeError(f"gnuplot: {r.stderr.strip()[-300:]}")
+
+
+def plot_suite(res, suite, out, normalise, unit=None):
+    ms = [m for m in res["metrics"].values() if m["suite"] == suite and (unit is None or m["unit"] == unit)]
+    rts = [r for r in ORDER if any("median" in m["runtimes"].get(r, {}) for m in ms)]
+    ms = [m for m in ms if any("median" in m["runtimes"].get(r, {}) for r in rts)]
+    if not ms or not rts or (normalise and "runc" not in rts):
+        return None
+    name = suite if unit is None else f"{suite}-{unit.lower().replace('/', '-')}"
+    dat = os.path.join(out, f"{name}.dat")
+    with open(dat, "w") as f:
+        f.write("# metric " + " ".join(f'"{r}" lo hi' for r in rts) + "\n")
+        for m in ms:
+            base = m["runtimes"].get("runc", {}).get("median") if normalise else 1
+            row = [f'"{m["name"]}"']
+            for r in rts:
+                d = m["runtimes"].get(r, {})
+                if "median" in d and base:
+                    row += [f"{d['median'] / base:.6g}", f"{d['min'] / base:.6g}", f"{d['max'] / base:.6g}"]
+                else:
+                    row += ["?", "?", "?"]
+            f.write(" ".join(row) + "\n")
+    ylabel = "ratio to runc (1 = runc)" if normalise else " / ".join(sorted({m["unit"] for m in ms}))
+    png = f"{name}.png"
+    cols = ", ".join(f"'{name}.dat' using {2 + 3 * k}:{3 + 3 * k}:{4 + 3 * k}"
+                     f"{':xtic(1)' if k == 0 else ''} title '{r}'" for k, r in enumerate(rts))
+    gnuplot(f"""set terminal pngcairo size 1000,520 font ',10'
+set output '{png}'
+set datafile missing '?'
+set style data histogram
+set style histogram errorbars gap 1 lw 1
+set style fill solid 0.8 border -1
+set boxwidth 0.9
+set xtics rotate by -30 noenhanced
+set key top left noenhanced
+set grid ytics
+{"set logscale y" if unit == "ms" and suite == "vmm" else "set yrange [0:*]"}
+set ylabel '{ylabel}'
+set title '{SUITE_TITLES[suite]}: medians, bars min-max{" (normalised to runc)" if normalise else ""}' noenhanced
+plot {cols}
+""", out)
+    os.unlink(dat)
+    return png
+
+
+def write_plots(res, out):
+    pngs = []
+    for suite, norm in (("start", False), ("memory", False), ("pg", True), ("nginx", True), ("cpu-io", True)):
+        pngs.append(plot_suite(res, suite, out, norm))
+    # The VMM figures mix times and sizes: one plot per unit.
+    for unit in ("ms", "MiB"):
+        pngs.append(plot_suite(res, "vmm", out, False, unit))
+    return [p for p in pngs if p]

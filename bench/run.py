@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""kvrun's benchmark harness: kvrun against runc and crun (and QEMU microvm
+for the VMM) on the same work, in one run. See docs/benchmarks.md.
+
+  bench/run.py [--suite start,memory,pg,nginx,cpu-io,vmm] [--runs N] [--quick]
+               [--force-emulated] [--runtimes kvrun,runc,crun] [--out DIR]
+
+Needs root, scripts/setup.sh --bench, and a built ./build (kvrun, the test
+guest). Writes bench/results/<date>/: results.json (every sample),
+results.md (medians, spread, ratios) and PNG plots.
+"""
+import argparse
+import math
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from benchlib import report, suite_cpuio, suite_servers, suite_start, suite_vmm  # noqa: E402
+from benchlib.results import Results  # noqa: E402
+from benchlib.runtimes import Limits, cgroup_layout, make_runtimes, own_cgroup  # noqa: E402
+from benchlib.util import host_info, loadavg, log, sh, write_json  # noqa: E402
+
+SUITES = ["start", "memory", "pg", "nginx", "cpu-io", "vmm"]
+EMULATED = "guest kernel emulated on this host (kvm_pvm)"
+EMULATED_REASON = "not available: " + EMULATED
+
+
+class Context:
+    """What every suite needs: paths, runtimes, settings, the results."""
+
+    EMULATED_REASON = EMULATED_REASON
+
+    def __init__(self, a):
+        self.src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self.build = os.path.abspath(a.build)
+        self.cache = os.path.join(self.src, "bench", ".cache")
+        self.work = os.path.join(self.cache, "work")
+        self.out = a.out
+        self.python = sys.executable
+        self.kvrun_bin = os.path.abspath(a.kvrun or os.path.join(self.build, "runtime", "kvrun"))
+        self.kernel_dir = os.environ.get("KVRUN_GUEST_KERNEL_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "guest-kernel"))
+        self.runs = max(3, a.runs)
+        self.quick = a.quick
+        self.force_emulated = a.force_emulated
+        self.start_runs = 10 if a.quick else 20
+        self.duration = 5 if a.quick else 10  # pgbench -T
+        self.wrk_duration = 3 if a.quick else 5
+        self.fio_duration = 3 if a.quick else 8
+        self.pg_scale = 4
+        self.settle = 2.0
+        self.limits = Limits(cpus=2, memory_mib=1024)
+        self.results = Results()
+        self.host = host_info()["host"]
+        self.kvrun_reason_start = None
+        self.kvrun_workload_reason = None
+
+    def workload_runtimes(self):
+        order = [r for r in ("kvrun", "runc", "crun") if r in self.rt]
+        if self.kvrun_workload_reason:
+            order = [r for r in order if r != "kvrun"]
+        return order
+
+    def na_kvrun_for(self, keys, unit, better):
+        """Mark kvrun not available for metrics when it cannot run workloads."""
+        if "kvrun" not in self.rt or not self.kvrun_workload_reason:
+            return
+        for key in keys:
+            suite, name = key.split("/", 1)
+            m = self.results.metrics.get(key)
+            if m:
+                m["runtimes"]["kvrun"] = {"not_available": self.kvrun_workload_reason}
+            elif unit:
+                self.results.na(suite, name, "kvrun", self.kvrun_workload_reason, unit=unit, better=better)
+
+
+def build_shim(ctx):
+    shim = os.path.join(ctx.cache, "vmm-setup-shim.so")
+    src = os.path.join(ctx.src, "bench", "vmm-setup-shim.c")
+    if not os.path.exists(shim) or os.path.getmtime(shim) < os.path.getmtime(src):
+        sh(["cc", "-O2", "-shared", "-fPIC", "-o", shim, src, "-ldl"])
+    return shim
+
+
+def check_tools(suites):
+    need = {"start": ["runc", "crun"], "memory": ["pgbench", "ip"], "pg": ["pgbench", "ip"],
+            "nginx": ["nginx", "wrk", "ip"], "cpu-io": ["bc", "fio", "gcc", "make"], "vmm": ["qemu-system-x86_64"]}
+    missing = sorted({t for s in suites for t in need.get(s, []) if not shutil.which(t)})
+    if missing:
+        sys.exit(f"bench/run.py: missing {' '.join(missing)}: run scripts/setup.sh --bench")
+
+
+def setup_kvrun(ctx, a):
+    """Probe kvrun (one real `kvrun run` to the guest's first instruction)
+    and decide whether guest workloads run under it here."""
+    if "kvrun" not in ctx.rt:
+        return
+    parts = []
+    if not os.path.exists(ctx.kvrun_bin):
+        parts.append(f"{ctx.kvrun_bin} not built")
+    else:
+        r = suite_start.probe_kvrun(ctx)
+        if r:
+            parts.append(r)
+    if parts:
+        ctx.kvrun_reason_start = "not available: " + parts[0]
+    if ctx.host["emulating"] and not ctx.force_emulated:
+        parts.append(EMULATED)
+    ctx.kvrun_workload_reason = ("not available: " + "; ".join(parts)) if parts else None
+    log(f"kvrun: start {'ok' if not ctx.kvrun_reason_start else ctx.kvrun_reason_start}; workloads "
+        f"{'run' if not ctx.kvrun_workload_reason else ctx.kvrun_workload_reason}")
+
+
+def run_suites(ctx, suites):
+    timings = {}
+    for s in suites:
+        t0 = time.monotonic()
+        try:
+            if s == "start":
+                suite_start.run(ctx)
+            elif s == "memory":
+                if "pg" not in suites:
+                    suite_servers.run_pg(ctx, True, False)
+                if "nginx" not in suites:
+                    suite_servers.run_nginx(ctx, True, False)
+            elif s == "pg":
+                suite_servers.run_pg(ctx, "memory" in suites, True)
+            elif s == "nginx":
+                suite_servers.run_nginx(ctx, "memory" in suites, True)
+            elif s == "cpu-io":
+                suite_cpuio.run(ctx)
+            elif s == "vmm":
+                suite_vmm.run(ctx)
+        except Exception as e:  # one broken suite must not lose the others
+            traceback.print_exc()
+            ctx.results.notes.append(f"suite {s} failed: {e}")
+        timings[s] = round(time.monotonic() - t0, 1)
+        log(f"{s}: {timings[s]} s")
+    return timings
+
+
+def remove_leftovers(ctx):
+    """Containers, namespaces and links an interrupted run left behind."""
+    for r in ctx.rt.values():
+        p = subprocess.run(r.argv("list", "-q"), capture_output=True, text=True, env=r.env)
+        for cid in p.stdout.split() if p.returncode == 0 else []:
+            log(f"removing leftover {r.name} container {cid}")
+            r.remove(cid)
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    for name in [line.split()[0] for line in ns.splitlines() if line.startswith(suite_servers.NS_PREFIX)]:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    for line in links.splitlines():
+        name = line.split(": ")[1].split("@")[0]
+        if name.startswith("kvbench"):
+            subprocess.run(["ip", "link", "del", name], capture_output=True)
+
+
+def on_term(signo, frame):
+    raise KeyboardInterrupt(f"signal {signo}")
+
+
+def remove_cgroup_parents():
+    """The empty kvbench/ cgroups the runtimes created under ours."""
+    own = own_cgroup().lstrip("/")
+    for ctrl in os.listdir("/sys/fs/cgroup"):
+        d = os.path.join("/sys/fs/cgroup", ctrl, own, "kvbench")
+        if os.path.isdir(d):
+            for sub in os.listdir(d):
+                if os.path.isdir(os.path.join(d, sub)):
+                    try:
+                        os.rmdir(os.path.join(d, sub))
+                    except OSError:
+                        pass
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--suite", default=",".join(SUITES), help="comma-separated: " + ",".join(SUITES))
+    ap.add_argument("--runs", type=int, default=3, help="runs per figure (at least 3)")
+    ap.add_argument("--quick", action="store_true", help="shorter client loops (pgbench 5 s, wrk 3 s, fio 3 s)")
+    ap.add_argument("--force-emulated", action="store_true",
+                    help="run guest workloads under kvrun even where the guest kernel is emulated (very slow)")
+    ap.add_argument("--runtimes", default="kvrun,runc,crun")
+    ap.add_argument("--kvrun", help="kvrun binary (default BUILD/runtime/kvrun)")
+    ap.add_argument("--build", default="build", help="meson build directory (default build)")
+    ap.add_argument("--out", help="results directory (default bench/results/<UTC date>)")
+    a = ap.parse_args()
+    suites = [s for s in a.suite.split(",") if s]
+    bad = [s for s in suites if s not in SUITES]
+    if bad:
+        ap.error(f"unknown suite {', '.join(bad)}")
+    if os.geteuid() != 0:
+        sys.exit("bench/run.py: needs root (runc, crun, network namespaces)")
+    check_tools(suites)
+    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    a.out = os.path.abspath(a.out or os.path.join(src, "bench", "results", time.strftime("%Y-%m-%d", time.gmtime())))
+    os.makedirs(a.out, exist_ok=True)
+
+    ctx = Context(a)
+    os.makedirs(ctx.work, exist_ok=True)
+    started, load0, t0 = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), loadavg(), time.monotonic()
+    log(f"host kind {ctx.host['kind']}; load {load0}; results in {a.out}")
+    ctx.shim = build_shim(ctx)
+    kv_env = {"KVRUN_CACHE_DIR": os.path.join(ctx.cache, "kvrun")}
+    if "KVRUN_KERNEL" not in os.environ and os.path.exists(os.path.join(ctx.kernel_dir, "vmlinux")):
+        kv_env["KVRUN_KERNEL"] = os.path.join(ctx.kernel_dir, "vmlinux")
+    ctx.rt = make_runtimes([r for r in a.runtimes.split(",") if r], ctx.work, ctx.kvrun_bin, kv_env)
+    signal.signal(signal.SIGTERM, on_term)  # so that every session's cleanup runs
+    remove_leftovers(ctx)
+    setup_kvrun(ctx, a)
+    timings = run_suites(ctx, suites)
+    remove_cgroup_parents()
+    if ctx.host["emulating"]:
+        # Forced guest workloads on an emulating host measure the emulator.
+        for key, m in ctx.results.metrics.items():
+            d = m["runtimes"].get("kvrun", {})
+            if "samples" in d and key.split("/")[0] != "vmm" and not key.startswith("start/kvrun_host_start") \
+                    and key != "start/cli_state":
+                d["label"] = "emulator-bound"
+
+    kv_vcpus = 1 if ctx.host["emulating"] else math.ceil(ctx.limits.cpus)
+    res = {
+        "started": started, "command": " ".join(shlex.quote(x) for x in ["bench/run.py"] + sys.argv[1:]),
+        "wall_s": time.monotonic() - t0, "loadavg_start": load0, "loadavg_end": loadavg(),
+        "host": host_info(), "suites": suites, "suite_seconds": timings,
+        "config": {
+            "runs": ctx.runs, "quick": ctx.quick, "force_emulated": ctx.force_emulated,
+            "limits": ctx.limits.describe(), "cgroup_layout": cgroup_layout(),
+            "runc_crun_cpus": f"all {os.cpu_count()} host CPUs, CFS quota {ctx.limits.cpus} CPUs",
+            "kvrun_vm": {"vcpus": kv_vcpus, "memory_mib": ctx.limits.memory_mib,
+                         "rule": "vCPUs = ceil(quota/period), 1 on an emulating host; guest RAM = memory limit"},
+            "pgbench": {"scale": ctx.pg_scale, "duration_s": ctx.duration, "tests": {
+                k: " ".join(v[0]) for k, v in suite_servers.PGBENCH.items()}},
+            "wrk": {"threads": 2, "connections": 8, "duration_s": ctx.wrk_duration},
+            "fio": {"bs": "4k", "size": "256M", "direct": 1, "ioengine": "psync", "runtime_s": ctx.fio_duration},
+            "start_runs_per_block": ctx.start_runs, "settle_s": ctx.settle, "nice": os.nice(0),
+        },
+        "invocations": {n: r.invocation() for n, r in ctx.rt.items()},
+        "kvrun": {"binary": ctx.kvrun_bin, "start": ctx.kvrun_reason_start or "ok",
+                  "workloads": ctx.kvrun_workload_reason or "run", "env": kv_env},
+        "metrics": ctx.results.finish(), "notes": ctx.results.notes,
+    }
+    write_json(os.path.join(a.out, "results.json"), res)
+    try:
+        res["plots"] = report.write_plots(res, a.out)
+    except (RuntimeError, OSError) as e:
+        res["notes"].append(f"plots not made: {e}")
+        res["plots"] = []
+    report.write_markdown(res, os.path.join(a.out, "results.md"))
+    write_json(os.path.join(a.out, "results.json"), res)
+    log(f"done in {res['wall_s']:.0f} s: {a.out}/results.md")
+    print(open(os.path.join(a.out, "results.md")).read())
+
+
+if __name__ == "__main__":
+    main()

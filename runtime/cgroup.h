@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The host cgroup of a container: the monitor (the container's "init pid"
+ * for the outside) is moved into linux.cgroupsPath in every mounted
+ * hierarchy (cgroup v1 controllers, the named systemd hierarchy, cgroup2,
+ * also in the hybrid layout), so that engines find it through
+ * /proc/<pid>/cgroup and read its counters; host-side memory and CPU
+ * limits are set there. The container's own limits (pids, memory) are
+ * enforced again inside the VM by the guest's cgroup.
+ *
+ * Paths: cgroupfs form ("/a/b", or "a/b" taken from the root of each
+ * hierarchy), or with --systemd-cgroup "slice:prefix:name", which maps to
+ * /<expanded slice>/<prefix>-<name>.scope (as systemd would name the
+ * scope). The scope is not registered with systemd: kvrun writes the
+ * equivalent cgroupfs path itself and logs that it does.
+ */
+#ifndef KVRUN_RUNTIME_CGROUP_H
+#define KVRUN_RUNTIME_CGROUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "oci-spec/spec.h"
+
+/* Where the hierarchies are mounted (tests may point it elsewhere), and
+ * the file listing this process's cgroups ("/proc/self/cgroup"). */
+extern const char *cgroup_mount_root;
+extern const char *cgroup_self_file;
+
+/* Host memory allowed to a monitor beyond the guest's memory: the VMM's
+ * own code, threads and device buffers. */
+#define CGROUP_MONITOR_ALLOWANCE ((int64_t)64 << 20)
+
+/* The cgroup path (starting with '/') for cgroups_path, as above. *ret is
+ * malloc'd. -EINVAL with a message for a malformed systemd path. */
+int cgroup_resolve(const char *cgroups_path, bool systemd, char **ret);
+
+/* Create path in every hierarchy, set the host-side limits from res (may
+ * be NULL) and move pid there. On failure what was created is removed. */
+int cgroup_enter(const char *path, const struct oci_linux_resources *res, pid_t pid);
+
+/* Apply the host-side limits in res (memory limit plus the allowance, cpu
+ * quota/period and shares) to the existing path in every hierarchy. */
+int cgroup_update(const char *path, const struct oci_linux_resources *res);
+
+/* Remove path from every hierarchy (children first are not handled: a
+ * container's cgroup has none). Moves the calling process out first if it
+ * is inside. Missing directories are fine. */
+int cgroup_remove(const char *path);
+
+#endif

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The exec proxy: the host process that stands for one process exec'd in
+ * a container's VM. Its pid is what --pid-file gets (containerd's shim
+ * reaps and kill(2)s it), it relays its own stdio (or a pty) to the
+ * process's streams, forwards the signals it receives into the guest
+ * through the monitor, and exits with the process's wait status.
+ *
+ * The proxy listens itself on <dir>/vsock_<port> for the process's stdio
+ * streams (the vsock device connects a guest stream for port P to that
+ * socket), so stdio never passes through the monitor; the monitor only
+ * carries EXEC, SIGNAL, RESIZE and the EXIT ("exec" in monitor-serve.c).
+ */
+#ifndef KVRUN_RUNTIME_EXEC_PROXY_H
+#define KVRUN_RUNTIME_EXEC_PROXY_H
+
+#include <stdbool.h>
+
+#include "common/protocol.h"
+
+struct exec_proxy_opts {
+	const char *dir; /* the container's state directory (control.sock) */
+	struct proto_process *proc; /* ports and, for a terminal, size are filled in */
+	const char *console_socket; /* receives the pty master; NULL: none */
+	const char *pid_file; /* absolute, or NULL */
+	bool detach;
+};
+
+/* Start o->proc in the container. Detached: fork the proxy (in its own
+ * session; with a console socket its stdio is /dev/null, so nothing keeps
+ * the caller's stdout/stderr open), wait until the process started, write
+ * the proxy's pid to the pid file and return 0. Not detached: this process
+ * is the proxy and does not return once the process started (it exits like
+ * the process). Returns a negative errno with the error recorded when the
+ * process could not be started. */
+int exec_proxy_run(const struct exec_proxy_opts *o);
+
+#endif

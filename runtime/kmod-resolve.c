@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Module dependency resolution with libkmod, and host-side decompression. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libkmod.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "runtime/kmod-resolve.h"
+
+extern char **environ;
+
+const char *const kmod_kvrun_modules[] = {
+    "virtio_mmio", "virtio_blk", "virtio_net", "vmw_vsock_virtio_transport", "ext4", "erofs", "overlay", NULL,
+};
+
+/* modules.dep lists at most a few dozen levels; deeper is a cycle. */
+#define KMOD_MAX_DEPTH 64
+
+struct resolver {
+	struct kmod_resolved *out;
+	const char *visiting[KMOD_MAX_DEPTH];
+	unsigned int depth;
+};
+
+static void quiet_log(void *data, int priority, const char *file, int line, const char *fn, const char *format,
+                      va_list args)
+{
+	/* A library layer prints nothing; failures come back as errors. */
+}
+
+static bool listed(char **names, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
+			return true;
+	return false;
+}
+
+static int push(char ***arr, size_t *n, const char *s)
+{
+	char **a = realloc(*arr, (*n + 2) * sizeof(char *));
+
+	if (!a)
+		return -ENOMEM;
+	*arr = a;
+	a[*n] = strdup(s);
+	if (!a[*n])
+		return -ENOMEM;
+	a[++*n] = NULL;
+	return 0;
+}
+
+static int visit(struct resolver *rs, struct kmod_module *mod)
+{
+	struct kmod_resolved *o = rs->out;
+	const char *name = kmod_module_get_name(mod), *path = kmod_module_get_path(mod);
+	struct kmod_list *deps, *l;
+	int r = 0;
+
+	if (listed(o->names, o->n, name) || listed(o->builtin, o->n_builtin, name))
+		return 0;
+	for (unsigned int i = 0; i < rs->depth; i++)
+		if (!strcmp(rs->visiting[i], name))
+			return err_set(-ELOOP, "module %s depends on itself", name);
+	if (rs->depth == KMOD_MAX_DEPTH)
+		return err_set(-ELOOP, "module dependencies deeper than %d at %s", KMOD_MAX_DEPTH, name);
+	/* No file: found only in modules.builtin, so nothing to load. */
+	if (!path)
+		return push(&o->builtin, &o->n_builtin, name);
+	rs->visiting[rs->depth++] = name;
+	deps = kmod_module_get_dependencies(mod);
+	kmod_list_foreach(l, deps)
+	{
+		struct kmod_module *d = kmod_module_get_module(l);
+
+		if (r >= 0)
+			r = visit(rs, d);
+		kmod_module_unref(d);
+	}
+	kmod_module_unref_list(deps);
+	rs->depth--;
+	if (r < 0)
+		return r;
+	r = push(&o->names, &o->n, name);
+	if (r >= 0) {
+		o->n--; /* push() counted it; paths shares the count */
+		r = push(&o->paths, &o->n, path);
+	}
+	return r;
+}
+
+static int resolve_one(struct kmod_ctx *ctx, struct resolver *rs, const char *want)
+{
+	struct kmod_list *list = NULL, *l;
+	int r;
+
+	r = kmod_module_new_from_lookup(ctx, want, &list);
+	if (r < 0)
+		return err_setsys(r, "looking up module %s", want);
+	if (!list)
+		return err_set(-ENOENT, "module %s is neither a module file nor built in", want);
+	kmod_list_foreach(l, list)
+	{
+		struct kmod_module *m = kmod_module_get_module(l);
+
+		if (r >= 0)
+			r = visit(rs, m);
+		kmod_module_unref(m);
+	}
+	kmod_module_unref_list(list);
+	return r < 0 ? err_prefix(r, "resolving %s", want) : 0;
+}
+
+int kmod_resolve(const char *moddir, const char *const *wanted, struct kmod_resolved *ret)
+{
+	static const char *const no_config[] = {NULL}; /* the host's modprobe.d is not the guest's */
+	struct kmod_resolved o = {0};
+	struct resolver rs = {.out = &o};
+	_cleanup_free_ char *dep = NULL;
+	struct kmod_ctx *ctx;
+	int r = 0;
+
+	if (asprintf(&dep, "%s/modules.dep.bin", moddir) < 0)
+		return -ENOMEM;
+	if (access(dep, R_OK) < 0)
+		return err_setsys(-EINVAL, "%s has no module index (modules.dep.bin): run depmod for it", moddir);
+	ctx = kmod_new(moddir, no_config);
+	if (!ctx)
+		return err_set(-ENOMEM, "libkmod context for %s", moddir);
+	kmod_set_log_fn(ctx, quiet_log, NULL);
+	for (const char *const *w = wanted; *w && r >= 0; w++)
+		r = resolve_one(ctx, &rs, *w);
+	kmod_unref(ctx);
+	if (r < 0) {
+		kmod_resolved_free(&o);
+		return r;
+	}
+	*ret = o;
+	return 0;
+}
+
+static void free_strv(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void kmod_resolved_free(struct kmod_resolved *r)
+{
+	free_strv(r->names, r->n);
+	free_strv(r->paths, r->n);
+	free_strv(r->builtin, r->n_builtin);
+	*r = (struct kmod_resolved){0};
+}
+
+static bool ends_with(const char *s, const char *suffix, size_t *ret_stem)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	if (n < m || strcmp(s + n - m, suffix))
+		return false;
+	*ret_stem = n - m;
+	return true;
+}
+
+/* Run tool -dc path with stdout on fd; 0 when it exited 0. */
+static int run_decompressor(const char *tool, const char *path, int fd)
+{
+	char *const argv[] = {(char *)tool, (char *)"-dc", (char *)"--", (char *)path, NULL};
+	posix_spawn_file_actions_t fa;
+	int status, r;
+	pid_t pid;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fd, STDOUT_FILENO);
+	r = posix_spawnp(&pid, tool, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (r != 0)
+		return err_setsys(-r, "cannot run %s to decompress %s", tool, path);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return err_setsys(-errno, "waiting for %s", tool);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return err_set(-EIO, "%s -dc %s failed (status 0x%x)", tool, path, status);
+	return 0;
+}
+
+int kmod_module_file(const char *path, const char *out_dir, char **ret)
+{
+	static const struct {
+		const char *suffix, *tool;
+	} kinds[] = {{".ko.xz", "xz"}, {".ko.zst", "zstd"}, {".ko.gz", "gzip"}};
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	_cleanup_free_ char *dst = NULL, *tmp = NULL;
+	_cleanup_close_ int fd = -1;
+	size_t stem;
+	int r;
+
+	if (ends_with(base, ".ko", &stem)) {
+		*ret = strdup(path);
+		return *ret ? 0 : -ENOMEM;
+	}
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if (!ends_with(base, kinds[i].suffix, &stem))
+			continue;
+		if (asprintf(&dst, "%s/%.*s.ko", out_dir, (int)stem, base) < 0 ||
+		    asprintf(&tmp, "%s.tmp.%d", dst, (int)getpid()) < 0)
+			return -ENOMEM;
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return err_setsys(-errno, "cannot create %s", tmp);
+		r = run_decompressor(kinds[i].tool, path, fd);
+		if (r >= 0 && rename(tmp, dst) < 0)
+			r = err_setsys(-errno, "cannot rename %s", tmp);
+		if (r < 0) {
+			unlink(tmp);
+			return r;
+		}
+		*ret = TAKE_PTR(dst);
+		return 0;
+	}
+	return err_set(-ENOTSUP, "module file %s: unknown compression", path);
+}
+
+void kmod_files_free(char **files)
+{
+	for (char **f = files; f && *f; f++)
+		free(*f);
+	free(files);
+}
+
+int kmod_initramfs_files(const char *moddir, const char *const *wanted, const char *out_dir, char ***ret_files)
+{
+	struct kmod_resolved res;
+	char **files;
+	int r;
+
+	r = kmod_resolve(moddir, wanted, &res);
+	if (r < 0)
+		return r;
+	files = calloc(res.n + 1, sizeof(char *));
+	if (!files) {
+		kmod_resolved_free(&res);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < res.n && r >= 0; i++)
+		r = kmod_module_file(res.paths[i], out_dir, &files[i]);
+	kmod_resolved_free(&res);
+	if (r < 0) {
+		kmod_files_free(files);
+		return r;
+	}
+	*ret_files = files;
+	return 0;
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The monitor's internals, shared by monitor.c (bring-up, main loop, the
+ * end) and monitor-serve.c (requests on control.sock, exec sessions).
+ */
+#ifndef KVRUN_RUNTIME_MONITOR_INT_H
+#define KVRUN_RUNTIME_MONITOR_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <termios.h>
+
+#include "common/protocol.h"
+#include "runtime/monitor.h"
+
+enum { PORT_CTL, PORT_STDIN, PORT_STDOUT, PORT_STDERR, NR_PORTS };
+
+#define REPLY_TIMEOUT_MS (120 * 1000)
+
+/* Exec proxies connected at a time (each holds one control connection). */
+#define MONITOR_MAX_EXECS 64
+
+/* One `kvrun exec` process in the guest, owned by a proxy whose control
+ * connection stays open until the process's EXIT is passed on. */
+struct monitor_exec {
+	int fd; /* -1: slot free */
+	uint64_t id; /* the EXEC's id: its EXIT carries it */
+	uint32_t guest_pid;
+	pid_t proxy_pid; /* SO_PEERCRED of the connection */
+};
+
+struct monitor {
+	struct monitor_args *a;
+	struct sandbox *sb;
+	char *vsock_path, *control_path;
+	char *cgroup_path; /* resolved linux.cgroupsPath we are in, or NULL */
+	int listen_fds[NR_PORTS];
+	int stream_fds[NR_PORTS]; /* accepted guest streams */
+	int control_fd; /* listener of control.sock */
+	int signal_fd;
+	uint64_t next_id;
+	bool exited; /* EXIT of the container's init received */
+	bool paused; /* vCPUs stopped by a pause request */
+	uint32_t exit_status;
+	struct relay *relays[NR_PORTS];
+	struct monitor_exec execs[MONITOR_MAX_EXECS];
+	int tty_fd; /* host end of the container's terminal, or -1 */
+	bool tty_raw; /* tty_fd is our stdin, made raw: tty_saved restores it */
+	struct termios tty_saved;
+	unsigned rows, cols; /* last size passed on */
+};
+
+/* Send msg to guest-init and wait up to timeout_ms for the answer with its
+ * id (ERROR with err 0 counts as success); *ret is the caller's to free.
+ * Messages arriving in between (EXITs) are dispatched. */
+int monitor_request(struct monitor *m, struct proto_msg *msg, int timeout_ms, struct proto_msg *ret);
+
+/* Handle a message from the guest that is not an answer (EXIT). */
+void monitor_note(struct monitor *m, const struct proto_msg *msg);
+
+/* Accept and answer one client of control.sock. */
+void monitor_serve_client(struct monitor *m);
+
+/* Resize the pty of the container's process (pid 0) or an exec'd one. */
+int monitor_resize(struct monitor *m, uint32_t pid, unsigned rows, unsigned cols);
+
+/* Signal the container's process (pid 0) or an exec'd one. */
+int monitor_signal(struct monitor *m, uint32_t pid, int signo, bool all);
+
+/* An exec proxy's connection became readable or hung up: the proxy went
+ * away, so its process in the guest is killed. */
+void monitor_exec_gone(struct monitor *m, struct monitor_exec *e);
+
+/* EXIT of an exec'd process: tell its proxy and forget it. */
+void monitor_exec_exited(struct monitor *m, uint64_t id, uint32_t status);
+
+#endif
