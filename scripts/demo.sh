@@ -2,19 +2,19 @@
 # Run a small container in a kvrun microVM: build a busybox bundle, write
 # its config.json with `kvrun spec`, and `kvrun run` it.
 #
-# The guest kernel: $KVRUN_KERNEL, else kvrun's own kernel when installed
-# (/usr/local/share/kvrun/kernel/vmlinux, from `scripts/setup.sh --kernel`),
-# else the prebuilt kernel in ../shared/guest-kernel/ beside this checkout.
+# The guest kernel: $KVRUN_KERNEL, else the prebuilt kernel in
+# ../shared/guest-kernel/ beside this checkout, else kvrun's own kernel
+# (/usr/local/share/kvrun/kernel/vmlinux, from `scripts/setup.sh --kernel`).
 # Where KVM is nested and the guest kernel's code is emulated, the boot takes
 # minutes instead of milliseconds (docs/kernels.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kvrun=${KVRUN:-$PWD/build/runtime/kvrun}
 
-if [ -z "${KVRUN_KERNEL:-}" ] && [ ! -e /usr/local/share/kvrun/kernel/vmlinux ]; then
+if [ -z "${KVRUN_KERNEL:-}" ]; then
 	if [ -e ../shared/guest-kernel/vmlinux ]; then
 		export KVRUN_KERNEL=$PWD/../shared/guest-kernel/vmlinux
-	else
+	elif [ ! -e /usr/local/share/kvrun/kernel/vmlinux ]; then
 		echo "demo.sh: no guest kernel: run scripts/setup.sh --kernel, or set KVRUN_KERNEL" >&2
 		exit 1
 	fi
