@@ -23,7 +23,9 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 bundle=$work/bundle
-mkdir -p "$bundle/rootfs/bin"
+# The mount points of the default config.json, as any image has them (the
+# root file system is read-only by default, so they cannot be made later).
+mkdir -p "$bundle/rootfs/bin" "$bundle/rootfs/proc" "$bundle/rootfs/sys" "$bundle/rootfs/dev" "$bundle/rootfs/tmp"
 cp /bin/busybox "$bundle/rootfs/bin/busybox"
 for applet in sh echo cat uname hostname id ls; do
 	ln -s busybox "$bundle/rootfs/bin/$applet"
