@@ -17,28 +17,12 @@
 
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/rlimit.h"
 #include "guest-init/guest-init.h"
-
-static const struct {
-	const char *name;
-	int res;
-} rlimits[] = {
-    {"RLIMIT_CPU", RLIMIT_CPU},           {"RLIMIT_FSIZE", RLIMIT_FSIZE},
-    {"RLIMIT_DATA", RLIMIT_DATA},         {"RLIMIT_STACK", RLIMIT_STACK},
-    {"RLIMIT_CORE", RLIMIT_CORE},         {"RLIMIT_RSS", RLIMIT_RSS},
-    {"RLIMIT_NPROC", RLIMIT_NPROC},       {"RLIMIT_NOFILE", RLIMIT_NOFILE},
-    {"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK},   {"RLIMIT_AS", RLIMIT_AS},
-    {"RLIMIT_LOCKS", RLIMIT_LOCKS},       {"RLIMIT_SIGPENDING", RLIMIT_SIGPENDING},
-    {"RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE}, {"RLIMIT_NICE", RLIMIT_NICE},
-    {"RLIMIT_RTPRIO", RLIMIT_RTPRIO},     {"RLIMIT_RTTIME", RLIMIT_RTTIME},
-};
 
 int gi_rlimit_from_name(const char *name)
 {
-	for (size_t i = 0; name && i < ARRAY_SIZE(rlimits); i++)
-		if (strcmp(name, rlimits[i].name) == 0)
-			return rlimits[i].res;
-	return -EINVAL;
+	return rlimit_from_name(name);
 }
 
 static int apply_rlimits(const struct proto_process *p)

@@ -9,6 +9,7 @@
 
 #include "common/cleanup.h"
 #include "oci-spec/spec.h"
+#include "common/rlimit.h"
 #include "oci-spec/tables.h"
 
 static const char *const namespace_names[OCI_NS__MAX] = {
@@ -47,26 +48,9 @@ const char *oci_hook_kind_name(enum oci_hook_kind kind)
 	return hook_names[kind];
 }
 
-static const struct {
-	const char *name;
-	int resource;
-} rlimits[] = {
-    {"RLIMIT_CPU", RLIMIT_CPU},           {"RLIMIT_FSIZE", RLIMIT_FSIZE},
-    {"RLIMIT_DATA", RLIMIT_DATA},         {"RLIMIT_STACK", RLIMIT_STACK},
-    {"RLIMIT_CORE", RLIMIT_CORE},         {"RLIMIT_RSS", RLIMIT_RSS},
-    {"RLIMIT_NPROC", RLIMIT_NPROC},       {"RLIMIT_NOFILE", RLIMIT_NOFILE},
-    {"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK},   {"RLIMIT_AS", RLIMIT_AS},
-    {"RLIMIT_LOCKS", RLIMIT_LOCKS},       {"RLIMIT_SIGPENDING", RLIMIT_SIGPENDING},
-    {"RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE}, {"RLIMIT_NICE", RLIMIT_NICE},
-    {"RLIMIT_RTPRIO", RLIMIT_RTPRIO},     {"RLIMIT_RTTIME", RLIMIT_RTTIME},
-};
-
 int oci_rlimit_from_name(const char *name)
 {
-	for (size_t i = 0; name && i < ARRAY_SIZE(rlimits); i++)
-		if (strcmp(name, rlimits[i].name) == 0)
-			return rlimits[i].resource;
-	return -EINVAL;
+	return rlimit_from_name(name);
 }
 
 int oci_signal_from_name(const char *name)
