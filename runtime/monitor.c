@@ -23,6 +23,7 @@
 #include "runtime/console.h"
 #include "runtime/guest-spec.h"
 #include "runtime/hooks.h"
+#include "runtime/jail.h"
 #include "runtime/monitor-client.h"
 #include "runtime/monitor-relay.h"
 #include "runtime/monitor-int.h"
@@ -403,6 +404,9 @@ static int bring_up(struct monitor *m)
 	r = host_setup(m);
 	if (r >= 0)
 		r = open_listeners(m);
+	/* Hooks have run; the VM's threads start with nothing to inherit. */
+	if (r >= 0 && jail_enabled())
+		r = jail_drop_caps();
 	if (r >= 0)
 		r = sandbox_start(
 		    &(struct sandbox_opts){.plan = a->plan,
@@ -562,6 +566,19 @@ _Noreturn void monitor_exit_like(uint32_t status)
 	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_MONITOR_FAILED);
 }
 
+/* Everything privileged is done: the seccomp allowlist for the rest. */
+static void enter_jail(void)
+{
+	if (!jail_enabled()) {
+		log_warn("monitor sandbox off ($KVRUN_JAIL=%s)", getenv("KVRUN_JAIL"));
+		return;
+	}
+	if (jail_seccomp(JAIL_MONITOR) < 0)
+		log_warn("monitor sandbox: %s: serving without a seccomp filter", err_msg());
+	else
+		log_debug("monitor sandbox on: no capabilities, no_new_privs, seccomp allowlist");
+}
+
 _Noreturn void monitor_main(struct monitor_args *a)
 {
 	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1};
@@ -599,6 +616,7 @@ _Noreturn void monitor_main(struct monitor_args *a)
 		shut_down(&m);
 		_exit(EXIT_MONITOR_FAILED);
 	}
+	enter_jail();
 	r = serve(&m);
 	if (r < 0)
 		log_error("%s", err_msg());
