@@ -159,6 +159,8 @@ static int recv_msg(struct monitor *m, int timeout_ms, struct proto_msg *ret)
 
 void monitor_note(struct monitor *m, const struct proto_msg *msg)
 {
+	if (msg->type == PROTO_MSG_OOM)
+		monitor_oom(m, &msg->u.oom);
 	if (msg->type != PROTO_MSG_EXIT)
 		return;
 	if (msg->u.exit.init) {
@@ -463,12 +465,15 @@ static void forward_signal(struct monitor *m)
 /* Until the container's init exits (or the VM ends). */
 static int serve(struct monitor *m)
 {
-	enum { P_CONTROL, P_GUEST, P_DONE, P_SIGNAL, P_EXECS };
+	enum { P_CONTROL, P_GUEST, P_DONE, P_SIGNAL, P_SUBS, P_EXECS = P_SUBS + MONITOR_MAX_SUBS };
 	struct pollfd p[P_EXECS + MONITOR_MAX_EXECS];
 	struct monitor_exec *who[MONITOR_MAX_EXECS];
 
 	while (!m->exited) {
 		nfds_t n = P_EXECS;
+
+		for (int i = 0; i < MONITOR_MAX_SUBS; i++)
+			p[P_SUBS + i] = (struct pollfd){.fd = m->subs[i], .events = POLLIN};
 
 		p[P_CONTROL] = (struct pollfd){.fd = m->control_fd, .events = POLLIN};
 		p[P_GUEST] = (struct pollfd){.fd = m->stream_fds[PORT_CTL], .events = POLLIN};
@@ -505,6 +510,9 @@ static int serve(struct monitor *m)
 			monitor_serve_client(m);
 		if (p[P_SIGNAL].revents)
 			forward_signal(m);
+		for (int i = 0; i < MONITOR_MAX_SUBS; i++)
+			if (p[P_SUBS + i].revents && m->subs[i] == p[P_SUBS + i].fd)
+				monitor_sub_gone(m, i);
 		for (nfds_t i = P_EXECS; i < n; i++)
 			if (p[i].revents && who[i - P_EXECS]->fd == p[i].fd)
 				monitor_exec_gone(m, who[i - P_EXECS]);
@@ -540,6 +548,9 @@ static void shut_down(struct monitor *m)
 			close(m->execs[i].fd);
 			m->execs[i].fd = -1;
 		}
+	for (int i = 0; i < MONITOR_MAX_SUBS; i++)
+		if (m->subs[i] >= 0)
+			monitor_sub_gone(m, i);
 	remove_sockets(m);
 	if (m->tty_raw)
 		console_restore(STDIN_FILENO, &m->tty_saved);
@@ -588,6 +599,8 @@ _Noreturn void monitor_main(struct monitor_args *a)
 		m.listen_fds[i] = m.stream_fds[i] = -1;
 	for (int i = 0; i < MONITOR_MAX_EXECS; i++)
 		m.execs[i].fd = -1;
+	for (int i = 0; i < MONITOR_MAX_SUBS; i++)
+		m.subs[i] = -1;
 	m.tty_fd = -1;
 	signal(SIGPIPE, SIG_IGN);
 	m.signal_fd = watch_signals();
