@@ -243,8 +243,10 @@ def boot_run(t, tmp, root, bundle):
                                    f"echo $? > '{tmp}/run.status'\nsleep 100000")
     tmux("new-window", "-d", "-t", "main", "-n", "run", run_sh)
     target = "main:run"
-    up = wait_screen(target, r"#", timeout=BOOT_WAIT)
-    if not t.ok(up, "run: the container's shell prompts on kvrun's terminal", screen(target) + read(f"{tmp}/run.status")):
+    up = wait_for(lambda: re.search("#", screen(target)) or os.path.exists(f"{tmp}/run.status"), BOOT_WAIT, 1)
+    up = up and not os.path.exists(f"{tmp}/run.status")
+    if not t.ok(up, "run: the container's shell prompts on kvrun's terminal",
+                screen(target) + read(f"{tmp}/run.status")):
         return
     type_line(target, "echo hello-$((6*7)); tty")
     s = wait_screen(target, r"hello-42\s+/dev/pts/\d+", timeout=120)
@@ -286,6 +288,16 @@ def boot_run(t, tmp, root, bundle):
     t.ok('"type":"stats"' in read(ev_out.name), "events: stats at each interval as well")
     p = kv(root, "update", "--memory", "-1", RUN_ID)
     t.ok(p.returncode == 0, "update --memory -1: the limit lifted", p.stderr)
+
+    # pause/resume of the sandboxed monitor: what is typed meanwhile runs after.
+    p = kv(root, "pause", RUN_ID)
+    t.ok(p.returncode == 0 and json.loads(kv(root, "state", RUN_ID).stdout or "{}").get("status") == "paused",
+         "pause: the sandboxed monitor stops the vCPUs, state paused", p.stderr)
+    type_line(target, "echo paused-$((7*7))")
+    p = kv(root, "resume", RUN_ID)
+    t.ok(p.returncode == 0, "resume", p.stderr)
+    t.ok(wait_screen(target, "paused-49", timeout=120), "resume: what was typed while paused runs",
+         screen(target)[-400:])
 
     type_line(target, "exit 3")
     t.eq(wait_for(lambda: read(f"{tmp}/run.status"), 120).strip(), "3", "run: exit 3 in the shell, kvrun exits 3")
