@@ -18,14 +18,17 @@
 #define RELEASE_MAX 65
 
 /* Copy the release (up to the first space or NUL) starting at p, with at
- * most end - p bytes; -ENOENT when it is empty or not printable. */
+ * most end - p bytes; -ENOENT when it is empty, not printable, or could
+ * name another directory (it becomes a path component). */
 static int copy_release(const char *p, const char *end, char **ret)
 {
 	size_t n = 0;
 
-	while (p + n < end && n < RELEASE_MAX && p[n] > ' ' && p[n] < 0x7f)
+	while (p + n < end && n < RELEASE_MAX && p[n] > ' ' && p[n] < 0x7f && p[n] != '/')
 		n++;
 	if (n == 0 || n == RELEASE_MAX || (p + n < end && p[n] != ' ' && p[n] != '\0'))
+		return -ENOENT;
+	if (p[0] == '.' && (n == 1 || (n == 2 && p[1] == '.')))
 		return -ENOENT;
 	*ret = strndup(p, n);
 	return *ret ? 0 : -ENOMEM;

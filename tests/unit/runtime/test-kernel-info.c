@@ -51,6 +51,11 @@ TEST(bzimage_release)
 	is_int(kernel_version_from_image(b, sizeof(b), &v), -ENOENT);
 	fake_bzimage(b, sizeof(b), 0, NULL);
 	is_int(kernel_version_from_image(b, sizeof(b), &v), -ENOENT);
+	/* The release becomes a path component: no "/", ".", "..". */
+	fake_bzimage(b, sizeof(b), 0x400, "../../etc (x)");
+	is_int(kernel_version_from_image(b, sizeof(b), &v), -ENOENT);
+	fake_bzimage(b, sizeof(b), 0x400, ".. (x)");
+	is_int(kernel_version_from_image(b, sizeof(b), &v), -ENOENT);
 	/* A release that runs to the end of the file is not trusted. */
 	fake_bzimage(b, sizeof(b), 0x1000 - 0x200 - 4, NULL);
 	memcpy(b + 0x1000 - 4, "6.1x", 4);
