@@ -267,6 +267,12 @@ static const struct field update_fields[] = {
 };
 DESC(update_desc, struct proto_update, update_fields);
 
+static const struct field oom_fields[] = {
+    FLD(1, F_U64, struct proto_oom, oom_kill),
+    FLD(2, F_U64, struct proto_oom, oom),
+};
+DESC(oom_desc, struct proto_oom, oom_fields);
+
 static const struct field error_fields[] = {
     FLD(1, F_U32, struct proto_error, err),
     FLD(2, F_STR, struct proto_error, message),
@@ -301,6 +307,8 @@ static const struct desc *type_desc(uint16_t type)
 		return &error_desc;
 	case PROTO_MSG_UPDATE:
 		return &update_desc;
+	case PROTO_MSG_OOM:
+		return &oom_desc;
 	}
 	return NULL;
 }
@@ -312,6 +320,7 @@ const char *proto_type_name(uint16_t type)
 	    [PROTO_MSG_GO] = "GO",         [PROTO_MSG_STARTED] = "STARTED", [PROTO_MSG_EXEC] = "EXEC",
 	    [PROTO_MSG_SIGNAL] = "SIGNAL", [PROTO_MSG_RESIZE] = "RESIZE",   [PROTO_MSG_EXIT] = "EXIT",
 	    [PROTO_MSG_STATS] = "STATS",   [PROTO_MSG_ERROR] = "ERROR",     [PROTO_MSG_UPDATE] = "UPDATE",
+	    [PROTO_MSG_OOM] = "OOM",
 	};
 
 	if (type < ARRAY_SIZE(names) && names[type])

@@ -60,6 +60,7 @@ enum proto_type {
 	PROTO_MSG_STATS = 10, /* host -> guest request (empty), guest -> host answer */
 	PROTO_MSG_ERROR = 11, /* either way: a request failed */
 	PROTO_MSG_UPDATE = 12, /* host -> guest: change the container's cgroup limits */
+	PROTO_MSG_OOM = 13, /* guest -> host: the OOM killer killed in the container (id 0) */
 	PROTO_MSG__MAX,
 };
 
@@ -210,6 +211,12 @@ struct proto_update {
 	uint64_t memory_max;
 };
 
+/* OOM: the container cgroup's memory.events counters after the change. */
+struct proto_oom {
+	uint64_t oom_kill; /* processes killed by the OOM killer so far */
+	uint64_t oom; /* times the cgroup's limit was hit and reclaim failed */
+};
+
 struct proto_error {
 	uint32_t err; /* positive errno */
 	char *message;
@@ -229,6 +236,7 @@ struct proto_msg {
 		struct proto_exit exit;
 		struct proto_stats stats; /* STATS answer; a request has none */
 		struct proto_update update; /* UPDATE; answered by ERROR (err 0 = done) */
+		struct proto_oom oom; /* OOM; not answered */
 		struct proto_error error;
 	} u;
 };

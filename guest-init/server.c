@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
@@ -41,6 +42,8 @@ struct state {
 	pid_t init_pid;
 	int init_status;
 	bool init_done, host_gone;
+	int oom_fd; /* the container cgroup's memory.events, or -1 */
+	struct proto_oom oom; /* its counters last read */
 };
 
 static int reply(struct state *st, uint16_t type, uint64_t id, struct proto_msg *m)
@@ -396,6 +399,61 @@ static int handle_update(struct state *st, const struct proto_msg *m)
 	return reply_error(st, m->id, 0, "");
 }
 
+/* memory.events: "oom N" and "oom_kill N" among other lines. */
+static int read_oom(int fd, struct proto_oom *ret)
+{
+	char buf[512], *p;
+	ssize_t n;
+
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	*ret = (struct proto_oom){0};
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (strncmp(p, "oom ", 4) == 0)
+			ret->oom = strtoull(p + 4, NULL, 10);
+		else if (strncmp(p, "oom_kill ", 9) == 0)
+			ret->oom_kill = strtoull(p + 9, NULL, 10);
+	}
+	return 0;
+}
+
+/* The kernel flags memory.events (POLLPRI) whenever a counter moves. */
+static void oom_watch(struct state *st)
+{
+	char path[512];
+
+	st->oom_fd = -1;
+	if (!st->srv->cgroup_dir)
+		return;
+	snprintf(path, sizeof(path), "%s/memory.events", st->srv->cgroup_dir);
+	st->oom_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (st->oom_fd >= 0 && read_oom(st->oom_fd, &st->oom) < 0) {
+		close(st->oom_fd);
+		st->oom_fd = -1;
+	}
+}
+
+/* An OOM kill (or a failed reclaim at the limit) since the last look:
+ * tell the host, whose `kvrun events` reports it. */
+static void oom_check(struct state *st)
+{
+	struct proto_msg m = {0};
+	struct proto_oom now;
+
+	if (read_oom(st->oom_fd, &now) < 0)
+		return;
+	if (now.oom_kill == st->oom.oom_kill && now.oom == st->oom.oom)
+		return;
+	st->oom = now;
+	m.u.oom = now;
+	if (!st->host_gone && reply(st, PROTO_MSG_OOM, 0, &m) < 0)
+		st->host_gone = true;
+}
+
 static int handle_msg(struct state *st, struct proto_msg *m)
 {
 	struct proc *p;
@@ -497,14 +555,15 @@ static bool busy(struct state *st)
 
 static int poll_once(struct state *st, int sfd)
 {
-	struct pollfd pfd[2 + MAX_PROCS * 3];
-	struct relay *who[2 + MAX_PROCS * 3];
+	struct pollfd pfd[3 + MAX_PROCS * 3];
+	struct relay *who[3 + MAX_PROCS * 3];
 	struct proto_msg m;
 	size_t n = 0;
 	int r;
 
 	pfd[n++] = (struct pollfd){.fd = sfd, .events = POLLIN};
 	pfd[n++] = (struct pollfd){.fd = st->host_gone ? -1 : st->srv->ctl, .events = POLLIN};
+	pfd[n++] = (struct pollfd){.fd = st->oom_fd, .events = POLLPRI};
 	for (size_t i = 0; i < MAX_PROCS; i++)
 		if (st->procs[i].used)
 			relay_events(&st->procs[i], pfd, &n, who);
@@ -529,7 +588,9 @@ static int poll_once(struct state *st, int sfd)
 			proto_msg_free(&m);
 		}
 	}
-	for (size_t i = 2; i < n; i++) {
+	if (pfd[2].revents)
+		oom_check(st);
+	for (size_t i = 3; i < n; i++) {
 		if (!pfd[i].revents)
 			continue;
 		for (size_t j = 0; j < MAX_PROCS; j++) {
@@ -560,6 +621,7 @@ int gi_serve(struct gi_server *srv)
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		return err_setsys(-errno, "signalfd");
+	oom_watch(&st);
 	while (r >= 0 && busy(&st) && !(st.host_gone && !st.init_pid))
 		r = poll_once(&st, sfd);
 	/* Half-close and let the host read the last EXIT before power-off. */
@@ -575,6 +637,8 @@ int gi_serve(struct gi_server *srv)
 		if (st.procs[i].used)
 			proc_close(&st.procs[i]);
 	proto_msg_free(&st.start);
+	if (st.oom_fd >= 0)
+		close(st.oom_fd);
 	if (r < 0)
 		return r;
 	return st.init_status;

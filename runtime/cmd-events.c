@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `kvrun events <id>`: container statistics and events. */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/cleanup.h"
 
@@ -51,6 +53,54 @@ static int print_stats(const char *dir, const char *id)
 	return fflush(stdout) == 0 ? 0 : err_setsys(-errno, "write");
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Until the interval ends: each line from the monitor is an event, printed
+ * as runc does ({"type":"oom","id":...}). Returns 1 when the monitor
+ * closed the connection (the container's process ended). */
+static int wait_events(int sub, long long interval_ns, const char *id)
+{
+	int64_t deadline = now_ms() + interval_ns / 1000000;
+	char line[64];
+	size_t len = 0;
+
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		struct pollfd p = {.fd = sub, .events = POLLIN};
+		ssize_t n;
+
+		if (left <= 0)
+			return 0;
+		n = poll(&p, 1, (int)left);
+		if (n < 0 && errno != EINTR)
+			return err_setsys(-errno, "poll");
+		if (n <= 0)
+			continue;
+		n = read(sub, line + len, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 1;
+		if (line[len] != '\n' && len + 2 < sizeof(line)) {
+			len++;
+			continue;
+		}
+		line[len] = 0;
+		len = 0;
+		if (strcmp(line, "oom") == 0) {
+			printf("{\"type\":\"oom\",\"id\":\"%s\"}\n", id);
+			if (fflush(stdout) != 0)
+				return err_setsys(-errno, "write");
+		}
+	}
+}
+
 static int run_events(struct cli_context *ctx, int argc, char **argv)
 {
 	const char *interval = "5s";
@@ -63,7 +113,7 @@ static int run_events(struct cli_context *ctx, int argc, char **argv)
 	_cleanup_container_ struct container *c = NULL;
 	_cleanup_free_ char *dir = NULL;
 	long long ns;
-	int r, i;
+	int r, i, sub;
 
 	r = cli_parse_args(&cli_cmd_events, flags, argc, argv, CLI_ARGS_EXACT, 1, &i);
 	if (r != 0)
@@ -79,12 +129,21 @@ static int run_events(struct cli_context *ctx, int argc, char **argv)
 	if (!dir)
 		return -ENOMEM;
 	container_free(TAKE_PTR(c));
+	if (stats)
+		return print_stats(dir, argv[i]);
+	sub = monitor_subscribe(dir, STATS_TIMEOUT_MS);
+	if (sub < 0)
+		return sub;
 	for (;;) {
 		r = print_stats(dir, argv[i]);
-		if (r < 0 || stats)
-			return r;
-		nanosleep(&(struct timespec){.tv_sec = ns / 1000000000LL, .tv_nsec = ns % 1000000000LL}, NULL);
+		if (r >= 0)
+			r = wait_events(sub, ns, argv[i]);
+		if (r != 0)
+			break;
 	}
+	close(sub);
+	/* The container's process ended: so do its events, as with runc. */
+	return r > 0 ? 0 : r;
 }
 
 const struct cli_command cli_cmd_events = {

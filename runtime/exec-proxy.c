@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "runtime/console.h"
 #include "runtime/exec-proxy.h"
+#include "runtime/jail.h"
 #include "runtime/monitor-client.h"
 #include "runtime/monitor-relay.h"
 #include "runtime/monitor.h"
@@ -318,6 +319,20 @@ static _Noreturn void serve(struct proxy *p, int sfd)
 	finish(p, SIGKILL);
 }
 
+/* The relays and everything after them run without privilege: no
+ * capabilities (dropped before the relay threads exist, which inherit
+ * that), no_new_privs and the proxy's seccomp allowlist. */
+static void jail(struct proxy *p)
+{
+	bool on = jail_enabled();
+
+	if (on && jail_drop_caps() < 0)
+		log_warn("exec proxy sandbox: %s", err_msg());
+	start_relays(p);
+	if (on && jail_seccomp(JAIL_PROXY) < 0)
+		log_warn("exec proxy sandbox: %s: running without a seccomp filter", err_msg());
+}
+
 static void null_stdio(void)
 {
 	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -369,7 +384,7 @@ static int proxy_main(const struct exec_proxy_opts *o, int ready_fd)
 			console_restore(STDIN_FILENO, &p.saved);
 		return r;
 	}
-	start_relays(&p);
+	jail(&p);
 	if (ready_fd >= 0) {
 		(void)write_all(ready_fd, "ok\n", 3);
 		close(ready_fd);

@@ -106,3 +106,49 @@ int monitor_call(const char *dir, const char *request, int timeout_ms, char **re
 		return err_set(-EIO, "%s", buf + 6);
 	return err_set(-EIO, "the container's monitor went away while handling \"%s\"", request);
 }
+
+int monitor_subscribe(const char *dir, int timeout_ms)
+{
+	_cleanup_free_ char *path = NULL;
+	_cleanup_close_ int fd = -1;
+	struct sockaddr_un sa;
+	char buf[REPLY_MAX];
+	size_t len = 0;
+	int r;
+
+	if (asprintf(&path, "%s/%s", dir, MONITOR_CONTROL_SOCK) < 0)
+		return -ENOMEM;
+	r = monitor_sockaddr(path, &sa);
+	if (r < 0)
+		return r;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return err_setsys(-errno, "socket");
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return err_setsys(-errno, "connect to the container's monitor at %s", path);
+	r = write_all(fd, "events\n", 7);
+	if (r < 0)
+		return err_setsys(r, "send to the container's monitor");
+	/* Byte by byte: the events that follow the answer stay unread. */
+	while (len + 1 < sizeof(buf)) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		if (poll(&p, 1, timeout_ms) <= 0)
+			return err_set(-ETIMEDOUT, "the container's monitor did not answer \"events\" in time");
+		n = read(fd, buf + len, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return err_set(-EIO, "the container's monitor went away while handling \"events\"");
+		if (buf[len] == '\n')
+			break;
+		len++;
+	}
+	buf[len] = 0;
+	if (strcmp(buf, "ok") == 0)
+		return TAKE_FD(fd);
+	if (strncmp(buf, "error ", 6) == 0)
+		return err_set(-EIO, "%s", buf + 6);
+	return err_set(-EIO, "unexpected answer from the container's monitor: %s", buf);
+}

@@ -10,6 +10,12 @@
  * -ENOENT when no monitor listens; -ETIMEDOUT when it does not answer. */
 int monitor_call(const char *dir, const char *request, int timeout_ms, char **ret_detail);
 
+/* Subscribe to the events of the container in dir ("events" request):
+ * returns the connection (an fd the caller closes) once the monitor said
+ * "ok". The monitor then writes one line per event ("oom") and closes it
+ * when the container's process has exited. */
+int monitor_subscribe(const char *dir, int timeout_ms);
+
 /* Build the socket address of path (-ENAMETOOLONG with a message when it
  * does not fit sun_path). */
 struct sockaddr_un;

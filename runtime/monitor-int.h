@@ -21,6 +21,9 @@ enum { PORT_CTL, PORT_STDIN, PORT_STDOUT, PORT_STDERR, NR_PORTS };
 /* Exec proxies connected at a time (each holds one control connection). */
 #define MONITOR_MAX_EXECS 64
 
+/* `kvrun events` connections at a time. */
+#define MONITOR_MAX_SUBS 8
+
 /* One `kvrun exec` process in the guest, owned by a proxy whose control
  * connection stays open until the process's EXIT is passed on. */
 struct monitor_exec {
@@ -49,6 +52,8 @@ struct monitor {
 	bool tty_raw; /* tty_fd is our stdin, made raw: tty_saved restores it */
 	struct termios tty_saved;
 	unsigned rows, cols; /* last size passed on */
+	int subs[MONITOR_MAX_SUBS]; /* `kvrun events` connections, or -1 */
+	uint64_t oom_kill; /* OOM kills in the container so far */
 };
 
 /* Send msg to guest-init and wait up to timeout_ms for the answer with its
@@ -58,6 +63,12 @@ int monitor_request(struct monitor *m, struct proto_msg *msg, int timeout_ms, st
 
 /* Handle a message from the guest that is not an answer (EXIT). */
 void monitor_note(struct monitor *m, const struct proto_msg *msg);
+
+/* OOM from the guest: each new kill goes to the events subscribers. */
+void monitor_oom(struct monitor *m, const struct proto_oom *oom);
+
+/* A subscriber's connection became readable or hung up: drop it. */
+void monitor_sub_gone(struct monitor *m, int i);
 
 /* Accept and answer one client of control.sock. */
 void monitor_serve_client(struct monitor *m);

@@ -250,6 +250,36 @@ void monitor_exec_gone(struct monitor *m, struct monitor_exec *e)
 		log_debug("killing guest pid %u: %s", pid, err_msg());
 }
 
+void monitor_oom(struct monitor *m, const struct proto_oom *oom)
+{
+	log_debug("guest: %llu OOM kill(s) in the container", (unsigned long long)oom->oom_kill);
+	for (; m->oom_kill < oom->oom_kill; m->oom_kill++)
+		for (int i = 0; i < MONITOR_MAX_SUBS; i++)
+			/* A subscriber that does not read loses events, never stalls us. */
+			if (m->subs[i] >= 0 && send(m->subs[i], "oom\n", 4, MSG_DONTWAIT | MSG_NOSIGNAL) != 4)
+				log_debug("events subscriber %d: an OOM event dropped", i);
+}
+
+void monitor_sub_gone(struct monitor *m, int i)
+{
+	close(m->subs[i]);
+	m->subs[i] = -1;
+}
+
+/* `events`: the connection is kept and hears of each event. */
+static int do_subscribe(struct monitor *m, int fd, bool *keep)
+{
+	if (m->exited)
+		return err_set(-ESRCH, "container not running");
+	for (int i = 0; i < MONITOR_MAX_SUBS; i++)
+		if (m->subs[i] < 0) {
+			m->subs[i] = fd;
+			*keep = true;
+			return 0;
+		}
+	return err_set(-EAGAIN, "too many events subscribers (at most %d)", MONITOR_MAX_SUBS);
+}
+
 void monitor_serve_client(struct monitor *m)
 {
 	_cleanup_close_ int fd = accept4(m->control_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -280,6 +310,8 @@ void monitor_serve_client(struct monitor *m)
 		r = do_stats(m, detail, sizeof(detail));
 	else if (sscanf(line, "update %d %llu %d %llu", &has_pids, &pids, &has_mem, &mem) == 4)
 		r = do_update(m, has_pids, pids, has_mem, mem);
+	else if (strcmp(line, "events") == 0)
+		r = do_subscribe(m, fd, &keep);
 	else if (strcmp(line, "ping") == 0)
 		r = 0;
 	else
@@ -288,5 +320,5 @@ void monitor_serve_client(struct monitor *m)
 		log_debug("request \"%s\": %s", line, err_msg());
 	answer(fd, r, detail);
 	if (keep)
-		fd = -1; /* now the exec's */
+		fd = -1; /* now the exec's or the subscriber's */
 }

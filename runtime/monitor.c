@@ -23,6 +23,7 @@
 #include "runtime/console.h"
 #include "runtime/guest-spec.h"
 #include "runtime/hooks.h"
+#include "runtime/jail.h"
 #include "runtime/monitor-client.h"
 #include "runtime/monitor-relay.h"
 #include "runtime/monitor-int.h"
@@ -158,6 +159,8 @@ static int recv_msg(struct monitor *m, int timeout_ms, struct proto_msg *ret)
 
 void monitor_note(struct monitor *m, const struct proto_msg *msg)
 {
+	if (msg->type == PROTO_MSG_OOM)
+		monitor_oom(m, &msg->u.oom);
 	if (msg->type != PROTO_MSG_EXIT)
 		return;
 	if (msg->u.exit.init) {
@@ -403,6 +406,9 @@ static int bring_up(struct monitor *m)
 	r = host_setup(m);
 	if (r >= 0)
 		r = open_listeners(m);
+	/* Hooks have run; the VM's threads start with nothing to inherit. */
+	if (r >= 0 && jail_enabled())
+		r = jail_drop_caps();
 	if (r >= 0)
 		r = sandbox_start(
 		    &(struct sandbox_opts){.plan = a->plan,
@@ -459,12 +465,15 @@ static void forward_signal(struct monitor *m)
 /* Until the container's init exits (or the VM ends). */
 static int serve(struct monitor *m)
 {
-	enum { P_CONTROL, P_GUEST, P_DONE, P_SIGNAL, P_EXECS };
+	enum { P_CONTROL, P_GUEST, P_DONE, P_SIGNAL, P_SUBS, P_EXECS = P_SUBS + MONITOR_MAX_SUBS };
 	struct pollfd p[P_EXECS + MONITOR_MAX_EXECS];
 	struct monitor_exec *who[MONITOR_MAX_EXECS];
 
 	while (!m->exited) {
 		nfds_t n = P_EXECS;
+
+		for (int i = 0; i < MONITOR_MAX_SUBS; i++)
+			p[P_SUBS + i] = (struct pollfd){.fd = m->subs[i], .events = POLLIN};
 
 		p[P_CONTROL] = (struct pollfd){.fd = m->control_fd, .events = POLLIN};
 		p[P_GUEST] = (struct pollfd){.fd = m->stream_fds[PORT_CTL], .events = POLLIN};
@@ -501,6 +510,9 @@ static int serve(struct monitor *m)
 			monitor_serve_client(m);
 		if (p[P_SIGNAL].revents)
 			forward_signal(m);
+		for (int i = 0; i < MONITOR_MAX_SUBS; i++)
+			if (p[P_SUBS + i].revents && m->subs[i] == p[P_SUBS + i].fd)
+				monitor_sub_gone(m, i);
 		for (nfds_t i = P_EXECS; i < n; i++)
 			if (p[i].revents && who[i - P_EXECS]->fd == p[i].fd)
 				monitor_exec_gone(m, who[i - P_EXECS]);
@@ -536,6 +548,9 @@ static void shut_down(struct monitor *m)
 			close(m->execs[i].fd);
 			m->execs[i].fd = -1;
 		}
+	for (int i = 0; i < MONITOR_MAX_SUBS; i++)
+		if (m->subs[i] >= 0)
+			monitor_sub_gone(m, i);
 	remove_sockets(m);
 	if (m->tty_raw)
 		console_restore(STDIN_FILENO, &m->tty_saved);
@@ -562,6 +577,19 @@ _Noreturn void monitor_exit_like(uint32_t status)
 	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_MONITOR_FAILED);
 }
 
+/* Everything privileged is done: the seccomp allowlist for the rest. */
+static void enter_jail(void)
+{
+	if (!jail_enabled()) {
+		log_warn("monitor sandbox off ($KVRUN_JAIL=%s)", getenv("KVRUN_JAIL"));
+		return;
+	}
+	if (jail_seccomp(JAIL_MONITOR) < 0)
+		log_warn("monitor sandbox: %s: serving without a seccomp filter", err_msg());
+	else
+		log_debug("monitor sandbox on: no capabilities, no_new_privs, seccomp allowlist");
+}
+
 _Noreturn void monitor_main(struct monitor_args *a)
 {
 	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1};
@@ -571,6 +599,8 @@ _Noreturn void monitor_main(struct monitor_args *a)
 		m.listen_fds[i] = m.stream_fds[i] = -1;
 	for (int i = 0; i < MONITOR_MAX_EXECS; i++)
 		m.execs[i].fd = -1;
+	for (int i = 0; i < MONITOR_MAX_SUBS; i++)
+		m.subs[i] = -1;
 	m.tty_fd = -1;
 	signal(SIGPIPE, SIG_IGN);
 	m.signal_fd = watch_signals();
@@ -599,6 +629,7 @@ _Noreturn void monitor_main(struct monitor_args *a)
 		shut_down(&m);
 		_exit(EXIT_MONITOR_FAILED);
 	}
+	enter_jail();
 	r = serve(&m);
 	if (r < 0)
 		log_error("%s", err_msg());

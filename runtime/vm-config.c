@@ -269,10 +269,9 @@ static bool plan_acpi(const struct kernel_choice *ch, const struct vm_plan *p)
 	return p->module_dir != NULL;
 }
 
-static uint64_t plan_memory(const struct oci_spec *spec, const struct kvrun_config *cfg)
+uint64_t vm_plan_memory(const struct oci_linux_resources *res, uint64_t dflt)
 {
-	const struct oci_linux_resources *res = spec->linux_spec ? spec->linux_spec->resources : NULL;
-	uint64_t m = cfg->memory ? cfg->memory : VM_CONFIG_DEFAULT_MEMORY;
+	uint64_t m = dflt ? dflt : VM_CONFIG_DEFAULT_MEMORY;
 
 	if (res && res->memory.has_limit && res->memory.limit > 0)
 		m = (uint64_t)res->memory.limit;
@@ -280,16 +279,61 @@ static uint64_t plan_memory(const struct oci_spec *spec, const struct kvrun_conf
 	return m < VM_CONFIG_MIN_MEMORY ? VM_CONFIG_MIN_MEMORY : m;
 }
 
-static unsigned int plan_cpus(const struct oci_spec *spec, const struct kvrun_config *cfg)
+int vm_cpuset_count(const char *list)
 {
-	const struct oci_linux_resources *res = spec->linux_spec ? spec->linux_spec->resources : NULL;
-	unsigned int n = cfg->cpus ? cfg->cpus : 1;
+	const char *p = list;
+	int n = 0;
 
-	if (res && res->cpu.has_quota && res->cpu.quota > 0 && res->cpu.has_period && res->cpu.period > 0)
-		n = (unsigned int)(((uint64_t)res->cpu.quota + res->cpu.period - 1) / res->cpu.period);
-	if (n > 32)
-		n = 32;
-	return n ? n : 1;
+	if (!p || !*p)
+		return -EINVAL;
+	for (;;) {
+		char *end;
+		unsigned long a, b;
+
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		a = b = strtoul(p, &end, 10);
+		if (*end == '-') {
+			if (end[1] < '0' || end[1] > '9')
+				return -EINVAL;
+			b = strtoul(end + 1, &end, 10);
+		}
+		if (b < a || b >= 65536)
+			return -EINVAL;
+		n += (int)(b - a + 1);
+		if (*end == 0)
+			return n;
+		if (*end != ',')
+			return -EINVAL;
+		p = end + 1;
+	}
+}
+
+int vm_plan_cpus(const struct oci_linux_resources *res, unsigned int dflt, unsigned int *ret)
+{
+	const struct oci_cpu *cpu = res ? &res->cpu : NULL;
+	uint64_t n = dflt ? dflt : 1;
+	bool set = false;
+
+	if (cpu && cpu->has_quota && cpu->quota > 0) {
+		uint64_t period = cpu->has_period && cpu->period ? cpu->period : VM_CONFIG_DEFAULT_CPU_PERIOD;
+
+		n = ((uint64_t)cpu->quota + period - 1) / period;
+		set = true;
+	}
+	if (cpu && cpu->cpus && *cpu->cpus) {
+		int c = vm_cpuset_count(cpu->cpus);
+
+		if (c < 0)
+			return err_set(-EINVAL, "linux.resources.cpu.cpus: invalid cpuset \"%s\"", cpu->cpus);
+		/* A quota cannot use more CPUs than the set has. */
+		if (!set || (uint64_t)c < n)
+			n = (uint64_t)c;
+	}
+	if (n > VM_CONFIG_MAX_CPUS)
+		n = VM_CONFIG_MAX_CPUS;
+	*ret = n ? (unsigned int)n : 1;
+	return 0;
 }
 
 static void log_plan(const struct kernel_choice *ch, const struct vm_plan *p)
@@ -303,6 +347,7 @@ static void log_plan(const struct kernel_choice *ch, const struct vm_plan *p)
 
 int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm_plan *ret)
 {
+	const struct oci_linux_resources *res = spec->linux_spec ? spec->linux_spec->resources : NULL;
 	const char *cfg_path = getenv("KVRUN_CONFIG");
 	struct kvrun_config cfg = {0};
 	struct kernel_choice ch;
@@ -324,8 +369,9 @@ int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm
 	if (r >= 0 && cfg.cmdline_extra && !(p.cmdline_extra = strdup(cfg.cmdline_extra)))
 		r = -ENOMEM;
 	p.use_acpi = plan_acpi(&ch, &p);
-	p.mem_size = plan_memory(spec, &cfg);
-	p.ncpus = plan_cpus(spec, &cfg);
+	p.mem_size = vm_plan_memory(res, cfg.memory);
+	if (r >= 0)
+		r = vm_plan_cpus(res, cfg.cpus, &p.ncpus);
 	p.emulating_host = vm_host_is_emulating();
 	/* Such hosts hang on the hypercalls a second vCPU brings (IPIs). */
 	if (p.emulating_host)

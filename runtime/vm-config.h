@@ -36,6 +36,9 @@
 #define VM_CONFIG_DEFAULT_FILE "/etc/kvrun/config.json"
 #define VM_CONFIG_DEFAULT_MEMORY (256ULL << 20)
 #define VM_CONFIG_MIN_MEMORY (64ULL << 20)
+#define VM_CONFIG_MAX_CPUS 32
+/* The cpu period runc assumes when only a quota is given. */
+#define VM_CONFIG_DEFAULT_CPU_PERIOD 100000
 
 struct vm_plan {
 	char *kernel; /* absolute path of the kernel */
@@ -57,6 +60,22 @@ struct vm_plan {
  * came from. */
 int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm_plan *ret);
 void vm_plan_done(struct vm_plan *p);
+
+/* vCPUs for the container's resources (res may be NULL): ceil(quota /
+ * period) when a cpu quota is set (period default 100000 us), else the
+ * number of CPUs in the cpuset (linux.resources.cpu.cpus, "0-3,6"), the
+ * smaller of the two when both are; else dflt (0: 1). At most
+ * VM_CONFIG_MAX_CPUS. -EINVAL with a message for a malformed cpuset. */
+int vm_plan_cpus(const struct oci_linux_resources *res, unsigned int dflt, unsigned int *ret);
+
+/* Guest RAM for the container's resources (res may be NULL): the memory
+ * limit, else dflt, else 256 MiB; rounded down to MiB, at least 64 MiB.
+ * The host cgroup's limit is this plus the monitor's own allowance
+ * (runtime/cgroup.c), so the VM's RAM is the container's limit. */
+uint64_t vm_plan_memory(const struct oci_linux_resources *res, uint64_t dflt);
+
+/* The number of CPUs in a cpuset list ("0-3,6"), or -EINVAL. */
+int vm_cpuset_count(const char *list);
 
 /* Whether this host's KVM emulates guest kernel code (nested KVM without
  * VMX/SVM in /proc/cpuinfo); $KVRUN_EMULATING_HOST=0/1 overrides. */

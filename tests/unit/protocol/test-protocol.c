@@ -245,6 +245,12 @@ TEST(small_messages_roundtrip)
 	ok(out.id == 5 && out.u.stats.cpu_usage_usec == 1 && out.u.stats.pids_current == 7, "stats");
 	free(buf);
 
+	in = (struct proto_msg){.type = PROTO_MSG_OOM, .u.oom = {3, 4}};
+	is_int(roundtrip(&in, &out, &buf, &len), 0);
+	ok(out.type == PROTO_MSG_OOM && out.u.oom.oom_kill == 3 && out.u.oom.oom == 4, "oom: both counters");
+	is_str(proto_type_name(PROTO_MSG_OOM), "OOM");
+	free(buf);
+
 	in = (struct proto_msg){.type = PROTO_MSG_ERROR, .id = 3};
 	in.u.error = (struct proto_error){ENOENT, xs("exec: \"/nope\": stat /nope: no such file or directory")};
 	is_int(roundtrip(&in, &out, &buf, &len), 0);

@@ -108,6 +108,83 @@ TEST(kernel_lookup)
 	unsetenv("KVRUN_EMULATING_HOST");
 }
 
+static struct oci_spec *res_spec(const char *resources)
+{
+	char json[1024];
+
+	snprintf(json, sizeof(json),
+	         "{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}, \"linux\": {\"resources\": %s}}",
+	         resources);
+	return spec_from(json);
+}
+
+static unsigned int cpus_for(const char *resources, unsigned int dflt)
+{
+	struct oci_spec *s = res_spec(resources);
+	unsigned int n = 0;
+	int r = s ? vm_plan_cpus(s->linux_spec->resources, dflt, &n) : -1;
+
+	oci_spec_free(s);
+	return r < 0 ? 0 : n;
+}
+
+TEST(vcpus_from_resources)
+{
+	struct oci_spec *s;
+	unsigned int n = 0;
+
+	is_int(vm_cpuset_count("0"), 1);
+	is_int(vm_cpuset_count("0-3"), 4);
+	is_int(vm_cpuset_count("0-3,6,8-9"), 7);
+	is_int(vm_cpuset_count(""), -EINVAL);
+	is_int(vm_cpuset_count("3-1"), -EINVAL);
+	is_int(vm_cpuset_count("1,"), -EINVAL);
+	is_int(vm_cpuset_count("a"), -EINVAL);
+	is_int(vm_cpuset_count("1-"), -EINVAL);
+	is_int(vm_plan_cpus(NULL, 0, &n), 0);
+	is_int(n, 1);
+	is_int(vm_plan_cpus(NULL, 3, &n), 0);
+	is_int(n, 3);
+	is_int(cpus_for("{\"cpu\": {\"quota\": 100000, \"period\": 100000}}", 0), 1);
+	is_int(cpus_for("{\"cpu\": {\"quota\": 150000, \"period\": 100000}}", 0), 2);
+	is_int(cpus_for("{\"cpu\": {\"quota\": 400000, \"period\": 100000}}", 2), 4);
+	is_int(cpus_for("{\"cpu\": {\"quota\": 50000, \"period\": 100000}}", 4), 1);
+	/* runc's default period when only a quota is given */
+	is_int(cpus_for("{\"cpu\": {\"quota\": 250000}}", 0), 3);
+	is_int(cpus_for("{\"cpu\": {\"quota\": -1, \"period\": 100000}}", 2), 2);
+	is_int(cpus_for("{\"cpu\": {\"cpus\": \"0-3\"}}", 0), 4);
+	is_int(cpus_for("{\"cpu\": {\"cpus\": \"2,5\"}}", 8), 2);
+	/* both: the quota cannot use more CPUs than the set has, nor more than it pays for */
+	is_int(cpus_for("{\"cpu\": {\"quota\": 400000, \"period\": 100000, \"cpus\": \"0-1\"}}", 0), 2);
+	is_int(cpus_for("{\"cpu\": {\"quota\": 100000, \"period\": 100000, \"cpus\": \"0-7\"}}", 0), 1);
+	is_int(cpus_for("{\"cpu\": {\"quota\": 10000000, \"period\": 100000}}", 0), VM_CONFIG_MAX_CPUS);
+	is_int(cpus_for("{\"cpu\": {\"cpus\": \"0-127\"}}", 0), VM_CONFIG_MAX_CPUS);
+	s = res_spec("{\"cpu\": {\"cpus\": \"0-x\"}}");
+	is_int(vm_plan_cpus(s->linux_spec->resources, 0, &n), -EINVAL);
+	ok(strstr(err_msg(), "invalid cpuset \"0-x\"") != NULL, "a bad cpuset is named: %s", err_msg());
+	oci_spec_free(s);
+}
+
+TEST(memory_from_resources)
+{
+	struct oci_spec *s;
+
+	ok(vm_plan_memory(NULL, 0) == VM_CONFIG_DEFAULT_MEMORY, "no limit, no config: 256 MiB");
+	ok(vm_plan_memory(NULL, 512ULL << 20) == 512ULL << 20, "no limit: the config's memory");
+	s = res_spec("{\"memory\": {\"limit\": 1073741824}}");
+	ok(vm_plan_memory(s->linux_spec->resources, 512ULL << 20) == 1ULL << 30, "the limit wins over the config");
+	oci_spec_free(s);
+	s = res_spec("{\"memory\": {\"limit\": 134742016}}");
+	ok(vm_plan_memory(s->linux_spec->resources, 0) == 128ULL << 20, "rounded down to MiB");
+	oci_spec_free(s);
+	s = res_spec("{\"memory\": {\"limit\": 16777216}}");
+	ok(vm_plan_memory(s->linux_spec->resources, 0) == VM_CONFIG_MIN_MEMORY, "at least 64 MiB");
+	oci_spec_free(s);
+	s = res_spec("{\"memory\": {\"limit\": -1}}");
+	ok(vm_plan_memory(s->linux_spec->resources, 0) == VM_CONFIG_DEFAULT_MEMORY, "-1 (unlimited): the default");
+	oci_spec_free(s);
+}
+
 TEST(cmdline)
 {
 	struct vm_plan p = {.cmdline_extra = (char *)"loglevel=4"};
