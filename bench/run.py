@@ -252,22 +252,36 @@ def remove_cgroup_parents():
                 pass
 
 
-def main():
+def parse_args(argv=None):
+    """The command line; ap.error()s (exit 2) on an unknown suite."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--suite", default=",".join(SUITES), help="comma-separated: " + ",".join(SUITES))
     ap.add_argument("--runs", type=int, default=3, help="runs per figure (at least 3)")
-    ap.add_argument("--quick", action="store_true", help="shorter client loops (pgbench 5 s, wrk 3 s, fio 3 s)")
+    ap.add_argument("--quick", action="store_true",
+                    help="shorter client loops (pgbench 5 s, wrk 3 s, iperf3 3 s, fio 3 s)")
     ap.add_argument("--force-emulated", action="store_true",
-                    help="run guest workloads under kvrun even where the guest kernel is emulated (very slow)")
+                    help="where the guest kernel is emulated, run kvrun's small set of guest workloads anyway "
+                         "(start of /bin/true, bc, a small tar and rm, net): a Linux boot of minutes each")
     ap.add_argument("--runtimes", default="kvrun,runc,crun")
     ap.add_argument("--kvrun", help="kvrun binary (default BUILD/runtime/kvrun)")
     ap.add_argument("--build", default="build", help="meson build directory (default build)")
-    ap.add_argument("--out", help="results directory (default bench/results/<UTC date>)")
-    a = ap.parse_args()
-    suites = [s for s in a.suite.split(",") if s]
-    bad = [s for s in suites if s not in SUITES]
+    ap.add_argument("--out", help="results directory (default bench/results/<UTC date>, or a "
+                                  "<time> directory below it when that already holds results)")
+    a = ap.parse_args(argv)
+    a.suites = [s for s in a.suite.split(",") if s]
+    bad = [s for s in a.suites if s not in SUITES]
     if bad:
         ap.error(f"unknown suite {', '.join(bad)}")
+    a.runtime_names = [r for r in a.runtimes.split(",") if r]
+    bad = [r for r in a.runtime_names if r not in ("kvrun", "runc", "crun")]
+    if bad:
+        ap.error(f"unknown runtime {', '.join(bad)}")
+    return a
+
+
+def main():
+    a = parse_args()
+    suites = a.suites
     if os.geteuid() != 0:
         sys.exit("bench/run.py: needs root (runc, crun, network namespaces)")
     check_tools(suites)
@@ -288,7 +302,7 @@ def main():
     kv_env = {"KVRUN_CACHE_DIR": os.path.join(ctx.cache, "kvrun")}
     if "KVRUN_KERNEL" not in os.environ and os.path.exists(os.path.join(ctx.kernel_dir, "vmlinux")):
         kv_env["KVRUN_KERNEL"] = os.path.join(ctx.kernel_dir, "vmlinux")
-    ctx.rt = make_runtimes([r for r in a.runtimes.split(",") if r], ctx.work, ctx.kvrun_bin, kv_env)
+    ctx.rt = make_runtimes(a.runtime_names, ctx.work, ctx.kvrun_bin, kv_env)
     signal.signal(signal.SIGTERM, on_term)  # so that every session's cleanup runs
     remove_leftovers(ctx)
     setup_kvrun(ctx, a)
