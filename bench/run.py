@@ -63,6 +63,8 @@ class Context:
         self.kvrun_reason_start = None
         self.kvrun_workload_reason = None
         self.kvrun_failed = {}  # figure -> kvrun's error, once a session failed
+        # One boot of an emulated kvrun guest serves net and cpu-io's small steps.
+        self.cpuio_in_net = self.host["emulating"] and a.force_emulated and "net" in getattr(a, "suites", [])
 
     def workload_runtimes(self):
         order = [r for r in ("kvrun", "runc", "crun") if r in self.rt]
@@ -208,6 +210,11 @@ def run_suites(ctx, suites):
         except Exception as e:  # one broken suite must not lose the others
             traceback.print_exc()
             ctx.results.notes.append(f"suite {s} failed: {e}")
+        except KeyboardInterrupt as e:  # SIGINT/SIGTERM: keep what was measured
+            ctx.results.notes.append(f"interrupted ({e}) during suite {s}; the suites after it did not run")
+            timings[s] = round(time.monotonic() - t0, 1)
+            log(f"{s}: interrupted")
+            break
         timings[s] = round(time.monotonic() - t0, 1)
         log(f"{s}: {timings[s]} s")
     return timings
@@ -302,6 +309,10 @@ def main():
     kv_env = {"KVRUN_CACHE_DIR": os.path.join(ctx.cache, "kvrun")}
     if "KVRUN_KERNEL" not in os.environ and os.path.exists(os.path.join(ctx.kernel_dir, "vmlinux")):
         kv_env["KVRUN_KERNEL"] = os.path.join(ctx.kernel_dir, "vmlinux")
+    if ctx.host["emulating"] and ctx.force_emulated and "KVRUN_BOOT_TIMEOUT" not in os.environ:
+        # kvrun waits 600 s for its guest by default; an emulated boot on
+        # a loaded host takes longer.
+        kv_env["KVRUN_BOOT_TIMEOUT"] = str(ctx.boot_timeout("kvrun") - 100)
     ctx.rt = make_runtimes(a.runtime_names, ctx.work, ctx.kvrun_bin, kv_env)
     signal.signal(signal.SIGTERM, on_term)  # so that every session's cleanup runs
     remove_leftovers(ctx)

@@ -13,7 +13,7 @@ import subprocess
 
 from .util import log, sh
 
-RECIPE_VERSION = "8"
+RECIPE_VERSION = "9"
 
 BUSYBOX_APPLETS = ["sh", "true", "echo", "sleep", "cat", "ls", "rm", "mkdir", "tar", "sync", "env",
                    "head", "wc", "chown", "id", "cp"]
@@ -225,11 +225,8 @@ def build_tools(root, src_dir):
     os.makedirs(f"{root}/srcdata")
     sh(["tar", "-cf", f"{root}/srcdata/tree.tar", "-C", root, "usr/include"])
     # The small tree, unpacked below /work/small.
-    os.makedirs(f"{root}/small")
-    os.rename(f"{root}/{SMALL_TREE}", f"{root}/small/bits")
-    sh(["tar", "-cf", f"{root}/srcdata/small.tar", "-C", root, "small"])
-    os.rename(f"{root}/small/bits", f"{root}/{SMALL_TREE}")
-    os.rmdir(f"{root}/small")
+    sh(["tar", "-cf", f"{root}/srcdata/small.tar", "--transform", "s,^bits,small/bits,",
+        "-C", os.path.dirname(f"/{SMALL_TREE}"), "bits"])
     os.makedirs(f"{root}/usr/local/bin", exist_ok=True)
     with open(f"{root}/usr/local/bin/cpuio.sh", "w") as f:
         f.write(CPUIO_SH)
@@ -290,11 +287,31 @@ exec /usr/sbin/nginx
 """
 
 
+def add_small_cpuio(root):
+    """cpuio.sh with what its small steps need (bash, bc, GNU tar and rm,
+    the small tree's tarball)."""
+    for b in ("/usr/bin/bc", "/usr/bin/bash"):
+        add_binary(root, b)
+    for b in ("tar", "rm"):  # busybox's would shadow GNU's
+        if os.path.lexists(f"{root}/usr/bin/{b}"):
+            os.unlink(f"{root}/usr/bin/{b}")
+        add_binary(root, f"/usr/bin/{b}")
+    os.makedirs(f"{root}/srcdata", exist_ok=True)
+    sh(["tar", "-cf", f"{root}/srcdata/small.tar", "--transform", "s,^bits,small/bits,",
+        "-C", os.path.dirname(f"/{SMALL_TREE}"), "bits"])
+    os.makedirs(f"{root}/usr/local/bin", exist_ok=True)
+    with open(f"{root}/usr/local/bin/cpuio.sh", "w") as f:
+        f.write(CPUIO_SH)
+    os.chmod(f"{root}/usr/local/bin/cpuio.sh", 0o755)
+
+
 def build_net(root):
-    """nginx (as in the nginx tree) and iperf3, both served by one container."""
+    """nginx (as in the nginx tree) and iperf3, both served by one
+    container; and cpuio.sh's small steps, which an emulated kvrun guest
+    runs in the same boot (`exec`)."""
     build_nginx(root)
     add_binary(root, "/usr/bin/iperf3")
-    os.makedirs(f"{root}/usr/local/bin", exist_ok=True)
+    add_small_cpuio(root)
     with open(f"{root}/usr/local/bin/netserve.sh", "w") as f:
         f.write(NETSERVE_SH)
     os.chmod(f"{root}/usr/local/bin/netserve.sh", 0o755)

@@ -5,12 +5,14 @@ both (the net rootfs: nginx-light and iperf3). The container sits in its
 own network namespace whose eth0 is a veth to a peer namespace; iperf3's
 client and wrk run in the peer namespace (suite_servers.Netns), so every
 runtime is reached the same way. Under an emulated guest kernel one such
-session is one Linux boot for kvrun, which is why both tools share it."""
+session is one Linux boot for kvrun, which is why both tools share it;
+with --force-emulated there, the same session also runs cpu-io's small
+steps (bc, the small tar and rm) with `exec`, for every runtime."""
 import json
 import os
 import time
 
-from . import rootfs
+from . import rootfs, suite_cpuio
 from .runtimes import write_bundle
 from .suite_servers import Netns, wait_tcp, wrk_files
 from .suite_start import rotate
@@ -67,6 +69,9 @@ def session(ctx, rtname, i):
                 mbps = iperf3(ctx, ns, extra, time.monotonic() + 300)
                 ctx.results.add(S, name, rtname, mbps, unit="Mbit/s", better="higher", title=title)
             wrk_files(ctx, rtname, ns)
+            if ctx.cpuio_in_net:
+                ctx.guarded(rtname, [f"{suite_cpuio.S}/{k}" for k in suite_cpuio.SMALL],
+                            suite_cpuio.exec_small, ctx, rtname, cid)
         finally:
             rt.remove(cid)
 
