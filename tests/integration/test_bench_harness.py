@@ -129,9 +129,10 @@ for key in ("pg/tpcb_tps", "memory/nginx10_pss", "start/parallel16", "cpu-io/com
 
 
 class Args:
-    def __init__(self, force):
+    def __init__(self, force, suites=()):
         self.build, self.kvrun, self.runs, self.quick, self.force_emulated, self.out = \
             "build", "/nonexistent/kvrun", 3, True, force, "/nonexistent"
+        self.suites = list(suites)
 
 
 os.environ["KVRUN_EMULATING_HOST"] = "1"
@@ -152,6 +153,18 @@ for force in (False, True):
          "context: net figures not available for kvrun only without --force-emulated")
     t.ok("not run even with" in ctx.results.metrics["pg/tpcb_tps"]["runtimes"]["kvrun"]["not_available"] or not force,
          "context: pg not available for kvrun with the forced-run reason")
+# cpu-io's steps per runtime: an emulated kvrun guest takes the small set,
+# in the net session's boot when net is in the run.
+for suites, kv, in_net in ((["cpu-io"], suite_cpuio.SMALL, False), (["net", "cpu-io"], [], True)):
+    c = run.Context(Args(True, suites))
+    c.rt = {"kvrun": None, "runc": None}
+    t.eq((c.cpuio_in_net, suite_cpuio.steps_for(c, "kvrun")), (in_net, kv),
+         f"cpu-io: kvrun's steps under --force-emulated with suites {','.join(suites)}")
+    runc_steps = suite_cpuio.steps_for(c, "runc")
+    t.ok("fio" in runc_steps and "compile" in runc_steps and (("bc" in runc_steps) != in_net),
+         f"cpu-io: runc's steps with suites {','.join(suites)}", runc_steps)
+c = run.Context(Args(False, ["net", "cpu-io"]))
+t.ok(not c.cpuio_in_net, "cpu-io: without --force-emulated the small steps stay in cpu-io")
 del os.environ["KVRUN_EMULATING_HOST"]
 
 # A failing kvrun session: figures not available with kvrun's error, no
