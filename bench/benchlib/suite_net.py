@@ -84,4 +84,13 @@ def run(ctx):
         for rtname in rotate(names, i):
             ctx.guarded(rtname, keys, session, ctx, rtname, i)
     ctx.na_kvrun_for([f"{S}/{d}" for d in DIRECTIONS], "Mbit/s", "higher")
+    err = ctx.kvrun_failed.get(keys[0])
+    if ctx.cpuio_in_net and "kvrun" in names and err:
+        # The small cpu-io steps ride on these sessions: without a kvrun
+        # session they were not taken either.
+        for k in suite_cpuio.SMALL:
+            m = ctx.results.metrics.get(f"{suite_cpuio.S}/{k}", {}).get("runtimes", {}).get("kvrun")
+            if not m or not m.get("samples"):
+                ctx.results.na(suite_cpuio.S, k, "kvrun", f"not available: kvrun failed here (net session): {err}",
+                               unit="s", better="lower", title=suite_cpuio.STEPS[k])
     ctx.na_kvrun_for([f"nginx/{f}_{k}" for f in rootfs.NGINX_FILES for k in ("rps", "p99")], None, None)
