@@ -3,7 +3,7 @@
 """kvrun's benchmark harness: kvrun against runc and crun (and QEMU microvm
 for the VMM) on the same work, in one run. See docs/benchmarks.md.
 
-  bench/run.py [--suite start,memory,pg,nginx,cpu-io,vmm] [--runs N] [--quick]
+  bench/run.py [--suite start,memory,pg,nginx,net,cpu-io,vmm] [--runs N] [--quick]
                [--force-emulated] [--runtimes kvrun,runc,crun] [--out DIR]
 
 Needs root, scripts/setup.sh --bench, and a built ./build (kvrun, the test
@@ -23,14 +23,14 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from benchlib import report, suite_cpuio, suite_servers, suite_start, suite_vmm  # noqa: E402
+from benchlib import emulated, report, suite_cpuio, suite_net, suite_servers, suite_start, suite_vmm  # noqa: E402
 from benchlib.results import Results  # noqa: E402
 from benchlib.runtimes import Limits, cgroup_layout, make_runtimes, own_cgroup  # noqa: E402
 from benchlib.util import host_info, loadavg, log, sh, write_json  # noqa: E402
 
-SUITES = ["start", "memory", "pg", "nginx", "cpu-io", "vmm"]
-EMULATED = "guest kernel emulated on this host (kvm_pvm)"
-EMULATED_REASON = "not available: " + EMULATED
+SUITES = ["start", "memory", "pg", "nginx", "net", "cpu-io", "vmm"]
+EMULATED = emulated.EMULATED
+EMULATED_REASON = emulated.EMULATED_REASON
 
 
 class Context:
@@ -53,6 +53,7 @@ class Context:
         self.start_runs = 10 if a.quick else 20
         self.duration = 5 if a.quick else 10  # pgbench -T
         self.wrk_duration = 3 if a.quick else 5
+        self.iperf_duration = 3 if a.quick else 10
         self.fio_duration = 3 if a.quick else 8
         self.pg_scale = 4
         self.settle = 2.0
@@ -61,6 +62,9 @@ class Context:
         self.host = host_info()["host"]
         self.kvrun_reason_start = None
         self.kvrun_workload_reason = None
+        self.kvrun_failed = {}  # figure -> kvrun's error, once a session failed
+        # One boot of an emulated kvrun guest serves net and cpu-io's small steps.
+        self.cpuio_in_net = self.host["emulating"] and a.force_emulated and "net" in getattr(a, "suites", [])
 
     def workload_runtimes(self):
         order = [r for r in ("kvrun", "runc", "crun") if r in self.rt]
@@ -68,17 +72,67 @@ class Context:
             order = [r for r in order if r != "kvrun"]
         return order
 
+    def kvrun_reason(self, key):
+        """Why kvrun does not take figure key ("suite/name") here, or None."""
+        if self.kvrun_reason_start:
+            return self.kvrun_workload_reason
+        return emulated.reason(key, self.host["emulating"], self.force_emulated)
+
+    def runtimes_for(self, keys):
+        """The runtimes that take all of the figures keys, kvrun first."""
+        order = [r for r in ("kvrun", "runc", "crun") if r in self.rt]
+        if "kvrun" in order and any(self.kvrun_reason(k) for k in keys):
+            order.remove("kvrun")
+        return order
+
+    def kvrun_emulated(self, rtname):
+        """Whether rtname is kvrun running a guest kernel under emulation."""
+        return rtname == "kvrun" and self.host["emulating"]
+
+    def boot_timeout(self, rtname):
+        """Seconds a server gets to answer after `run -d`: under emulation
+        a kvrun guest boots for minutes (2 to 14 here)."""
+        return 1800 if self.kvrun_emulated(rtname) else 120
+
+    def guarded(self, rtname, keys, fn, *args):
+        """fn(*args) for one session of rtname. A kvrun session that fails
+        does not end the suite: its figures keep the samples already taken
+        (the failure is noted) or become not available with kvrun's error,
+        and kvrun takes no further session of this suite. Returns False
+        once kvrun has failed here."""
+        if rtname == "kvrun" and self.kvrun_failed.get(keys[0]):
+            return False
+        try:
+            fn(*args)
+            return True
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            if rtname != "kvrun":
+                raise
+            err = str(e).strip().replace("\n", " ")[-400:]
+            log(f"kvrun failed: {err}")
+            self.results.notes.append(f"a kvrun session for {', '.join(keys)} failed: {err}")
+            for key in keys:
+                self.kvrun_failed[key] = err
+                m = self.results.metrics.get(key, {}).get("runtimes", {}).get("kvrun")
+                if not m or not m.get("samples"):
+                    suite, name = key.split("/", 1)
+                    self.results.na(suite, name, "kvrun", f"not available: kvrun failed here: {err}")
+            return False
+
     def na_kvrun_for(self, keys, unit, better):
-        """Mark kvrun not available for metrics when it cannot run workloads."""
-        if "kvrun" not in self.rt or not self.kvrun_workload_reason:
+        """Mark kvrun not available for the figures it does not take."""
+        if "kvrun" not in self.rt:
             return
         for key in keys:
+            why = self.kvrun_reason(key)
+            if not why:
+                continue
             suite, name = key.split("/", 1)
             m = self.results.metrics.get(key)
             if m:
-                m["runtimes"]["kvrun"] = {"not_available": self.kvrun_workload_reason}
+                m["runtimes"]["kvrun"] = {"not_available": why}
             elif unit:
-                self.results.na(suite, name, "kvrun", self.kvrun_workload_reason, unit=unit, better=better)
+                self.results.na(suite, name, "kvrun", why, unit=unit, better=better)
 
 
 def build_shim(ctx):
@@ -91,7 +145,7 @@ def build_shim(ctx):
 
 def check_tools(suites):
     need = {"start": ["runc", "crun"], "memory": ["pgbench", "ip"], "pg": ["pgbench", "ip"],
-            "nginx": ["nginx", "wrk", "ip"], "cpu-io": ["bc", "fio", "gcc", "make"], "vmm": ["qemu-system-x86_64"]}
+            "nginx": ["nginx", "wrk", "ip"], "net": ["nginx", "wrk", "iperf3", "ip"], "cpu-io": ["bc", "fio", "gcc", "make"], "vmm": ["qemu-system-x86_64"]}
     missing = sorted({t for s in suites for t in need.get(s, []) if not shutil.which(t)})
     if missing:
         sys.exit(f"bench/run.py: missing {' '.join(missing)}: run scripts/setup.sh --bench")
@@ -115,7 +169,17 @@ def setup_kvrun(ctx, a):
         parts.append(EMULATED)
     ctx.kvrun_workload_reason = ("not available: " + "; ".join(parts)) if parts else None
     log(f"kvrun: start {'ok' if not ctx.kvrun_reason_start else ctx.kvrun_reason_start}; workloads "
-        f"{'run' if not ctx.kvrun_workload_reason else ctx.kvrun_workload_reason}")
+        f"{workloads_line(ctx)}")
+
+
+def workloads_line(ctx):
+    """What kvrun runs of the guest workloads here, in words."""
+    if ctx.kvrun_workload_reason:
+        return ctx.kvrun_workload_reason
+    if ctx.host["emulating"]:
+        return (f"forced on an emulating host, labelled '{emulated.LABEL}': only "
+                f"{', '.join(emulated.FORCED)}")
+    return "run"
 
 
 def run_suites(ctx, suites):
@@ -133,7 +197,12 @@ def run_suites(ctx, suites):
             elif s == "pg":
                 suite_servers.run_pg(ctx, "memory" in suites, True)
             elif s == "nginx":
-                suite_servers.run_nginx(ctx, "memory" in suites, True)
+                # With net in the run, wrk runs in net's sessions (one
+                # container serves iperf3 and nginx).
+                if "memory" in suites or "net" not in suites:
+                    suite_servers.run_nginx(ctx, "memory" in suites, "net" not in suites)
+            elif s == "net":
+                suite_net.run(ctx)
             elif s == "cpu-io":
                 suite_cpuio.run(ctx)
             elif s == "vmm":
@@ -141,6 +210,11 @@ def run_suites(ctx, suites):
         except Exception as e:  # one broken suite must not lose the others
             traceback.print_exc()
             ctx.results.notes.append(f"suite {s} failed: {e}")
+        except KeyboardInterrupt as e:  # SIGINT/SIGTERM: keep what was measured
+            ctx.results.notes.append(f"interrupted ({e}) during suite {s}; the suites after it did not run")
+            timings[s] = round(time.monotonic() - t0, 1)
+            log(f"{s}: interrupted")
+            break
         timings[s] = round(time.monotonic() - t0, 1)
         log(f"{s}: {timings[s]} s")
     return timings
@@ -185,27 +259,46 @@ def remove_cgroup_parents():
                 pass
 
 
-def main():
+def parse_args(argv=None):
+    """The command line; ap.error()s (exit 2) on an unknown suite."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--suite", default=",".join(SUITES), help="comma-separated: " + ",".join(SUITES))
     ap.add_argument("--runs", type=int, default=3, help="runs per figure (at least 3)")
-    ap.add_argument("--quick", action="store_true", help="shorter client loops (pgbench 5 s, wrk 3 s, fio 3 s)")
+    ap.add_argument("--quick", action="store_true",
+                    help="shorter client loops (pgbench 5 s, wrk 3 s, iperf3 3 s, fio 3 s)")
     ap.add_argument("--force-emulated", action="store_true",
-                    help="run guest workloads under kvrun even where the guest kernel is emulated (very slow)")
+                    help="where the guest kernel is emulated, run kvrun's small set of guest workloads anyway "
+                         "(start of /bin/true, bc, a small tar and rm, net): a Linux boot of minutes each")
     ap.add_argument("--runtimes", default="kvrun,runc,crun")
     ap.add_argument("--kvrun", help="kvrun binary (default BUILD/runtime/kvrun)")
     ap.add_argument("--build", default="build", help="meson build directory (default build)")
-    ap.add_argument("--out", help="results directory (default bench/results/<UTC date>)")
-    a = ap.parse_args()
-    suites = [s for s in a.suite.split(",") if s]
-    bad = [s for s in suites if s not in SUITES]
+    ap.add_argument("--out", help="results directory (default bench/results/<UTC date>, or a "
+                                  "<time> directory below it when that already holds results)")
+    a = ap.parse_args(argv)
+    a.suites = [s for s in a.suite.split(",") if s]
+    bad = [s for s in a.suites if s not in SUITES]
     if bad:
         ap.error(f"unknown suite {', '.join(bad)}")
+    a.runtime_names = [r for r in a.runtimes.split(",") if r]
+    bad = [r for r in a.runtime_names if r not in ("kvrun", "runc", "crun")]
+    if bad:
+        ap.error(f"unknown runtime {', '.join(bad)}")
+    return a
+
+
+def main():
+    a = parse_args()
+    suites = a.suites
     if os.geteuid() != 0:
         sys.exit("bench/run.py: needs root (runc, crun, network namespaces)")
     check_tools(suites)
     src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    a.out = os.path.abspath(a.out or os.path.join(src, "bench", "results", time.strftime("%Y-%m-%d", time.gmtime())))
+    if not a.out:
+        # A second run on the same day goes beside the first, not over it.
+        a.out = os.path.join(src, "bench", "results", time.strftime("%Y-%m-%d", time.gmtime()))
+        if os.path.exists(os.path.join(a.out, "results.json")):
+            a.out = os.path.join(a.out, time.strftime("%H%M%S", time.gmtime()))
+    a.out = os.path.abspath(a.out)
     os.makedirs(a.out, exist_ok=True)
 
     ctx = Context(a)
@@ -216,7 +309,11 @@ def main():
     kv_env = {"KVRUN_CACHE_DIR": os.path.join(ctx.cache, "kvrun")}
     if "KVRUN_KERNEL" not in os.environ and os.path.exists(os.path.join(ctx.kernel_dir, "vmlinux")):
         kv_env["KVRUN_KERNEL"] = os.path.join(ctx.kernel_dir, "vmlinux")
-    ctx.rt = make_runtimes([r for r in a.runtimes.split(",") if r], ctx.work, ctx.kvrun_bin, kv_env)
+    if ctx.host["emulating"] and ctx.force_emulated and "KVRUN_BOOT_TIMEOUT" not in os.environ:
+        # kvrun waits 600 s for its guest by default; an emulated boot on
+        # a loaded host takes longer.
+        kv_env["KVRUN_BOOT_TIMEOUT"] = str(ctx.boot_timeout("kvrun") - 100)
+    ctx.rt = make_runtimes(a.runtime_names, ctx.work, ctx.kvrun_bin, kv_env)
     signal.signal(signal.SIGTERM, on_term)  # so that every session's cleanup runs
     remove_leftovers(ctx)
     setup_kvrun(ctx, a)
@@ -228,7 +325,7 @@ def main():
             d = m["runtimes"].get("kvrun", {})
             if "samples" in d and key.split("/")[0] != "vmm" and not key.startswith("start/kvrun_host_start") \
                     and key != "start/cli_state":
-                d["label"] = "emulator-bound"
+                d["label"] = emulated.LABEL
 
     kv_vcpus = 1 if ctx.host["emulating"] else math.ceil(ctx.limits.cpus)
     res = {
@@ -244,12 +341,16 @@ def main():
             "pgbench": {"scale": ctx.pg_scale, "duration_s": ctx.duration, "tests": {
                 k: " ".join(v[0]) for k, v in suite_servers.PGBENCH.items()}},
             "wrk": {"threads": 2, "connections": 8, "duration_s": ctx.wrk_duration},
+            "iperf3": {"duration_s": ctx.iperf_duration, "omit_s": 1, "streams": 1, "protocol": "tcp"},
+            "net_setup": "container netns (eth0 10.213.N.2/24) -- veth -- peer netns (peer0 10.213.N.1/24); "
+                         "clients in the peer netns",
+            "kvrun_forced_emulated": emulated.FORCED if ctx.host["emulating"] and ctx.force_emulated else [],
             "fio": {"bs": "4k", "size": "256M", "direct": 1, "ioengine": "psync", "runtime_s": ctx.fio_duration},
             "start_runs_per_block": ctx.start_runs, "settle_s": ctx.settle, "nice": os.nice(0),
         },
         "invocations": {n: r.invocation() for n, r in ctx.rt.items()},
         "kvrun": {"binary": ctx.kvrun_bin, "start": ctx.kvrun_reason_start or "ok",
-                  "workloads": ctx.kvrun_workload_reason or "run", "env": kv_env},
+                  "workloads": workloads_line(ctx), "env": kv_env},
         "metrics": ctx.results.finish(), "notes": ctx.results.notes,
     }
     write_json(os.path.join(a.out, "results.json"), res)

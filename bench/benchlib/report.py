@@ -5,7 +5,10 @@ import subprocess
 
 ORDER = ["runc", "crun", "kvrun", "kvrun (bzImage)", "qemu-microvm"]
 SUITE_TITLES = {"start": "Start", "memory": "Memory (idle)", "pg": "PostgreSQL (pgbench)",
-                "nginx": "nginx (wrk)", "cpu-io": "CPU and I/O", "vmm": "VMM and boot"}
+                "nginx": "nginx (wrk)", "net": "Network (iperf3)", "cpu-io": "CPU and I/O",
+                "vmm": "VMM and boot"}
+# Marks a ratio whose kvrun figure carries a label (an emulated guest kernel).
+LABELLED = "‡"
 
 
 def fmt(v):
@@ -22,7 +25,7 @@ def cell(d):
         return "n/a"
     if d.get("median") is None:
         return "?"
-    label = f" *({d['label']})*" if d.get("label") else ""
+    label = f" *[{d['label']}]*" if d.get("label") else ""
     if d["n"] == 1:
         return fmt(d["median"]) + label
     return f"{fmt(d['median'])} ({fmt(d['min'])}–{fmt(d['max'])})" + label
@@ -39,6 +42,7 @@ def table(res):
     metrics = res["metrics"]
     lines = []
     reasons = {}
+    labels = set()
     for suite in SUITE_TITLES:
         ms = [m for m in metrics.values() if m["suite"] == suite]
         if not ms:
@@ -65,7 +69,12 @@ def table(res):
                 else:
                     row.append(cell(d))
             if has_runc:
-                row += [ratio(m, r) for r in ("kvrun", "crun") if r in rts]
+                for r in [r for r in ("kvrun", "crun") if r in rts]:
+                    x, lab = ratio(m, r), m["runtimes"].get(r, {}).get("label")
+                    if x and lab:
+                        labels.add(lab)
+                        x += " " + LABELLED
+                    row.append(x)
                 if suite == "memory":
                     for r in [r for r in ("kvrun", "crun") if r in rts]:
                         da, db = m["runtimes"].get(r, {}), m["runtimes"].get("runc", {})
@@ -73,6 +82,10 @@ def table(res):
             if "qemu-microvm" in rts:
                 row.append(ratio(m, "qemu-microvm", "kvrun"))
             lines.append("| " + " | ".join(row) + " |")
+    if labels:
+        lines += ["", f"{LABELLED} the kvrun figure of this ratio is labelled "
+                  f"{' / '.join(sorted(labels))}: it measures the guest kernel under emulation, "
+                  "not what kvrun costs on a native KVM host."]
     if reasons:
         lines += ["", "Not available:", ""]
         lines += [f"{n}. {r}" for r, n in sorted(reasons.items(), key=lambda x: x[1])]
@@ -103,6 +116,12 @@ def gnuplot(script, cwd):
         raise RuntimeError(f"gnuplot: {r.stderr.strip()[-300:]}")
 
 
+def legend(ms, rt):
+    """rt, with the label its figures in ms carry (the emulated guest kernel)."""
+    labels = sorted({m["runtimes"].get(rt, {}).get("label") for m in ms} - {None})
+    return f"{rt} ({'; '.join(labels)})" if labels else rt
+
+
 def plot_suite(res, suite, out, normalise, unit=None):
     ms = [m for m in res["metrics"].values() if m["suite"] == suite and (unit is None or m["unit"] == unit)]
     rts = [r for r in ORDER if any("median" in m["runtimes"].get(r, {}) for m in ms)]
@@ -126,7 +145,7 @@ def plot_suite(res, suite, out, normalise, unit=None):
     ylabel = "ratio to runc (1 = runc)" if normalise else " / ".join(sorted({m["unit"] for m in ms}))
     png = f"{name}.png"
     cols = ", ".join(f"'{name}.dat' using {2 + 3 * k}:{3 + 3 * k}:{4 + 3 * k}"
-                     f"{':xtic(1)' if k == 0 else ''} title '{r}'" for k, r in enumerate(rts))
+                     f"{':xtic(1)' if k == 0 else ''} title '{legend(ms, r)}'" for k, r in enumerate(rts))
     gnuplot(f"""set terminal pngcairo size 1000,520 font ',10'
 set output '{png}'
 set datafile missing '?'
@@ -148,7 +167,8 @@ plot {cols}
 
 def write_plots(res, out):
     pngs = []
-    for suite, norm in (("start", False), ("memory", False), ("pg", True), ("nginx", True), ("cpu-io", True)):
+    for suite, norm in (("start", False), ("memory", False), ("pg", True), ("nginx", True), ("net", True),
+                        ("cpu-io", True)):
         pngs.append(plot_suite(res, suite, out, norm))
     # The VMM figures mix times and sizes: one plot per unit.
     for unit in ("ms", "MiB"):

@@ -13,7 +13,7 @@ import subprocess
 
 from .util import log, sh
 
-RECIPE_VERSION = "7"
+RECIPE_VERSION = "9"
 
 BUSYBOX_APPLETS = ["sh", "true", "echo", "sleep", "cat", "ls", "rm", "mkdir", "tar", "sync", "env",
                    "head", "wc", "chown", "id", "cp"]
@@ -48,27 +48,64 @@ http {
 # Runs inside the tools container: times each step with the container's
 # own clock (so a runtime's start cost is not in these figures) and prints
 # "BENCH name start end" lines and fio's JSON between markers.
+#   cpuio.sh FIO_SECONDS STEP_LIMIT_SECONDS STEP...
+# A step still running after STEP_LIMIT_SECONDS is killed ("BENCH-TIMEOUT
+# name limit") and the steps after it are skipped ("BENCH-SKIP name"). The
+# watchdog (a background sleep) is started before each step's clock, so
+# every runtime runs the same commands inside the timed span.
 CPUIO_SH = r"""#!/bin/bash
-set -e
 fio_s=${1:-8}
-t() { local s=$EPOCHREALTIME; "$@"; local e=$EPOCHREALTIME; echo "BENCH $name $s $e"; }
+limit=${2:-1200}
+shift 2
+stopped=
+t() {
+	if [ -n "$stopped" ]; then echo "BENCH-SKIP $name"; return 0; fi
+	sleep "$limit" &
+	local w=$! s=$EPOCHREALTIME
+	"$@" &
+	local p=$!
+	wait -n $p $w
+	local e=$EPOCHREALTIME
+	if kill -0 $p 2>/dev/null; then
+		kill -KILL $p; wait $p
+		echo "BENCH-TIMEOUT $name $limit"
+		stopped=1
+		return 0
+	fi
+	wait $p; local rc=$?
+	kill $w 2>/dev/null; wait $w 2>/dev/null
+	if [ $rc != 0 ]; then echo "BENCH-FAIL $name $rc"; exit 1; fi
+	echo "BENCH $name $s $e"
+}
 rm -rf /work/*
-name=bc; t bash -c "echo '2^1000000' | bc >/dev/null"
-sync  # each step starts with no dirty pages of the previous one
-name=tar_unpack; t tar -xf /srcdata/tree.tar -C /work
-sync
-name=rm_rf; t rm -rf /work/usr
-cd /src && make -s clean && sync
-name=compile; t make -s -j2
-make -s clean
-for rw in randread randwrite; do
-	echo "FIO-BEGIN $rw"
-	fio --name=$rw --filename=/work/fio.dat --size=256M --bs=4k --rw=$rw --direct=1 \
-		--ioengine=psync --runtime=$fio_s --time_based --output-format=json
-	echo "FIO-END"
+for step in "$@"; do
+	name=$step
+	sync  # each step starts with no dirty pages of the previous one
+	case $step in
+	bc) t bash -c "echo '2^1000000' | bc >/dev/null" ;;
+	tar_small) t tar -xf /srcdata/small.tar -C /work ;;
+	rm_small) t rm -rf /work/small ;;
+	tar_unpack) t tar -xf /srcdata/tree.tar -C /work ;;
+	rm_rf) t rm -rf /work/usr ;;
+	compile)
+		(cd /src && make -s clean) && sync
+		cd /src && t make -s -j2; make -s clean; cd / ;;
+	fio)
+		[ -n "$stopped" ] && { echo "BENCH-SKIP fio"; continue; }
+		for rw in randread randwrite; do
+			echo "FIO-BEGIN $rw"
+			fio --name=$rw --filename=/work/fio.dat --size=256M --bs=4k --rw=$rw --direct=1 \
+				--ioengine=psync --runtime=$fio_s --time_based --output-format=json
+			echo "FIO-END"
+		done
+		rm -f /work/fio.dat ;;
+	*) echo "BENCH-FAIL $step unknown"; exit 1 ;;
+	esac
 done
-rm -f /work/fio.dat
 """
+
+# The small tree of the tar_small and rm_small steps: glibc's bits/ headers.
+SMALL_TREE = "usr/include/x86_64-linux-gnu/bits"
 
 # Files nginx serves: name -> bytes.
 NGINX_FILES = {"1k": 1024, "100k": 100 * 1024, "10m": 10 * 1024 * 1024}
@@ -187,6 +224,9 @@ def build_tools(root, src_dir):
     # The tree tar unpacks and rm -rf removes: the rootfs's own /usr/include.
     os.makedirs(f"{root}/srcdata")
     sh(["tar", "-cf", f"{root}/srcdata/tree.tar", "-C", root, "usr/include"])
+    # The small tree, unpacked below /work/small.
+    sh(["tar", "-cf", f"{root}/srcdata/small.tar", "--transform", "s,^bits,small/bits,",
+        "-C", os.path.dirname(f"/{SMALL_TREE}"), "bits"])
     os.makedirs(f"{root}/usr/local/bin", exist_ok=True)
     with open(f"{root}/usr/local/bin/cpuio.sh", "w") as f:
         f.write(CPUIO_SH)
@@ -239,11 +279,50 @@ def build_nginx(root):
     os.chmod(f"{root}/srv", 0o755)
 
 
+# The net container's process: iperf3's server in the background, nginx
+# in the foreground (the container lives as long as nginx does).
+NETSERVE_SH = """#!/bin/sh
+/usr/bin/iperf3 -s -p 5201 &
+exec /usr/sbin/nginx
+"""
+
+
+def add_small_cpuio(root):
+    """cpuio.sh with what its small steps need (bash, bc, GNU tar and rm,
+    the small tree's tarball)."""
+    for b in ("/usr/bin/bc", "/usr/bin/bash"):
+        add_binary(root, b)
+    for b in ("tar", "rm"):  # busybox's would shadow GNU's
+        if os.path.lexists(f"{root}/usr/bin/{b}"):
+            os.unlink(f"{root}/usr/bin/{b}")
+        add_binary(root, f"/usr/bin/{b}")
+    os.makedirs(f"{root}/srcdata", exist_ok=True)
+    sh(["tar", "-cf", f"{root}/srcdata/small.tar", "--transform", "s,^bits,small/bits,",
+        "-C", os.path.dirname(f"/{SMALL_TREE}"), "bits"])
+    os.makedirs(f"{root}/usr/local/bin", exist_ok=True)
+    with open(f"{root}/usr/local/bin/cpuio.sh", "w") as f:
+        f.write(CPUIO_SH)
+    os.chmod(f"{root}/usr/local/bin/cpuio.sh", 0o755)
+
+
+def build_net(root):
+    """nginx (as in the nginx tree) and iperf3, both served by one
+    container; and cpuio.sh's small steps, which an emulated kvrun guest
+    runs in the same boot (`exec`)."""
+    build_nginx(root)
+    add_binary(root, "/usr/bin/iperf3")
+    add_small_cpuio(root)
+    with open(f"{root}/usr/local/bin/netserve.sh", "w") as f:
+        f.write(NETSERVE_SH)
+    os.chmod(f"{root}/usr/local/bin/netserve.sh", 0o755)
+
+
 BUILDERS = {
     "busybox": lambda root, src: build_busybox(root),
     "tools": build_tools,
     "postgres": lambda root, src: build_postgres(root),
     "nginx": lambda root, src: build_nginx(root),
+    "net": lambda root, src: build_net(root),
 }
 
 

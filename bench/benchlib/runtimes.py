@@ -131,10 +131,10 @@ class Runtime:
         args = ["run"] + (["-d"] if detach else []) + ["-b", bundle, cid]
         return subprocess.Popen(self.argv(*args), env=self.env, stdin=subprocess.DEVNULL, **kw)
 
-    def run_detached(self, bundle, cid, log_path):
+    def run_detached(self, bundle, cid, log_path, timeout=900):
         with open(log_path, "w") as logf:
             r = subprocess.run(self.argv("run", "-d", "-b", bundle, cid), stdin=subprocess.DEVNULL,
-                               stdout=logf, stderr=subprocess.STDOUT, env=self.env, timeout=900)
+                               stdout=logf, stderr=subprocess.STDOUT, env=self.env, timeout=timeout)
         if r.returncode != 0:
             raise RuntimeError(f"{self.name} run -d {cid} failed: {open(log_path).read().strip()[-600:]}")
 

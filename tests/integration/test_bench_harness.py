@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The benchmark harness's own logic (bench/benchlib), without running any
-benchmark: statistics, output parsers, the OCI bundle recipe, the rootfs
-copier, the report's handling of figures that are not available."""
+"""The benchmark harness's own logic (bench/run.py, bench/benchlib), without
+running any benchmark or booting anything: statistics, output parsers
+(cpuio.sh, wrk, iperf3), the command line, the OCI bundle recipe, the rootfs
+copier, which figures kvrun takes on an emulating host with and without
+--force-emulated and the reasons for the others, a failed kvrun session,
+the result schema, and the report's labels and "not available" notes."""
+import importlib.util
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -13,7 +18,7 @@ from taplib import Tap
 SRC = os.environ.get("KVRUN_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "bench"))
 
-from benchlib import report, rootfs, runtimes, suite_cpuio, suite_servers, util  # noqa: E402
+from benchlib import emulated, report, rootfs, runtimes, suite_cpuio, suite_net, suite_servers, util  # noqa: E402
 from benchlib.results import Results  # noqa: E402
 
 t = Tap()
@@ -35,13 +40,44 @@ del os.environ["KVRUN_EMULATING_HOST"]
 fio = {"jobs": [{"read": {"iops": 1234.5, "clat_ns": {"percentile": {"99.000000": 2500000}}}, "write": {}}]}
 out = ("BENCH bc 100.25 102.75\nBENCH compile 10.0 13.5\nFIO-BEGIN randread\n" + json.dumps(fio) +
        "\nFIO-END\n")
-r = suite_cpuio.parse(out)
+r, missing = suite_cpuio.parse(out)
 t.eq((r["bc"], r["compile"]), (2.5, 3.5), "cpuio: step times from BENCH lines")
 t.eq((r["randread_iops"], r["randread_p99"]), (1234.5, 2.5), "cpuio: fio IOPS and p99 in ms")
+t.eq(missing, {}, "cpuio: nothing missing when every step finished")
+r, missing = suite_cpuio.parse("BENCH bc 1.0 2.0\nBENCH-TIMEOUT tar_small 1200\nBENCH-SKIP rm_small\n")
+t.eq(sorted(r), ["bc"], "cpuio: a killed step has no time")
+t.ok("within 1200 s" in missing.get("tar_small", "") and "skipped" in missing.get("rm_small", ""),
+     "cpuio: a step out of time and the one after it are not available, with why", missing)
+t.ok(all(f"{k})" in rootfs.CPUIO_SH for k in list(suite_cpuio.STEPS) + ["fio"]),
+     "cpuio: cpuio.sh knows every step the suite asks for")
 
 wrk_out = "  Latency Distribution\n     50%  1.20ms\n     99%  850.00us\nRequests/sec:  1000.5\n"
 m = suite_servers.WRK_RE.search(wrk_out)
 t.eq((m.group(1), m.group(2)), ("850.00", "us"), "wrk: p99 line with its unit")
+wrk_full = ("Running 3s test @ http://10.213.200.2:8080/1k\n  2 threads and 8 connections\n"
+            "  Latency Distribution\n     50%  1.20ms\n     99%  850.00us\n"
+            "  3001 requests in 3.00s, 3.5MB read\nRequests/sec:  1000.5\n")
+t.eq(suite_servers.parse_wrk(wrk_full), (1000.5, 0.85), "wrk: requests/s and p99 in ms")
+wrk_none = ("  Latency Distribution\n     50%    0.00us\n     99%    0.00us\n"
+            "  0 requests in 3.00s, 0.00B read\n  Socket errors: connect 0, read 0, write 0, timeout 8\n"
+            "Requests/sec:      0.00\n")
+t.eq(suite_servers.parse_wrk(wrk_none), (0.0, None), "wrk: no request completed: 0/s and no p99")
+
+ip_ok = {"start": {}, "end": {"sum_sent": {"bits_per_second": 2.5e9}, "sum_received": {"bits_per_second": 2.4e9}}}
+t.eq(suite_net.parse_iperf3(json.dumps(ip_ok)), 2400.0, "iperf3: Mbit/s received at the far end")
+try:
+    suite_net.parse_iperf3(json.dumps({"start": {}, "end": {}, "error": "unable to connect to server: refused"}))
+    t.ok(False, "iperf3: its error is raised")
+except RuntimeError as e:
+    t.ok("unable to connect" in str(e), "iperf3: its error is raised with its message", str(e))
+
+ns = suite_servers.Netns(201)
+t.eq((ns.name, ns.peer, ns.addr, ns.peer_addr), ("kvbench-201", "kvbench-201-peer", "10.213.201.2", "10.213.201.1"),
+     "netns: container and peer namespace, addresses of a private range")
+t.eq(ns.client(["wrk", "x"]), ["ip", "netns", "exec", "kvbench-201-peer", "wrk", "x"],
+     "netns: clients run in the peer namespace")
+t.ok(ns.name.startswith(suite_servers.NS_PREFIX) and ns.peer.startswith(suite_servers.NS_PREFIX),
+     "netns: both names are found again by the leftover cleanup")
 
 with tempfile.TemporaryDirectory() as d:
     lim = runtimes.Limits(cpus=2, memory_mib=512)
@@ -64,6 +100,108 @@ with tempfile.TemporaryDirectory() as d:
     t.ok(libs and all(os.path.exists(root + os.path.join(os.path.realpath(os.path.dirname(x)),
                                                           os.path.basename(x))) for x in libs),
          "rootfs: every library ldd names, and the loader", libs)
+
+# The command line (bench/run.py, loaded as a module: nothing runs).
+spec = importlib.util.spec_from_file_location("bench_run", os.path.join(SRC, "bench", "run.py"))
+run = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(run)
+a = run.parse_args([])
+t.eq((a.suites, a.runs, a.force_emulated, a.runtime_names),
+     (run.SUITES, 3, False, ["kvrun", "runc", "crun"]), "args: defaults (every suite, net among them)")
+t.ok("net" in run.SUITES, "args: net is a suite")
+a = run.parse_args(["--suite", "net,cpu-io", "--force-emulated", "--quick", "--runtimes", "kvrun,runc"])
+t.eq((a.suites, a.force_emulated, a.quick, a.runtime_names), (["net", "cpu-io"], True, True, ["kvrun", "runc"]),
+     "args: --suite, --force-emulated, --quick, --runtimes")
+for bad in (["--suite", "net,nope"], ["--runtimes", "kvrun,gvisor"]):
+    p = subprocess.run([sys.executable, os.path.join(SRC, "bench", "run.py")] + bad, capture_output=True, text=True)
+    t.ok(p.returncode == 2 and "unknown" in p.stderr, f"args: {' '.join(bad)} is refused", p.stderr)
+
+# Which figures kvrun takes, and why not the others.
+t.eq(emulated.reason("net/iperf3_in", False, False), None, "emulated: a native host takes every figure")
+t.eq(emulated.reason("net/iperf3_in", True, False), emulated.EMULATED_REASON,
+     "emulated: without --force-emulated nothing, with the host's reason")
+for key in ("start/true_p50", "cpu-io/bc", "cpu-io/tar_small", "cpu-io/rm_small", "net/iperf3_out", "nginx/10m_rps"):
+    t.eq(emulated.reason(key, True, True), None, f"emulated: --force-emulated takes {key}")
+for key in ("pg/tpcb_tps", "memory/nginx10_pss", "start/parallel16", "cpu-io/compile", "cpu-io/fio_randread_iops"):
+    why = emulated.reason(key, True, True)
+    t.ok(why and why.startswith(emulated.EMULATED_REASON) and "not run even with --force-emulated: " in why
+         and len(why) > len(emulated.EMULATED_REASON) + 40, f"emulated: {key} stays not available, saying why", why)
+
+
+class Args:
+    def __init__(self, force, suites=()):
+        self.build, self.kvrun, self.runs, self.quick, self.force_emulated, self.out = \
+            "build", "/nonexistent/kvrun", 3, True, force, "/nonexistent"
+        self.suites = list(suites)
+
+
+os.environ["KVRUN_EMULATING_HOST"] = "1"
+for force in (False, True):
+    ctx = run.Context(Args(force))
+    ctx.rt = {"kvrun": None, "runc": None, "crun": None}
+    ctx.kvrun_workload_reason = None if force else emulated.EMULATED_REASON
+    net_keys = ["net/iperf3_in", "nginx/1k_rps"]
+    t.eq(ctx.runtimes_for(net_keys), (["kvrun"] if force else []) + ["runc", "crun"],
+         f"context: net runtimes on an emulating host {'with' if force else 'without'} --force-emulated")
+    t.eq(ctx.runtimes_for(["pg/tpcb_tps"]), ["runc", "crun"], "context: pg never runs kvrun under emulation")
+    t.eq((ctx.boot_timeout("kvrun"), ctx.boot_timeout("runc")), (1800, 120),
+         "context: a kvrun guest under emulation gets minutes to boot")
+    ctx.results.add("net", "iperf3_in", "runc", 900.0, unit="Mbit/s", better="higher", title="in")
+    ctx.na_kvrun_for(["net/iperf3_in", "pg/tpcb_tps"], "tx/s", "higher")
+    kv = ctx.results.metrics["net/iperf3_in"]["runtimes"].get("kvrun")
+    t.eq(kv, None if force else {"not_available": emulated.EMULATED_REASON},
+         "context: net figures not available for kvrun only without --force-emulated")
+    t.ok("not run even with" in ctx.results.metrics["pg/tpcb_tps"]["runtimes"]["kvrun"]["not_available"] or not force,
+         "context: pg not available for kvrun with the forced-run reason")
+# cpu-io's steps per runtime: an emulated kvrun guest takes the small set,
+# in the net session's boot when net is in the run.
+for suites, kv, in_net in ((["cpu-io"], suite_cpuio.SMALL, False), (["net", "cpu-io"], [], True)):
+    c = run.Context(Args(True, suites))
+    c.rt = {"kvrun": None, "runc": None}
+    t.eq((c.cpuio_in_net, suite_cpuio.steps_for(c, "kvrun")), (in_net, kv),
+         f"cpu-io: kvrun's steps under --force-emulated with suites {','.join(suites)}")
+    runc_steps = suite_cpuio.steps_for(c, "runc")
+    t.ok("fio" in runc_steps and "compile" in runc_steps and (("bc" in runc_steps) != in_net),
+         f"cpu-io: runc's steps with suites {','.join(suites)}", runc_steps)
+c = run.Context(Args(False, ["net", "cpu-io"]))
+t.ok(not c.cpuio_in_net, "cpu-io: without --force-emulated the small steps stay in cpu-io")
+del os.environ["KVRUN_EMULATING_HOST"]
+
+# A failing kvrun session: figures not available with kvrun's error, no
+# further kvrun session, the suite goes on; a failing runc session raises.
+calls = []
+
+
+def session(rtname):
+    calls.append(rtname)
+    if rtname == "kvrun":
+        raise RuntimeError("kvrun run -d x failed: boom")
+
+
+keys = ["net/iperf3_in", "net/iperf3_out"]
+t.eq(ctx.guarded("kvrun", keys, session, "kvrun"), False, "guarded: a failed kvrun session")
+t.eq(ctx.guarded("kvrun", keys, session, "kvrun"), False, "guarded: no second kvrun session after a failure")
+t.eq(calls, ["kvrun"], "guarded: the failed session ran once")
+t.ok(ctx.results.metrics["net/iperf3_out"]["runtimes"]["kvrun"]["not_available"].endswith("boom")
+     and any("boom" in n for n in ctx.results.notes), "guarded: kvrun's error is the reason, and noted")
+t.eq(ctx.results.metrics["net/iperf3_in"]["runtimes"]["runc"]["samples"], [900.0],
+     "guarded: the other runtimes' samples are kept")
+try:
+    ctx.guarded("runc", keys, lambda: (_ for _ in ()).throw(RuntimeError("runc broke")))
+    t.ok(False, "guarded: a failed runc session raises")
+except RuntimeError:
+    t.ok(True, "guarded: a failed runc session raises")
+
+# Results: a figure first seen not available gets unit and title later;
+# a runtime not available stays so.
+R = Results()
+R.na("net", "iperf3_out", "kvrun", "not available: x")
+R.add("net", "iperf3_out", "runc", 5.0, unit="Mbit/s", better="higher", title="out")
+R.add("net", "iperf3_out", "kvrun", 1.0, unit="Mbit/s", better="higher", title="out")
+m = R.finish()["net/iperf3_out"]
+t.eq((m["unit"], m["better"], m["title"], m["runtimes"]["kvrun"]), ("Mbit/s", "higher", "out", {"not_available": "not available: x"}),
+     "results: meta from the first sample, not available kept")
+t.eq(sorted(m["runtimes"]["runc"]), ["max", "median", "min", "n", "samples"], "results: per-runtime schema")
 
 R = Results()
 R.add("pg", "tpcb_tps", "runc", 100.0, unit="tx/s", better="higher", title="tps")
@@ -94,4 +232,18 @@ d = FakeCtx.results.metrics.get("vmm/lx_distro_run", {}).get("runtimes", {})
 t.ok(len(d) == 2 and all(v.get("not_available", "").startswith("not available: guest kernel emulated") and
                          "pvmhost=1" in v["not_available"] for v in d.values()),
      "distro boot bench: not available on an emulating host, with the reason", d)
+R = Results()
+for v in (1000.0, 1100.0, 900.0):
+    R.add("net", "iperf3_in", "runc", v, unit="Mbit/s", better="higher", title="iperf3 in")
+for v in (10.0, 12.0, 11.0):
+    R.add("net", "iperf3_in", "kvrun", v)
+res = {"metrics": R.finish()}
+res["metrics"]["net/iperf3_in"]["runtimes"]["kvrun"]["label"] = emulated.LABEL
+lines = report.table(res)
+row = [x for x in lines if x.startswith("| iperf3 in")]
+t.ok(row and f"11.0 (10.0–12.0) *[{emulated.LABEL}]*" in row[0] and f"0.01 {report.LABELLED}" in row[0],
+     "report: an emulated kvrun figure and its ratio are labelled", row)
+t.ok(any(x.startswith(report.LABELLED) and emulated.LABEL in x for x in lines), "report: the label's note", lines)
+t.eq(report.legend(list(res["metrics"].values()), "kvrun"), f"kvrun ({emulated.LABEL})", "report: the plot legend too")
+t.ok("### Network (iperf3)" in lines, "report: the net suite's table")
 t.done()
