@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "common/protocol.h"
 #include "config.h"
 #include "guest-init/guest-init.h"
@@ -237,6 +238,8 @@ static int handle_start(struct state *st, struct proto_msg *m)
 	st->start = *m; /* take ownership */
 	memset(m, 0, sizeof(*m));
 	s = &st->start.u.start;
+	if (st->srv->apply_identity && st->srv->apply_identity(s) < 0)
+		log_warn("%s", err_msg()); /* a clock or seed problem must not stop the container */
 	if (s->root_device) {
 		err_clear();
 		r = gi_mount_root_disk(s, st->srv->rootfs_dir);
@@ -495,6 +498,25 @@ static bool busy(struct state *st)
 	return false;
 }
 
+/* A control stream that broke before START: connect again (the VM was
+ * restored; see struct gi_server). True when there is a new stream. */
+static bool reconnect(struct state *st)
+{
+	int fd;
+
+	if (st->started || !st->srv->reconnect)
+		return false;
+	close(st->srv->ctl);
+	st->srv->ctl = -1;
+	fd = st->srv->reconnect(st->srv->opaque);
+	if (fd < 0) {
+		log_error("reconnecting to the host: %s", err_msg());
+		return false;
+	}
+	st->srv->ctl = fd;
+	return true;
+}
+
 static int poll_once(struct state *st, int sfd)
 {
 	struct pollfd pfd[2 + MAX_PROCS * 3];
@@ -519,6 +541,8 @@ static int poll_once(struct state *st, int sfd)
 	}
 	if (pfd[1].revents) {
 		r = proto_recv(st->srv->ctl, &m);
+		if (r < 0 && reconnect(st))
+			return 0;
 		if (r < 0) {
 			/* The monitor is gone or speaks nonsense: end the VM. */
 			st->host_gone = true;
