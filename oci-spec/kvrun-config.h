@@ -4,7 +4,8 @@
  * because this layer is the only one that sees JSON. Every key is optional:
  *
  *   {"kernel": "/path/vmlinux", "initrd": "/path/initramfs.cpio",
- *    "cmdline_extra": "loglevel=4", "memory": 268435456, "cpus": 1}
+ *    "cmdline_extra": "loglevel=4", "memory": 268435456, "cpus": 1,
+ *    "template_dir": "/var/lib/kvrun/templates", "templates": true}
  *
  * "memory" is bytes (a number) or a string with a K/M/G suffix ("512M").
  */
@@ -19,6 +20,8 @@ struct kvrun_config {
 	char *cmdline_extra;
 	uint64_t memory; /* 0 when absent */
 	unsigned int cpus; /* 0 when absent */
+	char *template_dir; /* where VM templates are kept; NULL when absent */
+	int templates; /* start containers from templates: 1, 0, or -1 when absent */
 };
 
 /* Parse len bytes of JSON; name prefixes messages ("<name>: memory: ...").

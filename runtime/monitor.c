@@ -305,6 +305,8 @@ static int create_container(struct monitor *m)
 	r = guest_spec_from_oci(m->a->b->spec, m->a->c->state, &msg.u.start);
 	if (r >= 0)
 		r = guest_spec_set_net(&msg.u.start, m->a->net ? &m->a->net->cfg : NULL);
+	if (r >= 0)
+		r = guest_spec_set_identity(&msg.u.start);
 	if (r < 0) {
 		proto_start_free(&msg.u.start);
 		return r;
@@ -404,7 +406,7 @@ static int bring_up(struct monitor *m)
 	if (r >= 0)
 		r = open_listeners(m);
 	if (r >= 0)
-		r = sandbox_start(
+		r = sandbox_launch(
 		    &(struct sandbox_opts){.plan = a->plan,
 		                           .disk = disk,
 		                           .disk_read_only = a->b->spec->root && a->b->spec->root->readonly,

@@ -184,10 +184,23 @@ static unsigned int plan_cpus(const struct oci_spec *spec, const struct kvrun_co
 	return n ? n : 1;
 }
 
+static int plan_templates(const struct oci_spec *spec, const struct kvrun_config *cfg, struct vm_plan *p)
+{
+	const char *dir = getenv("KVRUN_TEMPLATE_DIR"), *env = getenv("KVRUN_TEMPLATES");
+	const char *ann = oci_map_get(&spec->annotations, VM_CONFIG_ANNOTATION_TEMPLATE);
+
+	if (!dir || !*dir)
+		dir = cfg->template_dir ? cfg->template_dir : VM_CONFIG_DEFAULT_TEMPLATE_DIR;
+	p->template_dir = strdup(dir);
+	p->use_templates =
+	    cfg->templates != 0 && !(env && strcmp(env, "0") == 0) && !(ann && strcmp(ann, "false") == 0);
+	return p->template_dir ? 0 : -ENOMEM;
+}
+
 int vm_plan_make(const struct oci_spec *spec, struct vm_plan *ret)
 {
 	const char *cfg_path = getenv("KVRUN_CONFIG");
-	struct kvrun_config cfg = {0};
+	struct kvrun_config cfg = {.templates = -1};
 	struct vm_plan p = {0};
 	int r;
 
@@ -201,6 +214,8 @@ int vm_plan_make(const struct oci_spec *spec, struct vm_plan *ret)
 		r = make_initrd(&cfg, cfg_path, &p.initrd);
 	if (r >= 0 && cfg.cmdline_extra && !(p.cmdline_extra = strdup(cfg.cmdline_extra)))
 		r = -ENOMEM;
+	if (r >= 0)
+		r = plan_templates(spec, &cfg, &p);
 	p.mem_size = plan_memory(spec, &cfg);
 	p.ncpus = plan_cpus(spec, &cfg);
 	p.emulating_host = vm_host_is_emulating();
@@ -221,6 +236,7 @@ void vm_plan_done(struct vm_plan *p)
 	free(p->kernel);
 	free(p->initrd);
 	free(p->cmdline_extra);
+	free(p->template_dir);
 	*p = (struct vm_plan){0};
 }
 

@@ -22,6 +22,12 @@
 #define VM_CONFIG_DEFAULT_FILE "/etc/kvrun/config.json"
 #define VM_CONFIG_DEFAULT_MEMORY (256ULL << 20)
 #define VM_CONFIG_MIN_MEMORY (64ULL << 20)
+/* Templates (runtime/template.h): where they are kept, unless
+ * $KVRUN_TEMPLATE_DIR or "template_dir" in the config file says otherwise;
+ * used unless "templates": false, $KVRUN_TEMPLATES=0 or the annotation
+ * io.kvrun.template=false. */
+#define VM_CONFIG_DEFAULT_TEMPLATE_DIR "/var/lib/kvrun/templates"
+#define VM_CONFIG_ANNOTATION_TEMPLATE "io.kvrun.template"
 
 struct vm_plan {
 	char *kernel; /* absolute path of the kernel */
@@ -30,6 +36,8 @@ struct vm_plan {
 	uint64_t mem_size; /* bytes */
 	unsigned int ncpus;
 	bool emulating_host; /* guest CPL0 code is emulated by the host (see vm-config.c) */
+	char *template_dir; /* where templates are kept */
+	bool use_templates; /* start from a matching template when there is one */
 };
 
 /* Decide the plan for spec. Reads the config file, checks that the kernel

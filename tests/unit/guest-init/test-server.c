@@ -338,6 +338,8 @@ static void net_start(const char *name, bool want_ok)
 	waitpid(guest, &st, 0);
 }
 
+static const char *read_until(int fd, char *buf, size_t cap, size_t *len, const char *needle);
+
 /* As guest-init does after a restore: the control port again, HELLO. */
 static int test_reconnect(void *opaque)
 {
@@ -430,6 +432,59 @@ TEST(reconnect_before_start)
 	}
 	is_str(buf, "1 1764470000000000001 1 171");
 	close(l_ctl);
+}
+
+/* After START (a restored checkpoint): the control stream and the init's
+ * stdout break; guest-init connects both again and the process goes on. */
+TEST(reconnect_after_start)
+{
+	int sv[2], l_ctl, l_out, s1, s2, c1, st;
+	struct proto_msg m = {0};
+	char path[300], buf[256] = "";
+	size_t len = 0;
+	pid_t guest;
+
+	is_int(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	l_ctl = listen_port(KVRUN_PROTO_CONTROL_PORT);
+	l_out = listen_port(5101);
+	reconnect_hook = test_reconnect;
+	guest = start_guest(sv[1], sv[0]);
+	reconnect_hook = NULL;
+	close(sv[1]);
+	hello_host(sv[0]);
+	m = (struct proto_msg){.type = PROTO_MSG_START, .id = 60};
+	m.u.start.process.args = strv((const char *const[]){
+	    "/bin/busybox", "sh", "-c",
+	    "echo first; while [ ! -e /go ]; do /bin/busybox sleep 0.05; done; echo second; exit 4", NULL});
+	m.u.start.process.stdout_port = 5101;
+	send_msg(sv[0], &m);
+	proto_start_free(&m.u.start);
+	s1 = accept4(l_out, NULL, NULL, SOCK_CLOEXEC);
+	if (expect(sv[0], PROTO_MSG_STARTED, &m) == 0)
+		is_int(m.id, 60);
+	ok(strcmp(read_until(s1, buf, sizeof(buf), &len, "first\n"), "first\n") == 0, "init printed first");
+	close(s1);
+	close(sv[0]); /* the restore's reset */
+	c1 = accept4(l_ctl, NULL, NULL, SOCK_CLOEXEC);
+	ok(c1 >= 0, "guest connected its control stream again");
+	hello_host(c1);
+	s2 = accept4(l_out, NULL, NULL, SOCK_CLOEXEC);
+	ok(s2 >= 0, "and the init's stdout");
+	snprintf(path, sizeof(path), "%s/go", rootfs);
+	close(open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+	buf[0] = 0;
+	len = 0;
+	ok(strcmp(read_until(s2, buf, sizeof(buf), &len, "second\n"), "second\n") == 0,
+	   "its output continues on the new stream");
+	if (expect(c1, PROTO_MSG_EXIT, &m) == 0)
+		ok(m.u.exit.init && WEXITSTATUS(m.u.exit.status) == 4, "the init went on and exited 4");
+	close(c1);
+	waitpid(guest, &st, 0);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 4, "guest loop ends with the init's status");
+	unlink(path);
+	close(s2);
+	close(l_ctl);
+	close(l_out);
 }
 
 /* Without a reconnect hook a broken stream before START ends the loop. */
