@@ -253,7 +253,7 @@ void monitor_exec_gone(struct monitor *m, struct monitor_exec *e)
 void monitor_serve_client(struct monitor *m)
 {
 	_cleanup_close_ int fd = accept4(m->control_fd, NULL, NULL, SOCK_CLOEXEC);
-	char line[256], detail[2048] = "";
+	char line[4200], detail[2048] = "";
 	unsigned pid, rows, cols;
 	unsigned long long pids, mem;
 	int signo, all, r, has_pids, has_mem;
@@ -280,6 +280,8 @@ void monitor_serve_client(struct monitor *m)
 		r = do_stats(m, detail, sizeof(detail));
 	else if (sscanf(line, "update %d %llu %d %llu", &has_pids, &pids, &has_mem, &mem) == 4)
 		r = do_update(m, has_pids, pids, has_mem, mem);
+	else if (sscanf(line, "checkpoint %d %n", &all, &signo) == 1 && line[signo])
+		r = monitor_checkpoint(m, all != 0, line + signo);
 	else if (strcmp(line, "ping") == 0)
 		r = 0;
 	else

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Containers started from a VM template (one Linux boot for the file):
+"""Containers started from a VM template, and checkpoint/restore (one Linux
+boot for the whole file):
 
 `kvrun template build` boots a VM until guest-init waits for START and
 saves it; five `kvrun run`s then restore it (the --log line says so) and
@@ -10,6 +11,13 @@ such; each gets its own random seed (urandom differs) and the host's
 wall-clock time. `template list` shows the template. A truncated and a
 corrupted template are refused with a clear message and leave no
 container behind; `template rm` removes it.
+
+Checkpoint/restore (its container also starts from the template): a
+process keeps a counter in a shell variable and prints it every second;
+`checkpoint` saves and stops the container, `delete` removes it, `restore
+--detach` brings it back from the image and the counter goes on from
+where it was (not from 1); a corrupted image is refused and leaves
+nothing.
 
 Times are printed as diagnostics (create from the template vs the build,
 which is a cold boot); nothing asserts on them. Skips without a guest
@@ -118,6 +126,85 @@ def check_refused(t, tmp, env, tpl_dir, snap, how):
     t.eq(os.listdir(root) if os.path.isdir(root) else [], [], f"{how} template: no container left")
 
 
+COUNTER = "i=0; while true; do i=$((i + 1)); echo count:$i; sleep 1; done"
+
+
+def counts(path):
+    with open(path, errors="replace") as f:
+        return [int(l[6:]) for l in f.read().splitlines() if l.startswith("count:") and l[6:].isdigit()]
+
+
+def wait_counts(path, n, timeout=600):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        c = counts(path)
+        if len(c) >= n:
+            return c
+        time.sleep(1)
+    return counts(path)
+
+
+def state(env, root, cid):
+    p = kvrun(env, "--root", root, "state", cid, timeout=60)
+    try:
+        return json.loads(p.stdout)["status"]
+    except ValueError:
+        return None
+
+
+def check_checkpoint(t, tmp, env):
+    b = make_bundle(tmp, "ckpt", ["/bin/sh", "-c", COUNTER])
+    root = os.path.join(tmp, "root-ckpt")
+    img = os.path.join(tmp, "image")
+    out1, out2 = os.path.join(tmp, "ckpt-1.out"), os.path.join(tmp, "ckpt-2.out")
+    e = dict(env, KVRUN_CONSOLE=os.path.join(tmp, "ckpt-console.log"))
+    with open(out1, "wb") as so:
+        p = subprocess.run([KVRUN, "--root", root, "--log", os.path.join(tmp, "ckpt-log.txt"), "--debug", "run",
+                            "--detach", "--bundle", b, "ckpt"], stdin=subprocess.DEVNULL, stdout=so, stderr=so,
+                           env=e, timeout=1500)
+    if not t.ok(p.returncode == 0, "checkpoint: the container runs"):
+        return
+    before = wait_counts(out1, 3)
+    t.ok(len(before) >= 3, "checkpoint: the counter counts", before)
+    t0 = time.monotonic()
+    p = kvrun(e, "--root", root, "--log", os.path.join(tmp, "ckpt-log.txt"), "--debug", "checkpoint",
+              "--image-path", img, "ckpt", timeout=600)
+    t.diag(f"checkpoint took {time.monotonic() - t0:.1f} s")
+    t.ok(p.returncode == 0, "checkpoint succeeds", p.stderr)
+    t.eq(state(env, root, "ckpt"), "stopped", "checkpoint: the container stopped")
+    last = max(counts(out1) or [0])
+    t.eq(kvrun(env, "--root", root, "delete", "ckpt", timeout=120).returncode, 0, "checkpoint: delete")
+    t.ok(all(os.path.exists(os.path.join(img, f)) for f in ("vm.snap", "rootfs.img", "config.json")),
+         "checkpoint: the image holds the VM, the disk and the configuration", os.listdir(img))
+    t0 = time.monotonic()
+    with open(out2, "wb") as so:
+        p = subprocess.run([KVRUN, "--root", root, "--log", os.path.join(tmp, "restore-log.txt"), "--debug",
+                            "restore", "--image-path", img, "--bundle", b, "--detach", "ckpt"],
+                           stdin=subprocess.DEVNULL, stdout=so, stderr=so, env=e, timeout=1500)
+    t.diag(f"restore took {time.monotonic() - t0:.1f} s")
+    if not t.ok(p.returncode == 0, "restore --detach succeeds"):
+        return
+    t.eq(state(env, root, "ckpt"), "running", "restore: the container runs")
+    after = wait_counts(out2, 2)
+    t.ok(len(after) >= 2 and after[0] >= last and after[0] <= last + 2 and after == sorted(after),
+         f"restore: the counter goes on from {last}", after)
+    kvrun(env, "--root", root, "kill", "ckpt", "9", timeout=120)
+    deadline = time.time() + 120
+    while time.time() < deadline and state(env, root, "ckpt") != "stopped":
+        time.sleep(0.5)
+    t.eq(kvrun(env, "--root", root, "delete", "ckpt", timeout=120).returncode, 0, "restore: delete")
+    snap = os.path.join(img, "vm.snap")
+    with open(snap, "r+b") as f:
+        f.seek(os.path.getsize(snap) - 100)
+        x = f.read(1)
+        f.seek(os.path.getsize(snap) - 100)
+        f.write(bytes([x[0] ^ 0xff]))
+    p = kvrun(env, "--root", root, "restore", "--image-path", img, "--bundle", b, "--detach", "ckpt",
+              stdin=subprocess.DEVNULL, timeout=600)
+    t.ok(p.returncode != 0 and "checksum" in p.stderr, "a corrupted image is refused, saying why", p.stderr)
+    t.eq(os.listdir(root), [], "a refused restore leaves nothing")
+
+
 def main():
     t = Tap()
     kernel, tried = find_kernel()
@@ -157,6 +244,8 @@ def main():
             f.seek(5000)
             f.write(bytes([b[0] ^ 0xff]))
         check_refused(t, tmp, env, tpl_dir, snap, "corrupted")
+        shutil.copy(saved, snap)
+        check_checkpoint(t, tmp, env)
         rm = kvrun(env, "template", "rm", snaps[0][:16])
         t.ok(rm.returncode == 0 and not os.listdir(tpl_dir), "template rm removes it", rm.stderr)
     if t.failed:
