@@ -404,7 +404,7 @@ static int start_vm(struct monitor *m, const struct sandbox_opts *o)
 	if (asprintf(&snap, "%s/%s", m->a->restore_dir, MONITOR_CHECKPOINT_VM) < 0)
 		return -ENOMEM;
 	log_info("VM: restoring checkpoint %s", m->a->restore_dir);
-	return sandbox_restore(o, snap, 0, &m->sb);
+	return sandbox_restore(o, snap, 0, false, &m->sb);
 }
 
 static int bring_up(struct monitor *m)

@@ -74,7 +74,7 @@ int sandbox_resume(struct sandbox *s)
 	return vm_resume(s->vm);
 }
 
-static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_snapshot *snap)
+static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_snapshot *snap, bool template)
 {
 	struct snapshot_dev devs[SANDBOX_SNAPSHOT_DEVS];
 	struct sandbox_opts empty = *o;
@@ -88,7 +88,10 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 		               "the snapshot is of a VM with %u vCPUs and %llu MiB, this one needs %u and %llu",
 		               cfg.ncpus, (unsigned long long)(cfg.mem_size >> 20), o->plan->ncpus,
 		               (unsigned long long)(o->plan->mem_size >> 20));
-	empty.disk = NULL;
+	/* A template's disk was saved without media: it gets it after the
+	 * load. A checkpoint's had its media all along. */
+	if (template)
+		empty.disk = NULL;
 	r = sandbox_open_console(s, o->console_path);
 	if (r >= 0)
 		r = vm_create(&cfg, &s->vm);
@@ -105,7 +108,7 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 	r = vm_snapshot_restore(snap, s->vm, devs, snapshot_devs(s, devs));
 	if (r < 0)
 		return r;
-	if (o->disk) {
+	if (template && o->disk) {
 		r = virtio_blk_attach_media(s->blk, o->disk, o->disk_read_only);
 		if (r < 0)
 			return err_prefix(r, "root disk");
@@ -113,7 +116,8 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 	return vm_start(s->vm);
 }
 
-int sandbox_restore(const struct sandbox_opts *o, const char *path, unsigned int flags, struct sandbox **ret)
+int sandbox_restore(const struct sandbox_opts *o, const char *path, unsigned int flags, bool template,
+                    struct sandbox **ret)
 {
 	struct vm_snapshot *snap = NULL;
 	struct sandbox *s;
@@ -129,7 +133,7 @@ int sandbox_restore(const struct sandbox_opts *o, const char *path, unsigned int
 		vm_snapshot_close(snap);
 		return -ENOMEM;
 	}
-	r = restore(s, o, snap);
+	r = restore(s, o, snap, template);
 	vm_snapshot_close(snap);
 	if (r < 0) {
 		sandbox_free(s, NULL);
@@ -156,6 +160,6 @@ int sandbox_launch(const struct sandbox_opts *o, struct sandbox **ret)
 		return sandbox_start(o, ret);
 	}
 	log_info("VM: restoring template %s", path);
-	r = sandbox_restore(o, path, SNAPSHOT_OPEN_TRUST_MEMORY, ret);
+	r = sandbox_restore(o, path, SNAPSHOT_OPEN_TRUST_MEMORY, true, ret);
 	return r < 0 ? err_prefix(r, "template %s", path) : r;
 }

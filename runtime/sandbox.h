@@ -56,10 +56,12 @@ int sandbox_start(const struct sandbox_opts *o, struct sandbox **ret);
 
 /* Restore the VM saved in the snapshot at path (vm_snapshot_open()
  * flags), with o's devices (no network interfaces: o->net must have none),
- * then give the root disk its media o->disk and start the vCPUs. The guest
- * sees its vsock streams reset (guest-init connects again). On failure
- * nothing is left and err_msg() says what failed. */
-int sandbox_restore(const struct sandbox_opts *o, const char *path, unsigned int flags, struct sandbox **ret);
+ * and start the vCPUs. A template's root disk was saved without media and
+ * gets o->disk after the load; a checkpoint's is created with it. The
+ * guest sees its vsock streams reset (guest-init connects again). On
+ * failure nothing is left and err_msg() says what failed. */
+int sandbox_restore(const struct sandbox_opts *o, const char *path, unsigned int flags, bool template,
+                    struct sandbox **ret);
 
 /* sandbox_restore() from the template for o's VM (runtime/template.h)
  * when there is one and templates are on, else sandbox_start(); logs which.
