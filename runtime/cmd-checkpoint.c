@@ -101,14 +101,13 @@ static int run_checkpoint(struct cli_context *ctx, int argc, char **argv)
 	r = checkpoint_check_cgroups_mode(cgroups_mode);
 	if (r < 0)
 		return r;
-	if (!image_path || !*image_path)
-		return err_set(-EINVAL, "--image-path is required");
-	if (pre_dump || parent_path || page_server || lazy)
-		return err_set(-EOPNOTSUPP, "pre-dumps, parent images, page servers and lazy pages are not supported");
 	r = cli_load_container(ctx, argv[i], CONTAINER_OP_CHECKPOINT, &c);
 	if (r < 0)
 		return r;
-	return checkpoint_container(c, image_path, leave_running);
+	if (pre_dump || parent_path || page_server || lazy)
+		return err_set(-EOPNOTSUPP, "pre-dumps, parent images, page servers and lazy pages are not supported");
+	/* runc's default: ./checkpoint */
+	return checkpoint_container(c, image_path && *image_path ? image_path : "checkpoint", leave_running);
 }
 
 const struct cli_command cli_cmd_checkpoint = {

@@ -53,9 +53,11 @@ static int run_restore(struct cli_context *ctx, int argc, char **argv)
 	r = checkpoint_check_cgroups_mode(cgroups_mode);
 	if (r < 0)
 		return r;
-	if (!image_path || !*image_path)
-		return err_set(-EINVAL, "--image-path is required");
-	o.image_path = image_path;
+	/* runc's default: ./checkpoint */
+	o.image_path = image_path && *image_path ? image_path : "checkpoint";
+	r = checkpoint_check_image(o.image_path);
+	if (r < 0)
+		return r;
 	r = create_prepare(ctx, argv[i], &o, o.detach, &b);
 	if (r < 0)
 		return r;

@@ -126,16 +126,16 @@ static pid_t fork_monitor(struct monitor_args *a, int *ret_fd)
  * checkpoint's absolute path (malloc'd). */
 static int restore_disk(const char *image, const char *disk, const char **ret_dir)
 {
-	_cleanup_free_ char *dir = realpath(image, NULL), *mark = NULL, *src = NULL;
+	_cleanup_free_ char *dir = realpath(image, NULL), *src = NULL;
 	int r;
 
 	if (!dir)
 		return err_setsys(-errno, "checkpoint %s", image);
-	if (asprintf(&mark, "%s/%s", dir, MONITOR_CHECKPOINT_MARK) < 0 ||
-	    asprintf(&src, "%s/%s", dir, MONITOR_CHECKPOINT_DISK) < 0)
+	r = checkpoint_check_image(dir);
+	if (r < 0)
+		return r;
+	if (asprintf(&src, "%s/%s", dir, MONITOR_CHECKPOINT_DISK) < 0)
 		return -ENOMEM;
-	if (access(mark, F_OK) < 0)
-		return err_set(-EINVAL, "%s is not a complete kvrun checkpoint", image);
 	r = checkpoint_copy_file(src, disk);
 	if (r < 0)
 		return r;

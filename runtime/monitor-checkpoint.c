@@ -65,6 +65,17 @@ int checkpoint_copy_file(const char *src, const char *dst)
 	return 0;
 }
 
+int checkpoint_check_image(const char *dir)
+{
+	_cleanup_free_ char *mark = NULL;
+
+	if (asprintf(&mark, "%s/%s", dir, MONITOR_CHECKPOINT_MARK) < 0)
+		return -ENOMEM;
+	if (access(mark, F_OK) < 0)
+		return err_set(-EINVAL, "%s is not a complete kvrun checkpoint", dir);
+	return 0;
+}
+
 static int path_in(const char *dir, const char *name, char **ret)
 {
 	return asprintf(ret, "%s/%s", dir, name) < 0 ? -ENOMEM : 0;
