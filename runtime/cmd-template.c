@@ -26,15 +26,9 @@ static int plan_for(const char *kernel, unsigned long long vcpus, unsigned long 
 	struct oci_spec spec = {0};
 	int r;
 
-	r = vm_plan_make(&spec, ret);
+	r = vm_plan_make(&spec, kernel, ret);
 	if (r < 0)
 		return r;
-	if (kernel) {
-		free(ret->kernel);
-		ret->kernel = realpath(kernel, NULL);
-		if (!ret->kernel)
-			return err_setsys(-errno, "kernel %s", kernel);
-	}
 	if (vcpus) {
 		if (vcpus > 32)
 			return err_set(-EINVAL, "--vcpus: at most 32");
@@ -93,7 +87,7 @@ static int template_dir(char **ret)
 		*ret = strdup(env);
 		return *ret ? 0 : -ENOMEM;
 	}
-	r = vm_plan_make(&spec, &plan);
+	r = vm_plan_make(&spec, NULL, &plan);
 	if (r < 0)
 		return r;
 	*ret = plan.template_dir;

@@ -30,6 +30,7 @@ struct cli_context {
 	bool systemd_cgroup;
 	enum rootless_mode rootless;
 	const char *criu; /* accepted for runc compatibility, unused */
+	const char *kernel; /* --kernel: the guest kernel for new containers (vm-config.h), or NULL */
 };
 
 extern const struct cli_command cli_cmd_checkpoint, cli_cmd_create, cli_cmd_delete, cli_cmd_events, cli_cmd_exec,

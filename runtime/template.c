@@ -74,10 +74,10 @@ int template_key(const struct vm_plan *p, unsigned int nics, char **ret_text, ch
 		return r;
 	if (asprintf(ret_text,
 	             "build kvrun %s %s\nkernel %s %llu %llu %lld %lld.%09ld\ninitrd %" PRIu64 " %08x\n"
-	             "cmdline %s\nvcpus %u\nmemory %" PRIu64 "\nnics %u\n",
+	             "cmdline %s\nacpi %d\nvcpus %u\nmemory %" PRIu64 "\nnics %u\n",
 	             KVRUN_VERSION, KVRUN_COMMIT, p->kernel, (unsigned long long)st.st_dev,
 	             (unsigned long long)st.st_ino, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
-	             st.st_mtim.tv_nsec, isize, icrc, cmdline, p->ncpus, p->mem_size, nics) < 0)
+	             st.st_mtim.tv_nsec, isize, icrc, cmdline, p->use_acpi, p->ncpus, p->mem_size, nics) < 0)
 		return -ENOMEM;
 	snprintf(id, TEMPLATE_ID_LEN + 1, "%016" PRIx64, fnv1a(*ret_text));
 	return 0;

@@ -4,7 +4,8 @@
  * waits for START, from which `create` restores instead of booting a
  * kernel. A template is keyed by what shapes the VM: the kvrun build, the
  * kernel file (path, device, inode, size, mtime), the initramfs (size and
- * crc32 of its content), the kernel command line, vCPUs, RAM and the
+ * crc32 of its content, which holds any packed modules), the kernel command
+ * line, whether ACPI describes the devices, vCPUs, RAM and the
  * devices (one root disk without media, the vsock device, N network
  * interfaces; only N = 0 is supported). Files in the plan's template_dir:
  *   <id>.snap   the snapshot (vmm/snapshot.h), written atomically
