@@ -224,6 +224,8 @@ static const struct field start_fields[] = {
     FLD_RECV(15, struct proto_start, start_container_hooks, n_start_container_hooks, hook_desc),
     FLD(16, F_STR, struct proto_start, state_json),
     FLD_RECP(17, struct proto_start, net, netcfg_desc),
+    FLD_HAS(18, F_U64, struct proto_start, realtime_ns, has_realtime),
+    {19, F_RAW, offsetof(struct proto_start, seed), PROTO_SEED_BYTES, offsetof(struct proto_start, has_seed), NULL},
 };
 DESC(start_desc, struct proto_start, start_fields);
 

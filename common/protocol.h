@@ -68,6 +68,9 @@ enum proto_type {
 /* Prepare everything, answer READY, and exec only on GO (runc create/start). */
 #define PROTO_START_F_WAIT 0x1u
 
+/* Random bytes START carries for the guest's entropy pool. */
+#define PROTO_SEED_BYTES 64
+
 struct proto_hello {
 	uint32_t version_min, version_max; /* versions the sender speaks */
 	char *agent; /* "kvrun-init 0.1.0"; may be NULL */
@@ -171,6 +174,14 @@ struct proto_start {
 	/* The guest's interfaces, addresses and routes, applied before the
 	 * container's process is created; NULL: loopback only. */
 	struct net_config *net;
+	/* Per-instance identity for a VM restored from a template (whose
+	 * memory holds the template's): the host's wall-clock time when
+	 * START was sent (guest-init sets the clock) and fresh random bytes
+	 * (credited to the guest's entropy pool). */
+	bool has_realtime;
+	uint64_t realtime_ns; /* CLOCK_REALTIME, nanoseconds since the epoch */
+	bool has_seed;
+	uint8_t seed[PROTO_SEED_BYTES];
 };
 
 struct proto_signal {

@@ -134,6 +134,17 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret);
  * (the child then exits 126/127). Closes c->sync_fd either way. */
 int gi_go(struct gi_child *c);
 
+/* ---- restore.c: a VM restored from a template ---- */
+
+/* Set the clock and seed the entropy pool from START's identity fields
+ * (those present). Returns the last failure, or 0. */
+int gi_apply_identity(const struct proto_start *s);
+
+/* Wait until block device dev (a /dev path) has a non-zero size, up to
+ * timeout_ms: a restored template's disk gets its media after the
+ * restore. 0 at once when sysfs does not list dev; -ENOMEDIUM on timeout. */
+int gi_wait_disk(const char *dev, int timeout_ms);
+
 /* ---- modules.c ---- */
 
 /* Load each module listed in list_path (one file name per line, relative to

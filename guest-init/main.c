@@ -97,6 +97,21 @@ static int connect_control(void)
 	return err_setsys(fd, "connect to the host on vsock port %d", KVRUN_PROTO_CONTROL_PORT);
 }
 
+/* The stream broke before START: a restored VM (see struct gi_server). */
+static int reconnect(void *opaque)
+{
+	int fd = connect_control(), r;
+
+	if (fd < 0)
+		return fd;
+	r = gi_hello(fd);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
 static _Noreturn void power_off(void)
 {
 	sync();
@@ -115,6 +130,8 @@ int main(void)
 	    .cgroup_dir = GI_CGROUP_DIR,
 	    .linger_s = 10,
 	    .net_apply = netcfg_apply,
+	    .reconnect = reconnect,
+	    .apply_identity = gi_apply_identity,
 	};
 	int r;
 
@@ -127,14 +144,12 @@ int main(void)
 	/* Loopback works even when START brings no network (or never comes). */
 	if (netcfg_apply(NULL) < 0)
 		log_error("%s", err_msg());
-	srv.ctl = connect_control();
+	srv.ctl = reconnect(NULL);
 	if (srv.ctl < 0) {
 		log_error("%s", err_msg());
 		power_off();
 	}
-	r = gi_hello(srv.ctl);
-	if (r >= 0)
-		r = gi_serve(&srv);
+	r = gi_serve(&srv);
 	if (r < 0)
 		log_error("%s", err_msg());
 	power_off();

@@ -22,6 +22,9 @@ int gi_mount_root_disk(const struct proto_start *s, const char *target)
 	unsigned long flags = s->root_readonly ? MS_RDONLY : 0;
 	int r;
 
+	r = gi_wait_disk(dev, 60 * 1000);
+	if (r < 0)
+		return r;
 	r = mkdir_p(target, 0755);
 	if (r < 0)
 		return err_setsys(r, "mkdir %s", target);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "common/protocol.h"
 #include "config.h"
 #include "guest-init/guest-init.h"
@@ -240,6 +241,8 @@ static int handle_start(struct state *st, struct proto_msg *m)
 	st->start = *m; /* take ownership */
 	memset(m, 0, sizeof(*m));
 	s = &st->start.u.start;
+	if (st->srv->apply_identity && st->srv->apply_identity(s) < 0)
+		log_warn("%s", err_msg()); /* a clock or seed problem must not stop the container */
 	if (s->root_device) {
 		err_clear();
 		r = gi_mount_root_disk(s, st->srv->rootfs_dir);
@@ -553,6 +556,71 @@ static bool busy(struct state *st)
 	return false;
 }
 
+/* The init's stdio streams broke with the control stream (a restored
+ * checkpoint): open them again from START's ports, on which the restoring
+ * monitor listens. Exec'd processes lost their host side (their proxies
+ * were processes of the saved monitor): they are killed. */
+static void reopen_streams(struct state *st)
+{
+	const struct proto_process *pp = &st->start.u.start.process;
+
+	for (size_t i = 0; i < MAX_PROCS; i++) {
+		struct proc *p = &st->procs[i];
+		const uint32_t ports[3] = {pp->stdin_port, pp->stdout_port, pp->stderr_port};
+		bool tty = pp->terminal;
+
+		if (!p->used || p->exited)
+			continue;
+		if (!p->init) {
+			kill(p->pid, SIGKILL);
+			continue;
+		}
+		for (int j = 0; j < (tty ? 1 : 3); j++) {
+			int fd = -1;
+
+			if (p->fds[j] < 0 || (j == 0 && !tty && p->fds[3] < 0))
+				continue; /* stdin already at EOF */
+			if (open_port(st, ports[j], &fd) < 0) {
+				log_error("%s", err_msg());
+				continue;
+			}
+			close(p->fds[j]);
+			p->fds[j] = fd;
+		}
+		if (tty) {
+			relay_init(&p->in, p->fds[0], p->fds[3], false);
+			relay_init(&p->out, p->fds[3], p->fds[0], false);
+			continue;
+		}
+		if (p->in.active || p->fds[3] >= 0)
+			relay_init(&p->in, p->fds[0], p->fds[3], true);
+		relay_init(&p->out, p->fds[4], p->fds[1], true);
+		relay_init(&p->err, p->fds[5], p->fds[2], true);
+	}
+}
+
+/* A control stream that broke while the container is not done: the VM
+ * was restored (see struct gi_server); connect again. True when there is
+ * a new stream. */
+static bool reconnect(struct state *st)
+{
+	int fd;
+
+	if (st->init_done || !st->srv->reconnect)
+		return false;
+	close(st->srv->ctl);
+	st->srv->ctl = -1;
+	fd = st->srv->reconnect(st->srv->opaque);
+	if (fd < 0) {
+		log_error("reconnecting to the host: %s", err_msg());
+		return false;
+	}
+	st->srv->ctl = fd;
+	if (st->started)
+		reopen_streams(st);
+	return true;
+}
+
 static int poll_once(struct state *st, int sfd)
 {
 	struct pollfd pfd[3 + MAX_PROCS * 3];
@@ -578,6 +646,8 @@ static int poll_once(struct state *st, int sfd)
 	}
 	if (pfd[1].revents) {
 		r = proto_recv(st->srv->ctl, &m);
+		if (r < 0 && reconnect(st))
+			return 0;
 		if (r < 0) {
 			/* The monitor is gone or speaks nonsense: end the VM. */
 			st->host_gone = true;

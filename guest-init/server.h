@@ -27,6 +27,17 @@ struct gi_server {
 	/* Seconds to wait for the host to close the control stream after the
 	 * last EXIT, so that nothing in flight is lost at power-off. */
 	int linger_s;
+	/* The control stream broke before the container's init ended: the
+	 * VM was restored (from a template, or a checkpoint), and the vsock
+	 * device reset every stream. Connect again and do the HELLO exchange;
+	 * returns the new control fd or a negative errno. After START the
+	 * init's stdio streams are then opened again on START's ports and
+	 * exec'd processes are killed (their host side is gone). NULL: a
+	 * broken stream ends the loop (and kills the init). */
+	int (*reconnect)(void *opaque);
+	/* START carries per-instance identity (wall-clock time, random
+	 * seed): apply it before anything else (NULL: ignore it). */
+	int (*apply_identity)(const struct proto_start *s);
 };
 
 /* Do the HELLO exchange on srv->ctl: send ours, expect the host's with a

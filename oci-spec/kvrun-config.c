@@ -110,6 +110,14 @@ static int parse_member(const char *key, json_t *v, const char *name, struct kvr
 		return get_acpi(v, name, &c->acpi);
 	if (strcmp(key, "cmdline_extra") == 0)
 		return get_string(v, name, key, &c->cmdline_extra);
+	if (strcmp(key, "template_dir") == 0)
+		return get_string(v, name, key, &c->template_dir);
+	if (strcmp(key, "templates") == 0) {
+		if (!json_is_boolean(v))
+			return err_set(-EINVAL, "%s: templates: expected true or false", name);
+		c->templates = json_is_true(v);
+		return 0;
+	}
 	if (strcmp(key, "memory") == 0)
 		return get_memory(v, name, &c->memory);
 	if (strcmp(key, "cpus") == 0) {
@@ -123,7 +131,7 @@ static int parse_member(const char *key, json_t *v, const char *name, struct kvr
 
 int kvrun_config_parse(const char *json, size_t len, const char *name, struct kvrun_config *ret)
 {
-	struct kvrun_config c = {0};
+	struct kvrun_config c = {.templates = -1};
 	json_error_t jerr;
 	json_t *root, *v;
 	const char *key;
@@ -169,5 +177,6 @@ void kvrun_config_clear(struct kvrun_config *c)
 	free(c->initrd);
 	free(c->modules);
 	free(c->cmdline_extra);
-	*c = (struct kvrun_config){0};
+	free(c->template_dir);
+	*c = (struct kvrun_config){.templates = -1};
 }

@@ -5,7 +5,8 @@
  *
  *   {"kernel": "/path/vmlinux", "initrd": "/path/initramfs.cpio",
  *    "modules": "auto", "acpi": "auto",
- *    "cmdline_extra": "loglevel=4", "memory": 268435456, "cpus": 1}
+ *    "cmdline_extra": "loglevel=4", "memory": 268435456, "cpus": 1,
+ *    "template_dir": "/var/lib/kvrun/templates", "templates": true}
  *
  * "memory" is bytes (a number) or a string with a K/M/G suffix ("512M").
  * "modules" is the kernel's module directory (/lib/modules/<version>, with
@@ -34,6 +35,8 @@ struct kvrun_config {
 	char *cmdline_extra;
 	uint64_t memory; /* 0 when absent */
 	unsigned int cpus; /* 0 when absent */
+	char *template_dir; /* where VM templates are kept; NULL when absent */
+	int templates; /* start containers from templates: 1, 0, or -1 when absent */
 };
 
 /* Parse len bytes of JSON; name prefixes messages ("<name>: memory: ...").

@@ -7,4 +7,11 @@
  * the default. -EINVAL with "Invalid manage cgroups mode" otherwise. */
 int checkpoint_check_cgroups_mode(const char *mode);
 
+/* -EINVAL (with a message) unless dir holds a complete checkpoint. */
+int checkpoint_check_image(const char *dir);
+
+/* Copy src to dst (created 0600, replaced): a reflink where the file
+ * system can, else copy_file_range(). */
+int checkpoint_copy_file(const char *src, const char *dst);
+
 #endif

@@ -1,12 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `kvrun checkpoint <id>`: save a running container to disk. */
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "common/error.h"
+#include "common/fileio.h"
+#include "common/log.h"
+#include "runtime/monitor-client.h"
 #include "runtime/checkpoint.h"
 #include "runtime/commands.h"
 #include "runtime/state.h"
+
+#define CHECKPOINT_TIMEOUT_MS (300 * 1000)
 
 int checkpoint_check_cgroups_mode(const char *mode)
 {
@@ -18,6 +30,37 @@ int checkpoint_check_cgroups_mode(const char *mode)
 		if (!strcmp(mode, modes[i]))
 			return 0;
 	return err_set(-EINVAL, "Invalid manage cgroups mode");
+}
+
+/* Have the monitor save the VM into image_path; unless leave_running,
+ * wait until it is gone (the container then reads as stopped). */
+static int checkpoint_container(struct container *c, const char *image_path, bool leave_running)
+{
+	_cleanup_free_ char *dir = NULL, *req = NULL;
+	pid_t pid = c->state->pid;
+	int r, fd;
+
+	r = mkdir_p(image_path, 0700);
+	if (r < 0)
+		return err_setsys(r, "create %s", image_path);
+	dir = realpath(image_path, NULL);
+	if (!dir)
+		return err_setsys(-errno, "%s", image_path);
+	if (asprintf(&req, "checkpoint %d %s", leave_running ? 1 : 0, dir) < 0)
+		return -ENOMEM;
+	r = monitor_call(c->dir, req, CHECKPOINT_TIMEOUT_MS, NULL);
+	if (r < 0 || leave_running)
+		return r;
+	/* A pidfd turns readable when the process exits (even unreaped). */
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd >= 0) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+
+		if (poll(&p, 1, CHECKPOINT_TIMEOUT_MS) <= 0)
+			log_warn("the monitor of %s did not exit after the checkpoint", c->state->id);
+		close(fd);
+	}
+	return 0;
 }
 
 static int run_checkpoint(struct cli_context *ctx, int argc, char **argv)
@@ -61,7 +104,10 @@ static int run_checkpoint(struct cli_context *ctx, int argc, char **argv)
 	r = cli_load_container(ctx, argv[i], CONTAINER_OP_CHECKPOINT, &c);
 	if (r < 0)
 		return r;
-	return cli_not_implemented("checkpoint", "checkpointing a container's VM");
+	if (pre_dump || parent_path || page_server || lazy)
+		return err_set(-EOPNOTSUPP, "pre-dumps, parent images, page servers and lazy pages are not supported");
+	/* runc's default: ./checkpoint */
+	return checkpoint_container(c, image_path && *image_path ? image_path : "checkpoint", leave_running);
 }
 
 const struct cli_command cli_cmd_checkpoint = {

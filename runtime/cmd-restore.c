@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `kvrun restore <id>`: create a container from a checkpoint. */
+#include <errno.h>
+
+#include "common/error.h"
 #include "runtime/checkpoint.h"
 #include "runtime/create.h"
+#include "runtime/launch.h"
 
 static int run_restore(struct cli_context *ctx, int argc, char **argv)
 {
@@ -40,6 +44,7 @@ static int run_restore(struct cli_context *ctx, int argc, char **argv)
 	    CLI_FLAG_END,
 	};
 	_cleanup_bundle_ struct bundle *b = NULL;
+	pid_t pid;
 	int r, i;
 
 	r = cli_parse_args(&cli_cmd_restore, flags, argc, argv, CLI_ARGS_EXACT, 1, &i);
@@ -48,10 +53,18 @@ static int run_restore(struct cli_context *ctx, int argc, char **argv)
 	r = checkpoint_check_cgroups_mode(cgroups_mode);
 	if (r < 0)
 		return r;
+	/* runc's default: ./checkpoint */
+	o.image_path = image_path && *image_path ? image_path : "checkpoint";
+	r = checkpoint_check_image(o.image_path);
+	if (r < 0)
+		return r;
 	r = create_prepare(ctx, argv[i], &o, o.detach, &b);
 	if (r < 0)
 		return r;
-	return cli_not_implemented("restore", "restoring a container's VM from a checkpoint");
+	r = launch_container(ctx, argv[i], &o, b, &pid);
+	if (r < 0 || o.detach)
+		return r;
+	return launch_wait(ctx, argv[i], pid);
 }
 
 const struct cli_command cli_cmd_restore = {

@@ -20,6 +20,7 @@ struct create_opts {
 	bool detach;
 	bool keep;
 	unsigned long long preserve_fds;
+	const char *image_path; /* restore: the checkpoint directory */
 };
 
 /* Check that id is valid and unused, load and validate the bundle, and check

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <sys/random.h>
+#include <time.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -326,5 +328,18 @@ int guest_spec_set_net(struct proto_start *s, const struct net_config *cfg)
 	if (!s->net)
 		return -ENOMEM;
 	*s->net = *cfg;
+	return 0;
+}
+
+int guest_spec_set_identity(struct proto_start *s)
+{
+	struct timespec ts;
+
+	if (getrandom(s->seed, sizeof(s->seed), 0) != (ssize_t)sizeof(s->seed))
+		return err_setsys(-errno, "getrandom");
+	s->has_seed = true;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	s->realtime_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	s->has_realtime = true;
 	return 0;
 }

@@ -41,4 +41,8 @@ int guest_spec_check(const struct oci_spec *spec);
  * (proto_process_free()), zeroed on failure. */
 int guest_process_from_oci(const struct oci_process *op, struct proto_process *ret);
 
+/* Per-instance identity in START: the host's wall-clock time and fresh
+ * random bytes (a VM restored from a template has the template's). */
+int guest_spec_set_identity(struct proto_start *s);
+
 #endif

@@ -17,6 +17,7 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "runtime/checkpoint.h"
 #include "runtime/guest-spec.h"
 #include "runtime/launch.h"
 #include "runtime/monitor-client.h"
@@ -121,6 +122,27 @@ static pid_t fork_monitor(struct monitor_args *a, int *ret_fd)
 	return pid;
 }
 
+/* A checkpoint's root disk becomes the container's; *ret_dir is the
+ * checkpoint's absolute path (malloc'd). */
+static int restore_disk(const char *image, const char *disk, const char **ret_dir)
+{
+	_cleanup_free_ char *dir = realpath(image, NULL), *src = NULL;
+	int r;
+
+	if (!dir)
+		return err_setsys(-errno, "checkpoint %s", image);
+	r = checkpoint_check_image(dir);
+	if (r < 0)
+		return r;
+	if (asprintf(&src, "%s/%s", dir, MONITOR_CHECKPOINT_DISK) < 0)
+		return -ENOMEM;
+	r = checkpoint_copy_file(src, disk);
+	if (r < 0)
+		return r;
+	*ret_dir = TAKE_PTR(dir);
+	return 0;
+}
+
 static int console_path(struct cli_context *ctx, const struct container *c, char **ret)
 {
 	const char *env = getenv("KVRUN_CONSOLE");
@@ -137,6 +159,7 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
                           const struct bundle *b, const struct vm_plan *plan, struct netns_setup *net, pid_t *ret_pid)
 {
 	_cleanup_free_ char *disk = NULL, *pid_file = NULL, *console = NULL, *console_socket = NULL;
+	_cleanup_free_ char *restore_dir_owned = NULL;
 	struct monitor_args a = {
 	    .c = c, .b = b, .plan = plan, .ready_fd = -1, .systemd_cgroup = ctx->systemd_cgroup, .net = net};
 	struct timespec t0, t1;
@@ -146,7 +169,8 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	if (asprintf(&disk, "%s/%s", c->dir, MONITOR_DISK) < 0)
 		return -ENOMEM;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	r = rootfs_image_build(b->rootfs, disk);
+	r = o->image_path ? restore_disk(o->image_path, disk, &a.restore_dir) : rootfs_image_build(b->rootfs, disk);
+	restore_dir_owned = (char *)a.restore_dir;
 	if (r < 0)
 		return r;
 	clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -45,6 +45,7 @@ struct monitor {
 	uint64_t next_id;
 	bool exited; /* EXIT of the container's init received */
 	bool paused; /* vCPUs stopped by a pause request */
+	bool checkpointed; /* saved and ending: the VM goes before the relays */
 	uint32_t exit_status;
 	struct relay *relays[NR_PORTS];
 	struct monitor_exec execs[MONITOR_MAX_EXECS];
@@ -85,5 +86,20 @@ void monitor_exec_gone(struct monitor *m, struct monitor_exec *e);
 
 /* EXIT of an exec'd process: tell its proxy and forget it. */
 void monitor_exec_exited(struct monitor *m, uint64_t id, uint32_t status);
+
+/* Accept guest stream i (PORT_*) within timeout_ms into m->stream_fds[i]. */
+int monitor_accept_stream(struct monitor *m, int i, int timeout_ms, const char *what);
+
+/* The container's terminal: relay the guest's pty stream (monitor.c). */
+int monitor_setup_terminal(struct monitor *m);
+
+/* monitor-checkpoint.c: "checkpoint <leave 0|1> <dir>": save the VM, its
+ * root disk and the bundle's config.json into dir; unless leave_running,
+ * the container then ends as if killed (SIGKILL). */
+int monitor_checkpoint(struct monitor *m, bool leave_running, const char *dir);
+
+/* A monitor restoring a checkpoint: after HELLO, take the streams
+ * guest-init opens again for the running process and relay them. */
+int monitor_resume_restored(struct monitor *m);
 
 #endif

@@ -283,7 +283,7 @@ static int do_subscribe(struct monitor *m, int fd, bool *keep)
 void monitor_serve_client(struct monitor *m)
 {
 	_cleanup_close_ int fd = accept4(m->control_fd, NULL, NULL, SOCK_CLOEXEC);
-	char line[256], detail[2048] = "";
+	char line[4200], detail[2048] = "";
 	unsigned pid, rows, cols;
 	unsigned long long pids, mem;
 	int signo, all, r, has_pids, has_mem;
@@ -312,6 +312,8 @@ void monitor_serve_client(struct monitor *m)
 		r = do_update(m, has_pids, pids, has_mem, mem);
 	else if (strcmp(line, "events") == 0)
 		r = do_subscribe(m, fd, &keep);
+	else if (sscanf(line, "checkpoint %d %n", &all, &signo) == 1 && line[signo])
+		r = monitor_checkpoint(m, all != 0, line + signo);
 	else if (strcmp(line, "ping") == 0)
 		r = 0;
 	else

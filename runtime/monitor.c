@@ -130,7 +130,7 @@ static int wait_readable(struct monitor *m, int fd, int timeout_ms, const char *
 	}
 }
 
-static int accept_stream(struct monitor *m, int i, int timeout_ms, const char *what)
+int monitor_accept_stream(struct monitor *m, int i, int timeout_ms, const char *what)
 {
 	int r, fd;
 
@@ -254,12 +254,12 @@ static void null_stdio(void)
  * to a new host pty whose master goes to the console socket, or to our
  * own stdin/stdout (the caller's tty, made raw: the guest's pty does the
  * line discipline, ^C included). */
-static int setup_terminal(struct monitor *m)
+int monitor_setup_terminal(struct monitor *m)
 {
 	int in = STDIN_FILENO, out = STDOUT_FILENO, master, r;
 	char name[128];
 
-	r = accept_stream(m, PORT_STDIN, REPLY_TIMEOUT_MS, "the container's terminal stream");
+	r = monitor_accept_stream(m, PORT_STDIN, REPLY_TIMEOUT_MS, "the container's terminal stream");
 	if (r < 0)
 		return r;
 	if (m->a->console_socket) {
@@ -308,6 +308,8 @@ static int create_container(struct monitor *m)
 	r = guest_spec_from_oci(m->a->b->spec, m->a->c->state, &msg.u.start);
 	if (r >= 0)
 		r = guest_spec_set_net(&msg.u.start, m->a->net ? &m->a->net->cfg : NULL);
+	if (r >= 0)
+		r = guest_spec_set_identity(&msg.u.start);
 	if (r < 0) {
 		proto_start_free(&msg.u.start);
 		return r;
@@ -321,9 +323,9 @@ static int create_container(struct monitor *m)
 	log_debug("container created in the guest, pid %u", ans.u.started.pid);
 	proto_msg_free(&ans);
 	if (m->a->b->spec->process->terminal)
-		return setup_terminal(m);
+		return monitor_setup_terminal(m);
 	for (int i = PORT_STDIN; i < NR_PORTS; i++) {
-		r = accept_stream(m, i, REPLY_TIMEOUT_MS, "the container's stdio streams");
+		r = monitor_accept_stream(m, i, REPLY_TIMEOUT_MS, "the container's stdio streams");
 		if (r < 0)
 			return r;
 	}
@@ -395,6 +397,19 @@ static int host_setup(struct monitor *m)
 	return r;
 }
 
+/* A checkpoint's VM, or a new one (from a template or booted). */
+static int start_vm(struct monitor *m, const struct sandbox_opts *o)
+{
+	_cleanup_free_ char *snap = NULL;
+
+	if (!m->a->restore_dir)
+		return sandbox_launch(o, &m->sb);
+	if (asprintf(&snap, "%s/%s", m->a->restore_dir, MONITOR_CHECKPOINT_VM) < 0)
+		return -ENOMEM;
+	log_info("VM: restoring checkpoint %s", m->a->restore_dir);
+	return sandbox_restore(o, snap, 0, false, &m->sb);
+}
+
 static int bring_up(struct monitor *m)
 {
 	struct monitor_args *a = m->a;
@@ -410,20 +425,18 @@ static int bring_up(struct monitor *m)
 	if (r >= 0 && jail_enabled())
 		r = jail_drop_caps();
 	if (r >= 0)
-		r = sandbox_start(
-		    &(struct sandbox_opts){.plan = a->plan,
-		                           .disk = disk,
-		                           .disk_read_only = a->b->spec->root && a->b->spec->root->readonly,
-		                           .vsock_path = m->vsock_path,
-		                           .console_path = a->console_path,
-		                           .net = a->net},
-		    &m->sb);
+		r = start_vm(m, &(struct sandbox_opts){.plan = a->plan,
+		                                       .disk = disk,
+		                                       .disk_read_only = a->b->spec->root && a->b->spec->root->readonly,
+		                                       .vsock_path = m->vsock_path,
+		                                       .console_path = a->console_path,
+		                                       .net = a->net});
 	if (r >= 0)
-		r = accept_stream(m, PORT_CTL, boot_timeout_ms(), "the guest to boot");
+		r = monitor_accept_stream(m, PORT_CTL, boot_timeout_ms(), "the guest to boot");
 	if (r >= 0)
 		r = hello(m);
 	if (r >= 0)
-		r = create_container(m);
+		r = a->restore_dir ? monitor_resume_restored(m) : create_container(m);
 	if (r >= 0 && a->pid_file)
 		r = write_pid_file(a->pid_file);
 	if (r >= 0)
@@ -431,7 +444,7 @@ static int bring_up(struct monitor *m)
 	if (m->control_fd < 0 && r >= 0)
 		r = m->control_fd;
 	if (r >= 0)
-		r = container_set_status(a->c, OCI_STATUS_CREATED, getpid());
+		r = container_set_status(a->c, a->restore_dir ? OCI_STATUS_RUNNING : OCI_STATUS_CREATED, getpid());
 	return r;
 }
 
@@ -526,6 +539,11 @@ static void shut_down(struct monitor *m)
 {
 	struct pollfd p;
 
+	/* A checkpointed VM is paused for good: its end is the streams' EOF. */
+	if (m->checkpointed) {
+		sandbox_free(m->sb, NULL);
+		m->sb = NULL;
+	}
 	/* Output relays end at the guest's EOF, which comes before EXIT. */
 	relay_join(m->relays[PORT_STDOUT]);
 	relay_join(m->relays[PORT_STDERR]);

@@ -27,6 +27,11 @@
 #define MONITOR_VSOCK_SOCK "vsock"
 #define MONITOR_DISK "rootfs.img"
 #define MONITOR_CONSOLE "console.log"
+/* File names inside a checkpoint's image directory. */
+#define MONITOR_CHECKPOINT_VM "vm.snap"
+#define MONITOR_CHECKPOINT_DISK "rootfs.img"
+#define MONITOR_CHECKPOINT_CONFIG "config.json"
+#define MONITOR_CHECKPOINT_MARK "kvrun-checkpoint"
 
 /* Key of the private state map: the host cgroup the monitor is in. */
 #define STATE_KEY_CGROUP "cgroup-path"
@@ -41,6 +46,7 @@ struct monitor_args {
 	const char *console_socket; /* absolute, or NULL: receives the pty master */
 	bool systemd_cgroup; /* linux.cgroupsPath is "slice:prefix:name" */
 	struct netns_setup *net; /* interfaces and TAP fds (netns.h), or NULL */
+	const char *restore_dir; /* a checkpoint to resume instead of creating, or NULL */
 };
 
 /* Run the monitor in this (freshly forked) process. Never returns: exits

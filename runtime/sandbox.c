@@ -8,6 +8,7 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "runtime/sandbox-int.h"
 #include "runtime/sandbox.h"
 #include "virtio/blk/blk.h"
 #include "virtio/mmio.h"
@@ -53,7 +54,7 @@ static int attach_slot(struct sandbox *s, unsigned int n, struct virtio_mmio *m,
 	return *ret_frag ? 0 : -ENOMEM;
 }
 
-static int attach(struct sandbox *s, unsigned int n, struct virtio_mmio *m, char **ret_frag)
+int sandbox_attach(struct sandbox *s, unsigned int n, struct virtio_mmio *m, char **ret_frag)
 {
 	return attach_slot(s, n, m, true, ret_frag);
 }
@@ -118,28 +119,39 @@ static int add_net(struct sandbox *s, const struct sandbox_opts *o, unsigned int
 	return net_doorbells(s, i, nr_queues);
 }
 
-static int add_devices(struct sandbox *s, const struct sandbox_opts *o, char **frags)
+int sandbox_add_disk_vsock(struct sandbox *s, const struct sandbox_opts *o, char **frags)
 {
 	int r;
 
-	r = virtio_blk_new(&s->vm->mem,
-	                   &(struct virtio_blk_opts){.path = o->disk, .read_only = o->disk_read_only, .id = "rootfs"},
-	                   &s->blk);
+	if (o->disk)
+		r = virtio_blk_new(
+		    &s->vm->mem,
+		    &(struct virtio_blk_opts){.path = o->disk, .read_only = o->disk_read_only, .id = "rootfs"},
+		    &s->blk);
+	else
+		r = virtio_blk_new_empty(&s->vm->mem, "rootfs", &s->blk);
 	if (r < 0)
 		return err_prefix(r, "root disk");
-	r = attach(s, 0, virtio_blk_mmio(s->blk), &frags[0]);
+	r = sandbox_attach(s, 0, virtio_blk_mmio(s->blk), &frags[0]);
 	if (r < 0)
 		return r;
 	r = virtio_vsock_new(&s->vm->mem, s->vm->loop, SANDBOX_GUEST_CID, o->vsock_path, &s->vsock);
 	if (r < 0)
 		return err_prefix(r, "vsock");
-	r = attach(s, 1, virtio_vsock_mmio(s->vsock), &frags[1]);
+	return sandbox_attach(s, 1, virtio_vsock_mmio(s->vsock), &frags[1]);
+}
+
+static int add_devices(struct sandbox *s, const struct sandbox_opts *o, char **frags)
+{
+	int r;
+
+	r = sandbox_add_disk_vsock(s, o, frags);
 	for (unsigned int i = 0; r >= 0 && o->net && i < o->net->cfg.nr_ifaces && i < NET_CONFIG_MAX_IFACES; i++)
 		r = add_net(s, o, i, &frags[SANDBOX_SLOT_NET + i]);
 	return r;
 }
 
-static int open_console(struct sandbox *s, const char *path)
+int sandbox_open_console(struct sandbox *s, const char *path)
 {
 	s->console_fd = -1;
 	if (!path)
@@ -171,7 +183,7 @@ static int build(struct sandbox *s, const struct sandbox_opts *o)
 	_cleanup_free_ char *cmdline = NULL;
 	int r;
 
-	r = open_console(s, o->console_path);
+	r = sandbox_open_console(s, o->console_path);
 	if (r >= 0)
 		r = vm_create(&cfg, &s->vm);
 	if (r >= 0)
@@ -202,13 +214,13 @@ static int build(struct sandbox *s, const struct sandbox_opts *o)
 	return vm_start(s->vm);
 }
 
-int sandbox_start(const struct sandbox_opts *o, struct sandbox **ret)
+struct sandbox *sandbox_alloc(void)
 {
 	struct sandbox *s = calloc(1, sizeof(*s));
-	int r;
 
 	if (!s)
-		return -ENOMEM;
+		return NULL;
+	s->console_fd = -1;
 	for (size_t i = 0; i < SANDBOX_NR_VIRTIO; i++) {
 		s->lines[i].fd = -1;
 		s->notify_fds[i] = -1;
@@ -216,6 +228,16 @@ int sandbox_start(const struct sandbox_opts *o, struct sandbox **ret)
 	for (size_t i = 0; i < NET_CONFIG_MAX_IFACES; i++)
 		for (size_t q = 0; q < VIRTIO_MMIO_MAX_QUEUES; q++)
 			s->net_doorbells[i][q] = -1;
+	return s;
+}
+
+int sandbox_start(const struct sandbox_opts *o, struct sandbox **ret)
+{
+	struct sandbox *s = sandbox_alloc();
+	int r;
+
+	if (!s)
+		return -ENOMEM;
 	r = build(s, o);
 	if (r < 0) {
 		sandbox_free(s, NULL);

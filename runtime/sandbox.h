@@ -25,7 +25,7 @@
 
 struct sandbox_opts {
 	const struct vm_plan *plan;
-	const char *disk; /* root disk image */
+	const char *disk; /* root disk image; NULL: a disk without media (templates) */
 	bool disk_read_only;
 	const char *vsock_path; /* host side: guest port P reaches <vsock_path>_P */
 	const char *console_path; /* guest console log, NULL: off */
@@ -53,6 +53,25 @@ struct sandbox {
 /* Build the VM and boot it (vCPUs running on return). On failure
  * everything built is freed and err_msg() says what failed. */
 int sandbox_start(const struct sandbox_opts *o, struct sandbox **ret);
+
+/* Restore the VM saved in the snapshot at path (vm_snapshot_open()
+ * flags), with o's devices (no network interfaces: o->net must have none),
+ * and start the vCPUs. A template's root disk was saved without media and
+ * gets o->disk after the load; a checkpoint's is created with it. The
+ * guest sees its vsock streams reset (guest-init connects again). On
+ * failure nothing is left and err_msg() says what failed. */
+int sandbox_restore(const struct sandbox_opts *o, const char *path, unsigned int flags, bool template,
+                    struct sandbox **ret);
+
+/* sandbox_restore() from the template for o's VM (runtime/template.h)
+ * when there is one and templates are on, else sandbox_start(); logs which.
+ * A template that cannot be restored is an error (not a cold boot). */
+int sandbox_launch(const struct sandbox_opts *o, struct sandbox **ret);
+
+/* Pause the VM and its devices and save it to path (written atomically).
+ * The VM stays paused: end it with sandbox_free() (or sandbox_resume()). */
+int sandbox_save(struct sandbox *s, const char *path);
+int sandbox_resume(struct sandbox *s);
 
 /* The VM's done eventfd: readable once the VM ended. */
 int sandbox_done_fd(const struct sandbox *s);

@@ -336,6 +336,19 @@ int vm_plan_cpus(const struct oci_linux_resources *res, unsigned int dflt, unsig
 	return 0;
 }
 
+static int plan_templates(const struct oci_spec *spec, const struct kvrun_config *cfg, struct vm_plan *p)
+{
+	const char *dir = getenv("KVRUN_TEMPLATE_DIR"), *env = getenv("KVRUN_TEMPLATES");
+	const char *ann = oci_map_get(&spec->annotations, VM_CONFIG_ANNOTATION_TEMPLATE);
+
+	if (!dir || !*dir)
+		dir = cfg->template_dir ? cfg->template_dir : VM_CONFIG_DEFAULT_TEMPLATE_DIR;
+	p->template_dir = strdup(dir);
+	p->use_templates =
+	    cfg->templates != 0 && !(env && strcmp(env, "0") == 0) && !(ann && strcmp(ann, "false") == 0);
+	return p->template_dir ? 0 : -ENOMEM;
+}
+
 static void log_plan(const struct kernel_choice *ch, const struct vm_plan *p)
 {
 	log_debug("kernel %s (from %s), release %s: %s%s%s, devices described by %s", p->kernel, ch->from,
@@ -349,7 +362,7 @@ int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm
 {
 	const struct oci_linux_resources *res = spec->linux_spec ? spec->linux_spec->resources : NULL;
 	const char *cfg_path = getenv("KVRUN_CONFIG");
-	struct kvrun_config cfg = {0};
+	struct kvrun_config cfg = {.templates = -1};
 	struct kernel_choice ch;
 	struct vm_plan p = {0};
 	int r;
@@ -372,6 +385,8 @@ int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm
 	p.mem_size = vm_plan_memory(res, cfg.memory);
 	if (r >= 0)
 		r = vm_plan_cpus(res, cfg.cpus, &p.ncpus);
+	if (r >= 0)
+		r = plan_templates(spec, &cfg, &p);
 	p.emulating_host = vm_host_is_emulating();
 	/* Such hosts hang on the hypercalls a second vCPU brings (IPIs). */
 	if (p.emulating_host)
@@ -392,6 +407,7 @@ void vm_plan_done(struct vm_plan *p)
 	free(p->kernel);
 	free(p->initrd);
 	free(p->cmdline_extra);
+	free(p->template_dir);
 	free(p->kernel_release);
 	free(p->module_dir);
 	*p = (struct vm_plan){0};

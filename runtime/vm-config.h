@@ -39,6 +39,12 @@
 #define VM_CONFIG_MAX_CPUS 32
 /* The cpu period runc assumes when only a quota is given. */
 #define VM_CONFIG_DEFAULT_CPU_PERIOD 100000
+/* Templates (runtime/template.h): where they are kept, unless
+ * $KVRUN_TEMPLATE_DIR or "template_dir" in the config file says otherwise;
+ * used unless "templates": false, $KVRUN_TEMPLATES=0 or the annotation
+ * io.kvrun.template=false. */
+#define VM_CONFIG_DEFAULT_TEMPLATE_DIR "/var/lib/kvrun/templates"
+#define VM_CONFIG_ANNOTATION_TEMPLATE "io.kvrun.template"
 
 struct vm_plan {
 	char *kernel; /* absolute path of the kernel */
@@ -51,6 +57,8 @@ struct vm_plan {
 	uint64_t mem_size; /* bytes */
 	unsigned int ncpus;
 	bool emulating_host; /* guest CPL0 code is emulated by the host (see vm-config.c) */
+	char *template_dir; /* where templates are kept */
+	bool use_templates; /* start from a matching template when there is one */
 };
 
 /* Decide the plan for spec. kernel_flag is the global --kernel flag (NULL

@@ -184,7 +184,7 @@ def main():
             expect_error(t, env, args, "kernel /nonexistent/vmlinux (from $KVRUN_KERNEL)",
                          f"{args[0]} of a valid bundle without a kernel fails cleanly")
         expect_error(t, env, ["restore", "-b", good, "--image-path", tmp, "-no-subreaper", "--detach", "c1"],
-                     "not implemented yet", "restore of a valid bundle fails cleanly")
+                     "is not a complete kvrun checkpoint", "restore of a valid bundle fails cleanly")
         t.ok(not os.path.exists(os.path.join(tmp, "pid")), "no pid file written")
 
         # --log: JSON lines for the shim, text lines for people.

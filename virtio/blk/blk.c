@@ -8,64 +8,8 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "virtio/blk/blk-dev.h"
 #include "virtio/blk/blk.h"
-
-/* Feature bits (5.2.3). */
-#define VIRTIO_BLK_F_SEG_MAX 2
-#define VIRTIO_BLK_F_RO 5
-#define VIRTIO_BLK_F_BLK_SIZE 6
-#define VIRTIO_BLK_F_FLUSH 9
-
-/* Request types and status (5.2.6). */
-#define VIRTIO_BLK_T_IN 0
-#define VIRTIO_BLK_T_OUT 1
-#define VIRTIO_BLK_T_FLUSH 4
-#define VIRTIO_BLK_T_GET_ID 8
-#define VIRTIO_BLK_S_OK 0
-#define VIRTIO_BLK_S_IOERR 1
-#define VIRTIO_BLK_S_UNSUPP 2
-
-#define SECTOR_SIZE 512ULL
-#define BLK_QUEUE_SIZE 256
-
-struct virtio_blk_config {
-	uint64_t capacity;
-	uint32_t size_max;
-	uint32_t seg_max;
-	uint16_t cylinders;
-	uint8_t heads;
-	uint8_t sectors;
-	uint32_t blk_size;
-	uint8_t physical_block_exp;
-	uint8_t alignment_offset;
-	uint16_t min_io_size;
-	uint32_t opt_io_size;
-	uint8_t writeback;
-	uint8_t unused0;
-	uint16_t num_queues;
-} __attribute__((packed));
-
-struct virtio_blk_outhdr {
-	uint32_t type;
-	uint32_t reserved;
-	uint64_t sector;
-};
-
-struct virtio_blk {
-	struct virtio_mmio mmio;
-	struct blk_backend *backend;
-	struct virtio_blk_config config;
-	char id[VIRTIO_BLK_ID_BYTES];
-	/* Worker: sleeps on kick_fd; lock is held while it drains the queue,
-	 * so that reset waits for the batch in flight. */
-	pthread_t worker;
-	bool worker_started;
-	int kick_fd;
-	pthread_mutex_t lock;
-	bool running; /* under lock: activated and not reset */
-	bool stop; /* atomic */
-	struct virtq_req req;
-};
 
 /* A parsed request: data buffers and where the status byte goes. */
 struct blk_io {
@@ -206,14 +150,14 @@ static void *blk_worker(void *arg)
 		if (__atomic_load_n(&b->stop, __ATOMIC_ACQUIRE))
 			break;
 		pthread_mutex_lock(&b->lock);
-		if (b->running && virtio_mmio_active(&b->mmio))
+		if (b->running && !b->paused && virtio_mmio_active(&b->mmio))
 			blk_process(b);
 		pthread_mutex_unlock(&b->lock);
 	}
 	return NULL;
 }
 
-static void blk_kick(struct virtio_blk *b)
+void blk_kick(struct virtio_blk *b)
 {
 	uint64_t one = 1;
 

@@ -20,6 +20,7 @@
 
 #include "virtio/blk/backend.h"
 #include "virtio/mmio.h"
+#include "vmm/snapshot.h"
 
 #define VIRTIO_BLK_ID_BYTES 20
 
@@ -39,6 +40,28 @@ int virtio_blk_new(const struct guest_mem *mem, const struct virtio_blk_opts *op
 /* Same with a backend that the device takes ownership of (also on failure). */
 int virtio_blk_new_backend(const struct guest_mem *mem, struct blk_backend *backend, const char *id,
                            struct virtio_blk **ret);
+
+/* A disk without media: capacity 0, writable (no VIRTIO_BLK_F_RO, which
+ * cannot change once negotiated), for a VM that gets its disk later
+ * (templates). */
+int virtio_blk_new_empty(const struct guest_mem *mem, const char *id, struct virtio_blk **ret);
+
+/* Give an empty disk its media: open path (read-only: writes then fail
+ * with VIRTIO_BLK_S_IOERR), set the capacity and send a config change
+ * interrupt. -EBUSY when the disk has media already. */
+int virtio_blk_attach_media(struct virtio_blk *b, const char *path, bool read_only);
+
+/* Stop (true) or resume (false) serving requests: when pausing returns,
+ * no request is between pop and push and none is taken until resumed.
+ * Around a snapshot save. */
+void virtio_blk_pause(struct virtio_blk *b, bool paused);
+
+/* struct snapshot_dev functions (opaque: the struct virtio_blk). The
+ * state is the media's presence, capacity, mode and id, then the
+ * transport; load refuses a disk that differs. Pause the device around a
+ * save. */
+int virtio_blk_state_save(void *opaque, struct snap_buf *out);
+int virtio_blk_state_load(void *opaque, const void *data, size_t len);
 
 /* The device's transport: what the runtime registers on the MMIO bus. */
 struct virtio_mmio *virtio_blk_mmio(struct virtio_blk *b);

@@ -24,7 +24,7 @@ void net_update_watch(struct virtio_net *n, unsigned int p)
 		return;
 	/* A broken or stopped device reads nothing: level-triggered epoll
 	 * would otherwise call us forever. */
-	if (n->running && virtio_mmio_active(&n->mmio) && p < n->active_pairs) {
+	if (n->running && !n->paused && virtio_mmio_active(&n->mmio) && p < n->active_pairs) {
 		ev |= n->rx_wanted[p] ? EPOLLIN : 0;
 		ev |= n->tx_blocked[p] ? EPOLLOUT : 0;
 	}

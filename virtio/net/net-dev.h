@@ -43,6 +43,7 @@ struct virtio_net {
 	/* Under lock: the loop's handlers and the transport's reset. */
 	pthread_mutex_t lock;
 	bool running;
+	bool paused; /* virtio_net_pause(): the loop leaves the queues alone */
 	bool watched[NET_MAX_QUEUE_PAIRS];
 	int watch_fd[NET_MAX_QUEUE_PAIRS]; /* the backend fd watched for pair p */
 	bool rx_wanted[NET_MAX_QUEUE_PAIRS]; /* rx buffers may be there: read the backend */

@@ -158,8 +158,10 @@ static void net_kick_handler(int fd, uint32_t revents, void *opaque)
 		return;
 	pthread_mutex_lock(&n->lock);
 	pending = __atomic_exchange_n(&n->pending, 0, __ATOMIC_SEQ_CST);
-	if (n->running && virtio_mmio_active(&n->mmio))
+	if (n->running && !n->paused && virtio_mmio_active(&n->mmio))
 		net_process(n, pending);
+	else if (n->paused)
+		__atomic_fetch_or(&n->pending, pending, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&n->lock);
 }
 
@@ -171,7 +173,7 @@ static void net_backend_handler(int fd, uint32_t revents, void *opaque)
 	for (unsigned int p = 0; p < n->pairs; p++) {
 		if (n->be->fds[p] != fd)
 			continue;
-		if (!n->running || !virtio_mmio_active(&n->mmio)) {
+		if (!n->running || n->paused || !virtio_mmio_active(&n->mmio)) {
 			net_update_watch(n, p);
 			continue;
 		}

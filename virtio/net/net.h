@@ -38,6 +38,7 @@
 #include "virtio/mmio.h"
 #include "virtio/net/backend.h"
 #include "vmm/event-loop.h"
+#include "vmm/snapshot.h"
 
 #define VIRTIO_ID_NET 1
 #define VIRTIO_NET_QUEUE_SIZE 256
@@ -72,6 +73,17 @@ struct virtio_net_stats {
 	uint64_t tx_frames, rx_frames, tx_dropped, rx_paused;
 };
 void virtio_net_get_stats(struct virtio_net *n, struct virtio_net_stats *ret);
+
+/* Stop (true) or resume (false) serving the userspace queues, around a
+ * snapshot save. */
+void virtio_net_pause(struct virtio_net *n, bool paused);
+
+/* struct snapshot_dev functions (opaque: the struct virtio_net): config
+ * space, active queue pairs, transport. Save refuses while vhost-net
+ * serves the queues (their positions are in the kernel); load refuses a
+ * device with another MAC, MTU or queue pair count. */
+int virtio_net_state_save(void *opaque, struct snap_buf *out);
+int virtio_net_state_load(void *opaque, const void *data, size_t len);
 
 /* Stop serving (the loop may keep running), free the backend and the
  * device. Call with the vCPUs stopped. Accepts NULL. */

@@ -10,28 +10,8 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "virtio/vsock/uds.h"
+#include "virtio/vsock/vsock-dev.h"
 #include "virtio/vsock/vsock.h"
-
-#define VSOCK_QUEUE_SIZE 256
-#define VSOCK_RX 0
-#define VSOCK_TX 1
-#define VSOCK_EVENT 2
-
-struct virtio_vsock {
-	struct virtio_mmio mmio;
-	uint64_t guest_cid;
-	struct event_loop *loop;
-	struct vsock_uds *uds;
-	/* Kicks from vCPU threads are moved to the loop thread through this. */
-	int kick_fd;
-	bool kick_watched;
-	/* Held by every loop handler; reset/activate take it on the vCPU
-	 * thread, so queues are never used after a reset returns. */
-	pthread_mutex_t lock;
-	bool running; /* under lock */
-	bool reset_pending; /* under lock: drop the streams on the loop thread */
-	struct virtq_req req;
-};
 
 static struct virtio_vsock *to_vsock(struct virtio_mmio *m)
 {
@@ -40,7 +20,7 @@ static struct virtio_vsock *to_vsock(struct virtio_mmio *m)
 
 static bool vsock_usable(struct virtio_vsock *v)
 {
-	return v->running && virtio_mmio_active(&v->mmio);
+	return v->running && !v->paused && virtio_mmio_active(&v->mmio);
 }
 
 /* One tx chain: a 44-byte header, then hdr.len bytes of payload. */
@@ -147,13 +127,15 @@ static void vsock_kick_handler(int fd, uint32_t revents, void *opaque)
 		v->reset_pending = false;
 	}
 	if (vsock_usable(v)) {
+		if (v->event_pending)
+			vsock_send_reset_event(v);
 		vsock_process_tx(v);
 		vsock_process_rx(v);
 	}
 	pthread_mutex_unlock(&v->lock);
 }
 
-static void vsock_kick(struct virtio_vsock *v)
+void vsock_kick(struct virtio_vsock *v)
 {
 	uint64_t one = 1;
 
@@ -163,8 +145,8 @@ static void vsock_kick(struct virtio_vsock *v)
 
 static void vsock_queue_notify(struct virtio_mmio *m, uint32_t q)
 {
-	/* The event queue only holds buffers for events we never send. */
-	if (q != VSOCK_EVENT)
+	/* The event queue matters only while an event waits for a buffer. */
+	if (q != VSOCK_EVENT || __atomic_load_n(&to_vsock(m)->event_pending, __ATOMIC_ACQUIRE))
 		vsock_kick(to_vsock(m));
 }
 

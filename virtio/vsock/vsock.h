@@ -16,10 +16,12 @@
 #ifndef KVRUN_VIRTIO_VSOCK_VSOCK_H
 #define KVRUN_VIRTIO_VSOCK_VSOCK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "virtio/mmio.h"
 #include "vmm/event-loop.h"
+#include "vmm/snapshot.h"
 
 struct virtio_vsock;
 
@@ -34,6 +36,17 @@ struct virtio_mmio *virtio_vsock_mmio(struct virtio_vsock *v);
 
 /* Live streams (tests, stats). */
 unsigned int virtio_vsock_nr_conns(struct virtio_vsock *v);
+
+/* Stop (true) or resume (false) serving the queues: when pausing returns
+ * no queue is touched until resumed. Around a snapshot save. */
+void virtio_vsock_pause(struct virtio_vsock *v, bool paused);
+
+/* struct snapshot_dev functions (opaque: the struct virtio_vsock): the
+ * guest CID, then the transport. Load refuses another CID; a running
+ * device then sends VIRTIO_VSOCK_EVENT_TRANSPORT_RESET (from the loop
+ * thread), so the guest drops its streams, which did not survive. */
+int virtio_vsock_state_save(void *opaque, struct snap_buf *out);
+int virtio_vsock_state_load(void *opaque, const void *data, size_t len);
 
 /* Close every stream and the listener (its socket file is removed), free.
  * Call with the loop stopped or from its thread. Accepts NULL. */

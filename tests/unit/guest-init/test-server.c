@@ -108,6 +108,9 @@ static int expect(int ctl, uint16_t type, struct proto_msg *m)
 
 /* The network hook the guest loop runs for START (NULL: none). */
 static int (*net_hook)(const struct net_config *cfg);
+/* Reconnect and identity hooks (NULL: none). */
+static int (*reconnect_hook)(void *opaque);
+static int (*identity_hook)(const struct proto_start *s);
 
 static pid_t start_guest(int ctl, int host_end)
 {
@@ -120,7 +123,9 @@ static pid_t start_guest(int ctl, int host_end)
 		                        .rootfs_dir = rootfs,
 		                        .files_dir = "/tmp",
 		                        .linger_s = 5,
-		                        .net_apply = net_hook};
+		                        .net_apply = net_hook,
+		                        .reconnect = reconnect_hook,
+		                        .apply_identity = identity_hook};
 		int r;
 
 		alarm(60);
@@ -331,6 +336,170 @@ static void net_start(const char *name, bool want_ok)
 	close(sv[0]);
 	close(p[0]);
 	waitpid(guest, &st, 0);
+}
+
+static const char *read_until(int fd, char *buf, size_t cap, size_t *len, const char *needle);
+
+/* As guest-init does after a restore: the control port again, HELLO. */
+static int test_reconnect(void *opaque)
+{
+	int fd = unix_connect(KVRUN_PROTO_CONTROL_PORT, NULL);
+
+	if (fd < 0)
+		return fd;
+	if (gi_hello(fd) < 0) {
+		close(fd);
+		return -EPROTO;
+	}
+	return fd;
+}
+
+static int record_identity(const struct proto_start *s)
+{
+	char path[300];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/identity", tmpdir);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "%d %llu %d %u", s->has_realtime, (unsigned long long)s->realtime_ns, s->has_seed, s->seed[63]);
+	fclose(f);
+	return 0;
+}
+
+static void hello_host(int ctl)
+{
+	struct proto_msg m = {0};
+
+	if (expect(ctl, PROTO_MSG_HELLO, &m) == 0)
+		proto_msg_free(&m);
+	m = (struct proto_msg){.type = PROTO_MSG_HELLO, .u.hello = {1, 1, NULL}};
+	send_msg(ctl, &m);
+}
+
+/* The control stream breaks while guest-init waits for START (a restored
+ * template's vsock reset): it connects again, says HELLO, takes START
+ * (with the instance's identity) from the new host. Twice, as a restore
+ * of a restore would. */
+TEST(reconnect_before_start)
+{
+	int sv[2], l_ctl, c1, c2, st;
+	struct proto_msg m = {0};
+	char path[300], buf[128] = "";
+	pid_t guest;
+	FILE *f;
+
+	is_int(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	l_ctl = listen_port(KVRUN_PROTO_CONTROL_PORT);
+	ok(l_ctl >= 0, "listening on the control port");
+	reconnect_hook = test_reconnect;
+	identity_hook = record_identity;
+	guest = start_guest(sv[1], sv[0]);
+	reconnect_hook = NULL;
+	identity_hook = NULL;
+	close(sv[1]);
+	hello_host(sv[0]);
+	close(sv[0]); /* the reset */
+	c1 = accept4(l_ctl, NULL, NULL, SOCK_CLOEXEC);
+	ok(c1 >= 0, "guest connected again");
+	hello_host(c1);
+	shutdown(c1, SHUT_RDWR);
+	close(c1);
+	c2 = accept4(l_ctl, NULL, NULL, SOCK_CLOEXEC);
+	ok(c2 >= 0, "and again");
+	hello_host(c2);
+	m = (struct proto_msg){.type = PROTO_MSG_START, .id = 50};
+	m.u.start.process.args = strv((const char *const[]){"/bin/busybox", "sh", "-c", "exit 5", NULL});
+	m.u.start.has_realtime = true;
+	m.u.start.realtime_ns = 1764470000000000001ULL;
+	m.u.start.has_seed = true;
+	m.u.start.seed[63] = 0xab;
+	send_msg(c2, &m);
+	proto_start_free(&m.u.start);
+	if (expect(c2, PROTO_MSG_STARTED, &m) == 0)
+		is_int(m.id, 50);
+	if (expect(c2, PROTO_MSG_EXIT, &m) == 0)
+		ok(m.u.exit.init && WEXITSTATUS(m.u.exit.status) == 5, "the init ran and exited 5");
+	close(c2);
+	waitpid(guest, &st, 0);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 5, "guest loop ends with the init's status");
+	snprintf(path, sizeof(path), "%s/identity", tmpdir);
+	f = fopen(path, "r");
+	if (f) {
+		(void)!fgets(buf, sizeof(buf), f);
+		fclose(f);
+	}
+	is_str(buf, "1 1764470000000000001 1 171");
+	close(l_ctl);
+}
+
+/* After START (a restored checkpoint): the control stream and the init's
+ * stdout break; guest-init connects both again and the process goes on. */
+TEST(reconnect_after_start)
+{
+	int sv[2], l_ctl, l_out, s1, s2, c1, st;
+	struct proto_msg m = {0};
+	char path[300], buf[256] = "";
+	size_t len = 0;
+	pid_t guest;
+
+	is_int(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	l_ctl = listen_port(KVRUN_PROTO_CONTROL_PORT);
+	l_out = listen_port(5101);
+	reconnect_hook = test_reconnect;
+	guest = start_guest(sv[1], sv[0]);
+	reconnect_hook = NULL;
+	close(sv[1]);
+	hello_host(sv[0]);
+	m = (struct proto_msg){.type = PROTO_MSG_START, .id = 60};
+	m.u.start.process.args = strv((const char *const[]){
+	    "/bin/busybox", "sh", "-c",
+	    "echo first; while [ ! -e /go ]; do /bin/busybox sleep 0.05; done; echo second; exit 4", NULL});
+	m.u.start.process.stdout_port = 5101;
+	send_msg(sv[0], &m);
+	proto_start_free(&m.u.start);
+	s1 = accept4(l_out, NULL, NULL, SOCK_CLOEXEC);
+	if (expect(sv[0], PROTO_MSG_STARTED, &m) == 0)
+		is_int(m.id, 60);
+	ok(strcmp(read_until(s1, buf, sizeof(buf), &len, "first\n"), "first\n") == 0, "init printed first");
+	close(s1);
+	close(sv[0]); /* the restore's reset */
+	c1 = accept4(l_ctl, NULL, NULL, SOCK_CLOEXEC);
+	ok(c1 >= 0, "guest connected its control stream again");
+	hello_host(c1);
+	s2 = accept4(l_out, NULL, NULL, SOCK_CLOEXEC);
+	ok(s2 >= 0, "and the init's stdout");
+	snprintf(path, sizeof(path), "%s/go", rootfs);
+	close(open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+	buf[0] = 0;
+	len = 0;
+	ok(strcmp(read_until(s2, buf, sizeof(buf), &len, "second\n"), "second\n") == 0,
+	   "its output continues on the new stream");
+	if (expect(c1, PROTO_MSG_EXIT, &m) == 0)
+		ok(m.u.exit.init && WEXITSTATUS(m.u.exit.status) == 4, "the init went on and exited 4");
+	close(c1);
+	waitpid(guest, &st, 0);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 4, "guest loop ends with the init's status");
+	unlink(path);
+	close(s2);
+	close(l_ctl);
+	close(l_out);
+}
+
+/* Without a reconnect hook a broken stream before START ends the loop. */
+TEST(no_reconnect_ends_loop)
+{
+	int sv[2], st;
+	pid_t guest;
+
+	is_int(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	guest = start_guest(sv[1], sv[0]);
+	close(sv[1]);
+	hello_host(sv[0]);
+	close(sv[0]);
+	waitpid(guest, &st, 0);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "loop ended (0x%x)", st);
 }
 
 TEST(start_configures_network)

@@ -13,6 +13,7 @@
 
 #include "fake-driver.h"
 #include "poll-loop.h"
+#include "virtio/net/net-dev.h"
 #include "tap.h"
 #include "virtio/net/net.h"
 #include "virtio/net/tap.h"
@@ -427,6 +428,41 @@ TEST(tap_offload_flags)
 	                             F(VIRTIO_NET_F_GUEST_TSO6) | F(VIRTIO_NET_F_GUEST_ECN)),
 	       TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN);
 	is_int(net_tap_offload_flags(F(VIRTIO_NET_F_GUEST_CSUM) | F(VIRTIO_NET_F_GUEST_UFO)), TUN_F_CSUM | TUN_F_UFO);
+}
+
+/* Snapshot state: a running device saved and loaded into a fresh one over
+ * a copy of guest RAM; another MAC, pair count or a short state refused. */
+TEST(snapshot_state)
+{
+	struct nt a, b, c;
+	struct snap_buf sb = {0};
+
+	nt_setup(&a, 1, 1500);
+	is_int(bringup(&a, BASE | OFFLOADS) & VIRTIO_STATUS_DRIVER_OK, VIRTIO_STATUS_DRIVER_OK);
+	virtio_net_pause(a.n, true);
+	is_int(virtio_net_state_save(a.n, &sb), 0);
+	virtio_net_pause(a.n, false);
+
+	nt_setup(&b, 1, 1500);
+	memcpy(b.d.ram, a.d.ram, FAKE_RAM_SIZE);
+	b.d.brk = a.d.brk;
+	memcpy(b.d.vqs, a.d.vqs, sizeof(b.d.vqs));
+	is_int(virtio_net_state_load(b.n, sb.data, sb.len), 0);
+	ok(virtio_mmio_active(virtio_net_mmio(b.n)), "restored device runs");
+	ok(b.sp.offload & F(VIRTIO_NET_F_GUEST_CSUM), "offloads given to the new backend");
+	is_int(virtio_net_state_load(b.n, sb.data, sb.len - 1), -EBADMSG);
+	is_int(virtio_net_state_load(b.n, sb.data, 6), -EBADMSG);
+	nt_free(&b);
+
+	nt_setup(&c, 2, 1500);
+	is_int(virtio_net_state_load(c.n, sb.data, sb.len), -EINVAL);
+	nt_free(&c);
+	nt_setup(&c, 1, 1500);
+	c.n->config.mac[5] ^= 1;
+	is_int(virtio_net_state_load(c.n, sb.data, sb.len), -EINVAL);
+	nt_free(&c);
+	nt_free(&a);
+	snap_buf_free(&sb);
 }
 
 TAP_MAIN()

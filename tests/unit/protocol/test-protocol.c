@@ -184,6 +184,27 @@ TEST(start_roundtrip)
 	is_int(s->create_container_hooks[0].timeout, 5);
 	is_int(s->n_start_container_hooks, 0);
 	is_str(s->state_json, "{\"ociVersion\":\"1.2.0\"}");
+	ok(!s->has_realtime && !s->has_seed, "no identity unless given");
+	proto_msg_free(&out);
+	proto_msg_free(&in);
+	free(buf);
+}
+
+TEST(start_identity_roundtrip)
+{
+	struct proto_msg in = {.type = PROTO_MSG_START, .id = 5}, out;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+
+	fill_start(&in.u.start);
+	in.u.start.has_realtime = true;
+	in.u.start.realtime_ns = 1764470000123456789ULL;
+	in.u.start.has_seed = true;
+	for (int i = 0; i < PROTO_SEED_BYTES; i++)
+		in.u.start.seed[i] = (uint8_t)(i * 7 + 1);
+	is_int(roundtrip(&in, &out, &buf, &len), 0);
+	ok(out.u.start.has_realtime && out.u.start.realtime_ns == 1764470000123456789ULL, "wall-clock time");
+	ok(out.u.start.has_seed && memcmp(out.u.start.seed, in.u.start.seed, PROTO_SEED_BYTES) == 0, "seed bytes");
 	proto_msg_free(&out);
 	proto_msg_free(&in);
 	free(buf);

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What sandbox.c (a booted VM) shares with sandbox-snapshot.c (a saved or
+ * restored one). */
+#ifndef KVRUN_RUNTIME_SANDBOX_INT_H
+#define KVRUN_RUNTIME_SANDBOX_INT_H
+
+#include "runtime/sandbox.h"
+
+/* A zeroed sandbox with every fd -1; NULL without memory. */
+struct sandbox *sandbox_alloc(void);
+
+/* Open the console log at path (NULL: none) into s->console_fd. */
+int sandbox_open_console(struct sandbox *s, const char *path);
+
+/* Put transport m at virtio slot n (window, interrupt line, doorbell);
+ * *ret_frag is its kernel command-line fragment (malloc'd). */
+int sandbox_attach(struct sandbox *s, unsigned int n, struct virtio_mmio *m, char **ret_frag);
+
+/* The root disk (slot 0; without media when o->disk is NULL) and the vsock
+ * device (slot 1), fragments into frags[0] and frags[1]. */
+int sandbox_add_disk_vsock(struct sandbox *s, const struct sandbox_opts *o, char **frags);
+
+#endif

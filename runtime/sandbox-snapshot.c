@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A container's VM saved to and restored from a snapshot (templates and
+ * checkpoints). The restoring side creates the same devices in the same
+ * order as the saved VM (so they get the same interrupt lines and MMIO
+ * windows), loads the state, and only then gives the root disk its media.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "runtime/sandbox-int.h"
+#include "runtime/sandbox.h"
+#include "runtime/template.h"
+#include "virtio/blk/blk.h"
+#include "virtio/net/net.h"
+#include "virtio/vsock/vsock.h"
+#include "vmm/platform.h"
+#include "vmm/serial.h"
+#include "vmm/snapshot.h"
+
+#define SANDBOX_SNAPSHOT_DEVS (4 + NET_CONFIG_MAX_IFACES)
+
+static unsigned int snapshot_devs(struct sandbox *s, struct snapshot_dev *out)
+{
+	static const char *const net_names[] = {"virtio-net0", "virtio-net1", "virtio-net2", "virtio-net3",
+	                                        "virtio-net4", "virtio-net5", "virtio-net6", "virtio-net7"};
+	unsigned int n = 0;
+
+	_Static_assert(NET_CONFIG_MAX_IFACES <= 8, "name every net device");
+	out[n++] = (struct snapshot_dev){"serial", serial_state_save, serial_state_load, s->serial};
+	out[n++] = (struct snapshot_dev){"platform", platform_state_save, platform_state_load, s->platform};
+	out[n++] = (struct snapshot_dev){"virtio-blk", virtio_blk_state_save, virtio_blk_state_load, s->blk};
+	out[n++] = (struct snapshot_dev){"virtio-vsock", virtio_vsock_state_save, virtio_vsock_state_load, s->vsock};
+	for (unsigned int i = 0; i < s->nr_nets; i++)
+		out[n++] =
+		    (struct snapshot_dev){net_names[i], virtio_net_state_save, virtio_net_state_load, s->nets[i]};
+	return n;
+}
+
+static void pause_devices(struct sandbox *s, bool paused)
+{
+	virtio_blk_pause(s->blk, paused);
+	virtio_vsock_pause(s->vsock, paused);
+	for (unsigned int i = 0; i < s->nr_nets; i++)
+		virtio_net_pause(s->nets[i], paused);
+}
+
+int sandbox_save(struct sandbox *s, const char *path)
+{
+	struct snapshot_dev devs[SANDBOX_SNAPSHOT_DEVS];
+	struct snapshot_stats st;
+	unsigned int n = snapshot_devs(s, devs);
+	int r;
+
+	r = vm_pause(s->vm);
+	if (r < 0)
+		return err_prefix(r, "pause the VM");
+	pause_devices(s, true);
+	r = vm_snapshot_save(s->vm, path, devs, n, &st);
+	if (r < 0)
+		return r;
+	log_debug("VM saved to %s in %llu ms: %llu guest pages, %llu bytes", path,
+	          (unsigned long long)(st.save_us / 1000), (unsigned long long)st.mem_pages,
+	          (unsigned long long)st.file_bytes);
+	return 0;
+}
+
+int sandbox_resume(struct sandbox *s)
+{
+	pause_devices(s, false);
+	return vm_resume(s->vm);
+}
+
+static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_snapshot *snap, bool template)
+{
+	struct snapshot_dev devs[SANDBOX_SNAPSHOT_DEVS];
+	struct sandbox_opts empty = *o;
+	char *frags[2] = {0};
+	struct vm_config cfg;
+	int r;
+
+	vm_snapshot_config(snap, &cfg);
+	if (cfg.ncpus != o->plan->ncpus || cfg.mem_size != o->plan->mem_size)
+		return err_set(-EINVAL,
+		               "the snapshot is of a VM with %u vCPUs and %llu MiB, this one needs %u and %llu",
+		               cfg.ncpus, (unsigned long long)(cfg.mem_size >> 20), o->plan->ncpus,
+		               (unsigned long long)(o->plan->mem_size >> 20));
+	/* A template's disk was saved without media: it gets it after the
+	 * load. A checkpoint's had its media all along. */
+	if (template)
+		empty.disk = NULL;
+	r = sandbox_open_console(s, o->console_path);
+	if (r >= 0)
+		r = vm_create(&cfg, &s->vm);
+	if (r >= 0)
+		r = platform_create(s->vm, &s->platform);
+	if (r >= 0)
+		r = serial_create(s->vm, s->console_fd, &s->serial);
+	if (r >= 0)
+		r = sandbox_add_disk_vsock(s, &empty, frags);
+	free(frags[0]);
+	free(frags[1]);
+	if (r < 0)
+		return r;
+	r = vm_snapshot_restore(snap, s->vm, devs, snapshot_devs(s, devs));
+	if (r < 0)
+		return r;
+	if (template && o->disk) {
+		r = virtio_blk_attach_media(s->blk, o->disk, o->disk_read_only);
+		if (r < 0)
+			return err_prefix(r, "root disk");
+	}
+	return vm_start(s->vm);
+}
+
+int sandbox_restore(const struct sandbox_opts *o, const char *path, unsigned int flags, bool template,
+                    struct sandbox **ret)
+{
+	struct vm_snapshot *snap = NULL;
+	struct sandbox *s;
+	int r;
+
+	if (o->net && o->net->cfg.nr_ifaces)
+		return err_set(-EOPNOTSUPP, "restoring a VM with network interfaces is not supported");
+	r = vm_snapshot_open(path, flags, &snap);
+	if (r < 0)
+		return r;
+	s = sandbox_alloc();
+	if (!s) {
+		vm_snapshot_close(snap);
+		return -ENOMEM;
+	}
+	r = restore(s, o, snap, template);
+	vm_snapshot_close(snap);
+	if (r < 0) {
+		sandbox_free(s, NULL);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+int sandbox_launch(const struct sandbox_opts *o, struct sandbox **ret)
+{
+	_cleanup_free_ char *path = NULL;
+	unsigned int nics = o->net ? o->net->cfg.nr_ifaces : 0;
+	int r;
+
+	r = template_find(o->plan, nics, &path);
+	if (r < 0) {
+		log_warn("looking for a template: %s", err_msg());
+		err_clear();
+		r = 0;
+	}
+	if (r == 0) {
+		log_info("VM: cold boot (%s)", o->plan->use_templates ? "no template" : "templates off");
+		return sandbox_start(o, ret);
+	}
+	log_info("VM: restoring template %s", path);
+	r = sandbox_restore(o, path, SNAPSHOT_OPEN_TRUST_MEMORY, true, ret);
+	return r < 0 ? err_prefix(r, "template %s", path) : r;
+}
