@@ -30,6 +30,7 @@ struct cli_context {
 	bool systemd_cgroup;
 	enum rootless_mode rootless;
 	const char *criu; /* accepted for runc compatibility, unused */
+	int fail_status; /* exit status when the verb fails (0: 1); exec's is 255, as runc's */
 };
 
 extern const struct cli_command cli_cmd_checkpoint, cli_cmd_create, cli_cmd_delete, cli_cmd_events, cli_cmd_exec,
