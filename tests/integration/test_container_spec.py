@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The OCI spec applied in a real guest, two VMs booted side by side:
+"""The OCI spec applied in a real guest, three VMs booted side by side:
 
 A. A busybox container that runs `sleep` on a read-only root whose rootfs
    has no /proc, /sys, /dev, /tmp, /etc nor its cwd (the root disk gets
@@ -16,9 +16,12 @@ A. A busybox container that runs `sleep` on a read-only root whose rootfs
 B. `kvrun run` in the foreground of a read-only rootfs of dynamically
    linked host programs (bash, cat, sha256sum and their libraries, found
    with ldd) without any mount point: the mounts work, stdin reaches cat.
+C. `kvrun run` of a binary the rootfs lacks: create fails, with runc's
+   status and message, and leaves nothing behind.
 
 KVRUN_TEST_RUNTIME=runc runs the same checks with runc on the host (no
-VM), to check the expectations against the reference runtime.
+VM), to check the expectations against the reference runtime (runc 1.1
+sets an exec'd process's rlimits from outside, which can race with it).
 KVRUN_TEST_PIPE_MB sets the size piped through exec (default 100).
 Skips without a guest kernel, /dev/kvm, root, mke2fs or busybox.
 """
@@ -319,6 +322,25 @@ def vm_b(tmp, env, res):
         res.eq(sorted(os.listdir(rootfs)), before, "B: the bundle's rootfs is not touched")
 
 
+def vm_c(tmp, env, res):
+    """run of a binary the rootfs lacks: create fails (runc looks the
+    binary up before create returns) with runc's status and message."""
+    b = os.path.join(tmp, "c")
+    bundlelib.busybox_rootfs(os.path.join(b, "rootfs"), ["sh"])
+    bundlelib.write_spec(KVRUN, b, lambda s: s["process"].update(args=["/nope", "x"]))
+    root = os.path.join(tmp, "root-c")
+    p = rt(root, "--log", os.path.join(tmp, "c-log.txt"), "--debug", "run", "--bundle", b, "ctr-c",
+           stdin=subprocess.DEVNULL, env=env, timeout=1500)
+    err = p.stderr.decode(errors="replace")
+    msg = bundlelib.logrus_msg(err)
+    want = 'unable to start container process: exec: "/nope": stat /nope: no such file or directory'
+    res.ok(p.returncode == 1 and msg.endswith(want), "C: run of a missing binary: status 1 and runc's message",
+           f"status {p.returncode}\nmessage: {msg!r}\nwant it to end with: {want!r}\nstderr: {err[-2000:]}")
+    res.eq(p.stdout, b"", "C: nothing on stdout")
+    res.eq(os.listdir(root) if os.path.isdir(root) else [], [], "C: nothing left under --root")
+    res.eq(bundlelib.processes_mentioning(root), [], "C: no process left")
+
+
 def main():
     t = Tap()
     if IS_KVRUN:
@@ -346,7 +368,7 @@ def main():
     if IS_KVRUN:
         env["KVRUN_KERNEL"] = os.path.abspath(kernel)
         env.setdefault("KVRUN_BOOT_TIMEOUT", "1300")
-    results = {"a": Results(), "b": Results()}
+    results = {"a": Results(), "b": Results(), "c": Results()}
 
     def guarded(f, key):
         try:
@@ -354,16 +376,16 @@ def main():
         except Exception as e:  # one broken part must not hide the other
             results[key].ok(False, f"{key.upper()}: raised {e!r}")
 
-    threads = [threading.Thread(target=guarded, args=(f, k)) for f, k in ((vm_a, "a"), (vm_b, "b"))]
+    threads = [threading.Thread(target=guarded, args=(f, k)) for f, k in ((vm_a, "a"), (vm_b, "b"), (vm_c, "c"))]
     for th in threads:
         th.start()
     for th in threads:
         th.join()
-    for key in ("a", "b"):
+    for key in ("a", "b", "c"):
         for cond, what, diag in results[key].items:
             t.ok(cond, what, diag)
     if t.failed:
-        for name in ("a-log.txt", "a-console.log", "b-log.txt", "b-console.log"):
+        for name in ("a-log.txt", "a-console.log", "b-log.txt", "b-console.log", "c-log.txt", "c-console.log"):
             path = os.path.join(tmp, name)
             if os.path.exists(path):
                 with open(path, errors="replace") as f:
