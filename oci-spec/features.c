@@ -86,11 +86,18 @@ static const char *const namespaces[] = {
     "cgroup", "ipc", "mount", "network", "pid", "user", "uts", NULL,
 };
 
+/* They name host files (kernel, initrd, module tree) read into the VM. */
+static const char *const unsafe_annotations[] = {
+    "io.kvrun.",
+    NULL,
+};
+
 static struct oci_features kvrun_features = {
     .oci_version_min = "1.0.0",
     .oci_version_max = KVRUN_OCI_VERSION,
     .hooks = hooks,
     .mount_options = mount_options,
+    .unsafe_annotations = unsafe_annotations,
     .linux_features =
 	{
 	    .present = true,
@@ -217,6 +224,7 @@ int oci_features_to_json(const struct oci_features *f, char **ret)
 		jset(o, "linux", linux_tree(f, &r), &r);
 	if (f->annotations && f->annotations->n)
 		jset(o, "annotations", annotations_tree(f->annotations, &r), &r);
+	set_list(o, "potentiallyUnsafeConfigAnnotations", f->unsafe_annotations, &r);
 	if (r < 0)
 		return r;
 	r = gojson_dump(o, "    ", &out);

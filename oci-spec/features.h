@@ -46,6 +46,10 @@ struct oci_features {
 	} linux_features;
 	/* Keys printed sorted, as Go prints a map. Borrowed. */
 	const struct oci_map *annotations;
+	/* "potentiallyUnsafeConfigAnnotations": annotation names, or prefixes
+	 * ending in ".", whose values the runtime trusts like the bundle (an
+	 * engine should let only privileged users set them). */
+	const char *const *unsafe_annotations;
 };
 
 /* The features kvrun implements (static storage; annotations NULL). */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,12 +59,55 @@ static int get_memory(json_t *v, const char *name, uint64_t *ret)
 	return err_set(-EINVAL, "%s: memory: expected a positive number of bytes or a size such as \"512M\"", name);
 }
 
+int kvrun_acpi_mode_parse(const char *s, const char *name, enum kvrun_acpi_mode *ret)
+{
+	if (!strcmp(s, "auto"))
+		*ret = KVRUN_ACPI_AUTO;
+	else if (!strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "on"))
+		*ret = KVRUN_ACPI_ON;
+	else if (!strcmp(s, "false") || !strcmp(s, "0") || !strcmp(s, "off"))
+		*ret = KVRUN_ACPI_OFF;
+	else
+		return err_set(-EINVAL, "%s: expected true, false or \"auto\", not \"%s\"", name, s);
+	return 0;
+}
+
+static int get_acpi(json_t *v, const char *name, enum kvrun_acpi_mode *ret)
+{
+	_cleanup_free_ char *what = NULL;
+
+	if (json_is_boolean(v)) {
+		*ret = json_is_true(v) ? KVRUN_ACPI_ON : KVRUN_ACPI_OFF;
+		return 0;
+	}
+	if (asprintf(&what, "%s: acpi", name) < 0)
+		return -ENOMEM;
+	if (!json_is_string(v))
+		return err_set(-EINVAL, "%s: expected true, false or \"auto\"", what);
+	return kvrun_acpi_mode_parse(json_string_value(v), what, ret);
+}
+
+static int get_modules(json_t *v, const char *name, char **ret)
+{
+	int r = get_string(v, name, "modules", ret);
+
+	if (r < 0)
+		return r;
+	if (strcmp(*ret, "auto") && strcmp(*ret, "none") && (*ret)[0] != '/')
+		return err_set(-EINVAL, "%s: modules: expected an absolute directory, \"auto\" or \"none\"", name);
+	return 0;
+}
+
 static int parse_member(const char *key, json_t *v, const char *name, struct kvrun_config *c)
 {
 	if (strcmp(key, "kernel") == 0)
 		return get_string(v, name, key, &c->kernel);
 	if (strcmp(key, "initrd") == 0)
 		return get_string(v, name, key, &c->initrd);
+	if (strcmp(key, "modules") == 0)
+		return get_modules(v, name, &c->modules);
+	if (strcmp(key, "acpi") == 0)
+		return get_acpi(v, name, &c->acpi);
 	if (strcmp(key, "cmdline_extra") == 0)
 		return get_string(v, name, key, &c->cmdline_extra);
 	if (strcmp(key, "memory") == 0)
@@ -123,6 +167,7 @@ void kvrun_config_clear(struct kvrun_config *c)
 {
 	free(c->kernel);
 	free(c->initrd);
+	free(c->modules);
 	free(c->cmdline_extra);
 	*c = (struct kvrun_config){0};
 }

@@ -4,18 +4,33 @@
  * because this layer is the only one that sees JSON. Every key is optional:
  *
  *   {"kernel": "/path/vmlinux", "initrd": "/path/initramfs.cpio",
+ *    "modules": "auto", "acpi": "auto",
  *    "cmdline_extra": "loglevel=4", "memory": 268435456, "cpus": 1}
  *
  * "memory" is bytes (a number) or a string with a K/M/G suffix ("512M").
+ * "modules" is the kernel's module directory (/lib/modules/<version>, with
+ * depmod's indexes), "auto" (found from the kernel's version string) or
+ * "none" (everything built in). "acpi" is true, false or "auto" (ACPI
+ * device description exactly when the kernel loads modules).
  */
 #ifndef KVRUN_OCI_SPEC_KVRUN_CONFIG_H
 #define KVRUN_OCI_SPEC_KVRUN_CONFIG_H
 
 #include <stdint.h>
 
+/* How a kernel's devices are described: "acpi" and io.kvrun.kernel.acpi. */
+enum kvrun_acpi_mode {
+	KVRUN_ACPI_UNSET = 0, /* not given: same as auto */
+	KVRUN_ACPI_AUTO,
+	KVRUN_ACPI_ON,
+	KVRUN_ACPI_OFF,
+};
+
 struct kvrun_config {
 	char *kernel; /* NULL when absent */
 	char *initrd;
+	char *modules; /* a directory, "auto" or "none"; NULL when absent */
+	enum kvrun_acpi_mode acpi;
 	char *cmdline_extra;
 	uint64_t memory; /* 0 when absent */
 	unsigned int cpus; /* 0 when absent */
@@ -28,6 +43,10 @@ int kvrun_config_parse(const char *json, size_t len, const char *name, struct kv
 
 /* Read and parse path; -ENOENT (no message) when it does not exist. */
 int kvrun_config_load(const char *path, struct kvrun_config *ret);
+
+/* Parse an "acpi" value given as a string ("true", "false", "auto"); name
+ * prefixes the message. Returns 0 or -EINVAL. */
+int kvrun_acpi_mode_parse(const char *s, const char *name, enum kvrun_acpi_mode *ret);
 
 void kvrun_config_clear(struct kvrun_config *c);
 

@@ -13,7 +13,7 @@ struct global_raw {
 	bool help, version;
 };
 
-#define GLOBAL_NFLAGS 10
+#define GLOBAL_NFLAGS 11
 
 static void global_flags(struct cli_context *ctx, struct global_raw *raw, struct cli_flag out[GLOBAL_NFLAGS])
 {
@@ -32,6 +32,9 @@ static void global_flags(struct cli_context *ctx, struct global_raw *raw, struct
 	     "\"system.slice:kvrun:434234\""},
 	    {"rootless", NULL, CLI_STRING, &raw->rootless,
 	     "ignore cgroup permission errors ('true', 'false', or 'auto') (default: \"auto\")"},
+	    {"kernel", NULL, CLI_STRING, &ctx->kernel,
+	     "guest kernel for the containers this call creates (below the io.kvrun.kernel annotation, above "
+	     "$KVRUN_KERNEL and the config file; see docs/kernels.md)"},
 	    {"help", "h", CLI_BOOL, &raw->help, "show help"},
 	    {"version", "v", CLI_BOOL, &raw->version, "print the version"},
 	    CLI_FLAG_END,

@@ -30,6 +30,7 @@ struct cli_context {
 	bool systemd_cgroup;
 	enum rootless_mode rootless;
 	const char *criu; /* accepted for runc compatibility, unused */
+	const char *kernel; /* --kernel: the guest kernel for new containers (vm-config.h), or NULL */
 	int fail_status; /* exit status when the verb fails (0: 1); exec's is 255, as runc's */
 };
 

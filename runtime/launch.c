@@ -245,7 +245,7 @@ int launch_container(struct cli_context *ctx, const char *id, const struct creat
 		r = check_netns(b, &netns);
 	if (r < 0)
 		return err_prefix(r, "%s/config.json", b->path);
-	r = vm_plan_make(b->spec, &plan);
+	r = vm_plan_make(b->spec, ctx->kernel, &plan);
 	if (r < 0)
 		return r;
 	r = new_state(id, b, netns, &s);

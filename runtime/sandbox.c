@@ -150,10 +150,24 @@ static int open_console(struct sandbox *s, const char *path)
 	return 0;
 }
 
+/* With ACPI the DSDT describes the virtio-mmio devices (a stock kernel's
+ * virtio_mmio binds only that way), so none go on the command line. */
+static unsigned int acpi_devices(const struct sandbox *s, struct acpi_virtio_mmio *out)
+{
+	unsigned int n = SANDBOX_SLOT_NET + s->nr_nets;
+
+	for (unsigned int i = 0; i < n; i++)
+		out[i] =
+		    (struct acpi_virtio_mmio){.base = virtio_addr(i), .size = VIRTIO_MMIO_SIZE, .gsi = s->lines[i].gsi};
+	return n;
+}
+
 static int build(struct sandbox *s, const struct sandbox_opts *o)
 {
 	struct vm_config cfg = {.ncpus = o->plan->ncpus, .mem_size = o->plan->mem_size};
 	char *frags[SANDBOX_NR_VIRTIO + 1] = {0};
+	struct acpi_virtio_mmio virtio[SANDBOX_NR_VIRTIO];
+	struct boot_config bc = {.kernel_path = o->plan->kernel, .initrd_path = o->plan->initrd};
 	_cleanup_free_ char *cmdline = NULL;
 	int r;
 
@@ -166,16 +180,23 @@ static int build(struct sandbox *s, const struct sandbox_opts *o)
 		r = serial_create(s->vm, s->console_fd, &s->serial);
 	if (r >= 0)
 		r = add_devices(s, o, frags);
+	if (r >= 0 && o->plan->use_acpi) {
+		bc.use_acpi = true;
+		bc.acpi_com1 = true; /* serial_create() made the 16550 at 0x3f8 */
+		bc.virtio = virtio;
+		bc.nr_virtio = acpi_devices(s, virtio);
+	}
 	if (r >= 0)
-		r = vm_plan_cmdline(o->plan, frags, &cmdline);
+		r = vm_plan_cmdline(o->plan, bc.use_acpi ? NULL : frags, &cmdline);
 	for (size_t i = 0; i < SANDBOX_NR_VIRTIO; i++)
 		free(frags[i]);
 	if (r < 0)
 		return r;
-	log_debug("kernel %s, initrd %s, %u vCPU, %llu MiB, command line: %s", o->plan->kernel, o->plan->initrd,
-	          cfg.ncpus, (unsigned long long)(cfg.mem_size >> 20), cmdline);
-	r = boot_linux(s->vm, &(struct boot_config){
-				  .kernel_path = o->plan->kernel, .initrd_path = o->plan->initrd, .cmdline = cmdline});
+	log_debug("kernel %s, initrd %s, %u vCPU, %llu MiB, %s, command line: %s", o->plan->kernel, o->plan->initrd,
+	          cfg.ncpus, (unsigned long long)(cfg.mem_size >> 20),
+	          bc.use_acpi ? "ACPI tables describe the devices" : "devices on the command line", cmdline);
+	bc.cmdline = cmdline;
+	r = boot_linux(s->vm, &bc);
 	if (r < 0)
 		return r;
 	return vm_start(s->vm);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -13,6 +14,8 @@
 #include "config.h"
 #include "oci-spec/kvrun-config.h"
 #include "runtime/initramfs.h"
+#include "runtime/kernel-info.h"
+#include "runtime/kmod-resolve.h"
 #include "runtime/vm-config.h"
 
 /* Always on the command line: the console for --debug, no reboot loop (a
@@ -62,30 +65,74 @@ static int check_file(const char *path, const char *what, const char *from)
 	return err_setsys(-errno, "%s %s (from %s)", what, path, from);
 }
 
-static int find_kernel(const struct oci_spec *spec, const struct kvrun_config *cfg, const char *cfg_path, char **ret)
-{
-	const char *path = oci_map_get(&spec->annotations, VM_CONFIG_ANNOTATION_KERNEL);
-	const char *from = "annotation " VM_CONFIG_ANNOTATION_KERNEL;
-	int r;
+/* Where the kernel and what describes it come from. */
+struct kernel_choice {
+	const char *path, *from;
+	const char *initrd, *initrd_from;
+	const char *modules, *modules_from; /* a directory, "auto", "none" or NULL (auto) */
+	enum kvrun_acpi_mode acpi;
+};
 
-	if (!path) {
-		path = getenv("KVRUN_KERNEL");
-		from = "$KVRUN_KERNEL";
+static int choose_kernel(const struct oci_spec *spec, const char *flag, const struct kvrun_config *cfg,
+                         const char *cfg_path, struct kernel_choice *ch)
+{
+	const char *env = getenv("KVRUN_KERNEL"), *acpi;
+	bool own = false; /* the config file's settings describe this kernel */
+
+	*ch = (struct kernel_choice){0};
+	ch->path = oci_map_get(&spec->annotations, VM_CONFIG_ANNOTATION_KERNEL);
+	ch->from = "annotation " VM_CONFIG_ANNOTATION_KERNEL;
+	if (!ch->path && flag && *flag) {
+		ch->path = flag;
+		ch->from = "--kernel";
 	}
-	if (!path || !*path) {
-		path = cfg->kernel;
-		from = cfg_path;
+	if (!ch->path && env && *env) {
+		ch->path = env;
+		ch->from = "$KVRUN_KERNEL";
 	}
-	if (!path) {
-		path = VM_CONFIG_DEFAULT_KERNEL;
-		from = "the default location; set \"kernel\" in " VM_CONFIG_DEFAULT_FILE
-		       ", the " VM_CONFIG_ANNOTATION_KERNEL " annotation or $KVRUN_KERNEL";
+	if (!ch->path && cfg->kernel) {
+		ch->path = cfg->kernel;
+		ch->from = cfg_path;
+		own = true;
 	}
-	r = check_file(path, "kernel", from);
+	if (!ch->path) {
+		ch->path = VM_CONFIG_DEFAULT_KERNEL;
+		ch->from = "the default location; set \"kernel\" in " VM_CONFIG_DEFAULT_FILE
+			   ", the " VM_CONFIG_ANNOTATION_KERNEL " annotation, --kernel or $KVRUN_KERNEL";
+		own = true;
+	}
+	if (own) {
+		ch->initrd = cfg->initrd;
+		ch->initrd_from = cfg_path;
+		ch->modules = cfg->modules;
+		ch->modules_from = cfg_path;
+		ch->acpi = cfg->acpi;
+	}
+	if (oci_map_get(&spec->annotations, VM_CONFIG_ANNOTATION_INITRD)) {
+		ch->initrd = oci_map_get(&spec->annotations, VM_CONFIG_ANNOTATION_INITRD);
+		ch->initrd_from = "annotation " VM_CONFIG_ANNOTATION_INITRD;
+	}
+	if (oci_map_get(&spec->annotations, VM_CONFIG_ANNOTATION_MODULES)) {
+		ch->modules = oci_map_get(&spec->annotations, VM_CONFIG_ANNOTATION_MODULES);
+		ch->modules_from = "annotation " VM_CONFIG_ANNOTATION_MODULES;
+		if (strcmp(ch->modules, "auto") && strcmp(ch->modules, "none") && ch->modules[0] != '/')
+			return err_set(-EINVAL, "annotation %s: expected an absolute directory, \"auto\" or \"none\"",
+			               VM_CONFIG_ANNOTATION_MODULES);
+	}
+	acpi = oci_map_get(&spec->annotations, VM_CONFIG_ANNOTATION_ACPI);
+	if (acpi)
+		return kvrun_acpi_mode_parse(acpi, "annotation " VM_CONFIG_ANNOTATION_ACPI, &ch->acpi);
+	return 0;
+}
+
+static int find_kernel(const struct kernel_choice *ch, char **ret)
+{
+	int r = check_file(ch->path, "kernel", ch->from);
+
 	if (r < 0)
 		return r;
-	*ret = realpath(path, NULL);
-	return *ret ? 0 : err_setsys(-errno, "kernel %s", path);
+	*ret = realpath(ch->path, NULL);
+	return *ret ? 0 : err_setsys(-errno, "kernel %s", ch->path);
 }
 
 /* kvrun-init: $KVRUN_INIT, the build tree next to this binary, or the
@@ -134,31 +181,92 @@ static int cache_dir(char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-static int make_initrd(const struct kvrun_config *cfg, const char *cfg_path, char **ret)
+/* Find the module tree of p->kernel per ch->modules; sets p->kernel_release
+ * (when the image has one) and p->module_dir (NULL: nothing to load). */
+static int find_modules(const struct kernel_choice *ch, struct vm_plan *p)
+{
+	const char *want = ch->modules ? ch->modules : "auto";
+	int r;
+
+	r = kernel_version_read(p->kernel, &p->kernel_release);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	err_clear();
+	if (!strcmp(want, "none"))
+		return 0;
+	if (strcmp(want, "auto")) {
+		struct stat st;
+
+		if (stat(want, &st) < 0 || !S_ISDIR(st.st_mode))
+			return err_setsys(stat(want, &st) < 0 ? -errno : -ENOTDIR, "module directory %s (from %s)",
+			                  want, ch->modules_from);
+		p->module_dir = strdup(want);
+		return p->module_dir ? 0 : -ENOMEM;
+	}
+	/* A kernel whose own build says it has no modules never uses a tree
+	 * that only shares its release. */
+	if (!p->kernel_release || kernel_config_says_no_modules(p->kernel))
+		return 0;
+	r = kernel_module_dir(p->kernel, p->kernel_release, &p->module_dir);
+	return r < 0 ? r : 0;
+}
+
+/* The module files for p, uncompressed copies under the cache. */
+static int module_files(const struct vm_plan *p, const char *cache, char ***ret)
+{
+	_cleanup_free_ char *out = NULL;
+	int r;
+
+	if (asprintf(&out, "%s/modules-%s", cache, p->kernel_release ? p->kernel_release : "unknown") < 0)
+		return -ENOMEM;
+	r = mkdir_p(out, 0755);
+	if (r < 0)
+		return err_setsys(r, "create %s", out);
+	r = kmod_initramfs_files(p->module_dir, kmod_kvrun_modules, out, ret);
+	return r < 0 ? err_prefix(r, "modules of kernel %s in %s", p->kernel, p->module_dir) : 0;
+}
+
+static int make_initrd(const struct kernel_choice *ch, struct vm_plan *p)
 {
 	_cleanup_free_ char *init = NULL, *dir = NULL;
 	struct initramfs_spec is = {0};
+	char **mods = NULL;
 	int r, hit = 0;
 
-	if (cfg->initrd) {
-		r = check_file(cfg->initrd, "initrd", cfg_path);
+	if (ch->initrd) {
+		r = check_file(ch->initrd, "initrd", ch->initrd_from);
 		if (r < 0)
 			return r;
-		*ret = strdup(cfg->initrd);
-		return *ret ? 0 : -ENOMEM;
+		p->initrd = strdup(ch->initrd);
+		return p->initrd ? 0 : -ENOMEM;
 	}
 	r = find_init(&init);
+	if (r >= 0)
+		r = cache_dir(&dir);
+	if (r >= 0 && p->module_dir)
+		r = module_files(p, dir, &mods);
 	if (r < 0)
 		return r;
-	r = cache_dir(&dir);
-	if (r < 0)
-		return r;
+	for (char **m = mods; m && *m; m++)
+		p->nr_modules++;
 	is.init_path = init;
-	r = initramfs_get(&is, dir, ret, &hit);
+	is.modules = (const char *const *)mods;
+	r = initramfs_get(&is, dir, &p->initrd, &hit);
+	kmod_files_free(mods);
 	if (r < 0)
 		return err_prefix(r, "initramfs in %s", dir);
-	log_debug("initramfs %s (%s)", *ret, hit ? "cached" : "built");
+	log_debug("initramfs %s (%s), %u module(s)", p->initrd, hit ? "cached" : "built", p->nr_modules);
 	return 0;
+}
+
+static bool plan_acpi(const struct kernel_choice *ch, const struct vm_plan *p)
+{
+	if (ch->acpi == KVRUN_ACPI_ON)
+		return true;
+	if (ch->acpi == KVRUN_ACPI_OFF)
+		return false;
+	/* A modular (distro) kernel has no virtio_mmio.device= parameter. */
+	return p->module_dir != NULL;
 }
 
 static uint64_t plan_memory(const struct oci_spec *spec, const struct kvrun_config *cfg)
@@ -184,10 +292,20 @@ static unsigned int plan_cpus(const struct oci_spec *spec, const struct kvrun_co
 	return n ? n : 1;
 }
 
-int vm_plan_make(const struct oci_spec *spec, struct vm_plan *ret)
+static void log_plan(const struct kernel_choice *ch, const struct vm_plan *p)
+{
+	log_debug("kernel %s (from %s), release %s: %s%s%s, devices described by %s", p->kernel, ch->from,
+	          p->kernel_release ? p->kernel_release : "unknown",
+	          p->module_dir ? "modular, module tree " : "no module tree (everything built in)",
+	          p->module_dir ? p->module_dir : "", p->module_dir && ch->initrd ? " (own initrd: not packed)" : "",
+	          p->use_acpi ? "ACPI tables" : "the command line");
+}
+
+int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm_plan *ret)
 {
 	const char *cfg_path = getenv("KVRUN_CONFIG");
 	struct kvrun_config cfg = {0};
+	struct kernel_choice ch;
 	struct vm_plan p = {0};
 	int r;
 
@@ -196,17 +314,24 @@ int vm_plan_make(const struct oci_spec *spec, struct vm_plan *ret)
 	r = kvrun_config_load(cfg_path, &cfg);
 	if (r < 0 && r != -ENOENT)
 		return r;
-	r = find_kernel(spec, &cfg, cfg_path, &p.kernel);
+	r = choose_kernel(spec, kernel_flag, &cfg, cfg_path, &ch);
 	if (r >= 0)
-		r = make_initrd(&cfg, cfg_path, &p.initrd);
+		r = find_kernel(&ch, &p.kernel);
+	if (r >= 0)
+		r = find_modules(&ch, &p);
+	if (r >= 0)
+		r = make_initrd(&ch, &p);
 	if (r >= 0 && cfg.cmdline_extra && !(p.cmdline_extra = strdup(cfg.cmdline_extra)))
 		r = -ENOMEM;
+	p.use_acpi = plan_acpi(&ch, &p);
 	p.mem_size = plan_memory(spec, &cfg);
 	p.ncpus = plan_cpus(spec, &cfg);
 	p.emulating_host = vm_host_is_emulating();
 	/* Such hosts hang on the hypercalls a second vCPU brings (IPIs). */
 	if (p.emulating_host)
 		p.ncpus = 1;
+	if (r >= 0)
+		log_plan(&ch, &p);
 	kvrun_config_clear(&cfg);
 	if (r < 0) {
 		vm_plan_done(&p);
@@ -221,6 +346,8 @@ void vm_plan_done(struct vm_plan *p)
 	free(p->kernel);
 	free(p->initrd);
 	free(p->cmdline_extra);
+	free(p->kernel_release);
+	free(p->module_dir);
 	*p = (struct vm_plan){0};
 }
 

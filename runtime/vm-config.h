@@ -4,10 +4,21 @@
  * kernel, the initramfs (kvrun-init), the command line, guest RAM and vCPUs.
  *
  * The kernel is looked up, first hit wins, in: the annotation
- * `io.kvrun.kernel`, $KVRUN_KERNEL, "kernel" in the config file
- * ($KVRUN_CONFIG, else /etc/kvrun/config.json), and the installed default
- * /usr/local/share/kvrun/kernel/vmlinux. A kernel named but missing is an
- * error naming where the name came from.
+ * `io.kvrun.kernel`, the global flag --kernel, $KVRUN_KERNEL, "kernel" in
+ * the config file ($KVRUN_CONFIG, else /etc/kvrun/config.json), and the
+ * installed default /usr/local/share/kvrun/kernel/vmlinux. A kernel named
+ * but missing is an error naming where the name came from.
+ *
+ * The config file's "initrd", "modules" and "acpi" describe its kernel:
+ * they apply when the kernel came from the config file or the default
+ * location. The annotations io.kvrun.initrd, io.kvrun.kernel.modules and
+ * io.kvrun.kernel.acpi apply to whichever kernel was chosen and win.
+ *
+ * A modular kernel (docs/kernels.md): when "modules" is a directory, or
+ * "auto" (the default) finds /lib/modules/<release> for the release
+ * string read from the kernel image (kernel-info.h), the modules of
+ * kmod_kvrun_modules and their dependencies go into the initramfs and the
+ * VM describes its devices with ACPI (unless "acpi" says otherwise).
  */
 #ifndef KVRUN_RUNTIME_VM_CONFIG_H
 #define KVRUN_RUNTIME_VM_CONFIG_H
@@ -18,6 +29,9 @@
 #include "oci-spec/spec.h"
 
 #define VM_CONFIG_ANNOTATION_KERNEL "io.kvrun.kernel"
+#define VM_CONFIG_ANNOTATION_INITRD "io.kvrun.initrd"
+#define VM_CONFIG_ANNOTATION_MODULES "io.kvrun.kernel.modules"
+#define VM_CONFIG_ANNOTATION_ACPI "io.kvrun.kernel.acpi"
 #define VM_CONFIG_DEFAULT_KERNEL "/usr/local/share/kvrun/kernel/vmlinux"
 #define VM_CONFIG_DEFAULT_FILE "/etc/kvrun/config.json"
 #define VM_CONFIG_DEFAULT_MEMORY (256ULL << 20)
@@ -27,15 +41,21 @@ struct vm_plan {
 	char *kernel; /* absolute path of the kernel */
 	char *initrd; /* the initramfs: from the config file, or built and cached */
 	char *cmdline_extra; /* from the config file, or NULL */
+	char *kernel_release; /* read from the kernel image, or NULL */
+	char *module_dir; /* the module tree used, or NULL: nothing built in needs loading */
+	unsigned int nr_modules; /* module files packed into the initramfs */
+	bool use_acpi; /* describe the devices with ACPI tables, not the command line */
 	uint64_t mem_size; /* bytes */
 	unsigned int ncpus;
 	bool emulating_host; /* guest CPL0 code is emulated by the host (see vm-config.c) */
 };
 
-/* Decide the plan for spec. Reads the config file, checks that the kernel
- * exists, and builds (or finds in the cache) the initramfs. Errors name
- * the missing file and where its name came from. */
-int vm_plan_make(const struct oci_spec *spec, struct vm_plan *ret);
+/* Decide the plan for spec. kernel_flag is the global --kernel flag (NULL
+ * when not given). Reads the config file, checks that the kernel exists,
+ * resolves the modules of a modular kernel and builds (or finds in the
+ * cache) the initramfs. Errors name the missing file and where its name
+ * came from. */
+int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm_plan *ret);
 void vm_plan_done(struct vm_plan *p);
 
 /* Whether this host's KVM emulates guest kernel code (nested KVM without

@@ -11,6 +11,7 @@ import subprocess
 import time
 
 from . import rootfs
+from .runtimes import write_bundle
 from .suite_start import rotate
 from .util import du_bytes_fallback, log, sh
 
@@ -172,6 +173,59 @@ def linux_boot(ctx):
                                 title=titles["lx_total"], **meta)
 
 
+def distro_boot(ctx):
+    """`kvrun run` of /bin/true with kvrun's own kernel against Debian's
+    cloud kernel on the distro path (modules in the initramfs, ACPI device
+    description): wall time, which on native KVM is mostly boot to init."""
+    import importlib.util
+    title = "Linux boot: `kvrun run` of /bin/true, kvrun's kernel vs Debian's cloud kernel (distro path)"
+    meta = dict(unit="ms", better="lower", title=title)
+    names = ("kvrun (kvrun kernel)", "kvrun (Debian cloud kernel)")
+    own = "/usr/local/share/kvrun/kernel/bzImage"
+    reason = None
+    if ctx.host["emulating"] and not ctx.force_emulated:
+        reason = (ctx.EMULATED_REASON + "; a stock distro kernel also lacks the pvmhost=1 workarounds and cannot "
+                  "run user space there (docs/kernels.md)")
+    elif not os.path.exists(own):
+        reason = f"not available: kvrun's kernel not installed ({own}; scripts/setup.sh --kernel)"
+    if not reason:
+        spec = importlib.util.spec_from_file_location(
+            "distro_kernel", os.path.join(ctx.src, "tests", "integration", "distro_kernel.py"))
+        dk = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(dk)
+        try:
+            distro = dk.fetch()[0]
+        except dk.Unavailable as e:
+            reason = f"not available: Debian cloud kernel: {e} (scripts/setup.sh --distro-kernel)"
+    if reason:
+        for rt in names:
+            ctx.results.na(S, "lx_distro_run", rt, reason, **meta)
+        return
+    if ctx.host["emulating"]:
+        meta["label"] = "emulator-bound (guest kernel emulated)"
+    kv = ctx.rt["kvrun"]
+    root = rootfs.ensure(ctx.cache, "busybox", ctx.src)
+    b = write_bundle(os.path.join(ctx.work, "b-distro"), root, ["/bin/true"], ctx.limits)
+    failed = set()
+    for i in range(ctx.runs):
+        for rt in rotate(list(names), i):
+            if rt in failed:
+                continue
+            kernel = own if rt == names[0] else distro
+            cid = f"distro-{os.getpid()}-{i}"
+            t0 = time.monotonic()
+            r = subprocess.run([kv.binary, "--root", kv.state_root, "--kernel", kernel, "run", "-b", b, cid],
+                               capture_output=True, text=True, env=kv.env, stdin=subprocess.DEVNULL, timeout=1500)
+            wall = time.monotonic() - t0
+            kv.remove(cid)
+            if r.returncode != 0:
+                failed.add(rt)
+                ctx.results.na(S, "lx_distro_run", rt, f"not available: `kvrun run` with {kernel} failed: "
+                               f"{r.stderr.strip()[-200:]}", **meta)
+                continue
+            ctx.results.add(S, "lx_distro_run", rt, wall * 1000, **meta)
+
+
 def image_prep(ctx):
     """mke2fs -d of each rootfs, as kvrun's create builds the root disk."""
     title = "root disk image build alone (mke2fs -d as kvrun create runs it; runc/crun use the directory)"
@@ -198,3 +252,4 @@ def run(ctx):
     snapshot_restore(ctx)
     image_prep(ctx)
     linux_boot(ctx)
+    distro_boot(ctx)

@@ -77,4 +77,21 @@ row = [x for x in lines if x.startswith("| tps")]
 t.ok(row and "110 (100–120)" in row[0] and "n/a [1]" in row[0] and "0.50" in row[0],
      "report: median (range), n/a with footnote, crun/runc ratio", lines)
 t.ok("1. not available: because" in lines, "report: the reason is printed", lines)
+
+# The distro-kernel boot comparison says why it cannot run on an emulating host.
+from benchlib import suite_vmm  # noqa: E402
+
+
+class FakeCtx:
+    host = {"emulating": True}
+    force_emulated = False
+    EMULATED_REASON = "not available: guest kernel emulated on this host"
+    results = Results()
+
+
+suite_vmm.distro_boot(FakeCtx)
+d = FakeCtx.results.metrics.get("vmm/lx_distro_run", {}).get("runtimes", {})
+t.ok(len(d) == 2 and all(v.get("not_available", "").startswith("not available: guest kernel emulated") and
+                         "pvmhost=1" in v["not_available"] for v in d.values()),
+     "distro boot bench: not available on an emulating host, with the reason", d)
 t.done()

@@ -67,6 +67,8 @@ def main():
     for key in ("ociVersionMin", "ociVersionMax", "hooks", "mountOptions", "linux"):
         t.ok(key in f, f"features has {key}")
     t.ok(isinstance(f.get("linux", {}).get("namespaces"), list), "features lists linux namespaces")
+    t.ok("io.kvrun." in f.get("potentiallyUnsafeConfigAnnotations", []),
+         "features: kvrun's annotations (host file paths) are potentially unsafe", p.stdout[-300:])
     p = kvrun("features", "extra")
     t.ok(p.returncode == 1 and 'kvrun: \\"features\\" requires exactly 0 argument(s)' in p.stderr,
          "features takes no arguments", p.stderr)

@@ -124,6 +124,7 @@ static char *runc_like_features(void)
 	char *out = NULL;
 
 	f.oci_version_max = "1.0.2-dev";
+	f.unsafe_annotations = NULL; /* runc 1.1 predates the field */
 	f.linux_features.namespaces = runc_namespaces;
 	f.linux_features.cgroup.v1 = f.linux_features.cgroup.v2 = OCI_TRUE;
 	f.linux_features.cgroup.systemd = f.linux_features.cgroup.systemd_user = OCI_TRUE;

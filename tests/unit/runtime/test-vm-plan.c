@@ -70,10 +70,10 @@ TEST(kernel_lookup)
 	setenv("KVRUN_CONFIG", cfg, 1);
 	setenv("KVRUN_KERNEL", "/nope", 1);
 	s = spec_from("{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}}");
-	is_int(vm_plan_make(s, &p), -ENOENT);
+	is_int(vm_plan_make(s, NULL, &p), -ENOENT);
 	is_str(err_msg(), "kernel /nope (from $KVRUN_KERNEL): No such file or directory");
 	setenv("KVRUN_KERNEL", kernel, 1);
-	is_int(vm_plan_make(s, &p), 0);
+	is_int(vm_plan_make(s, NULL, &p), 0);
 	is_str(p.kernel, kernel);
 	ok(p.initrd && strncmp(p.initrd, tmp, strlen(tmp)) == 0, "initramfs built in the cache: %s", p.initrd);
 	ok(p.mem_size == 256ULL << 20, "default memory");
@@ -86,7 +86,7 @@ TEST(kernel_lookup)
 	snprintf(json, sizeof(json), "{\"memory\": \"128M\", \"kernel\": \"%s\"}", "/from-config");
 	is_int(write_file_atomic(cfg, json, strlen(json), 0644), 0);
 	s = spec_from("{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}}");
-	is_int(vm_plan_make(s, &p), -ENOENT);
+	is_int(vm_plan_make(s, NULL, &p), -ENOENT);
 	ok(strstr(err_msg(), "kernel /from-config (from ") != NULL, "config file named: %s", err_msg());
 	oci_spec_free(s);
 	snprintf(json, sizeof(json),
@@ -96,14 +96,14 @@ TEST(kernel_lookup)
 	         kernel);
 	s = spec_from(json);
 	setenv("KVRUN_EMULATING_HOST", "0", 1);
-	is_int(vm_plan_make(s, &p), 0);
+	is_int(vm_plan_make(s, NULL, &p), 0);
 	is_str(p.kernel, kernel);
 	ok(p.mem_size == 512ULL << 20, "memory from the limit");
 	is_int(p.ncpus, 2);
 	ok(!p.emulating_host, "KVRUN_EMULATING_HOST=0");
 	vm_plan_done(&p);
 	setenv("KVRUN_EMULATING_HOST", "1", 1);
-	is_int(vm_plan_make(s, &p), 0);
+	is_int(vm_plan_make(s, NULL, &p), 0);
 	is_int(p.ncpus, 1);
 	vm_plan_done(&p);
 	oci_spec_free(s);
