@@ -90,6 +90,8 @@ def main():
          ["kernel /nope3", "nokernel-config.json", "No such file"]),
         ("same through create", {}, {"KVRUN_CONFIG": nokernel_config, "KVRUN_KERNEL": ""}, ["create"],
          ["kernel /nope3", "nokernel-config.json"]),
+        ("--kernel that does not exist", {}, {"KVRUN_KERNEL": bogus_kernel}, ["--kernel", "/nope4", "run"],
+         ["kernel /nope4", "--kernel", "No such file"]),
         ("bad kvrun config file", {}, {"KVRUN_CONFIG": bad_config, "KVRUN_KERNEL": ""}, ["run"],
          ["bad-config.json", "unknown key", "memroy"]),
         ("host directory bind mount", dict(mutate=bind_dir), {"KVRUN_KERNEL": bogus_kernel}, ["run"],
