@@ -44,6 +44,8 @@ RUNTIME = os.environ.get("KVRUN_TEST_RUNTIME") or KVRUN
 IS_KVRUN = os.path.basename(RUNTIME) == "kvrun"
 PIPE_MB = int(os.environ.get("KVRUN_TEST_PIPE_MB", "100"))
 RUN_PIPE_MB = 8
+# create waits up to $KVRUN_BOOT_TIMEOUT for the boot, then for START.
+RUN_TIMEOUT = int(os.environ.get("KVRUN_BOOT_TIMEOUT", "1300")) + 600
 APPLETS = ["sh", "sleep", "cat", "echo", "printf", "pwd", "id", "hostname", "grep", "tr", "readlink", "touch",
            "chown", "mkdir", "ls", "ping", "sha256sum", "head", "wc", "cut", "stat"]
 # Capability numbers (linux/capability.h), for CapEff masks.
@@ -223,7 +225,7 @@ def vm_a(tmp, env, res):
     out_path = os.path.join(tmp, "a.out")
     with open(out_path, "wb") as so:
         p = rt(root, "--log", os.path.join(tmp, "a-log.txt"), "--debug", "run", "--detach", "--bundle", b, "ctr-a",
-               stdin=subprocess.DEVNULL, stdout=so, stderr=so, capture_output=False, env=env, timeout=1500)
+               stdin=subprocess.DEVNULL, stdout=so, stderr=so, capture_output=False, env=env, timeout=RUN_TIMEOUT)
     with open(out_path, errors="replace") as f:
         if not res.ok(p.returncode == 0, "A: run --detach of a read-only root without mount points", f.read()[-3000:]):
             return
@@ -306,7 +308,7 @@ def vm_b(tmp, env, res):
     root = os.path.join(tmp, "root-b")
     data = os.urandom(1 << 20) * RUN_PIPE_MB
     p = rt(root, "--log", os.path.join(tmp, "b-log.txt"), "--debug", "run", "--bundle", b, "ctr-b", input=data,
-           env=env, timeout=1500)
+           env=env, timeout=RUN_TIMEOUT)
     head, sep, body = p.stdout.partition(b"--- data\n")
     err = p.stderr.decode(errors="replace")
     res.ok(p.returncode == 0, "B: run of bash (dynamically linked) on a read-only root: exit 0",
@@ -330,7 +332,7 @@ def vm_c(tmp, env, res):
     bundlelib.write_spec(KVRUN, b, lambda s: s["process"].update(args=["/nope", "x"]))
     root = os.path.join(tmp, "root-c")
     p = rt(root, "--log", os.path.join(tmp, "c-log.txt"), "--debug", "run", "--bundle", b, "ctr-c",
-           stdin=subprocess.DEVNULL, env=env, timeout=1500)
+           stdin=subprocess.DEVNULL, env=env, timeout=RUN_TIMEOUT)
     err = p.stderr.decode(errors="replace")
     msg = bundlelib.logrus_msg(err)
     want = 'unable to start container process: exec: "/nope": stat /nope: no such file or directory'
