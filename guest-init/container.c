@@ -178,6 +178,10 @@ static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 		                 "createContainer", sp->start->state_json);
 	if (r < 0)
 		child_fail(fd, r, 1);
+	/* As runc: a missing binary is create's error, not start's. */
+	r = gi_check_exec(p, &code);
+	if (r < 0)
+		child_fail(fd, r, code);
 	r = p->terminal ? child_terminal(p, &master) : child_stdio(sp->stdio);
 	if (r < 0)
 		child_fail(fd, r, 1);

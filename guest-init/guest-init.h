@@ -91,6 +91,12 @@ int gi_seccomp_load(const struct proto_seccomp *sc);
  * (126 when found but not executable, 127 when not found, 1 otherwise) and
  * err_msg() holds runc's wording, e.g. `exec: "/nope": stat /nope: no
  * such file or directory`. */
+/* The lookup runc does before create returns: chdir to the process's cwd
+ * and find args[0] (in $PATH when it has no slash), so that a missing
+ * binary fails create (exit code 127 in *ret_code), not start. Returns 0
+ * or a negative errno with runc's message. */
+int gi_check_exec(const struct proto_process *p, int *ret_code);
+
 int gi_child_exec(const struct proto_process *p, const struct proto_seccomp *sc, int *ret_code);
 
 /* Map "RLIMIT_NOFILE" to its number, -EINVAL when unknown. */

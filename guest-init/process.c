@@ -193,6 +193,18 @@ static int find_exec(const char *arg0, char *const *env, char *out, size_t outle
 	return err_set(-ENOENT, "exec: \"%s\": executable file not found in $PATH", arg0);
 }
 
+int gi_check_exec(const struct proto_process *p, int *ret_code)
+{
+	char exe[PATH_MAX];
+
+	*ret_code = 1;
+	if (!p->args || !p->args[0])
+		return err_set(-EINVAL, "args must not be empty");
+	if (chdir(p->cwd ? p->cwd : "/") < 0)
+		return err_setsys(-errno, "chdir to cwd (\"%s\") set in config.json failed", p->cwd ? p->cwd : "/");
+	return find_exec(p->args[0], p->env, exe, sizeof(exe), ret_code);
+}
+
 int gi_child_exec(const struct proto_process *p, const struct proto_seccomp *sc, int *ret_code)
 {
 	_cleanup_free_ char *home = NULL;

@@ -322,8 +322,11 @@ static int run_exec(struct cli_context *ctx, int argc, char **argv)
 	r = cli_parse_args(&cli_cmd_exec, flags, argc, argv, CLI_ARGS_MIN, 1, &i);
 	if (r == 0) {
 		r = exec_do(ctx, &o, argv + i, argc - i - 1);
-		if (r < 0)
+		/* runc: a flag error exits 1, any later failure 255. */
+		if (r < 0) {
 			r = err_prefix(r, "exec failed");
+			ctx->fail_status = 255;
+		}
 	}
 	exec_opts_free(&o);
 	return r == CLI_HELP_SHOWN ? 0 : r;

@@ -31,6 +31,7 @@ struct cli_context {
 	enum rootless_mode rootless;
 	const char *criu; /* accepted for runc compatibility, unused */
 	const char *kernel; /* --kernel: the guest kernel for new containers (vm-config.h), or NULL */
+	int fail_status; /* exit status when the verb fails (0: 1); exec's is 255, as runc's */
 };
 
 extern const struct cli_command cli_cmd_checkpoint, cli_cmd_create, cli_cmd_delete, cli_cmd_events, cli_cmd_exec,

@@ -293,6 +293,11 @@ static _Noreturn void finish(struct proxy *p, uint32_t status)
 	relay_join(p->relays[S_ERR]);
 	if (p->raw)
 		console_restore(STDIN_FILENO, &p->saved);
+	/* In the foreground we are `exec` itself, which under runc exits
+	 * 128+N for a process killed by signal N; a detached proxy stands for
+	 * the process (its pid is the pid file's) and dies the same way. */
+	if (!p->o->detach && WIFSIGNALED(status))
+		_exit(128 + WTERMSIG(status));
 	monitor_exit_like(status);
 }
 

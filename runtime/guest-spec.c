@@ -139,6 +139,27 @@ int guest_spec_check(const struct oci_spec *spec)
 	return 0;
 }
 
+int guest_spec_mount_points(const struct oci_spec *spec, struct rootfs_mount_point **ret, size_t *ret_n)
+{
+	/* Each mount, /dev (a tmpfs goes there when no mount does) and the
+	 * cwd, which runc creates too. */
+	struct rootfs_mount_point *pts = calloc(spec->n_mounts + 2, sizeof(*pts));
+	size_t n = 0;
+
+	if (!pts)
+		return -ENOMEM;
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		if (spec->mounts[i].destination)
+			pts[n++] =
+			    (struct rootfs_mount_point){spec->mounts[i].destination, mount_is_bind(&spec->mounts[i])};
+	pts[n++] = (struct rootfs_mount_point){"/dev", false};
+	if (spec->process && spec->process->cwd)
+		pts[n++] = (struct rootfs_mount_point){spec->process->cwd, false};
+	*ret = pts;
+	*ret_n = n;
+	return 0;
+}
+
 static int conv_mount(const struct oci_mount *om, size_t i, struct proto_mount *m)
 {
 	m->destination = str_dup(om->destination);

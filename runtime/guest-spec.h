@@ -11,6 +11,7 @@
 #include "common/protocol.h"
 #include "oci-spec/spec.h"
 #include "oci-spec/state.h"
+#include "runtime/rootfs-image.h"
 
 /* Host files a bind mount may copy in (resolv.conf, hosts, hostname...). */
 #define GUEST_SPEC_MAX_COPIED_FILE (1u << 20)
@@ -34,6 +35,13 @@ int guest_spec_set_net(struct proto_start *s, const struct net_config *cfg);
 /* Whether the host side of a spec passes the checks of
  * guest_spec_from_oci() (used by create before anything is built). */
 int guest_spec_check(const struct oci_spec *spec);
+
+/* The paths the guest mounts on or enters, for the root disk to have
+ * (rootfs_image_build()): every mount destination (bind mounts, which are
+ * of host files, are file points), /dev and the process's cwd. *ret is the
+ * caller's to free; its paths are borrowed from spec. Returns 0 or
+ * -ENOMEM. */
+int guest_spec_mount_points(const struct oci_spec *spec, struct rootfs_mount_point **ret, size_t *ret_n);
 
 /* Fill *ret from an exec'd process (runc exec's process.json): as START's
  * process, plus terminal and console size. The stdio ports are the

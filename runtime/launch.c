@@ -160,6 +160,8 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 {
 	_cleanup_free_ char *disk = NULL, *pid_file = NULL, *console = NULL, *console_socket = NULL;
 	_cleanup_free_ char *restore_dir_owned = NULL;
+	_cleanup_free_ struct rootfs_mount_point *points = NULL;
+	size_t npoints;
 	struct monitor_args a = {
 	    .c = c, .b = b, .plan = plan, .ready_fd = -1, .systemd_cgroup = ctx->systemd_cgroup, .net = net};
 	struct timespec t0, t1;
@@ -168,8 +170,12 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 
 	if (asprintf(&disk, "%s/%s", c->dir, MONITOR_DISK) < 0)
 		return -ENOMEM;
+	r = guest_spec_mount_points(b->spec, &points, &npoints);
+	if (r < 0)
+		return r;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	r = o->image_path ? restore_disk(o->image_path, disk, &a.restore_dir) : rootfs_image_build(b->rootfs, disk);
+	r = o->image_path ? restore_disk(o->image_path, disk, &a.restore_dir)
+	                  : rootfs_image_build(b->rootfs, disk, points, npoints);
 	restore_dir_owned = (char *)a.restore_dir;
 	if (r < 0)
 		return r;

@@ -30,8 +30,10 @@ static int run_verb(struct cli_context *ctx, int argc, char **argv)
 	log_debug("running %s", cmd->name);
 	err_clear();
 	r = cmd->run(ctx, argc, argv);
-	if (r < 0)
-		return report(r);
+	if (r < 0) {
+		report(r);
+		return ctx->fail_status ? ctx->fail_status : 1;
+	}
 	return r;
 }
 

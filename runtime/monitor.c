@@ -319,7 +319,7 @@ static int create_container(struct monitor *m)
 	r = monitor_request(m, &msg, boot_timeout_ms(), &ans);
 	proto_msg_free(&msg);
 	if (r < 0)
-		return err_prefix(r, "creating the container in the VM");
+		return err_prefix(r, "unable to start container process");
 	log_debug("container created in the guest, pid %u", ans.u.started.pid);
 	proto_msg_free(&ans);
 	if (m->a->b->spec->process->terminal)

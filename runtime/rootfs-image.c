@@ -3,15 +3,18 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/fileio.h"
 #include "common/log.h"
 #include "runtime/rootfs-image.h"
 
@@ -42,16 +45,18 @@ int rootfs_dir_usage(const char *dir, uint64_t *ret_bytes, uint64_t *ret_inodes)
 	return 0;
 }
 
-/* Run mke2fs; its stderr goes to a pipe so that its message can be shown. */
-static int run_mke2fs(const char *dir, const char *image, uint64_t inodes)
+/* Run an e2fsprogs tool with stdin from in_fd (or /dev/null when < 0) and
+ * stdout to /dev/null; its stderr lands in errbuf (newlines made spaces,
+ * the first skip_lines lines dropped). Returns the wait status or < 0. */
+static int run_tool(char *const argv[], int in_fd, unsigned int skip_lines, char *errbuf, size_t errlen)
 {
-	char nino[32], errbuf[512] = "";
+	char raw[2048];
 	int pfd[2], status;
 	ssize_t n;
 	size_t len = 0;
 	pid_t pid;
+	char *p;
 
-	snprintf(nino, sizeof(nino), "%" PRIu64, inodes * 2 + 4096);
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return err_setsys(-errno, "pipe");
 	pid = fork();
@@ -63,35 +68,276 @@ static int run_mke2fs(const char *dir, const char *image, uint64_t inodes)
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR);
 
-		dup2(null, STDIN_FILENO);
+		dup2(in_fd >= 0 ? in_fd : null, STDIN_FILENO);
 		dup2(null, STDOUT_FILENO);
 		dup2(pfd[1], STDERR_FILENO);
-		/* No journal: the image lives as long as the container, and
-		 * skipping it saves writing it at create time. */
-		execlp("mke2fs", "mke2fs", "-q", "-F", "-t", "ext4", "-O", "^has_journal", "-N", nino, "-E",
-		       "lazy_itable_init=1,nodiscard", "-d", dir, image, (char *)NULL);
-		dprintf(STDERR_FILENO, "cannot run mke2fs: %m (install e2fsprogs)");
+		execvp(argv[0], argv);
+		dprintf(STDERR_FILENO, "%scannot run %s: %m (install e2fsprogs)", skip_lines ? "\n" : "", argv[0]);
 		_exit(127);
 	}
 	close(pfd[1]);
-	while (len < sizeof(errbuf) - 1 && (n = read(pfd[0], errbuf + len, sizeof(errbuf) - 1 - len)) > 0)
+	while (len < sizeof(raw) - 1 && (n = read(pfd[0], raw + len, sizeof(raw) - 1 - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
 		len += (size_t)n;
-	errbuf[len] = 0;
+	}
+	raw[len] = 0;
 	close(pfd[0]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	p = raw;
+	for (unsigned int i = 0; i < skip_lines && p; i++)
+		p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL;
+	len = p ? strlen(p) : 0;
+	if (len >= errlen)
+		len = errlen - 1;
+	memcpy(errbuf, p ? p : "", len);
+	errbuf[len] = 0;
 	while (len && (errbuf[len - 1] == '\n' || errbuf[len - 1] == ' '))
 		errbuf[--len] = 0;
-	for (char *p = errbuf; *p; p++)
+	for (p = errbuf; *p; p++)
 		if (*p == '\n')
 			*p = ' ';
+	return status;
+}
+
+static int run_mke2fs(const char *dir, const char *image, uint64_t inodes)
+{
+	char nino[32], errbuf[512];
+	int status;
+
+	snprintf(nino, sizeof(nino), "%" PRIu64, inodes * 2 + 4096);
+	/* No journal: the image lives as long as the container, and skipping
+	 * it saves writing it at create time. */
+	char *const argv[] = {"mke2fs",
+	                      "-q",
+	                      "-F",
+	                      "-t",
+	                      "ext4",
+	                      "-O",
+	                      "^has_journal",
+	                      "-N",
+	                      nino,
+	                      "-E",
+	                      "lazy_itable_init=1,nodiscard",
+	                      "-d",
+	                      (char *)dir,
+	                      (char *)image,
+	                      NULL};
+
+	status = run_tool(argv, -1, 0, errbuf, sizeof(errbuf));
+	if (status < 0)
+		return status;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return err_set(-EIO, "building the root disk from %s failed: %s", dir,
 		               *errbuf ? errbuf : "mke2fs failed");
 	return 0;
 }
 
-int rootfs_image_build(const char *dir, const char *image)
+/* Resolve unsafe inside dir as guest-init resolves mount destinations
+ * (symlinks followed, absolute ones from dir, ".." stopping at dir):
+ * out gets the path relative to dir, "" for dir itself. */
+static int resolve_in(const char *dir, const char *unsafe, char *out, size_t outlen)
+{
+	char rest[PATH_MAX], link[PATH_MAX], full[PATH_MAX];
+	int links = 0;
+
+	out[0] = '\0';
+	if (snprintf(rest, sizeof(rest), "%s", unsafe) >= (int)sizeof(rest))
+		return -ENAMETOOLONG;
+	while (rest[0]) {
+		char *p = rest, *slash;
+		size_t clen, ll, rl;
+		ssize_t n;
+
+		while (*p == '/')
+			p++;
+		slash = strchr(p, '/');
+		clen = slash ? (size_t)(slash - p) : strlen(p);
+		if (clen > NAME_MAX || strlen(out) + 1 + clen >= outlen)
+			return -ENAMETOOLONG;
+		if (clen == 0 || (clen == 1 && p[0] == '.')) {
+			memmove(rest, p + clen, strlen(p + clen) + 1);
+			continue;
+		}
+		if (clen == 2 && p[0] == '.' && p[1] == '.') {
+			char *last = strrchr(out, '/');
+
+			if (last)
+				*last = '\0';
+			memmove(rest, p + clen, strlen(p + clen) + 1);
+			continue;
+		}
+		strcat(out, "/");
+		strncat(out, p, clen);
+		memmove(rest, p + clen, strlen(p + clen) + 1);
+		if (snprintf(full, sizeof(full), "%s%s", dir, out) >= (int)sizeof(full))
+			return -ENAMETOOLONG;
+		n = readlink(full, link, sizeof(link) - 1);
+		if (n < 0)
+			continue; /* not a symlink, or missing */
+		link[n] = '\0';
+		if (++links > 40)
+			return -ELOOP;
+		*strrchr(out, '/') = '\0';
+		if (link[0] == '/')
+			out[0] = '\0';
+		ll = (size_t)n;
+		rl = strlen(rest);
+		if (ll + 1 + rl >= sizeof(full))
+			return -ENAMETOOLONG;
+		memcpy(full, link, ll);
+		full[ll] = '/';
+		memcpy(full + ll + 1, rest, rl + 1);
+		memcpy(rest, full, ll + rl + 2);
+	}
+	return 0;
+}
+
+struct made {
+	char **paths;
+	size_t n;
+};
+
+static bool made_has(const struct made *m, const char *path)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (strcmp(m->paths[i], path) == 0)
+			return true;
+	return false;
+}
+
+static int made_add(struct made *m, const char *path)
+{
+	char **np = realloc(m->paths, (m->n + 1) * sizeof(*np));
+
+	if (!np)
+		return -ENOMEM;
+	m->paths = np;
+	if (!(m->paths[m->n] = strdup(path)))
+		return -ENOMEM;
+	m->n++;
+	return 0;
+}
+
+/* debugfs reads its commands with quotes; paths it cannot quote are left
+ * for the guest to report. */
+static bool quotable(const char *s)
+{
+	for (; *s; s++)
+		if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20)
+			return false;
+	return true;
+}
+
+/* Commands for one mount point: each missing component of its resolved
+ * path, the last an empty file when it is a file mount point. An existing
+ * non-directory in the way is left for the guest to report, as runc's
+ * mkdir would. */
+static int plan_point(const char *dir, const struct rootfs_mount_point *pt, struct made *made, FILE *out)
+{
+	char path[PATH_MAX], full[PATH_MAX * 2];
+	struct stat st;
+	char *p;
+	int r;
+
+	r = resolve_in(dir, pt->path, path, sizeof(path));
+	if (r < 0 || !path[0] || !quotable(path))
+		return 0;
+	for (p = path + 1;; p++) {
+		bool last = !strchr(p, '/');
+
+		p = last ? p + strlen(p) : strchr(p, '/');
+		*p = '\0';
+		snprintf(full, sizeof(full), "%s%s", dir, path);
+		if (!made_has(made, path)) {
+			if (lstat(full, &st) == 0) {
+				if (!S_ISDIR(st.st_mode))
+					return 0;
+			} else if (last && pt->file) {
+				char *slash = strrchr(path, '/');
+
+				*slash = '\0';
+				fprintf(out, "cd \"%s\"\nwrite /dev/null \"%s\"\n", path[0] ? path : "/", slash + 1);
+				*slash = '/';
+				fprintf(out, "sif \"%s\" mode 0100755\ncd /\n", path);
+				r = made_add(made, path);
+			} else {
+				fprintf(out, "mkdir \"%s\"\n", path);
+				r = made_add(made, path);
+			}
+			if (r < 0)
+				return r;
+		}
+		if (last)
+			return 0;
+		*p = '/';
+	}
+}
+
+int rootfs_mount_point_script(const char *dir, const struct rootfs_mount_point *points, size_t n, char **ret,
+                              size_t *ret_len)
+{
+	struct made made = {0};
+	FILE *out;
+	int r = 0;
+
+	*ret = NULL;
+	*ret_len = 0;
+	out = open_memstream(ret, ret_len);
+	if (!out)
+		return -ENOMEM;
+	for (size_t i = 0; r >= 0 && i < n; i++)
+		if (points[i].path && points[i].path[0] == '/')
+			r = plan_point(dir, &points[i], &made, out);
+	if (fclose(out) != 0 && r >= 0)
+		r = -ENOMEM;
+	for (size_t i = 0; i < made.n; i++)
+		free(made.paths[i]);
+	free(made.paths);
+	if (r < 0) {
+		free(*ret);
+		*ret = NULL;
+	}
+	return r;
+}
+
+/* Create the missing mount points in the image with debugfs: a failed
+ * debugfs command leaves the file system inconsistent, so the script
+ * only creates what does not exist, each path once. */
+static int add_mount_points(const char *dir, const char *image, const struct rootfs_mount_point *points, size_t n)
+{
+	_cleanup_free_ char *script = NULL;
+	_cleanup_close_ int fd = -1;
+	char errbuf[512];
+	size_t len;
+	int r, status;
+
+	r = rootfs_mount_point_script(dir, points, n, &script, &len);
+	if (r < 0 || !len)
+		return r;
+	fd = memfd_create("kvrun-mount-points", MFD_CLOEXEC);
+	if (fd < 0)
+		return err_setsys(-errno, "memfd_create");
+	r = write_all(fd, script, len);
+	if (r < 0 || lseek(fd, 0, SEEK_SET) < 0)
+		return err_setsys(r < 0 ? r : -errno, "mount point script");
+	char *const argv[] = {"debugfs", "-w", "-f", "-", (char *)image, NULL};
+
+	/* debugfs prints its version first and exits 0 even when a command
+	 * failed: anything else on stderr is an error. */
+	status = run_tool(argv, fd, 1, errbuf, sizeof(errbuf));
+	if (status < 0)
+		return status;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || *errbuf)
+		return err_set(-EIO, "creating mount points in the root disk failed: %s",
+		               *errbuf ? errbuf : "debugfs failed");
+	return 0;
+}
+
+int rootfs_image_build(const char *dir, const char *image, const struct rootfs_mount_point *points, size_t n)
 {
 	uint64_t used, inodes, size;
 	int fd, r;
@@ -110,6 +356,8 @@ int rootfs_image_build(const char *dir, const char *image)
 	close(fd);
 	if (r >= 0)
 		r = run_mke2fs(dir, image, inodes);
+	if (r >= 0)
+		r = add_mount_points(dir, image, points, n);
 	if (r < 0)
 		unlink(image);
 	else

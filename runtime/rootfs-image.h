@@ -6,7 +6,17 @@
 #ifndef KVRUN_RUNTIME_ROOTFS_IMAGE_H
 #define KVRUN_RUNTIME_ROOTFS_IMAGE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+/* A path the guest mounts on (or enters, for the cwd). The disk may be
+ * read-only in the guest, so a missing one is created in the image, as
+ * runc creates mount points before it makes the root read-only. */
+struct rootfs_mount_point {
+	const char *path; /* absolute, in the container */
+	bool file; /* an empty file (a file bind mount), else a directory */
+};
 
 /* Bytes the files under dir occupy (allocated blocks, not following
  * symlinks, not crossing mount points), and the number of inodes. */
@@ -15,8 +25,19 @@ int rootfs_dir_usage(const char *dir, uint64_t *ret_bytes, uint64_t *ret_inodes)
 /* Build image (created, must not exist) from dir: a sparse file sized from
  * the directory's usage plus free space for writes (at least 256 MiB free
  * or the same again as the content), formatted with mke2fs -t ext4 -d.
- * mke2fs's own message is part of the error on failure; a partial image is
- * removed. */
-int rootfs_image_build(const char *dir, const char *image);
+ * Then the n points (borrowed) that dir lacks are created in the image
+ * with debugfs (dir itself is not touched): directories, or empty files
+ * (mode 0755, root's, as runc makes them) for file points, with any
+ * missing parents; symlinks in a path are followed inside dir, as
+ * guest-init resolves it. A point blocked by an existing non-directory is
+ * skipped (the guest reports it when it mounts). The tool's own message is
+ * part of the error on failure; a partial image is removed. */
+int rootfs_image_build(const char *dir, const char *image, const struct rootfs_mount_point *points, size_t n);
+
+/* The debugfs commands rootfs_image_build() runs for the points: *ret
+ * (the caller's to free, NULL when empty) and its length. Returns 0 or
+ * -ENOMEM. */
+int rootfs_mount_point_script(const char *dir, const struct rootfs_mount_point *points, size_t n, char **ret,
+                              size_t *ret_len);
 
 #endif

@@ -53,8 +53,9 @@ def root_clean(root):
     return not os.path.exists(root) or os.listdir(root) == []
 
 
-def expect_error(t, env, args, want, what=None, stdin=None):
-    """One call that must fail: status 1, one stderr line containing want
+def expect_error(t, env, args, want, what=None, stdin=None, status=1):
+    """One call that must fail: status 1 (exec's failures after its flags:
+    255, as runc's), one stderr line containing want
     (a string or a regexp object), nothing under the root."""
     root = env.root()
     if stdin is None:
@@ -73,7 +74,7 @@ def expect_error(t, env, args, want, what=None, stdin=None):
         except ValueError:
             text = m.group(1)
     found = want.search(text) if hasattr(want, "search") else want in text
-    t.ok(p.returncode == 1 and len(lines) == 1 and found and root_clean(root), what,
+    t.ok(p.returncode == status and len(lines) == 1 and found and root_clean(root), what,
          f"rc={p.returncode}\nstderr={p.stderr}\nwant={want!r}\nroot={os.listdir(root) if os.path.exists(root) else None}")
     return p
 
@@ -127,7 +128,7 @@ def main():
         for cmd in (["state"], ["start"], ["delete"], ["pause"], ["resume"], ["kill"], ["ps"], ["events"],
                     ["update", "--memory", "1g"], ["checkpoint"], ["kill", "--all"]):
             expect_error(t, env, cmd + ["nosuch"], "container does not exist")
-        expect_error(t, env, ["exec", "nosuch", "ls"], "exec failed: container does not exist")
+        expect_error(t, env, ["exec", "nosuch", "ls"], "exec failed: container does not exist", status=255)
         p = kvrun(env.root(), "delete", "--force", "nosuch")
         t.eq((p.returncode, p.stderr), (0, ""), "delete --force of a missing container succeeds (as runc)")
 
@@ -150,14 +151,14 @@ def main():
                      "update --resources=- with valid JSON looks the container up", stdin='{"memory": {"limit": 1}}')
         expect_error(t, env, ["update", "-r", missing, "x"], f"read resources from {missing}")
         expect_error(t, env, ["checkpoint", "--manage-cgroups-mode", "odd", "x"], "Invalid manage cgroups mode")
-        expect_error(t, env, ["exec", "x"], "exec failed: args must not be empty")
-        expect_error(t, env, ["exec", "--user", "bob", "x", "ls"], "parsing bob as int for uid failed")
-        expect_error(t, env, ["exec", "-p", missing, "x"], f"exec failed: open {missing}")
+        expect_error(t, env, ["exec", "x"], "exec failed: args must not be empty", status=255)
+        expect_error(t, env, ["exec", "--user", "bob", "x", "ls"], "parsing bob as int for uid failed", status=255)
+        expect_error(t, env, ["exec", "-p", missing, "x"], f"exec failed: open {missing}", status=255)
         badproc = os.path.join(tmp, "process.json")
         with open(badproc, "w") as f:
             f.write('{"cwd": "/", "args": ["sh"], "user": {"uid": "root"}}')
         expect_error(t, env, ["exec", "-p", badproc, "x"], re.compile(r"process\.json: user\.uid"),
-                     "exec -p with a wrong field names its JSON path")
+                     "exec -p with a wrong field names its JSON path", status=255)
 
         # Bundles: what is wrong is named.
         for verb in ("create", "run"):

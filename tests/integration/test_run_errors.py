@@ -61,6 +61,9 @@ def main():
         f.write(b"\x7fELF this is not a kernel" + b"\0" * 4096)
     hostdir = os.path.join(tmp, "hostdir")
     os.mkdir(hostdir)
+    nokernel_config = os.path.join(tmp, "nokernel-config.json")
+    with open(nokernel_config, "w") as f:
+        f.write('{"kernel": "/nope3"}')
     bad_config = os.path.join(tmp, "bad-config.json")
     with open(bad_config, "w") as f:
         f.write('{"kernel": "/x", "memroy": 5}')
@@ -82,6 +85,13 @@ def main():
         ("kernel annotation that does not exist",
          dict(mutate=lambda s: s.setdefault("annotations", {}).update({"io.kvrun.kernel": "/nope2"})),
          {"KVRUN_KERNEL": bogus_kernel}, ["create"], ["kernel /nope2", "io.kvrun.kernel"]),
+        ("kernel from the config file that does not exist", {},
+         {"KVRUN_CONFIG": nokernel_config, "KVRUN_KERNEL": ""}, ["run"],
+         ["kernel /nope3", "nokernel-config.json", "No such file"]),
+        ("same through create", {}, {"KVRUN_CONFIG": nokernel_config, "KVRUN_KERNEL": ""}, ["create"],
+         ["kernel /nope3", "nokernel-config.json"]),
+        ("--kernel that does not exist", {}, {"KVRUN_KERNEL": bogus_kernel}, ["--kernel", "/nope4", "run"],
+         ["kernel /nope4", "--kernel", "No such file"]),
         ("bad kvrun config file", {}, {"KVRUN_CONFIG": bad_config, "KVRUN_KERNEL": ""}, ["run"],
          ["bad-config.json", "unknown key", "memroy"]),
         ("host directory bind mount", dict(mutate=bind_dir), {"KVRUN_KERNEL": bogus_kernel}, ["run"],

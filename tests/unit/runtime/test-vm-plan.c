@@ -4,11 +4,13 @@
  * root disk image. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/error.h"
 #include "common/fileio.h"
 #include "oci-spec/kvrun-config.h"
@@ -274,13 +276,93 @@ TEST(rootfs_image)
 		ok(1, "# SKIP mke2fs not installed");
 		return;
 	}
-	is_int(rootfs_image_build(dir, img), 0);
+	is_int(rootfs_image_build(dir, img, NULL, 0), 0);
 	snprintf(cmd, sizeof(cmd), "debugfs -R 'cat /etc/motd' %s 2>/dev/null | grep -qx hello", img);
 	is_int(system(cmd), 0);
-	is_int(rootfs_image_build(dir, img), -EEXIST);
+	is_int(rootfs_image_build(dir, img, NULL, 0), -EEXIST);
 	unlink(img);
-	is_int(rootfs_image_build("/nonexistent/rootfs", img), -ENOENT);
+	is_int(rootfs_image_build("/nonexistent/rootfs", img, NULL, 0), -ENOENT);
 	ok(access(img, F_OK) < 0, "no image left after a failure");
+}
+
+/* Whether the image at img has path as a directory ('d') or regular file
+ * ('f'), by debugfs's stat. */
+static bool image_has(const char *img, const char *path, char kind)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "debugfs -R 'stat \"%s\"' %s 2>/dev/null | grep -q 'Type: %s'", path, img,
+	         kind == 'd' ? "directory" : "regular");
+	return system(cmd) == 0;
+}
+
+TEST(rootfs_mount_points)
+{
+	const struct rootfs_mount_point pts[] = {
+	    {"/proc", false},
+	    {"/sys", false},
+	    {"/dev/pts", false},
+	    {"/etc/resolv.conf", true},
+	    {"/private/hosts", true},
+	    {"/var/run/secrets", false},
+	    {"/etc/resolv.conf", true},
+	    {"/a/../b/./c", false},
+	    {"/b/c/d", true},
+	    {"/etc/motd/x", false},
+	    {"/up/../../../top", false},
+	    {"relative", false},
+	};
+	char dir[256], img[256], path[512], cmd[600];
+	_cleanup_free_ char *script = NULL;
+	size_t len;
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s/mp-rootfs", tmp);
+	snprintf(img, sizeof(img), "%s/mp.img", tmp);
+	snprintf(path, sizeof(path), "%s/etc", dir);
+	is_int(mkdir_p(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/proc", dir);
+	is_int(mkdir_p(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/etc/motd", dir);
+	is_int(write_file_atomic(path, "hi\n", 3, 0644), 0);
+	snprintf(path, sizeof(path), "%s/private", dir);
+	is_int(symlink("etc", path), 0);
+	snprintf(path, sizeof(path), "%s/var", dir);
+	is_int(mkdir_p(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/var/run", dir);
+	is_int(symlink("/run", path), 0); /* dangling: /run is missing */
+
+	is_int(rootfs_mount_point_script(dir, pts, ARRAY_SIZE(pts), &script, &len), 0);
+	ok(script && !strstr(script, "\"/proc\""), "an existing mount point is left alone");
+	ok(script && strstr(script, "mkdir \"/run\"\nmkdir \"/run/secrets\"\n"),
+	   "a path through a dangling symlink is created where it points");
+	ok(script && strstr(script, "write /dev/null \"hosts\""), "a file through a symlink: in its target");
+	ok(script && strstr(script, "mkdir \"/b\"\nmkdir \"/b/c\"\ncd \"/b/c\"\nwrite /dev/null \"d\""),
+	   "\"..\" and \".\" resolved; a made directory is not made twice");
+	ok(script && !strstr(script, "motd/x") && !strstr(script, "relative"),
+	   "blocked by a file, or relative: left to the guest");
+	ok(script && strstr(script, "mkdir \"/top\""), "\"..\" stops at the root");
+	if (system("command -v debugfs >/dev/null 2>&1 || test -x /sbin/debugfs") != 0) {
+		ok(1, "# SKIP debugfs not installed");
+		return;
+	}
+	is_int(rootfs_image_build(dir, img, pts, ARRAY_SIZE(pts)), 0);
+	ok(image_has(img, "/sys", 'd'), "image: /sys");
+	ok(image_has(img, "/dev/pts", 'd'), "image: /dev/pts and its parent");
+	ok(image_has(img, "/etc/resolv.conf", 'f'), "image: an empty file for a file bind mount");
+	ok(image_has(img, "/etc/hosts", 'f'), "image: a file point through a symlink");
+	ok(image_has(img, "/run/secrets", 'd'), "image: through a dangling symlink");
+	ok(image_has(img, "/b/c/d", 'f'), "image: \"..\" resolved");
+	ok(image_has(img, "/etc/motd", 'f'), "image: the rootfs's own files");
+	snprintf(cmd, sizeof(cmd), "debugfs -R 'stat /etc/resolv.conf' %s 2>/dev/null | grep -q 'Mode:  0755'", img);
+	is_int(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "e2fsck -fn %s >/dev/null 2>&1", img);
+	is_int(system(cmd), 0);
+	snprintf(path, sizeof(path), "%s/sys", dir);
+	ok(lstat(path, &st) < 0, "the bundle's directory is not touched");
+	snprintf(path, sizeof(path), "%s/etc/resolv.conf", dir);
+	ok(lstat(path, &st) < 0, "the bundle's directory is not touched (files)");
+	unlink(img);
 }
 
 TEST(cleanup)
