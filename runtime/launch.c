@@ -133,12 +133,28 @@ static int console_path(struct cli_context *ctx, const struct container *c, char
 	return 0;
 }
 
+static unsigned int queue_pairs(const struct vm_plan *plan)
+{
+	/* One pair per vCPU, so each can send without contention. */
+	if (plan->ncpus < 1)
+		return 1;
+	return plan->ncpus < NET_MAX_QUEUE_PAIRS ? plan->ncpus : NET_MAX_QUEUE_PAIRS;
+}
+
 static int build_and_fork(struct cli_context *ctx, struct container *c, const struct create_opts *o,
                           const struct bundle *b, const struct vm_plan *plan, struct netns_setup *net, pid_t *ret_pid)
 {
 	_cleanup_free_ char *disk = NULL, *pid_file = NULL, *console = NULL, *console_socket = NULL;
 	struct monitor_args a = {
-	    .c = c, .b = b, .plan = plan, .ready_fd = -1, .systemd_cgroup = ctx->systemd_cgroup, .net = net};
+	    .c = c,
+	    .b = b,
+	    .plan = plan,
+	    .ready_fd = -1,
+	    .systemd_cgroup = ctx->systemd_cgroup,
+	    .net = net,
+	    .new_netns = !net,
+	    .queue_pairs = queue_pairs(plan),
+	};
 	struct timespec t0, t1;
 	int r, fd = -1;
 	pid_t pid;
@@ -191,14 +207,6 @@ static int check_netns(const struct bundle *b, const char **ret)
 	return 0;
 }
 
-static unsigned int queue_pairs(const struct vm_plan *plan)
-{
-	/* One pair per vCPU, so each can send without contention. */
-	if (plan->ncpus < 1)
-		return 1;
-	return plan->ncpus < NET_MAX_QUEUE_PAIRS ? plan->ncpus : NET_MAX_QUEUE_PAIRS;
-}
-
 static void log_net(const struct netns_setup *ns, const char *netns)
 {
 	for (unsigned int i = 0; i < ns->cfg.nr_ifaces; i++)
@@ -215,10 +223,13 @@ static int bring_up(struct cli_context *ctx, struct container *c, const struct c
 	struct netns_setup ns;
 	int r;
 
+	/* A new namespace is the monitor's own: made and served there. */
+	if (!netns)
+		return build_and_fork(ctx, c, o, b, plan, NULL, ret_pid);
 	r = netns_setup(netns, c->state->id, queue_pairs(plan), &ns);
 	if (r < 0)
 		return err_prefix(r, "network");
-	log_net(&ns, netns ? netns : "a new namespace");
+	log_net(&ns, netns);
 	r = build_and_fork(ctx, c, o, b, plan, &ns, ret_pid);
 	/* The monitor has its own copies of the TAP fds. */
 	netns_setup_close(&ns);

@@ -44,6 +44,7 @@ struct monitor {
 	bool paused; /* vCPUs stopped by a pause request */
 	uint32_t exit_status;
 	struct relay *relays[NR_PORTS];
+	struct netns_setup own_net; /* new_netns: what the hooks left in ours */
 	struct monitor_exec execs[MONITOR_MAX_EXECS];
 	int tty_fd; /* host end of the container's terminal, or -1 */
 	bool tty_raw; /* tty_fd is our stdin, made raw: tty_saved restores it */

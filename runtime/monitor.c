@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,10 +49,11 @@ static int64_t now_ms(void)
 
 static int listen_unix(const char *path)
 {
+	_cleanup_close_ int dirfd = -1;
 	struct sockaddr_un sa;
 	int fd, r;
 
-	r = monitor_sockaddr(path, &sa);
+	r = monitor_sockaddr(path, &sa, &dirfd);
 	if (r < 0)
 		return r;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -373,6 +375,8 @@ static int host_setup(struct monitor *m)
 	int r;
 
 	a->c->state->pid = getpid();
+	if (a->new_netns && unshare(CLONE_NEWNET) < 0)
+		return err_setsys(-errno, "new network namespace");
 	if (cg && *cg) {
 		r = cgroup_resolve(cg, a->systemd_cgroup, &m->cgroup_path);
 		if (r >= 0)
@@ -392,6 +396,24 @@ static int host_setup(struct monitor *m)
 	return r;
 }
 
+/* With new_netns, the hooks have now put the engine's interfaces (if any)
+ * into our namespace: pair them with TAPs as launch does for a named one.
+ * The namespace is ours alone and dies with us, so nothing needs undoing. */
+static int serve_own_netns(struct monitor *m)
+{
+	int r;
+
+	if (!m->a->new_netns)
+		return 0;
+	r = netns_setup("/proc/self/ns/net", m->a->c->state->id, m->a->queue_pairs, &m->own_net);
+	if (r < 0)
+		return err_prefix(r, "network");
+	for (unsigned int i = 0; i < m->own_net.cfg.nr_ifaces; i++)
+		log_debug("network: %s -> TAP %s", m->own_net.links[i].iface, m->own_net.links[i].tap);
+	m->a->net = &m->own_net;
+	return 0;
+}
+
 static int bring_up(struct monitor *m)
 {
 	struct monitor_args *a = m->a;
@@ -401,6 +423,8 @@ static int bring_up(struct monitor *m)
 	if (asprintf(&disk, "%s/%s", a->c->dir, MONITOR_DISK) < 0)
 		return -ENOMEM;
 	r = host_setup(m);
+	if (r >= 0)
+		r = serve_own_netns(m);
 	if (r >= 0)
 		r = open_listeners(m);
 	if (r >= 0)
@@ -562,6 +586,22 @@ _Noreturn void monitor_exit_like(uint32_t status)
 	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_MONITOR_FAILED);
 }
 
+/* The vsock device connects to "<base>_<port>" for each port: when the
+ * container's directory makes that too long for sun_path, the base goes
+ * through a descriptor of the directory that we hold until we exit. */
+static int vsock_base(struct monitor *m)
+{
+	const char *dir = m->a->c->dir;
+	int fd;
+
+	if (strlen(dir) + sizeof("/" MONITOR_VSOCK_SOCK "_4294967295") <= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return asprintf(&m->vsock_path, "%s/%s", dir, MONITOR_VSOCK_SOCK) < 0 ? -ENOMEM : 0;
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return asprintf(&m->vsock_path, "/proc/self/fd/%d/%s", fd, MONITOR_VSOCK_SOCK) < 0 ? -ENOMEM : 0;
+}
+
 _Noreturn void monitor_main(struct monitor_args *a)
 {
 	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1};
@@ -574,8 +614,7 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	m.tty_fd = -1;
 	signal(SIGPIPE, SIG_IGN);
 	m.signal_fd = watch_signals();
-	if (asprintf(&m.vsock_path, "%s/%s", a->c->dir, MONITOR_VSOCK_SOCK) < 0 ||
-	    asprintf(&m.control_path, "%s/%s", a->c->dir, MONITOR_CONTROL_SOCK) < 0)
+	if (vsock_base(&m) < 0 || asprintf(&m.control_path, "%s/%s", a->c->dir, MONITOR_CONTROL_SOCK) < 0)
 		_exit(EXIT_MONITOR_FAILED);
 	r = bring_up(&m);
 	/* On failure our cgroup goes before create hears of it (create then
@@ -599,6 +638,7 @@ _Noreturn void monitor_main(struct monitor_args *a)
 		shut_down(&m);
 		_exit(EXIT_MONITOR_FAILED);
 	}
+	netns_setup_close(&m.own_net);
 	r = serve(&m);
 	if (r < 0)
 		log_error("%s", err_msg());

@@ -41,6 +41,13 @@ struct monitor_args {
 	const char *console_socket; /* absolute, or NULL: receives the pty master */
 	bool systemd_cgroup; /* linux.cgroupsPath is "slice:prefix:name" */
 	struct netns_setup *net; /* interfaces and TAP fds (netns.h), or NULL */
+	/* The spec asks for a new network namespace (no path): the monitor
+	 * makes one of its own before the hooks run, since engines (docker's
+	 * prestart hook) put the container's interfaces into the namespace of
+	 * the state's pid; it serves what is there once the hooks are done.
+	 * net is then NULL. */
+	bool new_netns;
+	unsigned int queue_pairs; /* TAP fds per interface, for new_netns */
 };
 
 /* Run the monitor in this (freshly forked) process. Never returns: exits
