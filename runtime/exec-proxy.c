@@ -67,12 +67,13 @@ static uint32_t port_base(void)
 static int listen_streams(struct proxy *p, int n)
 {
 	for (int i = 0; i < n; i++) {
+		_cleanup_close_ int dirfd = -1;
 		struct sockaddr_un sa;
 		int r;
 
 		if (asprintf(&p->listen_paths[i], "%s/%s_%u", p->o->dir, MONITOR_VSOCK_SOCK, port_base() + i) < 0)
 			return -ENOMEM;
-		r = monitor_sockaddr(p->listen_paths[i], &sa);
+		r = monitor_sockaddr(p->listen_paths[i], &sa, &dirfd);
 		if (r < 0)
 			return r;
 		p->listen_fds[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -148,13 +149,14 @@ static int send_exec(struct proxy *p)
 {
 	struct proto_msg msg = {.type = PROTO_MSG_EXEC};
 	_cleanup_free_ char *path = NULL;
+	_cleanup_close_ int dirfd = -1;
 	struct sockaddr_un sa;
 	char line[4096];
 	int r;
 
 	if (asprintf(&path, "%s/%s", p->o->dir, MONITOR_CONTROL_SOCK) < 0)
 		return -ENOMEM;
-	r = monitor_sockaddr(path, &sa);
+	r = monitor_sockaddr(path, &sa, &dirfd);
 	if (r < 0)
 		return r;
 	p->ctl = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
