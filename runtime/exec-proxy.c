@@ -26,7 +26,8 @@
 #include "runtime/monitor-relay.h"
 #include "runtime/monitor.h"
 
-#define EXEC_REPLY_TIMEOUT_MS (130 * 1000)
+/* Beyond the monitor's own wait for the guest. */
+#define EXEC_REPLY_MARGIN_MS (10 * 1000)
 #define STREAM_TIMEOUT_MS (30 * 1000)
 #define CALL_TIMEOUT_MS (130 * 1000)
 /* How often a terminal's size is looked at when no SIGWINCH can come (a
@@ -170,7 +171,7 @@ static int send_exec(struct proxy *p)
 		r = proto_send(p->ctl, &msg);
 	if (r < 0)
 		return err_setsys(r, "send the process to the container's monitor");
-	r = read_line(p->ctl, EXEC_REPLY_TIMEOUT_MS, line, sizeof(line));
+	r = read_line(p->ctl, monitor_boot_timeout_ms() + EXEC_REPLY_MARGIN_MS, line, sizeof(line));
 	if (r < 0)
 		return err_setsys(r, "no answer from the container's monitor");
 	if (strncmp(line, "error ", 6) == 0)

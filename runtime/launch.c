@@ -295,7 +295,8 @@ int launch_start(struct cli_context *ctx, const char *id)
 	r = cli_load_container(ctx, id, CONTAINER_OP_START, &c);
 	if (r < 0)
 		return r;
-	r = monitor_call(c->dir, "start", REQUEST_TIMEOUT_MS, NULL);
+	/* The monitor waits for the guest as long as a boot may take. */
+	r = monitor_call(c->dir, "start", monitor_boot_timeout_ms() + REQUEST_TIMEOUT_MS, NULL);
 	if (r < 0)
 		return r;
 	return container_set_status(c, OCI_STATUS_RUNNING, 0);

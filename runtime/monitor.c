@@ -229,7 +229,7 @@ static int hello(struct monitor *m)
 	return r < 0 ? err_setsys(r, "sending HELLO") : 0;
 }
 
-static int boot_timeout_ms(void)
+int monitor_boot_timeout_ms(void)
 {
 	const char *s = getenv("KVRUN_BOOT_TIMEOUT");
 	long v = s ? strtol(s, NULL, 10) : 0;
@@ -313,7 +313,7 @@ static int create_container(struct monitor *m)
 	}
 	/* The guest's first disk mount and setup run at boot speed: under
 	 * emulation on a loaded host that can take minutes, as the boot does. */
-	r = monitor_request(m, &msg, boot_timeout_ms(), &ans);
+	r = monitor_request(m, &msg, monitor_boot_timeout_ms(), &ans);
 	proto_msg_free(&msg);
 	if (r < 0)
 		return err_prefix(r, "creating the container in the VM");
@@ -437,7 +437,7 @@ static int bring_up(struct monitor *m)
 		                           .net = a->net},
 		    &m->sb);
 	if (r >= 0)
-		r = accept_stream(m, PORT_CTL, boot_timeout_ms(), "the guest to boot");
+		r = accept_stream(m, PORT_CTL, monitor_boot_timeout_ms(), "the guest to boot");
 	if (r >= 0)
 		r = hello(m);
 	if (r >= 0)

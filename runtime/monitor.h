@@ -55,6 +55,13 @@ struct monitor_args {
  * ready_fd or in the log) when the VM could not be brought up or died. */
 _Noreturn void monitor_main(struct monitor_args *a);
 
+/* How long the guest may take for anything that runs at its boot speed
+ * ($KVRUN_BOOT_TIMEOUT seconds): booting, building the container, and
+ * starting a process in it, which under emulation on a loaded host can take
+ * minutes (the kernel checks a seccomp filter like docker's against every
+ * syscall number when it is installed). */
+int monitor_boot_timeout_ms(void);
+
 /* Exit with wait status status: the same exit code, or death by the same
  * signal (default action restored, core dumps off). */
 _Noreturn void monitor_exit_like(uint32_t status);
