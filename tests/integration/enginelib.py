@@ -278,7 +278,10 @@ class Workdir:
             with open(cfg, "w") as f:
                 json.dump({"kernel": kernel}, f)
             # Each call's guest console, for the diagnostics of a failure.
+            # Engines may not pass the test's environment: the boot
+            # timeout goes in here too.
             target, env = KVRUN, (f"export KVRUN_CONFIG='{cfg}'\n"
+                                  f"export KVRUN_BOOT_TIMEOUT={BOOT_TIMEOUT}\n"
                                   f"export KVRUN_CONSOLE='{self.path}/console-'$$.log\n")
         with open(path, "w") as f:
             f.write("#!/bin/sh\n"
