@@ -261,6 +261,7 @@ class Workdir:
         self.runtime = runtime
         self.daemons = []
         self.cleanups = []
+        self.late_cleanups = []  # after the daemons are stopped
         self.rootfs_tar = os.path.join(self.path, "rootfs.tar")
         rootfs_tar(self.rootfs_tar)
         self.argv_log = os.path.join(self.path, "runtime-argv.log")
@@ -351,6 +352,11 @@ class Workdir:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+        for fn in reversed(self.late_cleanups):
+            try:
+                fn()
+            except Exception as e:
+                print(f"# cleanup: {e}")
         # Mounts a daemon left (overlay, shm, netns) block removal.
         subprocess.run(f"grep -o ' {self.path}[^ ]*' /proc/self/mounts | sort -r | xargs -r -n1 umount -l",
                        shell=True, capture_output=True)
@@ -374,6 +380,40 @@ class Bridge:
 
     def delete(self):
         subprocess.run(["ip", "link", "del", self.name], capture_output=True)
+
+
+def cpu_parent(name, containers):
+    """A cgroup parent for an engine's containers (--cgroup-parent) whose
+    CPU weight is that of `containers` processes. On cgroup v1 a parent
+    group competes as one task: several VMs booting under one default-weight
+    parent get the share of a single process on a loaded host, and their
+    boots take that many times longer. Returns the cleanup."""
+    path = os.path.join("/sys/fs/cgroup/cpu", name.strip("/"))
+    if not os.path.isdir("/sys/fs/cgroup/cpu"):
+        return lambda: None
+    try:
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(path, "cpu.shares"), "w") as f:
+            f.write(str(1024 * containers))
+    except OSError as e:
+        print(f"# cpu weight of {name}: {e}")
+    return lambda: remove_cgroup_parent(name)
+
+
+def remove_cgroup_parent(name):
+    """rmdir the (empty) cgroup `name` in every hierarchy: runtimes remove
+    a container's cgroup but leave the parents the engine named."""
+    root = "/sys/fs/cgroup"
+    for h in os.listdir(root) if os.path.isdir(root) else []:
+        path = os.path.join(root, h, name.strip("/"))
+        if not os.path.isdir(path):
+            continue
+        # Children first (podman leaves <parent>/conmon).
+        for d, _, _ in sorted(os.walk(path), key=lambda w: -len(w[0])):
+            try:
+                os.rmdir(d)
+            except OSError as e:
+                print(f"# cgroup {d} left: {e}")
 
 
 def link_exists(name):

@@ -47,6 +47,8 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
   path = "{wd.sub('opt')}"
 """)
         self.daemon = wd.daemon("containerd", ["containerd", "--config", cfg, "--log-level", "info"])
+        # ctr puts a container in the cgroup /<namespace>/<id>.
+        wd.late_cleanups.append(lambda: el.remove_cgroup_parent(NS))
         self.wrapper = wd.wrapper
 
     def __call__(self, *args, timeout=T + 120, **kw):

@@ -40,11 +40,16 @@ class Docker:
         self.sock = os.path.join(d, "docker.sock")
         self.bridge = el.Bridge("kvtdk%d" % (os.getpid() % 100000))
         wd.cleanups.append(self.bridge.delete)
+        self.cgroup_parent = "/kvt-docker-%d" % os.getpid()
+        # Runs after the daemon is stopped (cleanups run first: the cgroup
+        # goes once the daemon's containers are gone).
+        wd.late_cleanups.append(el.cpu_parent(self.cgroup_parent, 3))
         self.daemon = wd.daemon("dockerd", [
             "dockerd", "--data-root", wd.sub("data"), "--exec-root", wd.sub("exec"),
             "--pidfile", os.path.join(d, "dockerd.pid"), "-H", "unix://" + self.sock,
             "--iptables=false", "--ip-masq=false", "--ip-forward=false", "--bridge", self.bridge.name,
             "--add-runtime", "enginetest=" + wd.wrapper, "--log-level", "info",
+            "--cgroup-parent", self.cgroup_parent,
         ])
 
     def __call__(self, *args, timeout=T + 120, **kw):

@@ -58,6 +58,8 @@ cgroup_manager = "cgroupfs"
 events_logger = "file"
 events_logfile_path = "{d}/events.log"
 """)
+        self.cgroup_parent = "/kvt-podman-%d" % os.getpid()
+        wd.late_cleanups.append(lambda: el.remove_cgroup_parent(self.cgroup_parent))
         self.base = ["podman", "--root", wd.sub("root"), "--runroot", wd.sub("runroot"),
                      "--tmpdir", wd.sub("tmp"), "--runtime", wd.wrapper]
         self.env = dict(os.environ, CONTAINERS_CONF=self.conf)
@@ -76,7 +78,8 @@ SERVE = ("httpd -p 8080 -h /www; echo ready; while [ ! -e /tmp/stop ]; do sleep 
 
 
 def check_run_rm_bridge(t, pm):
-    proc = pm.popen("run", "--rm", "--network", NET, "--name", "kvt-pm", el.IMAGE, "sh", "-c", SERVE)
+    proc = pm.popen("run", "--rm", "--network", NET, "--cgroup-parent", pm.cgroup_parent, "--name", "kvt-pm",
+                    el.IMAGE, "sh", "-c", SERVE)
     out, err = [], []
     readers = [threading.Thread(target=lambda s=s, b=b: b.extend(s)) for s, b in
                [(proc.stdout, out), (proc.stderr, err)]]
@@ -106,7 +109,7 @@ def check_run_rm_bridge(t, pm):
 
 def check_detached(t, pm):
     """Full plan only."""
-    p = pm("run", "-d", "--name", "kvt-pmd", el.IMAGE, "sh", "-c",
+    p = pm("run", "-d", "--cgroup-parent", pm.cgroup_parent, "--name", "kvt-pmd", el.IMAGE, "sh", "-c",
            "trap 'echo got-SIGTERM' TERM; echo ready; while true; do sleep 1; done")
     el.eq(t, p.returncode, 0, "run -d: started", p.stderr)
     el.wait_for(lambda: "ready" in pm("logs", "kvt-pmd", timeout=30).stdout, T, 2)
