@@ -4,13 +4,15 @@
  * because this layer is the only one that sees JSON. Every key is optional:
  *
  *   {"kernel": "/path/vmlinux", "initrd": "/path/initramfs.cpio",
- *    "cmdline_extra": "loglevel=4", "memory": 268435456, "cpus": 1}
+ *    "cmdline_extra": "loglevel=4", "memory": 268435456, "cpus": 1,
+ *    "early_create": false}
  *
  * "memory" is bytes (a number) or a string with a K/M/G suffix ("512M").
  */
 #ifndef KVRUN_OCI_SPEC_KVRUN_CONFIG_H
 #define KVRUN_OCI_SPEC_KVRUN_CONFIG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct kvrun_config {
@@ -19,6 +21,12 @@ struct kvrun_config {
 	char *cmdline_extra;
 	uint64_t memory; /* 0 when absent */
 	unsigned int cpus; /* 0 when absent */
+	/* create returns once the VM runs, before the guest has booted; the
+	 * container is built in the guest afterwards and start waits for it.
+	 * For engines that bound create (podman: 240 s) on hosts where a boot
+	 * takes minutes. Errors of the guest's part then end the container
+	 * (its pid exits) instead of failing create. */
+	bool early_create;
 };
 
 /* Parse len bytes of JSON; name prefixes messages ("<name>: memory: ...").

@@ -253,14 +253,13 @@ static void null_stdio(void)
  * to a new host pty whose master goes to the console socket, or to our
  * own stdin/stdout (the caller's tty, made raw: the guest's pty does the
  * line discipline, ^C included). */
-static int setup_terminal(struct monitor *m)
+static int terminal_host_side(struct monitor *m)
 {
-	int in = STDIN_FILENO, out = STDOUT_FILENO, master, r;
+	int master, r;
 	char name[128];
 
-	r = accept_stream(m, PORT_STDIN, REPLY_TIMEOUT_MS, "the container's terminal stream");
-	if (r < 0)
-		return r;
+	if (m->tty_fd >= 0 || !m->a->b->spec->process->terminal)
+		return 0;
 	if (m->a->console_socket) {
 		r = console_open_pty(&master, &m->tty_fd, name, sizeof(name));
 		if (r < 0)
@@ -269,7 +268,6 @@ static int setup_terminal(struct monitor *m)
 		close(master);
 		if (r < 0)
 			return r;
-		in = out = m->tty_fd;
 		/* The caller's stdio is not the container's: holding it would
 		 * keep create's stdout/stderr pipes from reaching EOF. */
 		null_stdio();
@@ -277,6 +275,20 @@ static int setup_terminal(struct monitor *m)
 		m->tty_raw = true;
 		m->tty_fd = STDIN_FILENO;
 	}
+	return 0;
+}
+
+static int setup_terminal(struct monitor *m)
+{
+	int in = STDIN_FILENO, out = STDOUT_FILENO, r;
+
+	r = terminal_host_side(m);
+	if (r >= 0)
+		r = accept_stream(m, PORT_STDIN, REPLY_TIMEOUT_MS, "the container's terminal stream");
+	if (r < 0)
+		return r;
+	if (m->tty_fd >= 0)
+		in = out = m->tty_fd;
 	m->relays[PORT_STDIN] = relay_start(in, m->stream_fds[PORT_STDIN], true);
 	m->relays[PORT_STDOUT] = relay_start(m->stream_fds[PORT_STDIN], out, false);
 	if (!m->relays[PORT_STDIN] || !m->relays[PORT_STDOUT])
@@ -302,11 +314,16 @@ static void follow_size(struct monitor *m)
 static int create_container(struct monitor *m)
 {
 	struct proto_msg msg = {.type = PROTO_MSG_START, .flags = PROTO_START_F_WAIT}, ans = {0};
-	int r;
+	int r = 0;
 
-	r = guest_spec_from_oci(m->a->b->spec, m->a->c->state, &msg.u.start);
-	if (r >= 0)
-		r = guest_spec_set_net(&msg.u.start, m->a->net ? &m->a->net->cfg : NULL);
+	if (m->a->plan->early_create) {
+		msg.u.start = m->early_start.u.start; /* built by bring_up */
+		m->early_start = (struct proto_msg){0};
+	} else {
+		r = guest_spec_from_oci(m->a->b->spec, m->a->c->state, &msg.u.start);
+		if (r >= 0)
+			r = guest_spec_set_net(&msg.u.start, m->a->net ? &m->a->net->cfg : NULL);
+	}
 	if (r < 0) {
 		proto_start_free(&msg.u.start);
 		return r;
@@ -414,6 +431,20 @@ static int serve_own_netns(struct monitor *m)
 	return 0;
 }
 
+/* The guest's part of create: its boot, HELLO, and the container built in
+ * it. Within create, or after it with early_create. */
+static int finish_boot(struct monitor *m)
+{
+	int r;
+
+	r = accept_stream(m, PORT_CTL, monitor_boot_timeout_ms(), "the guest to boot");
+	if (r >= 0)
+		r = hello(m);
+	if (r >= 0)
+		r = create_container(m);
+	return r;
+}
+
 static int bring_up(struct monitor *m)
 {
 	struct monitor_args *a = m->a;
@@ -436,12 +467,18 @@ static int bring_up(struct monitor *m)
 		                           .console_path = a->console_path,
 		                           .net = a->net},
 		    &m->sb);
-	if (r >= 0)
-		r = accept_stream(m, PORT_CTL, monitor_boot_timeout_ms(), "the guest to boot");
-	if (r >= 0)
-		r = hello(m);
-	if (r >= 0)
-		r = create_container(m);
+	if (r >= 0 && a->plan->early_create) {
+		/* Everything the guest does is left to finish_boot(), after create
+		 * has returned: the spec it needs is built now, while the state
+		 * is still ours. */
+		r = guest_spec_from_oci(a->b->spec, a->c->state, &m->early_start.u.start);
+		if (r >= 0)
+			r = guest_spec_set_net(&m->early_start.u.start, a->net ? &a->net->cfg : NULL);
+		if (r >= 0)
+			r = terminal_host_side(m);
+	} else if (r >= 0) {
+		r = finish_boot(m);
+	}
 	if (r >= 0 && a->pid_file)
 		r = write_pid_file(a->pid_file);
 	if (r >= 0)
@@ -639,6 +676,15 @@ _Noreturn void monitor_main(struct monitor_args *a)
 		_exit(EXIT_MONITOR_FAILED);
 	}
 	netns_setup_close(&m.own_net);
+	if (a->plan->early_create) {
+		/* start, exec and kill wait on control.sock until we serve it. */
+		r = finish_boot(&m);
+		if (r < 0) {
+			log_error("after create: %s", err_msg());
+			shut_down(&m);
+			_exit(EXIT_MONITOR_FAILED);
+		}
+	}
 	r = serve(&m);
 	if (r < 0)
 		log_error("%s", err_msg());

@@ -201,6 +201,7 @@ int vm_plan_make(const struct oci_spec *spec, struct vm_plan *ret)
 		r = make_initrd(&cfg, cfg_path, &p.initrd);
 	if (r >= 0 && cfg.cmdline_extra && !(p.cmdline_extra = strdup(cfg.cmdline_extra)))
 		r = -ENOMEM;
+	p.early_create = cfg.early_create;
 	p.mem_size = plan_memory(spec, &cfg);
 	p.ncpus = plan_cpus(spec, &cfg);
 	p.emulating_host = vm_host_is_emulating();

@@ -30,6 +30,7 @@ struct vm_plan {
 	uint64_t mem_size; /* bytes */
 	unsigned int ncpus;
 	bool emulating_host; /* guest CPL0 code is emulated by the host (see vm-config.c) */
+	bool early_create; /* config "early_create": create returns before the guest boots */
 };
 
 /* Decide the plan for spec. Reads the config file, checks that the kernel

@@ -42,12 +42,17 @@ TEST(config_file)
 	is_str(c.cmdline_extra, "a=b");
 	ok(c.memory == 512ULL << 20, "memory with a suffix");
 	is_int(c.cpus, 2);
+	ok(!c.early_create, "create waits for the guest by default");
 	kvrun_config_clear(&c);
 	is_int(kvrun_config_parse("{\"memory\": 1048576}", 19, "cfg", &c), 0);
 	ok(c.memory == 1048576, "memory in bytes");
 	kvrun_config_clear(&c);
 	is_int(kvrun_config_parse("{\"kernal\": \"/k\"}", 16, "cfg", &c), -EINVAL);
 	is_str(err_msg(), "cfg: unknown key \"kernal\"");
+	is_int(kvrun_config_parse("{\"early_create\": true}", 22, "cfg", &c), 0);
+	ok(c.early_create, "early_create");
+	kvrun_config_clear(&c);
+	is_int(kvrun_config_parse("{\"early_create\": 1}", 19, "cfg", &c), -EINVAL);
 	is_int(kvrun_config_parse("{\"cpus\": 0}", 11, "cfg", &c), -EINVAL);
 	is_int(kvrun_config_parse("{\"memory\": \"lots\"}", 18, "cfg", &c), -EINVAL);
 	is_int(kvrun_config_parse("[1]", 3, "cfg", &c), -EINVAL);
