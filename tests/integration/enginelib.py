@@ -255,7 +255,7 @@ class Daemon:
 class Workdir:
     """The test's temporary directory and what goes in it."""
 
-    def __init__(self, prefix, runtime):
+    def __init__(self, prefix, runtime, config=None):
         # Short: sockets live under it (sun_path holds 107 bytes).
         self.path = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
         self.runtime = runtime
@@ -265,9 +265,9 @@ class Workdir:
         self.rootfs_tar = os.path.join(self.path, "rootfs.tar")
         rootfs_tar(self.rootfs_tar)
         self.argv_log = os.path.join(self.path, "runtime-argv.log")
-        self.wrapper = self._wrapper()
+        self.wrapper = self._wrapper(config or {})
 
-    def _wrapper(self):
+    def _wrapper(self, config):
         """The executable registered as the engine's runtime: records its
         argv and runs kvrun with the test's config (or runc)."""
         path = os.path.join(self.path, f"{self.runtime}-engine-test")
@@ -277,7 +277,7 @@ class Workdir:
             kernel, _ = find_kernel()
             cfg = os.path.join(self.path, "kvrun-config.json")
             with open(cfg, "w") as f:
-                json.dump({"kernel": kernel}, f)
+                json.dump(dict(config, kernel=kernel), f)
             # Each call's guest console, for the diagnostics of a failure.
             # Engines may not pass the test's environment: the boot
             # timeout goes in here too.
