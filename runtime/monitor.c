@@ -392,8 +392,14 @@ static int host_setup(struct monitor *m)
 	int r;
 
 	a->c->state->pid = getpid();
-	if (a->new_netns && unshare(CLONE_NEWNET) < 0)
-		return err_setsys(-errno, "new network namespace");
+	if (a->new_netns && unshare(CLONE_NEWNET) < 0) {
+		/* Without CAP_SYS_ADMIN (rootless): no hook can give us
+		 * interfaces either, and the guest has loopback only. */
+		if (errno != EPERM)
+			return err_setsys(-errno, "new network namespace");
+		log_debug("no network namespace of our own: %s", strerror(errno));
+		a->new_netns = false;
+	}
 	if (cg && *cg) {
 		r = cgroup_resolve(cg, a->systemd_cgroup, &m->cgroup_path);
 		if (r >= 0)
