@@ -131,7 +131,8 @@ def start_tty(dk, wd):
 
 
 def check_tty(t, tm, status):
-    prompt = tm.wait_screen("/ #", T)
+    # Until the prompt, or docker run has ended (it failed).
+    prompt = el.wait_for(lambda: "/ #" in tm.screen() or os.path.exists(status), T, 1) and "/ #" in tm.screen()
     t.ok(prompt, "run -it: a shell prompt on the terminal", tm.screen()[-400:])
     if not prompt:
         return
@@ -222,7 +223,7 @@ def main():
             for x in th:
                 x.start()
             tm, status = start_tty(dk, wd)
-            el.wait_for(lambda: not th[1].is_alive() and "/ #" in tm.screen(), T, 2)
+            el.wait_for(lambda: not th[1].is_alive() and ("/ #" in tm.screen() or os.path.exists(status)), T, 2)
             running = dk("ps", "--format", "{{.Names}}").stdout.split()
             t.ok({"kvt-d", "kvt-tty"} <= set(running),
                  "3 containers started at once: the detached and the terminal one run together", running)
