@@ -126,6 +126,12 @@ static int parse_member(const char *key, json_t *v, const char *name, struct kvr
 		c->cpus = (unsigned int)json_integer_value(v);
 		return 0;
 	}
+	if (strcmp(key, "early_create") == 0) {
+		if (!json_is_boolean(v))
+			return err_set(-EINVAL, "%s: early_create: expected true or false", name);
+		c->early_create = json_is_true(v);
+		return 0;
+	}
 	return err_set(-EINVAL, "%s: unknown key \"%s\"", name, key);
 }
 

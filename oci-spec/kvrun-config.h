@@ -6,7 +6,8 @@
  *   {"kernel": "/path/vmlinux", "initrd": "/path/initramfs.cpio",
  *    "modules": "auto", "acpi": "auto",
  *    "cmdline_extra": "loglevel=4", "memory": 268435456, "cpus": 1,
- *    "template_dir": "/var/lib/kvrun/templates", "templates": true}
+ *    "template_dir": "/var/lib/kvrun/templates", "templates": true,
+ *    "early_create": false}
  *
  * "memory" is bytes (a number) or a string with a K/M/G suffix ("512M").
  * "modules" is the kernel's module directory (/lib/modules/<version>, with
@@ -17,6 +18,7 @@
 #ifndef KVRUN_OCI_SPEC_KVRUN_CONFIG_H
 #define KVRUN_OCI_SPEC_KVRUN_CONFIG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* How a kernel's devices are described: "acpi" and io.kvrun.kernel.acpi. */
@@ -37,6 +39,12 @@ struct kvrun_config {
 	unsigned int cpus; /* 0 when absent */
 	char *template_dir; /* where VM templates are kept; NULL when absent */
 	int templates; /* start containers from templates: 1, 0, or -1 when absent */
+	/* create returns once the VM runs, before the guest has booted; the
+	 * container is built in the guest afterwards and start waits for it.
+	 * For engines that bound create (podman: 240 s) on hosts where a boot
+	 * takes minutes. Errors of the guest's part then end the container
+	 * (its pid exits) instead of failing create. */
+	bool early_create;
 };
 
 /* Parse len bytes of JSON; name prefixes messages ("<name>: memory: ...").

@@ -41,7 +41,7 @@ int console_open_pty(int *ret_master, int *ret_slave, char *ret_name, size_t siz
 
 int console_send_fd(const char *path, int fd, const char *name)
 {
-	_cleanup_close_ int sock = -1;
+	_cleanup_close_ int sock = -1, dirfd = -1;
 	struct sockaddr_un sa;
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -52,7 +52,7 @@ int console_send_fd(const char *path, int fd, const char *name)
 	struct cmsghdr *cm;
 	int r;
 
-	r = monitor_sockaddr(path, &sa);
+	r = monitor_sockaddr(path, &sa, &dirfd);
 	if (r < 0)
 		return r;
 	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -27,7 +27,8 @@
 #include "runtime/monitor-relay.h"
 #include "runtime/monitor.h"
 
-#define EXEC_REPLY_TIMEOUT_MS (130 * 1000)
+/* Beyond the monitor's own wait for the guest. */
+#define EXEC_REPLY_MARGIN_MS (10 * 1000)
 #define STREAM_TIMEOUT_MS (30 * 1000)
 #define CALL_TIMEOUT_MS (130 * 1000)
 /* How often a terminal's size is looked at when no SIGWINCH can come (a
@@ -68,12 +69,13 @@ static uint32_t port_base(void)
 static int listen_streams(struct proxy *p, int n)
 {
 	for (int i = 0; i < n; i++) {
+		_cleanup_close_ int dirfd = -1;
 		struct sockaddr_un sa;
 		int r;
 
 		if (asprintf(&p->listen_paths[i], "%s/%s_%u", p->o->dir, MONITOR_VSOCK_SOCK, port_base() + i) < 0)
 			return -ENOMEM;
-		r = monitor_sockaddr(p->listen_paths[i], &sa);
+		r = monitor_sockaddr(p->listen_paths[i], &sa, &dirfd);
 		if (r < 0)
 			return r;
 		p->listen_fds[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -149,13 +151,14 @@ static int send_exec(struct proxy *p)
 {
 	struct proto_msg msg = {.type = PROTO_MSG_EXEC};
 	_cleanup_free_ char *path = NULL;
+	_cleanup_close_ int dirfd = -1;
 	struct sockaddr_un sa;
 	char line[4096];
 	int r;
 
 	if (asprintf(&path, "%s/%s", p->o->dir, MONITOR_CONTROL_SOCK) < 0)
 		return -ENOMEM;
-	r = monitor_sockaddr(path, &sa);
+	r = monitor_sockaddr(path, &sa, &dirfd);
 	if (r < 0)
 		return r;
 	p->ctl = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -169,7 +172,7 @@ static int send_exec(struct proxy *p)
 		r = proto_send(p->ctl, &msg);
 	if (r < 0)
 		return err_setsys(r, "send the process to the container's monitor");
-	r = read_line(p->ctl, EXEC_REPLY_TIMEOUT_MS, line, sizeof(line));
+	r = read_line(p->ctl, monitor_boot_timeout_ms() + EXEC_REPLY_MARGIN_MS, line, sizeof(line));
 	if (r < 0)
 		return err_setsys(r, "no answer from the container's monitor");
 	if (strncmp(line, "error ", 6) == 0)

@@ -3,9 +3,12 @@
 #include <sys/random.h>
 #include <time.h>
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -105,6 +108,21 @@ static bool mount_is_bind(const struct oci_mount *m)
 	return false;
 }
 
+/* podman binds a tmpfs of its own (<userdata>/shm) on /dev/shm. A VM
+ * cannot share it, and nothing else can see into the VM's IPC namespace
+ * anyway: the guest mounts a tmpfs of the same size there instead. Returns
+ * the size in bytes, or 0 when m is not such a mount. */
+static uint64_t shm_bind_size(const struct oci_mount *m)
+{
+	struct statfs sf;
+
+	if (!m->destination || strcmp(m->destination, "/dev/shm") != 0 || !m->source)
+		return 0;
+	if (statfs(m->source, &sf) < 0 || sf.f_type != TMPFS_MAGIC)
+		return 0;
+	return (uint64_t)sf.f_blocks * (uint64_t)sf.f_bsize;
+}
+
 /* A host bind mount of a regular file: its content goes inline. */
 static int check_bind(const struct oci_mount *m, size_t i, struct stat *st)
 {
@@ -130,7 +148,7 @@ int guest_spec_check(const struct oci_spec *spec)
 	int r;
 
 	for (size_t i = 0; i < spec->n_mounts; i++) {
-		if (!mount_is_bind(&spec->mounts[i]))
+		if (!mount_is_bind(&spec->mounts[i]) || shm_bind_size(&spec->mounts[i]))
 			continue;
 		r = check_bind(&spec->mounts[i], i, &st);
 		if (r < 0)
@@ -160,8 +178,33 @@ int guest_spec_mount_points(const struct oci_spec *spec, struct rootfs_mount_poi
 	return 0;
 }
 
+/* The guest's own tmpfs for a bind of the host's shm (shm_bind_size()),
+ * with the bind's nosuid/nodev/noexec. */
+static int conv_shm(const struct oci_mount *om, uint64_t size, struct proto_mount *m)
+{
+	char *opts[6] = {0}, sz[48];
+	size_t n = 0;
+
+	for (size_t i = 0; om->options && om->options[i] && n < 3; i++)
+		if (!strcmp(om->options[i], "nosuid") || !strcmp(om->options[i], "nodev") ||
+		    !strcmp(om->options[i], "noexec"))
+			opts[n++] = om->options[i];
+	snprintf(sz, sizeof(sz), "size=%llu", (unsigned long long)size);
+	opts[n++] = (char *)"mode=1777";
+	opts[n++] = sz;
+	m->destination = str_dup(om->destination);
+	m->type = str_dup("tmpfs");
+	m->source = str_dup("shm");
+	m->options = strv_dup(opts);
+	return m->destination && m->type && m->source && m->options ? 0 : -ENOMEM;
+}
+
 static int conv_mount(const struct oci_mount *om, size_t i, struct proto_mount *m)
 {
+	uint64_t shm = mount_is_bind(om) ? shm_bind_size(om) : 0;
+
+	if (shm)
+		return conv_shm(om, shm, m);
 	m->destination = str_dup(om->destination);
 	m->type = str_dup(om->type);
 	m->source = str_dup(om->source);

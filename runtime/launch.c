@@ -155,6 +155,14 @@ static int console_path(struct cli_context *ctx, const struct container *c, char
 	return 0;
 }
 
+static unsigned int queue_pairs(const struct vm_plan *plan)
+{
+	/* One pair per vCPU, so each can send without contention. */
+	if (plan->ncpus < 1)
+		return 1;
+	return plan->ncpus < NET_MAX_QUEUE_PAIRS ? plan->ncpus : NET_MAX_QUEUE_PAIRS;
+}
+
 static int build_and_fork(struct cli_context *ctx, struct container *c, const struct create_opts *o,
                           const struct bundle *b, const struct vm_plan *plan, struct netns_setup *net, pid_t *ret_pid)
 {
@@ -163,7 +171,15 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	_cleanup_free_ struct rootfs_mount_point *points = NULL;
 	size_t npoints;
 	struct monitor_args a = {
-	    .c = c, .b = b, .plan = plan, .ready_fd = -1, .systemd_cgroup = ctx->systemd_cgroup, .net = net};
+	    .c = c,
+	    .b = b,
+	    .plan = plan,
+	    .ready_fd = -1,
+	    .systemd_cgroup = ctx->systemd_cgroup,
+	    .net = net,
+	    .new_netns = !net,
+	    .queue_pairs = queue_pairs(plan),
+	};
 	struct timespec t0, t1;
 	int r, fd = -1;
 	pid_t pid;
@@ -221,14 +237,6 @@ static int check_netns(const struct bundle *b, const char **ret)
 	return 0;
 }
 
-static unsigned int queue_pairs(const struct vm_plan *plan)
-{
-	/* One pair per vCPU, so each can send without contention. */
-	if (plan->ncpus < 1)
-		return 1;
-	return plan->ncpus < NET_MAX_QUEUE_PAIRS ? plan->ncpus : NET_MAX_QUEUE_PAIRS;
-}
-
 static void log_net(const struct netns_setup *ns, const char *netns)
 {
 	for (unsigned int i = 0; i < ns->cfg.nr_ifaces; i++)
@@ -245,10 +253,13 @@ static int bring_up(struct cli_context *ctx, struct container *c, const struct c
 	struct netns_setup ns;
 	int r;
 
+	/* A new namespace is the monitor's own: made and served there. */
+	if (!netns)
+		return build_and_fork(ctx, c, o, b, plan, NULL, ret_pid);
 	r = netns_setup(netns, c->state->id, queue_pairs(plan), &ns);
 	if (r < 0)
 		return err_prefix(r, "network");
-	log_net(&ns, netns ? netns : "a new namespace");
+	log_net(&ns, netns);
 	r = build_and_fork(ctx, c, o, b, plan, &ns, ret_pid);
 	/* The monitor has its own copies of the TAP fds. */
 	netns_setup_close(&ns);
@@ -314,7 +325,8 @@ int launch_start(struct cli_context *ctx, const char *id)
 	r = cli_load_container(ctx, id, CONTAINER_OP_START, &c);
 	if (r < 0)
 		return r;
-	r = monitor_call(c->dir, "start", REQUEST_TIMEOUT_MS, NULL);
+	/* The monitor waits for the guest as long as a boot may take. */
+	r = monitor_call(c->dir, "start", monitor_boot_timeout_ms() + REQUEST_TIMEOUT_MS, NULL);
 	if (r < 0)
 		return r;
 	return container_set_status(c, OCI_STATUS_RUNNING, 0);

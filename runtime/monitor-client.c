@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,13 +18,31 @@
 
 #define REPLY_MAX 4096
 
-int monitor_sockaddr(const char *path, struct sockaddr_un *ret)
+int monitor_sockaddr(const char *path, struct sockaddr_un *ret, int *ret_dirfd)
 {
+	_cleanup_free_ char *dir = NULL;
+	const char *slash = strrchr(path, '/');
+	int fd, n;
+
 	*ret = (struct sockaddr_un){.sun_family = AF_UNIX};
-	if (strlen(path) >= sizeof(ret->sun_path))
-		return err_set(-ENAMETOOLONG, "socket path %s is longer than %zu bytes (use a shorter --root)", path,
+	*ret_dirfd = -1;
+	if (strlen(path) < sizeof(ret->sun_path)) {
+		strcpy(ret->sun_path, path);
+		return 0;
+	}
+	if (!slash || slash == path || !(dir = strndup(path, (size_t)(slash - path))))
+		return err_set(-ENAMETOOLONG, "socket path %s is longer than %zu bytes", path,
 		               sizeof(ret->sun_path) - 1);
-	strcpy(ret->sun_path, path);
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return err_setsys(-errno, "open %s", dir);
+	n = snprintf(ret->sun_path, sizeof(ret->sun_path), "/proc/self/fd/%d/%s", fd, slash + 1);
+	if (n < 0 || (size_t)n >= sizeof(ret->sun_path)) {
+		close(fd);
+		return err_set(-ENAMETOOLONG, "socket name %s is longer than %zu bytes", slash + 1,
+		               sizeof(ret->sun_path) - 1);
+	}
+	*ret_dirfd = fd;
 	return 0;
 }
 
@@ -67,7 +86,7 @@ static int read_reply(int fd, int timeout_ms, char *buf, size_t size)
 int monitor_call(const char *dir, const char *request, int timeout_ms, char **ret_detail)
 {
 	_cleanup_free_ char *path = NULL, *line = NULL;
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int fd = -1, dirfd = -1;
 	struct sockaddr_un sa;
 	char buf[REPLY_MAX];
 	char *nl;
@@ -75,7 +94,7 @@ int monitor_call(const char *dir, const char *request, int timeout_ms, char **re
 
 	if (asprintf(&path, "%s/%s", dir, MONITOR_CONTROL_SOCK) < 0 || asprintf(&line, "%s\n", request) < 0)
 		return -ENOMEM;
-	r = monitor_sockaddr(path, &sa);
+	r = monitor_sockaddr(path, &sa, &dirfd);
 	if (r < 0)
 		return r;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -110,7 +129,7 @@ int monitor_call(const char *dir, const char *request, int timeout_ms, char **re
 int monitor_subscribe(const char *dir, int timeout_ms)
 {
 	_cleanup_free_ char *path = NULL;
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int fd = -1, dirfd = -1;
 	struct sockaddr_un sa;
 	char buf[REPLY_MAX];
 	size_t len = 0;
@@ -118,7 +137,7 @@ int monitor_subscribe(const char *dir, int timeout_ms)
 
 	if (asprintf(&path, "%s/%s", dir, MONITOR_CONTROL_SOCK) < 0)
 		return -ENOMEM;
-	r = monitor_sockaddr(path, &sa);
+	r = monitor_sockaddr(path, &sa, &dirfd);
 	if (r < 0)
 		return r;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

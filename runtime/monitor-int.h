@@ -48,6 +48,8 @@ struct monitor {
 	bool checkpointed; /* saved and ending: the VM goes before the relays */
 	uint32_t exit_status;
 	struct relay *relays[NR_PORTS];
+	struct netns_setup own_net; /* new_netns: what the hooks left in ours */
+	struct proto_msg early_start; /* early_create: the START built in create */
 	struct monitor_exec execs[MONITOR_MAX_EXECS];
 	int tty_fd; /* host end of the container's terminal, or -1 */
 	bool tty_raw; /* tty_fd is our stdin, made raw: tty_saved restores it */

@@ -66,7 +66,7 @@ static int do_start(struct monitor *m, char *detail, size_t size)
 	struct proto_msg msg = {.type = PROTO_MSG_GO}, ans = {0};
 	int r;
 
-	r = monitor_request(m, &msg, REPLY_TIMEOUT_MS, &ans);
+	r = monitor_request(m, &msg, monitor_boot_timeout_ms(), &ans);
 	if (r < 0)
 		return r;
 	snprintf(detail, size, "%u", ans.u.started.pid);
@@ -190,7 +190,7 @@ static int do_exec(struct monitor *m, int fd, bool *keep, char *detail, size_t s
 		proto_msg_free(&msg);
 		return err_set(-EINVAL, "expected EXEC, got %s", proto_type_name(msg.type));
 	}
-	r = monitor_request(m, &msg, REPLY_TIMEOUT_MS, &ans);
+	r = monitor_request(m, &msg, monitor_boot_timeout_ms(), &ans);
 	if (r >= 0) {
 		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
 		*e = (struct monitor_exec){

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,10 +50,11 @@ static int64_t now_ms(void)
 
 static int listen_unix(const char *path)
 {
+	_cleanup_close_ int dirfd = -1;
 	struct sockaddr_un sa;
 	int fd, r;
 
-	r = monitor_sockaddr(path, &sa);
+	r = monitor_sockaddr(path, &sa, &dirfd);
 	if (r < 0)
 		return r;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -230,7 +232,7 @@ static int hello(struct monitor *m)
 	return r < 0 ? err_setsys(r, "sending HELLO") : 0;
 }
 
-static int boot_timeout_ms(void)
+int monitor_boot_timeout_ms(void)
 {
 	const char *s = getenv("KVRUN_BOOT_TIMEOUT");
 	long v = s ? strtol(s, NULL, 10) : 0;
@@ -254,14 +256,13 @@ static void null_stdio(void)
  * to a new host pty whose master goes to the console socket, or to our
  * own stdin/stdout (the caller's tty, made raw: the guest's pty does the
  * line discipline, ^C included). */
-int monitor_setup_terminal(struct monitor *m)
+static int terminal_host_side(struct monitor *m)
 {
-	int in = STDIN_FILENO, out = STDOUT_FILENO, master, r;
+	int master, r;
 	char name[128];
 
-	r = monitor_accept_stream(m, PORT_STDIN, REPLY_TIMEOUT_MS, "the container's terminal stream");
-	if (r < 0)
-		return r;
+	if (m->tty_fd >= 0 || !m->a->b->spec->process->terminal)
+		return 0;
 	if (m->a->console_socket) {
 		r = console_open_pty(&master, &m->tty_fd, name, sizeof(name));
 		if (r < 0)
@@ -270,7 +271,6 @@ int monitor_setup_terminal(struct monitor *m)
 		close(master);
 		if (r < 0)
 			return r;
-		in = out = m->tty_fd;
 		/* The caller's stdio is not the container's: holding it would
 		 * keep create's stdout/stderr pipes from reaching EOF. */
 		null_stdio();
@@ -278,6 +278,20 @@ int monitor_setup_terminal(struct monitor *m)
 		m->tty_raw = true;
 		m->tty_fd = STDIN_FILENO;
 	}
+	return 0;
+}
+
+int monitor_setup_terminal(struct monitor *m)
+{
+	int in = STDIN_FILENO, out = STDOUT_FILENO, r;
+
+	r = terminal_host_side(m);
+	if (r >= 0)
+		r = monitor_accept_stream(m, PORT_STDIN, REPLY_TIMEOUT_MS, "the container's terminal stream");
+	if (r < 0)
+		return r;
+	if (m->tty_fd >= 0)
+		in = out = m->tty_fd;
 	m->relays[PORT_STDIN] = relay_start(in, m->stream_fds[PORT_STDIN], true);
 	m->relays[PORT_STDOUT] = relay_start(m->stream_fds[PORT_STDIN], out, false);
 	if (!m->relays[PORT_STDIN] || !m->relays[PORT_STDOUT])
@@ -303,11 +317,16 @@ static void follow_size(struct monitor *m)
 static int create_container(struct monitor *m)
 {
 	struct proto_msg msg = {.type = PROTO_MSG_START, .flags = PROTO_START_F_WAIT}, ans = {0};
-	int r;
+	int r = 0;
 
-	r = guest_spec_from_oci(m->a->b->spec, m->a->c->state, &msg.u.start);
-	if (r >= 0)
-		r = guest_spec_set_net(&msg.u.start, m->a->net ? &m->a->net->cfg : NULL);
+	if (m->a->plan->early_create) {
+		msg.u.start = m->early_start.u.start; /* built by bring_up */
+		m->early_start = (struct proto_msg){0};
+	} else {
+		r = guest_spec_from_oci(m->a->b->spec, m->a->c->state, &msg.u.start);
+		if (r >= 0)
+			r = guest_spec_set_net(&msg.u.start, m->a->net ? &m->a->net->cfg : NULL);
+	}
 	if (r >= 0)
 		r = guest_spec_set_identity(&msg.u.start);
 	if (r < 0) {
@@ -316,7 +335,7 @@ static int create_container(struct monitor *m)
 	}
 	/* The guest's first disk mount and setup run at boot speed: under
 	 * emulation on a loaded host that can take minutes, as the boot does. */
-	r = monitor_request(m, &msg, boot_timeout_ms(), &ans);
+	r = monitor_request(m, &msg, monitor_boot_timeout_ms(), &ans);
 	proto_msg_free(&msg);
 	if (r < 0)
 		return err_prefix(r, "unable to start container process");
@@ -378,6 +397,14 @@ static int host_setup(struct monitor *m)
 	int r;
 
 	a->c->state->pid = getpid();
+	if (a->new_netns && unshare(CLONE_NEWNET) < 0) {
+		/* Without CAP_SYS_ADMIN (rootless): no hook can give us
+		 * interfaces either, and the guest has loopback only. */
+		if (errno != EPERM)
+			return err_setsys(-errno, "new network namespace");
+		log_debug("no network namespace of our own: %s", strerror(errno));
+		a->new_netns = false;
+	}
 	if (cg && *cg) {
 		r = cgroup_resolve(cg, a->systemd_cgroup, &m->cgroup_path);
 		if (r >= 0)
@@ -410,6 +437,38 @@ static int start_vm(struct monitor *m, const struct sandbox_opts *o)
 	return sandbox_restore(o, snap, 0, false, &m->sb);
 }
 
+/* With new_netns, the hooks have now put the engine's interfaces (if any)
+ * into our namespace: pair them with TAPs as launch does for a named one.
+ * The namespace is ours alone and dies with us, so nothing needs undoing. */
+static int serve_own_netns(struct monitor *m)
+{
+	int r;
+
+	if (!m->a->new_netns)
+		return 0;
+	r = netns_setup("/proc/self/ns/net", m->a->c->state->id, m->a->queue_pairs, &m->own_net);
+	if (r < 0)
+		return err_prefix(r, "network");
+	for (unsigned int i = 0; i < m->own_net.cfg.nr_ifaces; i++)
+		log_debug("network: %s -> TAP %s", m->own_net.links[i].iface, m->own_net.links[i].tap);
+	m->a->net = &m->own_net;
+	return 0;
+}
+
+/* The guest's part of create: its boot, HELLO, and the container built in
+ * it. Within create, or after it with early_create. */
+static int finish_boot(struct monitor *m)
+{
+	int r;
+
+	r = monitor_accept_stream(m, PORT_CTL, monitor_boot_timeout_ms(), "the guest to boot");
+	if (r >= 0)
+		r = hello(m);
+	if (r >= 0)
+		r = m->a->restore_dir ? monitor_resume_restored(m) : create_container(m);
+	return r;
+}
+
 static int bring_up(struct monitor *m)
 {
 	struct monitor_args *a = m->a;
@@ -419,6 +478,8 @@ static int bring_up(struct monitor *m)
 	if (asprintf(&disk, "%s/%s", a->c->dir, MONITOR_DISK) < 0)
 		return -ENOMEM;
 	r = host_setup(m);
+	if (r >= 0)
+		r = serve_own_netns(m);
 	if (r >= 0)
 		r = open_listeners(m);
 	/* Hooks have run; the VM's threads start with nothing to inherit. */
@@ -431,12 +492,18 @@ static int bring_up(struct monitor *m)
 		                                       .vsock_path = m->vsock_path,
 		                                       .console_path = a->console_path,
 		                                       .net = a->net});
-	if (r >= 0)
-		r = monitor_accept_stream(m, PORT_CTL, boot_timeout_ms(), "the guest to boot");
-	if (r >= 0)
-		r = hello(m);
-	if (r >= 0)
-		r = a->restore_dir ? monitor_resume_restored(m) : create_container(m);
+	if (r >= 0 && a->plan->early_create) {
+		/* Everything the guest does is left to finish_boot(), after create
+		 * has returned: the spec it needs is built now, while the state
+		 * is still ours. */
+		r = guest_spec_from_oci(a->b->spec, a->c->state, &m->early_start.u.start);
+		if (r >= 0)
+			r = guest_spec_set_net(&m->early_start.u.start, a->net ? &a->net->cfg : NULL);
+		if (r >= 0)
+			r = terminal_host_side(m);
+	} else if (r >= 0) {
+		r = finish_boot(m);
+	}
 	if (r >= 0 && a->pid_file)
 		r = write_pid_file(a->pid_file);
 	if (r >= 0)
@@ -608,6 +675,22 @@ static void enter_jail(void)
 		log_debug("monitor sandbox on: no capabilities, no_new_privs, seccomp allowlist");
 }
 
+/* The vsock device connects to "<base>_<port>" for each port: when the
+ * container's directory makes that too long for sun_path, the base goes
+ * through a descriptor of the directory that we hold until we exit. */
+static int vsock_base(struct monitor *m)
+{
+	const char *dir = m->a->c->dir;
+	int fd;
+
+	if (strlen(dir) + sizeof("/" MONITOR_VSOCK_SOCK "_4294967295") <= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return asprintf(&m->vsock_path, "%s/%s", dir, MONITOR_VSOCK_SOCK) < 0 ? -ENOMEM : 0;
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return asprintf(&m->vsock_path, "/proc/self/fd/%d/%s", fd, MONITOR_VSOCK_SOCK) < 0 ? -ENOMEM : 0;
+}
+
 _Noreturn void monitor_main(struct monitor_args *a)
 {
 	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1};
@@ -622,8 +705,7 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	m.tty_fd = -1;
 	signal(SIGPIPE, SIG_IGN);
 	m.signal_fd = watch_signals();
-	if (asprintf(&m.vsock_path, "%s/%s", a->c->dir, MONITOR_VSOCK_SOCK) < 0 ||
-	    asprintf(&m.control_path, "%s/%s", a->c->dir, MONITOR_CONTROL_SOCK) < 0)
+	if (vsock_base(&m) < 0 || asprintf(&m.control_path, "%s/%s", a->c->dir, MONITOR_CONTROL_SOCK) < 0)
 		_exit(EXIT_MONITOR_FAILED);
 	r = bring_up(&m);
 	/* On failure our cgroup goes before create hears of it (create then
@@ -646,6 +728,16 @@ _Noreturn void monitor_main(struct monitor_args *a)
 		log_debug("monitor: %s", err_msg());
 		shut_down(&m);
 		_exit(EXIT_MONITOR_FAILED);
+	}
+	netns_setup_close(&m.own_net);
+	if (a->plan->early_create) {
+		/* start, exec and kill wait on control.sock until we serve it. */
+		r = finish_boot(&m);
+		if (r < 0) {
+			log_error("after create: %s", err_msg());
+			shut_down(&m);
+			_exit(EXIT_MONITOR_FAILED);
+		}
 	}
 	enter_jail();
 	r = serve(&m);

@@ -47,12 +47,26 @@ struct monitor_args {
 	bool systemd_cgroup; /* linux.cgroupsPath is "slice:prefix:name" */
 	struct netns_setup *net; /* interfaces and TAP fds (netns.h), or NULL */
 	const char *restore_dir; /* a checkpoint to resume instead of creating, or NULL */
+	/* The spec asks for a new network namespace (no path): the monitor
+	 * makes one of its own before the hooks run, since engines (docker's
+	 * prestart hook) put the container's interfaces into the namespace of
+	 * the state's pid; it serves what is there once the hooks are done.
+	 * net is then NULL. */
+	bool new_netns;
+	unsigned int queue_pairs; /* TAP fds per interface, for new_netns */
 };
 
 /* Run the monitor in this (freshly forked) process. Never returns: exits
  * with the container process's status, or 255 (after reporting on
  * ready_fd or in the log) when the VM could not be brought up or died. */
 _Noreturn void monitor_main(struct monitor_args *a);
+
+/* How long the guest may take for anything that runs at its boot speed
+ * ($KVRUN_BOOT_TIMEOUT seconds): booting, building the container, and
+ * starting a process in it, which under emulation on a loaded host can take
+ * minutes (the kernel checks a seccomp filter like docker's against every
+ * syscall number when it is installed). */
+int monitor_boot_timeout_ms(void);
 
 /* Exit with wait status status: the same exit code, or death by the same
  * signal (default action restored, core dumps off). */

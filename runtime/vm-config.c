@@ -387,6 +387,7 @@ int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm
 		r = vm_plan_cpus(res, cfg.cpus, &p.ncpus);
 	if (r >= 0)
 		r = plan_templates(spec, &cfg, &p);
+	p.early_create = cfg.early_create;
 	p.emulating_host = vm_host_is_emulating();
 	/* Such hosts hang on the hypercalls a second vCPU brings (IPIs). */
 	if (p.emulating_host)

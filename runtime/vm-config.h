@@ -59,6 +59,7 @@ struct vm_plan {
 	bool emulating_host; /* guest CPL0 code is emulated by the host (see vm-config.c) */
 	char *template_dir; /* where templates are kept */
 	bool use_templates; /* start from a matching template when there is one */
+	bool early_create; /* config "early_create": create returns before the guest boots */
 };
 
 /* Decide the plan for spec. kernel_flag is the global --kernel flag (NULL

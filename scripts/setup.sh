@@ -10,16 +10,19 @@
 #                               also fetch Debian's cloud kernel into a cache,
 #                               unpacked, not installed (tests of the
 #                               distro-kernel path; docs/kernels.md)
+#   scripts/setup.sh --engines  also docker, podman and containerd (and what
+#                               they need), for the engines test suite
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bench=0 build=1 kernel=0 distro=0
+bench=0 build=1 kernel=0 distro=0 engines=0
 for a in "$@"; do
 	case "$a" in
 	--bench) bench=1 ;;
 	--no-build) build=0 ;;
 	--kernel) kernel=1 ;;
 	--distro-kernel) distro=1 ;;
+	--engines) engines=1 ;;
 	*) echo "setup.sh: unknown option $a" >&2; exit 2 ;;
 	esac
 done
@@ -35,6 +38,11 @@ pkgs+=(xz-utils zstd)        # decompressing distro-kernel modules (runtime/kmod
 pkgs+=(linux-source-6.12 flex bison) # the kernel config check (tests/integration/test_kernel_config.py)
 if [ "$bench" = 1 ]; then
 	pkgs+=(qemu-system-x86 gnuplot-nox hyperfine postgresql-15 nginx-light wrk iperf3 fio bc)
+fi
+if [ "$engines" = 1 ]; then
+	# The engines' own daemons are started by the tests (tests/integration/
+	# test_engines_*.py); podman uses CNI (containernetworking-plugins).
+	pkgs+=(containerd docker.io podman conmon containernetworking-plugins slirp4netns uidmap iptables catatonit)
 fi
 if [ "$kernel" = 1 ]; then
 	pkgs+=(linux-source-6.12 flex bison bc libelf-dev libssl-dev xz-utils)

@@ -5,9 +5,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -42,12 +44,17 @@ TEST(config_file)
 	is_str(c.cmdline_extra, "a=b");
 	ok(c.memory == 512ULL << 20, "memory with a suffix");
 	is_int(c.cpus, 2);
+	ok(!c.early_create, "create waits for the guest by default");
 	kvrun_config_clear(&c);
 	is_int(kvrun_config_parse("{\"memory\": 1048576}", 19, "cfg", &c), 0);
 	ok(c.memory == 1048576, "memory in bytes");
 	kvrun_config_clear(&c);
 	is_int(kvrun_config_parse("{\"kernal\": \"/k\"}", 16, "cfg", &c), -EINVAL);
 	is_str(err_msg(), "cfg: unknown key \"kernal\"");
+	is_int(kvrun_config_parse("{\"early_create\": true}", 22, "cfg", &c), 0);
+	ok(c.early_create, "early_create");
+	kvrun_config_clear(&c);
+	is_int(kvrun_config_parse("{\"early_create\": 1}", 19, "cfg", &c), -EINVAL);
 	is_int(kvrun_config_parse("{\"cpus\": 0}", 11, "cfg", &c), -EINVAL);
 	is_int(kvrun_config_parse("{\"memory\": \"lots\"}", 18, "cfg", &c), -EINVAL);
 	is_int(kvrun_config_parse("[1]", 3, "cfg", &c), -EINVAL);
@@ -255,6 +262,49 @@ TEST(guest_spec)
 	   "a directory bind mount is refused by name: %s", err_msg());
 	is_int(guest_spec_from_oci(s, NULL, &st), -ENOTSUP);
 	oci_spec_free(s);
+}
+
+/* podman binds its own shm tmpfs on /dev/shm: the guest gets a tmpfs of
+ * the same size. A tmpfs directory elsewhere is still refused. */
+TEST(shm_bind)
+{
+	char shm[] = "/dev/shm/kvrun-vm-plan-XXXXXX", json[1200];
+	struct proto_start st;
+	struct oci_spec *s;
+	struct statfs sf;
+
+	if (!mkdtemp(shm) || statfs(shm, &sf) < 0 || sf.f_type != TMPFS_MAGIC) {
+		ok(1, "# SKIP /dev/shm is not a tmpfs here");
+		return;
+	}
+	snprintf(json, sizeof(json),
+	         "{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}, \"process\": {\"args\": [\"/x\"], "
+	         "\"cwd\": \"/\"}, \"mounts\": [{\"destination\": \"/dev/shm\", \"type\": \"bind\", \"source\": "
+	         "\"%s\", \"options\": [\"bind\", \"rprivate\", \"nosuid\", \"noexec\", \"nodev\"]}]}",
+	         shm);
+	s = spec_from(json);
+	is_int(guest_spec_check(s), 0);
+	is_int(guest_spec_from_oci(s, NULL, &st), 0);
+	is_str(st.mounts[0].type, "tmpfs");
+	ok(!st.mounts[0].has_data, "nothing is copied");
+	is_str(st.mounts[0].options[0], "nosuid");
+	is_str(st.mounts[0].options[3], "mode=1777");
+	ok(strncmp(st.mounts[0].options[4], "size=", 5) == 0 &&
+	       strtoull(st.mounts[0].options[4] + 5, NULL, 10) == (unsigned long long)sf.f_blocks * sf.f_bsize,
+	   "the host tmpfs's size: %s", st.mounts[0].options[4]);
+	proto_start_free(&st);
+	oci_spec_free(s);
+
+	/* The same directory on another destination is a directory volume. */
+	snprintf(json, sizeof(json),
+	         "{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}, \"process\": {\"args\": [\"/x\"], "
+	         "\"cwd\": \"/\"}, \"mounts\": [{\"destination\": \"/data\", \"type\": \"bind\", \"source\": "
+	         "\"%s\", \"options\": [\"bind\"]}]}",
+	         shm);
+	s = spec_from(json);
+	is_int(guest_spec_check(s), -ENOTSUP);
+	oci_spec_free(s);
+	rmdir(shm);
 }
 
 TEST(rootfs_image)
