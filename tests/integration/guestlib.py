@@ -37,9 +37,9 @@ EXIT_STATUS = {
 # instructions (see shared/guest-kernel/BUILD.md).
 PVM_CMDLINE = (
     "console=ttyS0 reboot=k panic=-1 quiet noxsave nofsgsbase nopcid "
-    "clearcpuid=smap,smep,popcnt,rdrand,rdseed,rdpid,erms,fsrm,clflushopt,"
-    "clwb,umip,invpcid,movbe,aes,pclmulqdq,sha_ni,avx,avx2,fma,f16c,bmi1,"
-    "bmi2,adx,vaes,vpclmulqdq,abm pvmhost=1"
+    "clearcpuid=smap,smep,popcnt,rdrand,rdseed,rdpid,erms,fsrm,clflushopt,clwb,"
+    "umip,invpcid,movbe,aes,pclmulqdq,sha_ni,f16c,bmi1,cx16,bmi2,adx "
+    "rcupdate.rcu_cpu_stall_suppress=1 nowatchdog pvmhost=1"
 )
 NATIVE_CMDLINE = "console=ttyS0 reboot=k panic=-1 quiet"
 
