@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `kvrun checkpoint <id>`: save a running container to disk. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "common/log.h"
+#include "runtime/monitor.h"
 #include "runtime/monitor-client.h"
 #include "runtime/checkpoint.h"
 #include "runtime/commands.h"
@@ -32,23 +34,207 @@ int checkpoint_check_cgroups_mode(const char *mode)
 	return err_set(-EINVAL, "Invalid manage cgroups mode");
 }
 
+/* What `checkpoint` creates in the image directory, so that a failure
+ * removes exactly that. The jailed monitor creates no file: it writes the
+ * VM and the disk into the first two, which it gets with the request. */
+enum { IMG_VM, IMG_DISK, IMG_CONFIG, NR_IMG };
+
+static const char *const img_names[NR_IMG] = {MONITOR_CHECKPOINT_VM, MONITOR_CHECKPOINT_DISK,
+                                              MONITOR_CHECKPOINT_CONFIG};
+
+struct image {
+	char *path; /* as given, trailing slashes dropped */
+	char *made; /* its first component that did not exist, or NULL */
+	char *dir; /* realpath of path */
+	char *tmp[NR_IMG]; /* temporary files still to be renamed */
+	int fd[NR_IMG];
+	bool placed[NR_IMG]; /* renamed to img_names[i] */
+};
+
+/* Find (and keep in img->made) the first missing component of img->path,
+ * then mkdir -p it. */
+static int image_mkdir(struct image *img)
+{
+	_cleanup_free_ char *p = strdup(img->path);
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	if (access(p, F_OK) < 0) {
+		for (;;) {
+			char *slash = strrchr(p, '/');
+
+			if (!slash || slash == p)
+				break;
+			*slash = 0;
+			if (access(p, F_OK) == 0) {
+				*slash = '/';
+				break;
+			}
+		}
+		img->made = TAKE_PTR(p);
+	}
+	r = mkdir_p(img->path, 0700);
+	if (r < 0)
+		return err_setsys(r, "create %s", img->path);
+	img->dir = realpath(img->path, NULL);
+	if (!img->dir)
+		return err_setsys(-errno, "%s", img->path);
+	return 0;
+}
+
+static int image_tmp(struct image *img, int i)
+{
+	if (asprintf(&img->tmp[i], "%s/.%s.XXXXXX", img->dir, img_names[i]) < 0) {
+		img->tmp[i] = NULL;
+		return -ENOMEM;
+	}
+	/* O_RDWR | O_CREAT | O_EXCL, 0600. */
+	img->fd[i] = mkostemp(img->tmp[i], O_CLOEXEC);
+	if (img->fd[i] < 0) {
+		int r = err_setsys(-errno, "create a file in %s", img->dir);
+
+		free(img->tmp[i]);
+		img->tmp[i] = NULL;
+		return r;
+	}
+	return 0;
+}
+
+static int copy_config(struct image *img, const char *bundle)
+{
+	_cleanup_free_ char *src = NULL;
+	_cleanup_close_ int in = -1;
+	int r;
+
+	if (asprintf(&src, "%s/config.json", bundle) < 0)
+		return -ENOMEM;
+	in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return err_setsys(-errno, "open %s", src);
+	r = image_tmp(img, IMG_CONFIG);
+	if (r < 0)
+		return r;
+	r = checkpoint_copy_fd(in, img->fd[IMG_CONFIG]);
+	return r < 0 ? err_setsys(r, "copy %s", src) : 0;
+}
+
+/* The monitor has written the VM and the disk: add the configuration,
+ * name everything and mark the image complete, last. */
+static int image_finish(struct image *img, const char *bundle)
+{
+	_cleanup_free_ char *mark = NULL;
+	_cleanup_close_ int dfd = -1;
+	int r;
+
+	r = copy_config(img, bundle);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < NR_IMG; i++)
+		if (fsync(img->fd[i]) < 0)
+			return err_setsys(-errno, "sync %s", img->tmp[i]);
+	if (asprintf(&mark, "%s/%s", img->dir, MONITOR_CHECKPOINT_MARK) < 0)
+		return -ENOMEM;
+	/* An older checkpoint here stops being one before its files go. */
+	if (unlink(mark) < 0 && errno != ENOENT)
+		return err_setsys(-errno, "remove %s", mark);
+	for (int i = 0; i < NR_IMG; i++) {
+		_cleanup_free_ char *dst = NULL;
+
+		if (asprintf(&dst, "%s/%s", img->dir, img_names[i]) < 0)
+			return -ENOMEM;
+		if (rename(img->tmp[i], dst) < 0)
+			return err_setsys(-errno, "rename %s to %s", img->tmp[i], dst);
+		img->placed[i] = true;
+		free(img->tmp[i]);
+		img->tmp[i] = NULL;
+	}
+	dfd = open(img->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd) < 0)
+		return err_setsys(-errno, "sync %s", img->dir);
+	r = write_file_atomic(mark, "kvrun checkpoint 1\n", 19, 0600);
+	if (r < 0)
+		return err_setsys(r, "write %s", mark);
+	return 0;
+}
+
+/* After a failure: remove every file and directory this command made. */
+static void image_remove(struct image *img)
+{
+	for (int i = 0; i < NR_IMG; i++) {
+		_cleanup_free_ char *dst = NULL;
+
+		if (img->tmp[i])
+			unlink(img->tmp[i]);
+		if (img->placed[i] && asprintf(&dst, "%s/%s", img->dir, img_names[i]) >= 0)
+			unlink(dst);
+	}
+	if (!img->made)
+		return;
+	/* From the image directory up to the first one we created. */
+	for (size_t len = strlen(img->path); len >= strlen(img->made);) {
+		char *slash;
+
+		if (rmdir(img->path) < 0)
+			break;
+		slash = strrchr(img->path, '/');
+		if (!slash)
+			break;
+		*slash = 0;
+		len = strlen(img->path);
+	}
+}
+
+static void image_free(struct image *img)
+{
+	for (int i = 0; i < NR_IMG; i++) {
+		if (img->fd[i] >= 0)
+			close(img->fd[i]);
+		free(img->tmp[i]);
+	}
+	free(img->path);
+	free(img->made);
+	free(img->dir);
+}
+
+static int image_save(struct container *c, struct image *img, bool leave_running)
+{
+	_cleanup_free_ char *req = NULL;
+	int r;
+
+	r = image_mkdir(img);
+	if (r >= 0)
+		r = image_tmp(img, IMG_VM);
+	if (r >= 0)
+		r = image_tmp(img, IMG_DISK);
+	if (r < 0)
+		return r;
+	if (asprintf(&req, "checkpoint %d %s", leave_running ? 1 : 0, img->dir) < 0)
+		return -ENOMEM;
+	r = monitor_call_fds(c->dir, req, img->fd, 2, CHECKPOINT_TIMEOUT_MS, NULL);
+	if (r < 0)
+		return r;
+	return image_finish(img, c->state->bundle);
+}
+
 /* Have the monitor save the VM into image_path; unless leave_running,
  * wait until it is gone (the container then reads as stopped). */
 static int checkpoint_container(struct container *c, const char *image_path, bool leave_running)
 {
-	_cleanup_free_ char *dir = NULL, *req = NULL;
+	struct image img = {.fd = {-1, -1, -1}};
 	pid_t pid = c->state->pid;
+	size_t len;
 	int r, fd;
 
-	r = mkdir_p(image_path, 0700);
-	if (r < 0)
-		return err_setsys(r, "create %s", image_path);
-	dir = realpath(image_path, NULL);
-	if (!dir)
-		return err_setsys(-errno, "%s", image_path);
-	if (asprintf(&req, "checkpoint %d %s", leave_running ? 1 : 0, dir) < 0)
+	img.path = strdup(image_path);
+	if (!img.path)
 		return -ENOMEM;
-	r = monitor_call(c->dir, req, CHECKPOINT_TIMEOUT_MS, NULL);
+	for (len = strlen(img.path); len > 1 && img.path[len - 1] == '/'; len--)
+		img.path[len - 1] = 0;
+	r = image_save(c, &img, leave_running);
+	if (r < 0)
+		image_remove(&img);
+	image_free(&img);
 	if (r < 0 || leave_running)
 		return r;
 	/* A pidfd turns readable when the process exits (even unreaped). */

@@ -111,12 +111,12 @@ static const char *const base_calls[] = {
     "getrandom",
 };
 
-/* The VM's disk: writes, flushes, discards. */
+/* The VM's disk: writes, flushes, discards. And a checkpoint, written into
+ * files `kvrun checkpoint` created and passed over control.sock: ftruncate
+ * empties and sizes them (the snapshot's and the disk copy's holes), and
+ * copy_file_range copies the disk between two fds already held. */
 static const char *const monitor_calls[] = {
-    "fsync",
-    "fdatasync",
-    "fallocate",
-    "sync_file_range",
+    "fsync", "fdatasync", "fallocate", "sync_file_range", "ftruncate", "copy_file_range",
 };
 
 /* ioctl types by the second byte of the request: KVM's, vhost's, and the

@@ -3,11 +3,16 @@
  * `kvrun checkpoint` in the monitor, and the resumption of a restored
  * checkpoint. A checkpoint is a directory:
  *   vm.snap           the VM and its devices (vmm/snapshot.h)
- *   rootfs.img        the root disk as it was at the pause (a reflink where
- *                     the file system can, else a copy): `delete` removes
- *                     the container's own
+ *   rootfs.img        the root disk as it was at the pause (copied with
+ *                     copy_file_range, so shared extents where the file
+ *                     system can, and holes kept): `delete` removes the
+ *                     container's own
  *   config.json       the bundle's configuration the container ran with
  *   kvrun-checkpoint  marks the directory as complete (written last)
+ * The monitor is jailed (jail.h) and may create no file: `kvrun checkpoint`
+ * makes the directory and two empty files and passes them with the
+ * request; the monitor writes vm.snap and rootfs.img into them, and the
+ * client names them, adds config.json and the mark.
  * The guest's page cache is in vm.snap and its disk in rootfs.img, taken
  * with the disk quiesced, so the two agree.
  */
@@ -35,32 +40,105 @@
 
 #define STREAM_WAIT_MS (60 * 1000)
 
+#define COPY_CHUNK (1 << 20)
+
+/* pread/pwrite where copy_file_range cannot (another file system on an
+ * older kernel, or a jail without it). */
+static int copy_plain(int in, int out, off_t off, off_t len)
+{
+	_cleanup_free_ char *buf = malloc(COPY_CHUNK);
+
+	if (!buf)
+		return -ENOMEM;
+	while (len > 0) {
+		ssize_t n = pread(in, buf, len < COPY_CHUNK ? (size_t)len : COPY_CHUNK, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		for (ssize_t done = 0; done < n;) {
+			ssize_t w = pwrite(out, buf + done, (size_t)(n - done), off + done);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				return w < 0 ? -errno : -EIO;
+			done += w;
+		}
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int copy_range(int in, int out, off_t off, off_t len)
+{
+	off_t in_off = off, out_off = off;
+
+	while (len > 0) {
+		ssize_t n = copy_file_range(in, &in_off, out, &out_off, (size_t)len, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 &&
+		    (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS || errno == EPERM))
+			return copy_plain(in, out, in_off, len);
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		len -= n;
+	}
+	return 0;
+}
+
+int checkpoint_copy_fd(int in, int out)
+{
+	struct stat st;
+	off_t pos = 0;
+
+	if (fstat(in, &st) < 0)
+		return -errno;
+	/* Sized first: what is not copied below stays a hole. */
+	if (ftruncate(out, 0) < 0 || ftruncate(out, st.st_size) < 0)
+		return -errno;
+	while (pos < st.st_size) {
+		off_t data = lseek(in, pos, SEEK_DATA), hole;
+		int r;
+
+		if (data < 0 && errno == ENXIO)
+			break; /* only a hole is left */
+		if (data < 0)
+			return -errno;
+		hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0)
+			return -errno;
+		if (hole > st.st_size)
+			hole = st.st_size;
+		r = copy_range(in, out, data, hole - data);
+		if (r < 0)
+			return r;
+		pos = hole;
+	}
+	return 0;
+}
+
 int checkpoint_copy_file(const char *src, const char *dst)
 {
 	_cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC);
 	_cleanup_close_ int out = -1;
-	struct stat st;
-	off_t done = 0;
+	int r;
 
-	if (in < 0 || fstat(in, &st) < 0)
+	if (in < 0)
 		return err_setsys(-errno, "open %s", src);
 	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (out < 0)
 		return err_setsys(-errno, "create %s", dst);
 	if (ioctl(out, FICLONE, in) == 0)
 		return 0;
-	while (done < st.st_size) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)(st.st_size - done), 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			int r = n < 0 ? -errno : -EIO;
-
-			unlink(dst);
-			return err_setsys(r, "copy %s to %s", src, dst);
-		}
-		done += n;
+	r = checkpoint_copy_fd(in, out);
+	if (r < 0) {
+		unlink(dst);
+		return err_setsys(r, "copy %s to %s", src, dst);
 	}
 	return 0;
 }
@@ -76,11 +154,6 @@ int checkpoint_check_image(const char *dir)
 	return 0;
 }
 
-static int path_in(const char *dir, const char *name, char **ret)
-{
-	return asprintf(ret, "%s/%s", dir, name) < 0 ? -ENOMEM : 0;
-}
-
 /* The container's directory: where control.sock is. */
 static int container_dir(const struct monitor *m, char **ret)
 {
@@ -90,41 +163,49 @@ static int container_dir(const struct monitor *m, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-static int save_files(struct monitor *m, const char *dir)
+static int check_file(int fd, const char *what)
 {
-	_cleanup_free_ char *cdir = NULL, *src = NULL, *dst = NULL, *cfg = NULL, *cfg_dst = NULL, *snap = NULL;
-	_cleanup_free_ char *mark = NULL;
-	int r;
+	struct stat st;
 
-	if (container_dir(m, &cdir) < 0 || path_in(cdir, MONITOR_DISK, &src) < 0 ||
-	    path_in(dir, MONITOR_CHECKPOINT_DISK, &dst) < 0 || path_in(m->a->b->path, "config.json", &cfg) < 0 ||
-	    path_in(dir, MONITOR_CHECKPOINT_CONFIG, &cfg_dst) < 0 || path_in(dir, MONITOR_CHECKPOINT_VM, &snap) < 0 ||
-	    path_in(dir, MONITOR_CHECKPOINT_MARK, &mark) < 0)
-		return -ENOMEM;
-	unlink(mark);
-	r = sandbox_save(m->sb, snap);
-	if (r >= 0)
-		r = checkpoint_copy_file(src, dst);
-	if (r >= 0)
-		r = checkpoint_copy_file(cfg, cfg_dst);
-	if (r >= 0) {
-		r = write_file_atomic(mark, "kvrun checkpoint 1\n", 19, 0600);
-		if (r < 0)
-			err_setsys(r, "write %s", mark);
-	}
-	return r;
+	if (fstat(fd, &st) < 0)
+		return err_setsys(-errno, "the file for %s", what);
+	if (!S_ISREG(st.st_mode))
+		return err_set(-EINVAL, "the file for %s is not a regular file", what);
+	return 0;
 }
 
-int monitor_checkpoint(struct monitor *m, bool leave_running, const char *dir)
+/* The VM is saved first: that pauses it and quiesces its disk, whose
+ * image is then copied as it stands. */
+static int save_files(struct monitor *m, int snap_fd, int disk_fd)
+{
+	_cleanup_free_ char *cdir = NULL, *src = NULL;
+	_cleanup_close_ int in = -1;
+	int r;
+
+	if (container_dir(m, &cdir) < 0 || asprintf(&src, "%s/%s", cdir, MONITOR_DISK) < 0)
+		return -ENOMEM;
+	r = sandbox_save_fd(m->sb, snap_fd);
+	if (r < 0)
+		return r;
+	in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return err_setsys(-errno, "open %s", src);
+	r = checkpoint_copy_fd(in, disk_fd);
+	return r < 0 ? err_setsys(r, "copy %s", src) : 0;
+}
+
+int monitor_checkpoint(struct monitor *m, bool leave_running, const char *dir, int snap_fd, int disk_fd)
 {
 	int r;
 
 	if (m->exited)
 		return err_set(-ESRCH, "container not running");
-	r = mkdir_p(dir, 0700);
+	r = check_file(snap_fd, "the VM");
+	if (r >= 0)
+		r = check_file(disk_fd, "the disk");
 	if (r < 0)
-		return err_setsys(r, "create %s", dir);
-	r = save_files(m, dir);
+		return r;
+	r = save_files(m, snap_fd, disk_fd);
 	if (r < 0 || leave_running) {
 		/* The VM goes on (a failed checkpoint changes nothing). */
 		int q = sandbox_resume(m->sb);
@@ -134,10 +215,10 @@ int monitor_checkpoint(struct monitor *m, bool leave_running, const char *dir)
 		if (q < 0)
 			log_error("resuming after the checkpoint: %s", strerror(-q));
 		if (r >= 0)
-			log_info("checkpoint written to %s, container left running", dir);
+			log_info("checkpoint for %s saved, container left running", dir);
 		return r;
 	}
-	log_info("checkpoint written to %s, container stopped", dir);
+	log_info("checkpoint for %s saved, container stopped", dir);
 	/* As runc's container after a checkpoint: killed. */
 	m->checkpointed = true;
 	m->exited = true;

@@ -83,7 +83,47 @@ static int read_reply(int fd, int timeout_ms, char *buf, size_t size)
 	}
 }
 
+/* The request line in one sendmsg, with nfds descriptors (SCM_RIGHTS)
+ * riding on its first byte. */
+static int send_request(int fd, const char *line, const int *fds, size_t nfds)
+{
+	union {
+		char buf[CMSG_SPACE(MONITOR_CALL_MAX_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {.iov_base = (void *)line, .iov_len = strlen(line)};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	if (nfds > MONITOR_CALL_MAX_FDS)
+		return -EINVAL;
+	if (nfds > 0) {
+		memset(u.buf, 0, sizeof(u.buf));
+		msg.msg_control = u.buf;
+		msg.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+	}
+	do
+		n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	/* A short send leaves only bytes: the descriptors went with the first. */
+	return write_all(fd, line + n, strlen(line) - (size_t)n);
+}
+
 int monitor_call(const char *dir, const char *request, int timeout_ms, char **ret_detail)
+{
+	return monitor_call_fds(dir, request, NULL, 0, timeout_ms, ret_detail);
+}
+
+int monitor_call_fds(const char *dir, const char *request, const int *fds, size_t nfds, int timeout_ms,
+                     char **ret_detail)
 {
 	_cleanup_free_ char *path = NULL, *line = NULL;
 	_cleanup_close_ int fd = -1, dirfd = -1;
@@ -102,7 +142,7 @@ int monitor_call(const char *dir, const char *request, int timeout_ms, char **re
 		return err_setsys(-errno, "socket");
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return err_setsys(-errno, "connect to the container's monitor at %s", path);
-	r = write_all(fd, line, strlen(line));
+	r = send_request(fd, line, fds, nfds);
 	if (r < 0)
 		return err_setsys(r, "send to the container's monitor");
 	r = read_reply(fd, timeout_ms, buf, sizeof(buf));

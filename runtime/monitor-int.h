@@ -95,10 +95,12 @@ int monitor_accept_stream(struct monitor *m, int i, int timeout_ms, const char *
 /* The container's terminal: relay the guest's pty stream (monitor.c). */
 int monitor_setup_terminal(struct monitor *m);
 
-/* monitor-checkpoint.c: "checkpoint <leave 0|1> <dir>": save the VM, its
- * root disk and the bundle's config.json into dir; unless leave_running,
- * the container then ends as if killed (SIGKILL). */
-int monitor_checkpoint(struct monitor *m, bool leave_running, const char *dir);
+/* monitor-checkpoint.c: "checkpoint <leave 0|1> <dir>" with two fds: save
+ * the VM into snap_fd and its root disk into disk_fd (empty regular files
+ * the client created in dir, which is only named in messages; the caller
+ * closes them); unless leave_running, the container then ends as if
+ * killed (SIGKILL). */
+int monitor_checkpoint(struct monitor *m, bool leave_running, const char *dir, int snap_fd, int disk_fd);
 
 /* A monitor restoring a checkpoint: after HELLO, take the streams
  * guest-init opens again for the running process and relay them. */

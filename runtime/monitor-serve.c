@@ -35,24 +35,73 @@ static void answer(int fd, int r, const char *detail)
 	(void)write_all(fd, buf, n < (int)sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 }
 
+/* Descriptors that came with a request (SCM_RIGHTS): only "checkpoint"
+ * takes any (the files it writes, which the jailed monitor cannot create);
+ * the rest are closed unused. */
+#define REQ_MAX_FDS 4
+
+struct req_fds {
+	int fd[REQ_MAX_FDS];
+	int n;
+	bool truncated; /* more came than fit: the kernel closed them */
+};
+
+static void req_fds_close(struct req_fds *f)
+{
+	for (int i = 0; i < f->n; i++)
+		close(f->fd[i]);
+	f->n = 0;
+}
+
+static void take_fds(struct msghdr *msg, struct req_fds *f)
+{
+	if (msg->msg_flags & MSG_CTRUNC)
+		f->truncated = true;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR(msg, cm)) {
+		size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (f->n < REQ_MAX_FDS) {
+				f->fd[f->n++] = fd;
+			} else {
+				close(fd);
+				f->truncated = true;
+			}
+		}
+	}
+}
+
 /* The request line, read a byte at a time so that what follows it (the
- * EXEC frame) stays in the socket. */
-static int read_line(int fd, char *line, size_t size)
+ * EXEC frame) stays in the socket; descriptors sent with it go to *fds. */
+static int read_line(int fd, char *line, size_t size, struct req_fds *fds)
 {
 	size_t len = 0;
 
 	while (len + 1 < size) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
+		union {
+			char buf[CMSG_SPACE(REQ_MAX_FDS * sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		struct iovec iov = {.iov_base = line + len, .iov_len = 1};
+		struct msghdr msg = {
+		    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
 		ssize_t n;
 
 		/* A client that connects and says nothing must not stall us. */
 		if (poll(&p, 1, CLIENT_WAIT_MS) <= 0)
 			return -ETIMEDOUT;
-		n = read(fd, line + len, 1);
+		n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return -ECONNRESET;
+		take_fds(&msg, fds);
 		if (line[len] == '\n')
 			break;
 		len++;
@@ -280,8 +329,19 @@ static int do_subscribe(struct monitor *m, int fd, bool *keep)
 	return err_set(-EAGAIN, "too many events subscribers (at most %d)", MONITOR_MAX_SUBS);
 }
 
+/* "checkpoint <leave 0|1> <dir>" with the files for the VM and its disk. */
+static int do_checkpoint(struct monitor *m, bool leave_running, const char *dir, const struct req_fds *fds)
+{
+	if (fds->n != 2 || fds->truncated)
+		return err_set(-EINVAL, "checkpoint needs 2 files to write (the VM's and the disk's), got %d%s", fds->n,
+		               fds->truncated ? " and more" : "");
+	return monitor_checkpoint(m, leave_running, dir, fds->fd[0], fds->fd[1]);
+}
+
 void monitor_serve_client(struct monitor *m)
 {
+	_cleanup_(req_fds_close) struct req_fds fds = {.n = 0};
+	bool checkpoint;
 	_cleanup_close_ int fd = accept4(m->control_fd, NULL, NULL, SOCK_CLOEXEC);
 	char line[4200], detail[2048] = "";
 	unsigned pid, rows, cols;
@@ -289,10 +349,15 @@ void monitor_serve_client(struct monitor *m)
 	int signo, all, r, has_pids, has_mem;
 	bool keep = false;
 
-	if (fd < 0 || read_line(fd, line, sizeof(line)) < 0)
+	if (fd < 0 || read_line(fd, line, sizeof(line), &fds) < 0)
 		return;
 	err_clear();
-	if (strcmp(line, "start") == 0)
+	checkpoint = sscanf(line, "checkpoint %d %n", &all, &signo) == 1 && line[signo];
+	if ((fds.n > 0 || fds.truncated) && !checkpoint)
+		r = err_set(-EINVAL, "request \"%s\" takes no file descriptors", line);
+	else if (checkpoint)
+		r = do_checkpoint(m, all != 0, line + signo, &fds);
+	else if (strcmp(line, "start") == 0)
 		r = do_start(m, detail, sizeof(detail));
 	else if (sscanf(line, "kill %d %d", &signo, &all) == 2)
 		r = monitor_signal(m, 0, signo, all != 0);
@@ -312,8 +377,6 @@ void monitor_serve_client(struct monitor *m)
 		r = do_update(m, has_pids, pids, has_mem, mem);
 	else if (strcmp(line, "events") == 0)
 		r = do_subscribe(m, fd, &keep);
-	else if (sscanf(line, "checkpoint %d %n", &all, &signo) == 1 && line[signo])
-		r = monitor_checkpoint(m, all != 0, line + signo);
 	else if (strcmp(line, "ping") == 0)
 		r = 0;
 	else

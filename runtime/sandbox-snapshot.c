@@ -48,7 +48,8 @@ static void pause_devices(struct sandbox *s, bool paused)
 		virtio_net_pause(s->nets[i], paused);
 }
 
-int sandbox_save(struct sandbox *s, const char *path)
+/* Into path when fd < 0, else into fd (named path in messages). */
+static int save(struct sandbox *s, const char *path, int fd)
 {
 	struct snapshot_dev devs[SANDBOX_SNAPSHOT_DEVS];
 	struct snapshot_stats st;
@@ -59,13 +60,26 @@ int sandbox_save(struct sandbox *s, const char *path)
 	if (r < 0)
 		return err_prefix(r, "pause the VM");
 	pause_devices(s, true);
-	r = vm_snapshot_save(s->vm, path, devs, n, &st);
+	if (fd >= 0)
+		r = vm_snapshot_save_fd(s->vm, fd, devs, n, &st);
+	else
+		r = vm_snapshot_save(s->vm, path, devs, n, &st);
 	if (r < 0)
 		return r;
 	log_debug("VM saved to %s in %llu ms: %llu guest pages, %llu bytes", path,
 	          (unsigned long long)(st.save_us / 1000), (unsigned long long)st.mem_pages,
 	          (unsigned long long)st.file_bytes);
 	return 0;
+}
+
+int sandbox_save(struct sandbox *s, const char *path)
+{
+	return save(s, path, -1);
+}
+
+int sandbox_save_fd(struct sandbox *s, int fd)
+{
+	return save(s, "the given file", fd);
 }
 
 int sandbox_resume(struct sandbox *s)

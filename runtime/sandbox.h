@@ -71,6 +71,9 @@ int sandbox_launch(const struct sandbox_opts *o, struct sandbox **ret);
 /* Pause the VM and its devices and save it to path (written atomically).
  * The VM stays paused: end it with sandbox_free() (or sandbox_resume()). */
 int sandbox_save(struct sandbox *s, const char *path);
+/* The same into fd, an empty regular file open for writing that the
+ * caller keeps (what a jailed monitor may write: vm_snapshot_save_fd). */
+int sandbox_save_fd(struct sandbox *s, int fd);
 int sandbox_resume(struct sandbox *s);
 
 /* The VM's done eventfd: readable once the VM ended. */

@@ -263,18 +263,21 @@ static int write_header(struct snap_writer *w)
 	return 0;
 }
 
-int vm_snapshot_save(struct vm *vm, const char *path, const struct snapshot_dev *devs, unsigned int ndevs,
-                     struct snapshot_stats *ret_stats)
+int vm_snapshot_save_fd(struct vm *vm, int fd, const struct snapshot_dev *devs, unsigned int ndevs,
+                        struct snapshot_stats *ret_stats)
 {
 	_cleanup_free_ struct snap_header *h = calloc(1, sizeof(*h));
-	_cleanup_free_ char *tmp = NULL;
 	struct snapshot_stats st = {0};
 	uint64_t t0 = vm_now_ns();
-	struct snap_writer w = {.off = SNAP_HEADER_AREA};
+	struct snap_writer w = {.off = SNAP_HEADER_AREA, .fd = fd};
 	int r;
 
-	if (!h || asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0)
+	if (!h)
 		return -ENOMEM;
+	/* Zero pages are left as holes: stale bytes there would read back as
+	 * guest memory. */
+	if (ftruncate(fd, 0) < 0)
+		return err_setsys(-errno, "emptying the snapshot file");
 	memcpy(h->magic, SNAP_MAGIC, sizeof(h->magic));
 	h->version = SNAPSHOT_FORMAT_VERSION;
 	h->header_size = sizeof(*h);
@@ -283,13 +286,31 @@ int vm_snapshot_save(struct vm *vm, const char *path, const struct snapshot_dev 
 	h->ncpus = vm->ncpus;
 	h->mem_size = vm->mem.ram_size;
 	w.h = h;
-	w.fd = mkostemp(tmp, O_CLOEXEC);
-	if (w.fd < 0)
-		return err_setsys(-errno, "cannot create snapshot file %s", tmp);
 	r = write_all(&w, vm, devs, ndevs, &st);
 	if (r >= 0)
 		r = write_header(&w);
-	if (close(w.fd) < 0 && r >= 0)
+	if (r < 0)
+		return r;
+	st.file_bytes = w.bytes;
+	st.save_us = (vm_now_ns() - t0) / 1000;
+	if (ret_stats)
+		*ret_stats = st;
+	return 0;
+}
+
+int vm_snapshot_save(struct vm *vm, const char *path, const struct snapshot_dev *devs, unsigned int ndevs,
+                     struct snapshot_stats *ret_stats)
+{
+	_cleanup_free_ char *tmp = NULL;
+	int fd, r;
+
+	if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0)
+		return -ENOMEM;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return err_setsys(-errno, "cannot create snapshot file %s", tmp);
+	r = vm_snapshot_save_fd(vm, fd, devs, ndevs, ret_stats);
+	if (close(fd) < 0 && r >= 0)
 		r = err_setsys(-errno, "closing snapshot file");
 	if (r >= 0 && rename(tmp, path) < 0)
 		r = err_setsys(-errno, "renaming the snapshot to %s", path);
@@ -297,9 +318,5 @@ int vm_snapshot_save(struct vm *vm, const char *path, const struct snapshot_dev 
 		unlink(tmp);
 		return err_prefix(r, "snapshot %s", path);
 	}
-	st.file_bytes = w.bytes;
-	st.save_us = (vm_now_ns() - t0) / 1000;
-	if (ret_stats)
-		*ret_stats = st;
 	return 0;
 }

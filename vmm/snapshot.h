@@ -84,6 +84,12 @@ struct snapshot_stats {
 int vm_snapshot_save(struct vm *vm, const char *path, const struct snapshot_dev *devs, unsigned int ndevs,
                      struct snapshot_stats *ret_stats);
 
+/* The same into fd, a regular file open for writing (emptied first; the
+ * caller keeps it, and names, syncs and closes it): for a process that may
+ * not create files. On failure fd holds no usable snapshot. */
+int vm_snapshot_save_fd(struct vm *vm, int fd, const struct snapshot_dev *devs, unsigned int ndevs,
+                        struct snapshot_stats *ret_stats);
+
 /* Skip the checksum of guest RAM in vm_snapshot_open() (it reads every
  * stored page once): for snapshot files the caller wrote itself and trusts,
  * such as templates. Everything else is still checked. */

@@ -9,11 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/error.h"
+#include "runtime/checkpoint.h"
 #include "runtime/jail.h"
+#include "vmm/snapshot.h"
+#include "vmm/vm.h"
 #include "tap.h"
 
 /* A /proc/self/status field, as text ("" when missing). */
@@ -154,6 +159,109 @@ TEST(proxy_profile)
 TEST(monitor_profile)
 {
 	check_profile(JAIL_MONITOR, "monitor");
+}
+
+/* What the monitor does for `kvrun checkpoint`, under its jail: the VM's
+ * snapshot and the disk's copy go into files it was given (created
+ * before the jail, as the client creates them), the disk opened read-only;
+ * a snapshot by path (a file of its own) stays refused. */
+static void jailed_checkpoint(FILE *out, int snap_fd, const char *disk, int copy_fd, const char *path)
+{
+	struct vm_config cfg = {.ncpus = 1, .mem_size = 2 << 20};
+	struct vm *vm = NULL;
+	int in, r;
+
+	r = vm_create(&cfg, &vm);
+	if (r >= 0)
+		r = vm_memslots_wait(vm);
+	fprintf(out, "vm=%d\n", r);
+	if (r < 0)
+		return;
+	memset(guest_mem_ptr(&vm->mem, 0x5000, 4096), 0x3c, 4096);
+	fprintf(out, "enter=%d\n", jail_enter(JAIL_MONITOR));
+	fprintf(out, "save_fd=%d\n", vm_snapshot_save_fd(vm, snap_fd, NULL, 0, NULL));
+	in = open(disk, O_RDONLY | O_CLOEXEC);
+	fprintf(out, "open_disk=%d\n", in >= 0 ? 0 : -errno);
+	fprintf(out, "copy=%d\n", in >= 0 ? checkpoint_copy_fd(in, copy_fd) : -EBADF);
+	fprintf(out, "save_path=%d\n", vm_snapshot_save(vm, path, NULL, 0, NULL) < 0 ? -1 : 0);
+	fflush(out);
+}
+
+TEST(monitor_checkpoint_into_fds)
+{
+	char dir[] = "/tmp/kvrun-jail-ckpt-XXXXXX", snap[128], disk[128], copy[128], other[128], buf[4096];
+	static char data[8192];
+	struct vm_snapshot *s = NULL;
+	struct stat st;
+	int pfd[2], status = -1, snap_fd, disk_fd, copy_fd, kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	size_t len = 0;
+	ssize_t n;
+	pid_t pid;
+
+	if (kvm < 0) {
+		ok(1, "# SKIP /dev/kvm: %s", strerror(errno));
+		return;
+	}
+	close(kvm);
+	if (!mkdtemp(dir) || pipe(pfd) < 0) {
+		ok(0, "temporary directory and pipe");
+		return;
+	}
+	snprintf(snap, sizeof(snap), "%s/vm.snap", dir);
+	snprintf(disk, sizeof(disk), "%s/disk.img", dir);
+	snprintf(copy, sizeof(copy), "%s/copy.img", dir);
+	snprintf(other, sizeof(other), "%s/other.snap", dir);
+	snap_fd = open(snap, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	copy_fd = open(copy, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	disk_fd = open(disk, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	memset(data, 0x42, sizeof(data));
+	/* Data, a hole, data, and a hole to the end. */
+	ok(pwrite(disk_fd, data, sizeof(data), 0) == sizeof(data) && pwrite(disk_fd, data, 4096, 1 << 20) == 4096 &&
+	       ftruncate(disk_fd, 4 << 20) == 0,
+	   "disk image written");
+	close(disk_fd);
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		FILE *out = fdopen(pfd[1], "w");
+
+		close(pfd[0]);
+		jailed_checkpoint(out, snap_fd, disk, copy_fd, other);
+		_exit(0);
+	}
+	close(pfd[1]);
+	while (len < sizeof(buf) - 1 && (n = read(pfd[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = 0;
+	close(pfd[0]);
+	waitpid(pid, &status, 0);
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the jailed child ran to its end (status 0x%x)", status);
+	is_str(value(buf, "vm"), "0");
+	is_str(value(buf, "enter"), "0");
+	is_str(value(buf, "save_fd"), "0");
+	is_str(value(buf, "open_disk"), "0");
+	is_str(value(buf, "copy"), "0");
+	is_str(value(buf, "save_path"), "-1");
+	ok(access(other, F_OK) < 0, "no snapshot file of its own");
+
+	is_int(vm_snapshot_open(snap, 0, &s), 0);
+	if (s) {
+		struct vm_config cfg;
+
+		vm_snapshot_config(s, &cfg);
+		ok(cfg.ncpus == 1 && cfg.mem_size == 2 << 20, "the snapshot checks out (its checksums included)");
+		vm_snapshot_close(s);
+	}
+	ok(fstat(copy_fd, &st) == 0 && st.st_size == 4 << 20, "the copy has the disk's size");
+	ok(pread(copy_fd, buf, 4096, 4096) == 4096 && memcmp(buf, data, 4096) == 0, "data copied");
+	ok(pread(copy_fd, buf, 4096, 1 << 20) == 4096 && memcmp(buf, data, 4096) == 0, "data after a hole copied");
+	ok(st.st_blocks * 512 < (1 << 20), "holes kept (%lld bytes allocated)", (long long)st.st_blocks * 512);
+	close(snap_fd);
+	close(copy_fd);
+	unlink(snap);
+	unlink(disk);
+	unlink(copy);
+	rmdir(dir);
 }
 
 TEST(switch)
