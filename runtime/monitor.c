@@ -511,7 +511,11 @@ static int bring_up(struct monitor *m)
 	if (m->control_fd < 0 && r >= 0)
 		r = m->control_fd;
 	if (r >= 0)
-		r = container_set_status(a->c, a->restore_dir ? OCI_STATUS_RUNNING : OCI_STATUS_CREATED, getpid());
+		r = container_set_status(a->c, OCI_STATUS_CREATED, getpid());
+	/* A restored container's process is already running: created, then
+	 * running, as the state machine has it. */
+	if (r >= 0 && a->restore_dir)
+		r = container_set_status(a->c, OCI_STATUS_RUNNING, getpid());
 	return r;
 }
 
