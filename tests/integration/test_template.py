@@ -102,8 +102,13 @@ def check_instances(t, tmp, env):
         lines = dict(l.split(":", 1) for l in p.stdout.splitlines() if ":" in l)
         if not t.eq(p.returncode, i + 10, f"container {i}: its own exit status"):
             t.diag(p.stderr[-2000:])
-        t.ok("VM: restoring template" in logtext, f"container {i}: restored from the template (log)",
-             logtext[-1500:])
+        refused = "cold boot instead" in logtext
+        if refused:
+            t.diag("template refused by KVM, cold boot: " +
+                   next((l for l in logtext.splitlines() if "could not be restored" in l), ""))
+        t.ok("VM: restoring template" in logtext, f"container {i}: the matching template is used (log)", logtext[-1500:])
+        t.todo(not refused, f"container {i}: restored from it, no cold boot",
+               "now and then this nested host's KVM refuses a restored MSR (0x4b564d02); kvrun then cold-boots")
         t.eq(lines.get("instance"), f"{i} square:{i * i}", f"container {i}: its own process and output")
         t.eq(lines.get("hostname"), f"tpl-c{i}", f"container {i}: its own hostname")
         t.eq(lines.get("root"), "ro" if i == 2 else "rw", f"container {i}: root {'read-only' if i == 2 else 'writable'}")
