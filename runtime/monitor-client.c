@@ -122,17 +122,15 @@ int monitor_call(const char *dir, const char *request, int timeout_ms, char **re
 	return monitor_call_fds(dir, request, NULL, 0, timeout_ms, ret_detail);
 }
 
-int monitor_call_fds(const char *dir, const char *request, const int *fds, size_t nfds, int timeout_ms,
-                     char **ret_detail)
+/* A connection to the control socket of the container in dir. */
+static int connect_control(const char *dir)
 {
-	_cleanup_free_ char *path = NULL, *line = NULL;
+	_cleanup_free_ char *path = NULL;
 	_cleanup_close_ int fd = -1, dirfd = -1;
 	struct sockaddr_un sa;
-	char buf[REPLY_MAX];
-	char *nl;
 	int r;
 
-	if (asprintf(&path, "%s/%s", dir, MONITOR_CONTROL_SOCK) < 0 || asprintf(&line, "%s\n", request) < 0)
+	if (asprintf(&path, "%s/%s", dir, MONITOR_CONTROL_SOCK) < 0)
 		return -ENOMEM;
 	r = monitor_sockaddr(path, &sa, &dirfd);
 	if (r < 0)
@@ -142,6 +140,23 @@ int monitor_call_fds(const char *dir, const char *request, const int *fds, size_
 		return err_setsys(-errno, "socket");
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return err_setsys(-errno, "connect to the container's monitor at %s", path);
+	return TAKE_FD(fd);
+}
+
+int monitor_call_fds(const char *dir, const char *request, const int *fds, size_t nfds, int timeout_ms,
+                     char **ret_detail)
+{
+	_cleanup_free_ char *line = NULL;
+	_cleanup_close_ int fd = -1;
+	char buf[REPLY_MAX];
+	char *nl;
+	int r;
+
+	if (asprintf(&line, "%s\n", request) < 0)
+		return -ENOMEM;
+	fd = connect_control(dir);
+	if (fd < 0)
+		return fd;
 	r = send_request(fd, line, fds, nfds);
 	if (r < 0)
 		return err_setsys(r, "send to the container's monitor");
@@ -168,23 +183,14 @@ int monitor_call_fds(const char *dir, const char *request, const int *fds, size_
 
 int monitor_subscribe(const char *dir, int timeout_ms)
 {
-	_cleanup_free_ char *path = NULL;
-	_cleanup_close_ int fd = -1, dirfd = -1;
-	struct sockaddr_un sa;
+	_cleanup_close_ int fd = -1;
 	char buf[REPLY_MAX];
 	size_t len = 0;
 	int r;
 
-	if (asprintf(&path, "%s/%s", dir, MONITOR_CONTROL_SOCK) < 0)
-		return -ENOMEM;
-	r = monitor_sockaddr(path, &sa, &dirfd);
-	if (r < 0)
-		return r;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = connect_control(dir);
 	if (fd < 0)
-		return err_setsys(-errno, "socket");
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return err_setsys(-errno, "connect to the container's monitor at %s", path);
+		return fd;
 	r = write_all(fd, "events\n", 7);
 	if (r < 0)
 		return err_setsys(r, "send to the container's monitor");
