@@ -284,3 +284,17 @@ def kvrun_pids():
             except OSError:
                 pass
     return pids
+
+
+def blk_pattern(seed, sector):
+    """The bytes of one 512-byte sector of the test guest's virtio-blk image,
+    as tests/guest/virtio.c computes them."""
+    return bytes((seed + sector * 131 + i * 7 + (i >> 8) * 13) & 0xff for i in range(512))
+
+
+def write_blk_image(path, seed, sectors):
+    """An image of `sectors` sectors that the test guest's virtio-blk test
+    (blk_seed=seed) expects."""
+    with open(path, "wb") as f:
+        for s in range(sectors):
+            f.write(blk_pattern(seed, s))

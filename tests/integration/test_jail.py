@@ -32,11 +32,6 @@ SECTORS = 2048
 SEED = 91
 
 
-def pattern(seed, sector):
-    """The image bytes of one sector, as tests/guest/virtio.c computes them."""
-    return bytes((seed + sector * 131 + i * 7 + (i >> 8) * 13) & 0xff for i in range(512))
-
-
 def boot_args(test, extra, devices):
     return ["--kernel", GUEST, "--test-device", "--console", "--memory", "128M", "--jail",
             "--cmdline", f"test={test} {extra}", "--timeout", str(VM_TIMEOUT_S)] + devices
@@ -64,9 +59,7 @@ def status_of(pid):
 
 with tempfile.TemporaryDirectory() as tmp:
     img = os.path.join(tmp, "disk.img")
-    with open(img, "wb") as f:
-        for s in range(SECTORS):
-            f.write(pattern(SEED, s))
+    guestlib.write_blk_image(img, SEED, SECTORS)
     r = guestlib.boot(boot_args("virtio-blk", f"blk_seed={SEED} blk_sectors={SECTORS} blk_id=kvrun-disk0",
                                 ["--disk", img]), timeout=VM_TIMEOUT_S + 30)
     check_run("blk", r.rc, r.out + "\n" + r.err)

@@ -41,17 +41,6 @@ SECTORS = 2048
 SEED = 173
 
 
-def pattern(seed, sector):
-    """The image bytes of one sector, as tests/guest/virtio.c computes them."""
-    return bytes((seed + sector * 131 + i * 7 + (i >> 8) * 13) & 0xff for i in range(512))
-
-
-def make_image(path, seed):
-    with open(path, "wb") as f:
-        for s in range(SECTORS):
-            f.write(pattern(seed, s))
-
-
 def boot_args(test, extra, devices):
     cmdline = f"test={test} {extra}".strip()
     return ["--kernel", GUEST, "--test-device", "--console", "--memory", "128M",
@@ -73,7 +62,7 @@ before = guestlib.kvrun_pids()
 with tempfile.TemporaryDirectory() as tmp:
     # --- virtio-blk, writable ---
     img = os.path.join(tmp, "disk.img")
-    make_image(img, SEED)
+    guestlib.write_blk_image(img, SEED, SECTORS)
     blk_extra = f"blk_seed={SEED} blk_sectors={SECTORS} blk_id=kvrun-disk0"
     r = guestlib.boot(boot_args("virtio-blk", blk_extra, ["--disk", img]), timeout=VM_TIMEOUT_S + 30)
     passed = check_run("blk", r)
@@ -83,18 +72,19 @@ with tempfile.TemporaryDirectory() as tmp:
     written = bytes((0xa5 ^ i ^ SEED) & 0xff for i in range(512))
     t.eq(len(data), SECTORS * 512, "blk: image size unchanged")
     t.ok(data[512:1024] == written, "blk: the written sector landed in the image file")
-    t.ok(data[:512] == pattern(SEED, 0) and all(
-        data[s * 512:(s + 1) * 512] == pattern(SEED, s) for s in range(2, SECTORS)),
+    t.ok(data[:512] == guestlib.blk_pattern(SEED, 0) and all(
+        data[s * 512:(s + 1) * 512] == guestlib.blk_pattern(SEED, s) for s in range(2, SECTORS)),
         "blk: every other sector of the image is untouched")
 
     # --- virtio-blk, read-only ---
-    make_image(img, SEED)
+    guestlib.write_blk_image(img, SEED, SECTORS)
     r = guestlib.boot(boot_args("virtio-blk", blk_extra + " blk_ro=1", ["--disk", img + ",ro"]),
                       timeout=VM_TIMEOUT_S + 30)
     passed = check_run("blk ro", r)
     t.ok("blk: write to a read-only disk -> IOERR (status 1)" in passed, "blk ro: the write was refused")
     with open(img, "rb") as f:
-        t.ok(f.read(1024) == pattern(SEED, 0) + pattern(SEED, 1), "blk ro: the image is unchanged")
+        t.ok(f.read(1024) == guestlib.blk_pattern(SEED, 0) + guestlib.blk_pattern(SEED, 1),
+             "blk ro: the image is unchanged")
 
     # --- malformed requests ---
     r = guestlib.boot(boot_args("virtio-blk-bad", f"blk_seed={SEED}", ["--disk", img]),
