@@ -144,3 +144,14 @@ int virtio_mmio_state_load(struct virtio_mmio *m, struct snap_reader *rd)
 	}
 	return 0;
 }
+
+int virtio_mmio_state_load_last(struct virtio_mmio *m, struct snap_reader *rd, const char *dev)
+{
+	int r = virtio_mmio_state_load(m, rd);
+
+	if (r < 0)
+		return r;
+	if (rd->off != rd->len)
+		return err_set(-EBADMSG, "%s: %zu bytes of trailing state", dev, rd->len - rd->off);
+	return 0;
+}

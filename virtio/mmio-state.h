@@ -46,4 +46,8 @@ int virtio_mmio_state_save(struct virtio_mmio *m, struct snap_buf *out);
  * queue count and sizes, features): -EINVAL with err_set() otherwise. */
 int virtio_mmio_state_load(struct virtio_mmio *m, struct snap_reader *rd);
 
+/* virtio_mmio_state_load() of the last part of a device's state: bytes left
+ * after it are refused (-EBADMSG, the message naming dev). */
+int virtio_mmio_state_load_last(struct virtio_mmio *m, struct snap_reader *rd, const char *dev);
+
 #endif

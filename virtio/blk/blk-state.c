@@ -148,10 +148,8 @@ int virtio_blk_state_load(void *opaque, const void *data, size_t len)
 	r = check_state(b, &st);
 	if (r < 0)
 		return r;
-	r = virtio_mmio_state_load(&b->mmio, &rd);
+	r = virtio_mmio_state_load_last(&b->mmio, &rd, "virtio-blk");
 	if (r < 0)
 		return r;
-	if (rd.off != rd.len)
-		return err_set(-EBADMSG, "virtio-blk: %zu bytes of trailing state", rd.len - rd.off);
 	return 0;
 }

@@ -82,11 +82,9 @@ int virtio_net_state_load(void *opaque, const void *data, size_t len)
 	r = check_state(n, &st);
 	if (r < 0)
 		return r;
-	r = virtio_mmio_state_load(&n->mmio, &rd);
+	r = virtio_mmio_state_load_last(&n->mmio, &rd, "virtio-net");
 	if (r < 0)
 		return r;
-	if (rd.off != rd.len)
-		return err_set(-EBADMSG, "virtio-net: %zu bytes of trailing state", rd.len - rd.off);
 	pthread_mutex_lock(&n->lock);
 	n->config.status = st.config.status;
 	/* activate() started with one pair, as after a driver reset. */

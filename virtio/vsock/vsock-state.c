@@ -79,11 +79,9 @@ int virtio_vsock_state_load(void *opaque, const void *data, size_t len)
 	if (st.guest_cid != v->guest_cid)
 		return err_set(-EINVAL, "virtio-vsock: saved for guest CID %llu, this device has %llu",
 		               (unsigned long long)st.guest_cid, (unsigned long long)v->guest_cid);
-	r = virtio_mmio_state_load(&v->mmio, &rd);
+	r = virtio_mmio_state_load_last(&v->mmio, &rd, "virtio-vsock");
 	if (r < 0)
 		return r;
-	if (rd.off != rd.len)
-		return err_set(-EBADMSG, "virtio-vsock: %zu bytes of trailing state", rd.len - rd.off);
 	if (!virtio_mmio_active(&v->mmio))
 		return 0;
 	/* Sent from the loop thread once it runs. */
