@@ -7,6 +7,7 @@ import platform
 import shutil
 import statistics
 import subprocess
+import sys
 import time
 
 
@@ -15,7 +16,7 @@ class NotAvailable(Exception):
 
 
 def log(msg):
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def sh(cmd, check=True, timeout=600, **kw):

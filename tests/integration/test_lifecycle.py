@@ -301,8 +301,8 @@ def main():
 if __name__ == "__main__":
     if not os.access(KVRUN, os.X_OK):
         print(f"1..0 # SKIP {KVRUN} not built")
-        raise SystemExit(77)
+        raise SystemExit(0)
     if os.geteuid() != 0:
         print("1..0 # SKIP needs root (cgroups)")
-        raise SystemExit(77)
+        raise SystemExit(0)
     main()

@@ -328,5 +328,5 @@ def main():
 if __name__ == "__main__":
     if not os.access(KVRUN, os.X_OK):
         print(f"1..0 # SKIP {KVRUN} not built")
-        raise SystemExit(77)
+        raise SystemExit(0)
     main()

@@ -321,7 +321,7 @@ int main(void)
 	have_zstd = tool_exists("zstd");
 	if (!tool_exists("depmod")) {
 		tap_skip_all("depmod (kmod) is needed to index the fake module tree");
-		return 77;
+		return 0;
 	}
 	tree_ok = build_tree() == 0;
 	setvbuf(stdout, NULL, _IOLBF, 0);
