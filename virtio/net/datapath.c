@@ -42,6 +42,12 @@ static int tx_one(struct virtio_net *n, unsigned int p, struct virtq_req *req)
 
 	if (req->nr_in || req->out_len < HDR_LEN || req->out_len > HDR_LEN + GSO_FRAME_MAX)
 		return -EINVAL;
+	if (n->be->fds[p] < 0) {
+		/* No backend yet (a template's device): no cable, the frame
+		 * is lost. */
+		n->stats.tx_dropped++;
+		return 1;
+	}
 	w = writev(n->be->fds[p], req->iov, (int)req->nr_out);
 	if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 		return 0;
@@ -210,7 +216,8 @@ static void process_rx(struct virtio_net *n, unsigned int p)
 	bool mrg = virtio_mmio_has_feature(&n->mmio, VIRTIO_NET_F_MRG_RXBUF);
 	int r;
 
-	if (!virtq_usable(vq) || p >= n->active_pairs)
+	/* Without a backend there is nothing to receive: the buffers wait. */
+	if (!virtq_usable(vq) || p >= n->active_pairs || n->be->fds[p] < 0)
 		return;
 	/* Refills need no kick while we are reading. */
 	virtq_disable_notify(vq);

@@ -70,5 +70,7 @@ void net_process(struct virtio_net *n, uint32_t queues);
 void net_update_watch(struct virtio_net *n, unsigned int p);
 /* Hand kicks of queues to the loop thread. */
 void net_kick(struct virtio_net *n, uint32_t queues);
+/* The event-loop handler of a backend fd (opaque: the device). */
+void net_backend_event(int fd, uint32_t revents, void *opaque);
 
 #endif

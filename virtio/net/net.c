@@ -165,7 +165,7 @@ static void net_kick_handler(int fd, uint32_t revents, void *opaque)
 	pthread_mutex_unlock(&n->lock);
 }
 
-static void net_backend_handler(int fd, uint32_t revents, void *opaque)
+void net_backend_event(int fd, uint32_t revents, void *opaque)
 {
 	struct virtio_net *n = opaque;
 
@@ -238,8 +238,11 @@ static int net_init_fds(struct virtio_net *n)
 	if (r < 0)
 		return err_setsys(r, "watching the kick fd");
 	for (unsigned int p = 0; p < n->pairs; p++) {
+		/* A device without a backend yet watches nothing. */
+		if (n->be->fds[p] < 0)
+			continue;
 		/* Watched with no events until the guest is ready. */
-		r = event_loop_add(n->loop, n->be->fds[p], 0, net_backend_handler, n);
+		r = event_loop_add(n->loop, n->be->fds[p], 0, net_backend_event, n);
 		if (r < 0)
 			return err_setsys(r, "watching backend fd %u", p);
 		n->watched[p] = true;

@@ -74,6 +74,27 @@ struct virtio_net_stats {
 };
 void virtio_net_get_stats(struct virtio_net *n, struct virtio_net_stats *ret);
 
+/* A device without a backend (a template's): the same device as
+ * virtio_net_new() would make with opts, never served by vhost-net and
+ * without UFO, whose link status is down (VIRTIO_NET_F_STATUS): frames the
+ * guest sends are dropped (counted in tx_dropped), its rx buffers wait.
+ * Returns 0 or -errno with err_set() context. */
+int virtio_net_new_detached(const struct guest_mem *mem, struct event_loop *loop, const struct virtio_net_opts *opts,
+                            struct virtio_net **ret);
+
+/* Whether the device has no backend yet. */
+bool virtio_net_detached(const struct virtio_net *n);
+
+/* Give a device made by virtio_net_new_detached() its backend, typically
+ * after a snapshot load and before the vCPUs start: when the driver runs
+ * the device, the offloads it negotiated (set_offload) and its active queue
+ * pairs (set_active) are applied to be; then the link goes up with a config
+ * change interrupt and the queues are served. be->nr_queues must equal the
+ * device's queue pairs. On success be is the device's; on failure (-EBUSY:
+ * it has a backend; -EINVAL: another pair count; -EBADF: a missing fd; or
+ * the backend's error) be stays the caller's and the device is unchanged. */
+int virtio_net_attach_backend(struct virtio_net *n, struct net_backend *be);
+
 /* Stop (true) or resume (false) serving the userspace queues, around a
  * snapshot save. */
 void virtio_net_pause(struct virtio_net *n, bool paused);

@@ -88,11 +88,27 @@ int net_tap_set_offload(int fd, uint64_t features)
 	return err_setsys(-errno, "TUNSETOFFLOAD 0x%x", flags);
 }
 
+/* The device reads and writes virtio_net_hdr_v1 (the transport requires
+ * VERSION_1); a TAP handed over later (a restored template's device) may
+ * have been opened with another size. */
+static int tap_set_vnet_hdr(int fd)
+{
+	int len = sizeof(struct virtio_net_hdr_v1), cur = 0;
+
+	if (ioctl(fd, TUNGETVNETHDRSZ, &cur) == 0 && cur == len)
+		return 0;
+	if (ioctl(fd, TUNSETVNETHDRSZ, &len) < 0)
+		return err_setsys(-errno, "TUNSETVNETHDRSZ %d", len);
+	return 0;
+}
+
 static int tap_backend_set_offload(struct net_backend *b, uint64_t features)
 {
 	for (unsigned int i = 0; i < b->nr_queues; i++) {
-		int r = net_tap_set_offload(b->fds[i], features);
+		int r = tap_set_vnet_hdr(b->fds[i]);
 
+		if (r >= 0)
+			r = net_tap_set_offload(b->fds[i], features);
 		if (r < 0)
 			return r;
 	}

@@ -7,7 +7,10 @@
 #include <net/if.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/ethtool.h>
 #include <linux/if_packet.h>
+#include <linux/if_tun.h>
+#include <linux/sockios.h>
 #include <linux/virtio_net.h>
 #include <net/ethernet.h>
 #include <poll.h>
@@ -19,6 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/error.h"
 #include "fake-driver.h"
 #include "poll-loop.h"
 #include "tap.h"
@@ -126,6 +130,72 @@ TEST(host_frame_reaches_guest)
 		}
 	}
 	ok(found, "the frame arrived in a guest rx buffer");
+}
+
+/* An ethtool flag (ETHTOOL_GTSO, ETHTOOL_GTXCSUM) of interface name. */
+static int ethtool_get(const char *name, uint32_t cmd)
+{
+	struct ethtool_value ev = {.cmd = cmd};
+	struct ifreq ifr = {.ifr_data = (char *)&ev};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), r;
+
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	r = fd >= 0 && ioctl(fd, SIOCETHTOOL, &ifr) == 0 ? (int)ev.data : -1;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+/* A template's device (no backend) that the driver brought up with
+ * offloads gets a TAP opened with no offloads and a legacy header size:
+ * after the attach the TAP has the header and offloads the driver
+ * negotiated, and frames flow. */
+TEST(detached_device_gets_a_tap)
+{
+	struct virtio_net_opts o = {.mac = {0x52, 0x54, 0, 9, 9, 10}, .queue_pairs = 1};
+	struct fake_drv d2;
+	struct virtio_net *n2 = NULL;
+	struct net_backend *be = NULL;
+	int fd, hdr = 10, got = 0;
+	uint8_t frame[200];
+	uint64_t gpa;
+	uint32_t id, len;
+
+	fake_drv_init(&d2);
+	if (net_tap_open("kvtest1", 1, &fd) < 0 || ioctl(fd, TUNSETVNETHDRSZ, &hdr) < 0 ||
+	    virtio_net_new_detached(&d2.mem, loop, &o, &n2) < 0) {
+		ok(false, "setup: %s", err_msg());
+		return;
+	}
+	fake_drv_attach(&d2, virtio_net_mmio(n2));
+	fake_bringup(&d2, FEATURES, 2, 64);
+	pump();
+	is_int(ethtool_get("kvtest1", ETHTOOL_GTSO), 0);
+	ok(ioctl(fd, TUNGETVNETHDRSZ, &got) == 0 && got == 10, "before: a 10-byte header");
+	is_int(net_tap_backend_new(&fd, 1, &be), 0);
+	is_int(virtio_net_attach_backend(n2, be), 0);
+	if (ioctl(fd, TUNGETVNETHDRSZ, &got) < 0)
+		got = -errno;
+	is_int(got, (int)sizeof(struct virtio_net_hdr_v1));
+	is_int(ethtool_get("kvtest1", ETHTOOL_GTSO), 1);
+	is_int(ethtool_get("kvtest1", ETHTOOL_GTXCSUM), 1);
+	/* The guest's frame comes out of the TAP. */
+	if (system("ip link set kvtest1 up") != 0)
+		ok(false, "ip link set kvtest1 up");
+	make_frame(frame, sizeof(frame), 3);
+	gpa = fake_alloc(&d2, 12 + sizeof(frame));
+	memset(fake_ptr(&d2, gpa), 0, 12);
+	memcpy((uint8_t *)fake_ptr(&d2, gpa) + 12, frame, sizeof(frame));
+	fake_add(&d2, 1, (struct fbuf[]){{gpa, 12 + sizeof(frame), false}}, 1, false);
+	fake_kick(&d2, 1);
+	pump();
+	ok(fake_get_used(&d2, 1, &id, &len), "tx chain used");
+	struct virtio_net_stats st;
+	virtio_net_get_stats(n2, &st);
+	is_int(st.tx_frames, 1);
+	is_int(st.tx_dropped, 0);
+	virtio_net_free(n2);
+	fake_drv_free(&d2);
 }
 
 struct tap_test tap_tests[TAP_MAX_TESTS];

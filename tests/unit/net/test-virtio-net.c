@@ -59,6 +59,7 @@ struct nt {
 	struct virtio_net *n;
 	struct sp_backend sp;
 	unsigned int pairs;
+	bool detached; /* made by virtio_net_new_detached() */
 };
 
 static const uint8_t MAC[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
@@ -71,9 +72,10 @@ static void pump(struct nt *t)
 	printf("# event loop never went idle\n");
 }
 
-static void nt_setup(struct nt *t, unsigned int pairs, uint16_t mtu)
+static void nt_setup_as(struct nt *t, unsigned int pairs, uint16_t mtu, bool detached)
 {
 	memset(t, 0, sizeof(*t));
+	t->detached = detached;
 	t->pairs = pairs;
 	t->sp.be.ops = &sp_ops;
 	t->sp.be.nr_queues = pairs;
@@ -90,17 +92,35 @@ static void nt_setup(struct nt *t, unsigned int pairs, uint16_t mtu)
 		abort();
 	struct virtio_net_opts o = {.mtu = mtu, .queue_pairs = pairs};
 	memcpy(o.mac, MAC, 6);
-	if (virtio_net_new(&t->d.mem, t->loop, &t->sp.be, &o, &t->n) < 0)
+	if ((t->detached ? virtio_net_new_detached(&t->d.mem, t->loop, &o, &t->n)
+	                 : virtio_net_new(&t->d.mem, t->loop, &t->sp.be, &o, &t->n)) < 0)
 		abort();
 	fake_drv_attach(&t->d, virtio_net_mmio(t->n));
 }
 
+static void nt_setup(struct nt *t, unsigned int pairs, uint16_t mtu)
+{
+	nt_setup_as(t, pairs, mtu, false);
+}
+
+/* A device without a backend; the socketpair backend stays the test's
+ * until attached (the test attaches t->sp.be). */
+static void nt_setup_detached(struct nt *t, unsigned int pairs, uint16_t mtu)
+{
+	nt_setup_as(t, pairs, mtu, true);
+}
+
 static void nt_free(struct nt *t)
 {
+	bool own_be = t->detached && virtio_net_detached(t->n);
+
 	virtio_net_free(t->n);
 	event_loop_free(t->loop);
-	for (unsigned int i = 0; i < t->pairs; i++)
+	for (unsigned int i = 0; i < t->pairs; i++) {
 		close(t->sp.peers[i]);
+		if (own_be)
+			close(t->sp.be.fds[i]);
+	}
 	fake_drv_free(&t->d);
 }
 
@@ -461,6 +481,116 @@ TEST(snapshot_state)
 	c.n->config.mac[5] ^= 1;
 	is_int(virtio_net_state_load(c.n, sb.data, sb.len), -EINVAL);
 	nt_free(&c);
+	nt_free(&a);
+	snap_buf_free(&sb);
+}
+
+static uint16_t link_status(struct nt *t)
+{
+	return (uint16_t)(fake_read(&t->d, VIRTIO_MMIO_CONFIG + 4) >> 16); /* bytes 6-7 */
+}
+
+/* A template's device: probed with no backend, link down, frames the
+ * guest sends dropped and its rx buffers left alone; then a backend is
+ * attached: offloads applied, link up with a config change interrupt,
+ * the buffers posted meanwhile take frames, tx reaches the backend. */
+TEST(detached_then_attach)
+{
+	struct nt t;
+	struct virtio_net_stats st;
+	struct sp_backend two = {.be = {.ops = &sp_ops, .nr_queues = 2, .fds = {-1, -1}}};
+	uint8_t buf[HDR + 60] = {0};
+	uint32_t id, len, gen;
+	uint64_t rx;
+	int before;
+
+	nt_setup_detached(&t, 1, 1500);
+	ok(virtio_net_detached(t.n), "made without a backend");
+	ok(!virtio_net_uses_vhost(t.n), "never vhost-net");
+	ok(!(device_features(&t) & F(VIRTIO_NET_F_GUEST_UFO)), "no UFO offered");
+	is_int(link_status(&t), 0);
+	is_int(bringup(&t, BASE | OFFLOADS) & VIRTIO_STATUS_DRIVER_OK, VIRTIO_STATUS_DRIVER_OK);
+	rx = fake_alloc(&t.d, 70000);
+	fake_add(&t.d, 0, (struct fbuf[]){{rx, 70000, true}}, 1, false);
+	fake_kick(&t.d, 0);
+	fake_add(&t.d, 1, (struct fbuf[]){{put(&t, buf, sizeof(buf)), sizeof(buf), false}}, 1, false);
+	fake_kick(&t.d, 1);
+	pump(&t);
+	ok(fake_get_used(&t.d, 1, &id, &len), "tx chain returned without a backend");
+	virtio_net_get_stats(t.n, &st);
+	is_int(st.tx_dropped, 1);
+	ok(!fake_get_used(&t.d, 0, &id, &len), "rx buffer not used");
+	ok(!needs_reset(&t), "device healthy");
+
+	is_int(virtio_net_attach_backend(t.n, &two.be), -EINVAL);
+	ok(virtio_net_detached(t.n), "another pair count refused, still without a backend");
+	gen = fake_read(&t.d, VIRTIO_MMIO_CONFIG_GENERATION);
+	fake_write(&t.d, VIRTIO_MMIO_INTERRUPT_ACK, fake_read(&t.d, VIRTIO_MMIO_INTERRUPT_STATUS));
+	before = t.d.irqs;
+	is_int(virtio_net_attach_backend(t.n, &t.sp.be), 0);
+	ok(!virtio_net_detached(t.n), "attached");
+	ok(t.sp.offload == (BASE | OFFLOADS), "the backend got the offloads negotiated before");
+	is_int(link_status(&t), VIRTIO_NET_S_LINK_UP);
+	ok(fake_read(&t.d, VIRTIO_MMIO_CONFIG_GENERATION) != gen, "config generation changed");
+	ok(fake_read(&t.d, VIRTIO_MMIO_INTERRUPT_STATUS) & VIRTIO_MMIO_INT_CONFIG, "config change interrupt");
+	ok(t.d.irqs > before, "interrupt raised");
+	pump(&t);
+	send_frame(&t, 0, 60);
+	pump(&t);
+	ok(fake_get_used(&t.d, 0, &id, &len), "the buffer posted before the attach takes a frame");
+	is_int(len, HDR + 60);
+	ok(frame_ok((uint8_t *)fake_ptr(&t.d, rx) + HDR, 60), "frame intact");
+	fake_add(&t.d, 1, (struct fbuf[]){{put(&t, buf, sizeof(buf)), sizeof(buf), false}}, 1, false);
+	fake_kick(&t.d, 1);
+	pump(&t);
+	ok(recv(t.sp.peers[0], buf, sizeof(buf), MSG_DONTWAIT) == sizeof(buf), "tx reaches the backend");
+	is_int(virtio_net_attach_backend(t.n, &t.sp.be), -EBUSY);
+	ok(!needs_reset(&t), "device healthy");
+	nt_free(&t);
+}
+
+/* Two pairs: the pairs the driver made active without a backend are the
+ * backend's after the attach. */
+TEST(detached_multiqueue_attach)
+{
+	struct nt t;
+
+	nt_setup_detached(&t, 2, 1500);
+	bringup(&t, BASE | F(VIRTIO_NET_F_MQ) | F(VIRTIO_NET_F_CTRL_VQ));
+	is_int(ctrl(&t, VIRTIO_NET_CTRL_MQ, VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET, 2), VIRTIO_NET_OK);
+	is_int(virtio_net_attach_backend(t.n, &t.sp.be), 0);
+	is_int(t.sp.active, 2);
+	nt_free(&t);
+}
+
+/* A template: a device without a backend, running, saved; loaded into a
+ * fresh one (still link down), which then gets its backend. */
+TEST(detached_snapshot_then_attach)
+{
+	struct nt a, b;
+	struct snap_buf sb = {0};
+	uint8_t buf[HDR + 60] = {0};
+
+	nt_setup_detached(&a, 1, 65535);
+	is_int(bringup(&a, BASE | OFFLOADS) & VIRTIO_STATUS_DRIVER_OK, VIRTIO_STATUS_DRIVER_OK);
+	virtio_net_pause(a.n, true);
+	is_int(virtio_net_state_save(a.n, &sb), 0);
+
+	nt_setup_detached(&b, 1, 65535);
+	memcpy(b.d.ram, a.d.ram, FAKE_RAM_SIZE);
+	b.d.brk = a.d.brk;
+	memcpy(b.d.vqs, a.d.vqs, sizeof(b.d.vqs));
+	is_int(virtio_net_state_load(b.n, sb.data, sb.len), 0);
+	ok(virtio_mmio_active(virtio_net_mmio(b.n)), "restored device runs");
+	is_int(link_status(&b), 0);
+	is_int(virtio_net_attach_backend(b.n, &b.sp.be), 0);
+	ok(b.sp.offload == (BASE | OFFLOADS), "offloads of the saved driver given to the backend");
+	is_int(link_status(&b), VIRTIO_NET_S_LINK_UP);
+	fake_add(&b.d, 1, (struct fbuf[]){{put(&b, buf, sizeof(buf)), sizeof(buf), false}}, 1, false);
+	fake_kick(&b.d, 1);
+	pump(&b);
+	ok(recv(b.sp.peers[0], buf, sizeof(buf), MSG_DONTWAIT) == sizeof(buf), "restored device sends");
+	nt_free(&b);
 	nt_free(&a);
 	snap_buf_free(&sb);
 }
