@@ -6,7 +6,8 @@
  * guest-init/netcfg.c. No pointers, so it can be copied and encoded as is.
  *
  * Each interface is one virtio-net device, found in the guest by its MAC
- * address (the device reports that MAC, VIRTIO_NET_F_MAC). Loopback is not
+ * address (the device reports that MAC, VIRTIO_NET_F_MAC), or by dev_mac
+ * when the device reported another one (a template's). Loopback is not
  * listed: the guest always brings lo up.
  */
 #ifndef KVRUN_COMMON_NET_CONFIG_H
@@ -40,6 +41,11 @@ struct net_config_route {
 struct net_config_iface {
 	char name[NET_CONFIG_IFNAMSIZ]; /* name in the container ("eth0"), NUL-terminated */
 	uint8_t mac[6];
+	/* The MAC the device had when the guest's driver probed it, when
+	 * that is not mac (a VM restored from a template: the template's
+	 * device); the guest finds the link by it and sets mac. All zero:
+	 * the device reports mac. */
+	uint8_t dev_mac[6];
 	uint32_t mtu;
 	unsigned int nr_addrs, nr_routes;
 	struct net_config_addr addrs[NET_CONFIG_MAX_ADDRS];

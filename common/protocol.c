@@ -198,6 +198,7 @@ static const struct field netiface_fields[] = {
     FLD(3, F_U32, struct net_config_iface, mtu),
     FLD_RECA(4, struct net_config_iface, addrs, nr_addrs, netaddr_desc),
     FLD_RECA(5, struct net_config_iface, routes, nr_routes, netroute_desc),
+    FLD_SIZED(6, F_RAW, struct net_config_iface, dev_mac),
 };
 DESC(netiface_desc, struct net_config_iface, netiface_fields);
 

@@ -53,8 +53,9 @@ static int link_by_mac(int nl, const uint8_t *mac, struct mac_lookup *q)
 	return q->ifindex ? 0 : -ENODEV;
 }
 
-/* flags/change as in ifinfomsg; name and mtu only when set. */
-static int set_link(int nl, int ifindex, unsigned int flags, unsigned int change, const char *name, uint32_t mtu)
+/* flags/change as in ifinfomsg; name, mtu and mac only when set. */
+static int set_link_mac(int nl, int ifindex, unsigned int flags, unsigned int change, const char *name, uint32_t mtu,
+                        const uint8_t *mac)
 {
 	struct ifinfomsg ifi = {
 	    .ifi_family = AF_UNSPEC, .ifi_index = ifindex, .ifi_flags = flags, .ifi_change = change};
@@ -65,7 +66,48 @@ static int set_link(int nl, int ifindex, unsigned int flags, unsigned int change
 		nl_attr_put_str(&m, IFLA_IFNAME, name);
 	if (mtu)
 		nl_attr_put_u32(&m, IFLA_MTU, mtu);
+	if (mac)
+		nl_attr_put(&m, IFLA_ADDRESS, mac, 6);
 	return nl_transact(nl, &m);
+}
+
+static int set_link(int nl, int ifindex, unsigned int flags, unsigned int change, const char *name, uint32_t mtu)
+{
+	return set_link_mac(nl, ifindex, flags, change, name, mtu, NULL);
+}
+
+static bool has_dev_mac(const struct net_config_iface *c)
+{
+	static const uint8_t zero[6];
+
+	return memcmp(c->dev_mac, zero, 6) != 0 && memcmp(c->dev_mac, c->mac, 6) != 0;
+}
+
+/* The link of c: the one with c's MAC; in a VM restored from a template,
+ * the one whose device reported c->dev_mac at probe (*ret_set_mac: it
+ * must get c->mac). Looked up by dev_mac first: a link already given its
+ * MAC (guest-init run again) is then found by c->mac. */
+static int find_link(int nl, const struct net_config_iface *c, struct mac_lookup *q, bool *ret_set_mac)
+{
+	const uint8_t *m = c->mac;
+	int r;
+
+	*ret_set_mac = false;
+	if (has_dev_mac(c)) {
+		r = link_by_mac(nl, c->dev_mac, q);
+		*ret_set_mac = r >= 0;
+		if (r != -ENODEV)
+			return r < 0 ? err_setsys(r, "listing the links") : 0;
+	}
+	r = link_by_mac(nl, c->mac, q);
+	if (r == -ENODEV && has_dev_mac(c))
+		return err_setsys(r, "no interface with MAC %02x:%02x:%02x:%02x:%02x:%02x or %02x:%02x:%02x:%02x:%02x:%02x",
+		                  m[0], m[1], m[2], m[3], m[4], m[5], c->dev_mac[0], c->dev_mac[1], c->dev_mac[2],
+		                  c->dev_mac[3], c->dev_mac[4], c->dev_mac[5]);
+	if (r < 0)
+		return err_setsys(r, "no interface with MAC %02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+		                  m[5]);
+	return 0;
 }
 
 static int add_addr(int nl, int ifindex, const struct net_config_addr *a)
@@ -119,22 +161,33 @@ static int add_route(int nl, int ifindex, const struct net_config_route *rt)
 static int configure_iface(int nl, const struct net_config_iface *c)
 {
 	struct mac_lookup q;
+	bool set_mac, rename;
+	/* A template's device offered the largest MTU: never leave it. */
+	uint32_t mtu = c->mtu ? c->mtu : has_dev_mac(c) ? 1500 : 0;
 	int r;
 
-	r = link_by_mac(nl, c->mac, &q);
+	r = find_link(nl, c, &q, &set_mac);
 	if (r < 0)
-		return err_setsys(r, "no interface with MAC %02x:%02x:%02x:%02x:%02x:%02x", c->mac[0], c->mac[1],
-		                  c->mac[2], c->mac[3], c->mac[4], c->mac[5]);
-	/* Renaming needs the link down; a taken name is not fatal. */
-	if (c->name[0] && strcmp(c->name, q.name)) {
+		return r;
+	rename = c->name[0] && strcmp(c->name, q.name);
+	/* Renaming needs the link down, and so may a new MAC. */
+	if (rename || set_mac)
 		set_link(nl, q.ifindex, 0, IFF_UP, NULL, 0);
+	/* The container's MAC: what its peers know it by. */
+	if (set_mac) {
+		r = set_link_mac(nl, q.ifindex, 0, 0, NULL, 0, c->mac);
+		if (r < 0)
+			return err_setsys(r, "setting the MAC address of %s", q.name);
+	}
+	/* A taken name is not fatal. */
+	if (rename) {
 		r = set_link(nl, q.ifindex, 0, 0, c->name, 0);
 		if (r < 0)
 			log_debug("netcfg: keeping %s (renaming to %s: %s)", q.name, c->name, strerror(-r));
 	}
-	r = set_link(nl, q.ifindex, IFF_UP, IFF_UP, NULL, c->mtu);
+	r = set_link(nl, q.ifindex, IFF_UP, IFF_UP, NULL, mtu);
 	if (r < 0)
-		return err_setsys(r, "bringing up %s (mtu %u)", c->name, c->mtu);
+		return err_setsys(r, "bringing up %s (mtu %u)", c->name, mtu);
 	for (unsigned int i = 0; i < c->nr_addrs && i < NET_CONFIG_MAX_ADDRS; i++) {
 		r = add_addr(nl, q.ifindex, &c->addrs[i]);
 		if (r < 0)

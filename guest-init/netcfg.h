@@ -10,8 +10,9 @@
 #include "common/net-config.h"
 
 /* In the calling thread's network namespace: bring lo up; then for each
- * cfg->ifaces[i] find the link with that MAC, give it the name (when free),
- * MTU, bring it up, add its addresses (IPv6 without DAD: the address was
+ * cfg->ifaces[i] find the link with that MAC (or, restored from a template,
+ * the one with dev_mac, which then gets the MAC: RTM_NEWLINK IFLA_ADDRESS
+ * with the link down), give it the name (when free), MTU, bring it up, add its addresses (IPv6 without DAD: the address was
  * already in use by this container), then its routes (on-link ones first,
  * so gateways are reachable). cfg may be NULL (loopback only). Returns 0, or
  * -errno with err_set() context (-ENODEV when no link has a MAC). */

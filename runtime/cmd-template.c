@@ -18,7 +18,9 @@ static const struct cli_command template_build_cmd = {
     .args = "",
     .text = "The VM's shape is what `create` would use by default (kvrun's config file),\n"
 	    "changed by the options below. Containers whose VM has this shape start from\n"
-	    "the template instead of booting a kernel.",
+	    "the template instead of booting a kernel; --nics N gives it N network devices\n"
+	    "(link down until a container's TAP is attached), for containers whose network\n"
+	    "namespace has exactly N interfaces.",
 };
 
 static int plan_for(const char *kernel, unsigned long long vcpus, unsigned long long memory_mib, struct vm_plan *ret)
@@ -50,7 +52,7 @@ static int do_build(int argc, char **argv)
 	    {"vcpus", NULL, CLI_UINT, &vcpus, "vCPUs of the VM"},
 	    {"memory", NULL, CLI_UINT, &memory, "guest RAM in MiB"},
 	    {"kernel", NULL, CLI_STRING, &kernel, "kernel to boot"},
-	    {"nics", NULL, CLI_UINT, &nics, "network interfaces (only 0 is supported)"},
+	    {"nics", NULL, CLI_UINT, &nics, "network interfaces (0-8): serves containers with exactly that many"},
 	    {"console", NULL, CLI_STRING, &console, "write the guest's console to this file"},
 	    CLI_FLAG_END,
 	};
@@ -125,6 +127,6 @@ static int run_template(struct cli_context *ctx, int argc, char **argv)
 const struct cli_command cli_cmd_template = {
     .name = "template",
     .summary = "build, list and remove VM templates (kvrun's own)",
-    .args = "build [--vcpus N] [--memory MiB] [--kernel FILE] [--nics 0] | list | rm ID...",
+    .args = "build [--vcpus N] [--memory MiB] [--kernel FILE] [--nics N] | list | rm ID...",
     .run = run_template,
 };

@@ -24,6 +24,7 @@
 #include "runtime/monitor.h"
 #include "runtime/netns.h"
 #include "runtime/rootfs-image.h"
+#include "runtime/sandbox.h"
 #include "runtime/state.h"
 
 #define READY_MAX 4096
@@ -157,10 +158,8 @@ static int console_path(struct cli_context *ctx, const struct container *c, char
 
 static unsigned int queue_pairs(const struct vm_plan *plan)
 {
-	/* One pair per vCPU, so each can send without contention. */
-	if (plan->ncpus < 1)
-		return 1;
-	return plan->ncpus < NET_MAX_QUEUE_PAIRS ? plan->ncpus : NET_MAX_QUEUE_PAIRS;
+	/* As a template's devices have them. */
+	return sandbox_net_queue_pairs(plan);
 }
 
 static int build_and_fork(struct cli_context *ctx, struct container *c, const struct create_opts *o,

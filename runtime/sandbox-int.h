@@ -20,4 +20,9 @@ int sandbox_attach(struct sandbox *s, unsigned int n, struct virtio_mmio *m, cha
  * device (slot 1), fragments into frags[0] and frags[1]. */
 int sandbox_add_disk_vsock(struct sandbox *s, const struct sandbox_opts *o, char **frags);
 
+/* The network devices (slots SANDBOX_SLOT_NET...): one per interface of
+ * o->net over its TAP, or o->template_nics without a backend; fragments
+ * into frags[SANDBOX_SLOT_NET + i]. */
+int sandbox_add_nets(struct sandbox *s, const struct sandbox_opts *o, char **frags);
+
 #endif

@@ -3,7 +3,8 @@
  * A container's VM saved to and restored from a snapshot (templates and
  * checkpoints). The restoring side creates the same devices in the same
  * order as the saved VM (so they get the same interrupt lines and MMIO
- * windows), loads the state, and only then gives the root disk its media.
+ * windows), loads the state, and only then gives the root disk its media
+ * and a template's network devices their TAPs.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "runtime/template.h"
 #include "virtio/blk/blk.h"
 #include "virtio/net/net.h"
+#include "virtio/net/tap.h"
 #include "virtio/vsock/vsock.h"
 #include "vmm/platform.h"
 #include "vmm/serial.h"
@@ -88,11 +90,43 @@ int sandbox_resume(struct sandbox *s)
 	return vm_resume(s->vm);
 }
 
-static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_snapshot *snap, bool template)
+/* A template's network devices, loaded without a backend, get the TAPs
+ * of o->net's links. A failure here is the container's (its TAPs), not
+ * the template's: *ret_fatal says no cold boot would do better. */
+static int attach_taps(struct sandbox *s, struct netns_setup *net, bool *ret_fatal)
+{
+	for (unsigned int i = 0; i < net->cfg.nr_ifaces; i++) {
+		struct netns_link *l = &net->links[i];
+		struct net_backend *be;
+		int r;
+
+		*ret_fatal = true;
+		r = net_tap_backend_new(l->fds, l->nr_fds, &be);
+		if (r < 0)
+			return err_prefix(r, "network interface %s (TAP %s)", l->iface, l->tap);
+		/* The backend owns the fds now, attached or freed. */
+		for (unsigned int q = 0; q < l->nr_fds; q++)
+			l->fds[q] = -1;
+		r = virtio_net_attach_backend(s->nets[i], be);
+		if (r < 0) {
+			be->ops->free(be);
+			return err_prefix(r, "network interface %s (TAP %s)", l->iface, l->tap);
+		}
+		log_debug("network interface %s (TAP %s, %u queue pair(s)): attached to the template's device %u",
+		          l->iface, l->tap, l->nr_fds, i);
+	}
+	/* Only now: a cold boot after a failure above reports the MAC. */
+	for (unsigned int i = 0; i < net->cfg.nr_ifaces; i++)
+		sandbox_template_mac(i, net->cfg.ifaces[i].dev_mac);
+	return 0;
+}
+
+static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_snapshot *snap, bool template,
+                   bool *ret_fatal)
 {
 	struct snapshot_dev devs[SANDBOX_SNAPSHOT_DEVS];
 	struct sandbox_opts empty = *o;
-	char *frags[2] = {0};
+	char *frags[SANDBOX_NR_VIRTIO] = {0};
 	struct vm_config cfg;
 	int r;
 
@@ -106,6 +140,11 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 	 * load. A checkpoint's had its media all along. */
 	if (template)
 		empty.disk = NULL;
+	/* Its network devices had no backend either: the same, then TAPs. */
+	if (template && o->net) {
+		empty.template_nics = o->net->cfg.nr_ifaces;
+		empty.net = NULL;
+	}
 	r = sandbox_open_console(s, o->console_path);
 	if (r >= 0)
 		r = vm_create(&cfg, &s->vm);
@@ -115,8 +154,10 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 		r = serial_create(s->vm, s->console_fd, &s->serial);
 	if (r >= 0)
 		r = sandbox_add_disk_vsock(s, &empty, frags);
-	free(frags[0]);
-	free(frags[1]);
+	if (r >= 0)
+		r = sandbox_add_nets(s, &empty, frags);
+	for (size_t i = 0; i < SANDBOX_NR_VIRTIO; i++)
+		free(frags[i]);
 	if (r < 0)
 		return r;
 	r = vm_snapshot_restore(snap, s->vm, devs, snapshot_devs(s, devs));
@@ -127,18 +168,24 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 		if (r < 0)
 			return err_prefix(r, "root disk");
 	}
+	if (template && o->net) {
+		r = attach_taps(s, o->net, ret_fatal);
+		if (r < 0)
+			return r;
+	}
 	return vm_start(s->vm);
 }
 
 /* Restore an opened snapshot into a new sandbox. */
-static int restore_opened(const struct sandbox_opts *o, struct vm_snapshot *snap, bool template, struct sandbox **ret)
+static int restore_opened(const struct sandbox_opts *o, struct vm_snapshot *snap, bool template, bool *ret_fatal,
+                          struct sandbox **ret)
 {
 	struct sandbox *s = sandbox_alloc();
 	int r;
 
 	if (!s)
 		return -ENOMEM;
-	r = restore(s, o, snap, template);
+	r = restore(s, o, snap, template, ret_fatal);
 	if (r < 0) {
 		sandbox_free(s, NULL);
 		return r;
@@ -151,6 +198,7 @@ int sandbox_restore(const struct sandbox_opts *o, const char *path, unsigned int
                     struct sandbox **ret)
 {
 	struct vm_snapshot *snap = NULL;
+	bool fatal = false;
 	int r;
 
 	if (o->net && o->net->cfg.nr_ifaces)
@@ -158,7 +206,7 @@ int sandbox_restore(const struct sandbox_opts *o, const char *path, unsigned int
 	r = vm_snapshot_open(path, flags, &snap);
 	if (r < 0)
 		return r;
-	r = restore_opened(o, snap, template, ret);
+	r = restore_opened(o, snap, template, &fatal, ret);
 	vm_snapshot_close(snap);
 	return r;
 }
@@ -168,6 +216,7 @@ int sandbox_launch(const struct sandbox_opts *o, struct sandbox **ret)
 	_cleanup_free_ char *path = NULL;
 	unsigned int nics = o->net ? o->net->cfg.nr_ifaces : 0;
 	struct vm_snapshot *snap = NULL;
+	bool fatal = false;
 	int r;
 
 	r = template_find(o->plan, nics, &path);
@@ -185,10 +234,12 @@ int sandbox_launch(const struct sandbox_opts *o, struct sandbox **ret)
 	r = vm_snapshot_open(path, SNAPSHOT_OPEN_TRUST_MEMORY, &snap);
 	if (r < 0)
 		return err_prefix(r, "template %s", path);
-	r = restore_opened(o, snap, true, ret);
+	r = restore_opened(o, snap, true, &fatal, ret);
 	vm_snapshot_close(snap);
 	if (r >= 0)
 		return r;
+	if (fatal)
+		return err_prefix(r, "template %s", path);
 	/* A sound file whose state this host's KVM refused (seen: now and
 	 * then an MSR value on nested hosts) costs a boot, not the container. */
 	log_warn("template %s could not be restored (%s): cold boot instead", path, err_msg());

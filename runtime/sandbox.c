@@ -119,6 +119,50 @@ static int add_net(struct sandbox *s, const struct sandbox_opts *o, unsigned int
 	return net_doorbells(s, i, nr_queues);
 }
 
+void sandbox_template_mac(unsigned int i, uint8_t mac[6])
+{
+	const uint8_t base[6] = {0x02, 0x6b, 0x76, 0x74, 0x00, (uint8_t)i};
+
+	memcpy(mac, base, 6);
+}
+
+unsigned int sandbox_net_queue_pairs(const struct vm_plan *p)
+{
+	if (p->ncpus < 1)
+		return 1;
+	return p->ncpus < NET_MAX_QUEUE_PAIRS ? p->ncpus : NET_MAX_QUEUE_PAIRS;
+}
+
+/* Network device i of a template: no backend, link down; a restore makes
+ * the same one and attaches the container's TAP (sandbox-snapshot.c). */
+static int add_template_net(struct sandbox *s, const struct sandbox_opts *o, unsigned int i, char **ret_frag)
+{
+	struct virtio_net_opts no = {.mtu = SANDBOX_TEMPLATE_MTU, .queue_pairs = sandbox_net_queue_pairs(o->plan)};
+	int r;
+
+	sandbox_template_mac(i, no.mac);
+	r = virtio_net_new_detached(&s->vm->mem, s->vm->loop, &no, &s->nets[i]);
+	if (r < 0)
+		return err_prefix(r, "network device %u", i);
+	s->nr_nets = i + 1;
+	return attach_slot(s, SANDBOX_SLOT_NET + i, virtio_net_mmio(s->nets[i]), true, ret_frag);
+}
+
+int sandbox_add_nets(struct sandbox *s, const struct sandbox_opts *o, char **frags)
+{
+	unsigned int n = o->template_nics ? o->template_nics : o->net ? o->net->cfg.nr_ifaces : 0;
+	int r = 0;
+
+	if (o->template_nics && o->net)
+		return err_set(-EINVAL, "a template's VM has no network of a container");
+	if (n > NET_CONFIG_MAX_IFACES)
+		return err_set(-EINVAL, "%u network devices (at most %u)", n, NET_CONFIG_MAX_IFACES);
+	for (unsigned int i = 0; r >= 0 && i < n; i++)
+		r = o->template_nics ? add_template_net(s, o, i, &frags[SANDBOX_SLOT_NET + i])
+		                     : add_net(s, o, i, &frags[SANDBOX_SLOT_NET + i]);
+	return r;
+}
+
 int sandbox_add_disk_vsock(struct sandbox *s, const struct sandbox_opts *o, char **frags)
 {
 	int r;
@@ -146,8 +190,8 @@ static int add_devices(struct sandbox *s, const struct sandbox_opts *o, char **f
 	int r;
 
 	r = sandbox_add_disk_vsock(s, o, frags);
-	for (unsigned int i = 0; r >= 0 && o->net && i < o->net->cfg.nr_ifaces && i < NET_CONFIG_MAX_IFACES; i++)
-		r = add_net(s, o, i, &frags[SANDBOX_SLOT_NET + i]);
+	if (r >= 0)
+		r = sandbox_add_nets(s, o, frags);
 	return r;
 }
 

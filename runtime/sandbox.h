@@ -10,6 +10,7 @@
 #define KVRUN_RUNTIME_SANDBOX_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "runtime/netns.h"
 #include "runtime/vm-config.h"
@@ -33,7 +34,25 @@ struct sandbox_opts {
 	 * link a device took are set to -1 here (the device owns them). */
 	struct netns_setup *net;
 	bool no_vhost; /* userspace data path even with /dev/vhost-net */
+	/* A template's VM (net must be NULL): this many network devices
+	 * without a backend (link down), sandbox_template_mac(i) as MAC,
+	 * SANDBOX_TEMPLATE_MTU, sandbox_net_queue_pairs() pairs. */
+	unsigned int template_nics;
 };
+
+/* The MTU of a template's network devices: the most an interface can have,
+ * so that whatever MTU a container's interface asks for, the guest's
+ * driver (which took the device's MTU as its maximum at probe) allows it;
+ * guest-init sets the container's. */
+#define SANDBOX_TEMPLATE_MTU 65535
+
+/* The MAC of network device i of a template (locally administered
+ * 02:6b:76:74:00:<i>); guest-init changes it to the container's. */
+void sandbox_template_mac(unsigned int i, uint8_t mac[6]);
+
+/* Queue pairs of each network device of a VM of plan p: one per vCPU (each
+ * can send without contention), at most NET_MAX_QUEUE_PAIRS. */
+unsigned int sandbox_net_queue_pairs(const struct vm_plan *p);
 
 struct sandbox {
 	struct vm *vm;
@@ -55,8 +74,8 @@ struct sandbox {
 int sandbox_start(const struct sandbox_opts *o, struct sandbox **ret);
 
 /* Restore the VM saved in the snapshot at path (vm_snapshot_open()
- * flags), with o's devices (no network interfaces: o->net must have none),
- * and start the vCPUs. A template's root disk was saved without media and
+ * flags), with o's devices (no network interfaces: o->net must have none;
+ * a template's are sandbox_launch()'s), and start the vCPUs. A template's root disk was saved without media and
  * gets o->disk after the load; a checkpoint's is created with it. The
  * guest sees its vsock streams reset (guest-init connects again). On
  * failure nothing is left and err_msg() says what failed. */
@@ -65,7 +84,12 @@ int sandbox_restore(const struct sandbox_opts *o, const char *path, unsigned int
 
 /* sandbox_restore() from the template for o's VM (runtime/template.h)
  * when there is one and templates are on, else sandbox_start(); logs which.
- * A template that cannot be restored is an error (not a cold boot). */
+ * A damaged template file is an error; one whose state KVM refuses costs a
+ * cold boot. With network interfaces (o->net), the template is one with as
+ * many devices: after the load each gets its link's TAP (its fds are then
+ * the device's, set to -1 in o->net), and o->net->cfg.ifaces[i].dev_mac is
+ * set to the template's MAC, which guest-init replaces with the
+ * interface's. A TAP that cannot be attached is an error (no cold boot). */
 int sandbox_launch(const struct sandbox_opts *o, struct sandbox **ret);
 
 /* Pause the VM and its devices and save it to path (written atomically).

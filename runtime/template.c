@@ -231,7 +231,8 @@ static int build_timeout_ms(void)
 	return (int)((v > 0 && v < 86400 ? v : BUILD_TIMEOUT_S_DEFAULT) * 1000);
 }
 
-static int boot_and_save(const struct vm_plan *p, const char *work, const char *console, const char *snap)
+static int boot_and_save(const struct vm_plan *p, unsigned int nics, const char *work, const char *console,
+                         const char *snap)
 {
 	_cleanup_free_ char *vsock = NULL;
 	struct build b = {.listen_fd = -1, .ctl = -1, .deadline_ms = now_ms() + build_timeout_ms()};
@@ -243,7 +244,9 @@ static int boot_and_save(const struct vm_plan *p, const char *work, const char *
 	b.listen_fd = listen_ctl(vsock);
 	if (b.listen_fd < 0)
 		return b.listen_fd;
-	r = sandbox_start(&(struct sandbox_opts){.plan = p, .vsock_path = vsock, .console_path = console}, &b.sb);
+	r = sandbox_start(
+	    &(struct sandbox_opts){.plan = p, .vsock_path = vsock, .console_path = console, .template_nics = nics},
+	    &b.sb);
 	if (r >= 0)
 		r = reach_ready(&b);
 	if (r >= 0) {
@@ -263,8 +266,8 @@ int template_build(const struct vm_plan *p, unsigned int nics, const char *conso
 	char id[TEMPLATE_ID_LEN + 1];
 	int r;
 
-	if (nics)
-		return err_set(-EOPNOTSUPP, "templates of VMs with network interfaces are not supported");
+	if (nics > NET_CONFIG_MAX_IFACES)
+		return err_set(-EINVAL, "%u network interfaces (at most %u)", nics, NET_CONFIG_MAX_IFACES);
 	r = template_key(p, nics, &text, id);
 	if (r < 0)
 		return r;
@@ -278,7 +281,7 @@ int template_build(const struct vm_plan *p, unsigned int nics, const char *conso
 		return -ENOMEM;
 	if (!mkdtemp(work))
 		return err_setsys(-errno, "create a directory in %s", p->template_dir);
-	r = boot_and_save(p, work, console, snap);
+	r = boot_and_save(p, nics, work, console, snap);
 	rm_rf(work);
 	if (r < 0)
 		return err_prefix(r, "template %s", id);
@@ -310,7 +313,7 @@ static const char *key_field(const char *text, const char *name, char *buf, size
 static void list_one(const char *dir, const char *name, FILE *f)
 {
 	_cleanup_free_ char *path = NULL, *text = NULL, *snap = NULL;
-	char id[TEMPLATE_ID_LEN + 1], cpus[16], mem[32], kernel[256];
+	char id[TEMPLATE_ID_LEN + 1], cpus[16], mem[32], nics[16], kernel[256];
 	struct stat st = {0};
 	size_t len;
 
@@ -319,9 +322,10 @@ static void list_one(const char *dir, const char *name, FILE *f)
 		return;
 	if (read_file_all(path, KEY_MAX, &text, &len) < 0 || stat(snap, &st) < 0)
 		return;
-	fprintf(f, "%-16s %5s %8llu %10llu  %s\n", id, key_field(text, "vcpus", cpus, sizeof(cpus)),
+	fprintf(f, "%-16s %5s %8llu %4s %10llu  %s\n", id, key_field(text, "vcpus", cpus, sizeof(cpus)),
 	        strtoull(key_field(text, "memory", mem, sizeof(mem)), NULL, 10) >> 20,
-	        (unsigned long long)st.st_blocks * 512 >> 10, key_field(text, "kernel", kernel, sizeof(kernel)));
+	        key_field(text, "nics", nics, sizeof(nics)), (unsigned long long)st.st_blocks * 512 >> 10,
+	        key_field(text, "kernel", kernel, sizeof(kernel)));
 }
 
 int template_list(const char *dir, FILE *f)
@@ -329,7 +333,7 @@ int template_list(const char *dir, FILE *f)
 	_cleanup_closedir_ DIR *d = opendir(dir);
 	struct dirent *de;
 
-	fprintf(f, "%-16s %5s %8s %10s  %s\n", "ID", "VCPUS", "MEM(MiB)", "DISK(KiB)", "KERNEL");
+	fprintf(f, "%-16s %5s %8s %4s %10s  %s\n", "ID", "VCPUS", "MEM(MiB)", "NICS", "DISK(KiB)", "KERNEL");
 	if (!d)
 		return errno == ENOENT ? 0 : err_setsys(-errno, "open %s", dir);
 	while ((de = readdir(d))) {

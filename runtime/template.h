@@ -7,7 +7,10 @@
  * crc32 of its content, which holds any packed modules), the kernel command
  * line, whether ACPI describes the devices, vCPUs, RAM and the
  * devices (one root disk without media, the vsock device, N network
- * interfaces; only N = 0 is supported). Files in the plan's template_dir:
+ * devices without a backend, whose queue pairs follow the vCPUs: see
+ * sandbox_net_queue_pairs()). A container uses the template with as many
+ * network devices as its namespace has interfaces; their TAPs are attached
+ * after the restore. Files in the plan's template_dir:
  *   <id>.snap   the snapshot (vmm/snapshot.h), written atomically
  *   <id>.key    the key's text, which a lookup compares in full
  * where <id> is 16 hex digits of a 64-bit FNV-1a hash of the key.
@@ -36,8 +39,8 @@ int template_find(const struct vm_plan *p, unsigned int nics, char **ret_path);
  * failure. */
 int template_build(const struct vm_plan *p, unsigned int nics, const char *console, char **ret_path);
 
-/* One line per template in dir on f: id, vCPUs, memory, size on disk,
- * kernel. */
+/* One line per template in dir on f: id, vCPUs, memory, network
+ * devices, size on disk, kernel. */
 int template_list(const char *dir, FILE *f);
 
 /* Remove the template with id from dir; -ENOENT when there is none. */

@@ -6,10 +6,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/error.h"
 #include "common/netlink.h"
 #include "guest-init/netcfg.h"
 #include "tap.h"
@@ -116,6 +120,75 @@ TEST(configure_veth_by_mac)
 
 	cfg.ifaces[0].mac[5] = 0x99;
 	ok(netcfg_apply(&cfg) == -ENODEV, "unknown MAC: -ENODEV");
+}
+
+/* An ifreq ioctl on interface name (this namespace's: /sys shows the
+ * namespace it was mounted in). Returns false on failure. */
+static bool if_ioctl(const char *name, unsigned long req, struct ifreq *ifr)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool r;
+
+	memset(ifr, 0, sizeof(*ifr));
+	snprintf(ifr->ifr_name, sizeof(ifr->ifr_name), "%s", name);
+	r = fd >= 0 && ioctl(fd, req, ifr) == 0;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+static int if_mtu(const char *name)
+{
+	struct ifreq ifr;
+
+	return if_ioctl(name, SIOCGIFMTU, &ifr) ? ifr.ifr_mtu : -1;
+}
+
+/* A VM restored from a template: the link has the template's MAC (and the
+ * largest MTU); the configuration names it by dev_mac and it gets the
+ * container's MAC, name, MTU and address. Applying again finds it by its
+ * new MAC. */
+TEST(template_link_gets_the_mac)
+{
+	static struct net_config cfg;
+	struct net_config_iface *c = &cfg.ifaces[0];
+	static const uint8_t want[6] = {0x52, 0x54, 0x00, 0xab, 0xcd, 0x02};
+	struct ifreq ifr;
+	int nl, idx;
+
+	if (system("ip link add gv2 address 02:6b:76:74:00:00 mtu 9000 type veth peer name gv3 mtu 9000 && "
+	           "ip link set gv3 up") != 0) {
+		ok(false, "a veth with the template's MAC");
+		return;
+	}
+	cfg.nr_ifaces = 1;
+	snprintf(c->name, sizeof(c->name), "eth4");
+	memcpy(c->mac, want, 6);
+	memcpy(c->dev_mac, (uint8_t[]){0x02, 0x6b, 0x76, 0x74, 0x00, 0x00}, 6);
+	c->addrs[0] = (struct net_config_addr){.family = AF_INET, .prefixlen = 24};
+	prefix(AF_INET, "10.199.21.2", c->addrs[0].addr);
+	c->nr_addrs = 1;
+
+	is_int(netcfg_apply(&cfg), 0);
+	idx = (int)if_nametoindex("eth4");
+	ok(idx > 0, "renamed to eth4");
+	ok(if_ioctl("eth4", SIOCGIFHWADDR, &ifr) && !memcmp(ifr.ifr_hwaddr.sa_data, want, 6),
+	   "the container's MAC");
+	is_int(if_mtu("eth4"), 1500);
+	ok(if_ioctl("eth4", SIOCGIFFLAGS, &ifr) && (ifr.ifr_flags & IFF_UP), "up");
+	if (nl_open(&nl) == 0) {
+		ok(has_addr(nl, idx, "10.199.21.2/24"), "IPv4 address");
+		close(nl);
+	}
+	c->mtu = 1450;
+	is_int(netcfg_apply(&cfg), 0);
+	ok((int)if_nametoindex("eth4") == idx, "applied again: the same link, found by its new MAC");
+	is_int(if_mtu("eth4"), 1450);
+
+	c->mac[5] = 0x77;
+	c->dev_mac[5] = 0x07;
+	ok(netcfg_apply(&cfg) == -ENODEV && strstr(err_msg(), "02:6b:76:74:00:07"),
+	   "neither MAC: -ENODEV naming both (%s)", err_msg());
 }
 
 /* TAP_MAIN() with a preamble that may skip the whole program. */

@@ -452,6 +452,8 @@ static struct net_config *sample_net(void)
 		snprintf(f->name, sizeof(f->name), i ? "net1-longname15" : "eth0");
 		memcpy(f->mac, (uint8_t[]){0x02, 0x42, 0xac, 0x11, 0x00, (uint8_t)(2 + i)}, 6);
 		f->mtu = i ? 9000 : 1500;
+		if (i) /* restored from a template: the device's MAC differs */
+			memcpy(f->dev_mac, (uint8_t[]){0x02, 0x6b, 0x76, 0x74, 0x00, 0x01}, 6);
 		f->nr_addrs = 2;
 		f->addrs[0] = (struct net_config_addr){.family = 2, .prefixlen = 24, .addr = {10, 213, 77, (uint8_t)i}};
 		f->addrs[1] = (struct net_config_addr){.family = 10, .prefixlen = 64, .addr = {0xfd, 0, [15] = 2}};
