@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "oci-spec/kvrun-config.h"
+#include "runtime/sandbox.h"
 #include "runtime/template.h"
 #include "runtime/vm-config.h"
 #include "tap.h"
@@ -121,6 +122,11 @@ TEST(key_lookup_list_remove)
 	is_int(template_find(&p, 0, &found), 1);
 	ok(found && strstr(found, id) && strstr(found, ".snap"), "found %s", found ? found : "nothing");
 	free(found);
+	is_int(template_find(&p, 1, &found), 0);
+	ok(!found, "a container with one interface does not use a template without");
+	is_int(template_key(&p, 1, &text2, id2), 0);
+	ok(strcmp(id, id2) != 0 && strstr(text2, "nics 1\n"), "one network device, another template");
+	free(text2);
 	p.use_templates = false;
 	is_int(template_find(&p, 0, &found), 0);
 	p.use_templates = true;
@@ -140,12 +146,33 @@ TEST(key_lookup_list_remove)
 	free(text);
 }
 
-TEST(build_refuses_nics)
+TEST(build_refuses_too_many_nics)
 {
 	struct vm_plan p = {
 	    .kernel = kernel, .initrd = initrd, .template_dir = dir, .mem_size = 256ULL << 20, .ncpus = 1};
+	struct stat st;
 
-	is_int(template_build(&p, 1, NULL, NULL), -EOPNOTSUPP);
+	is_int(template_build(&p, NET_CONFIG_MAX_IFACES + 1, NULL, NULL), -EINVAL);
+	ok(strstr(err_msg(), "at most 8"), "the error says why: %s", err_msg());
+	ok(stat(dir, &st) < 0 || st.st_nlink == 2, "nothing left in the template directory");
+}
+
+/* A template's network devices and a container's TAPs agree on the queue
+ * pairs; each device has its own MAC, locally administered and unicast. */
+TEST(template_net_shape)
+{
+	struct vm_plan p = {.ncpus = 1};
+	uint8_t a[6], b[6];
+
+	is_int(sandbox_net_queue_pairs(&p), 1);
+	p.ncpus = 3;
+	is_int(sandbox_net_queue_pairs(&p), 3);
+	p.ncpus = 32;
+	is_int(sandbox_net_queue_pairs(&p), NET_MAX_QUEUE_PAIRS);
+	sandbox_template_mac(0, a);
+	sandbox_template_mac(7, b);
+	ok(memcmp(a, b, 6) != 0, "devices have their own MACs");
+	ok((a[0] & 3) == 2 && (b[0] & 3) == 2, "locally administered, unicast");
 }
 
 TEST(cleanup)
