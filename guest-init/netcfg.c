@@ -101,12 +101,13 @@ static int find_link(int nl, const struct net_config_iface *c, struct mac_lookup
 	}
 	r = link_by_mac(nl, c->mac, q);
 	if (r == -ENODEV && has_dev_mac(c))
-		return err_setsys(r, "no interface with MAC %02x:%02x:%02x:%02x:%02x:%02x or %02x:%02x:%02x:%02x:%02x:%02x",
-		                  m[0], m[1], m[2], m[3], m[4], m[5], c->dev_mac[0], c->dev_mac[1], c->dev_mac[2],
-		                  c->dev_mac[3], c->dev_mac[4], c->dev_mac[5]);
+		return err_setsys(
+		    r, "no interface with MAC %02x:%02x:%02x:%02x:%02x:%02x or %02x:%02x:%02x:%02x:%02x:%02x", m[0],
+		    m[1], m[2], m[3], m[4], m[5], c->dev_mac[0], c->dev_mac[1], c->dev_mac[2], c->dev_mac[3],
+		    c->dev_mac[4], c->dev_mac[5]);
 	if (r < 0)
-		return err_setsys(r, "no interface with MAC %02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
-		                  m[5]);
+		return err_setsys(r, "no interface with MAC %02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3],
+		                  m[4], m[5]);
 	return 0;
 }
 

@@ -172,8 +172,7 @@ TEST(template_link_gets_the_mac)
 	is_int(netcfg_apply(&cfg), 0);
 	idx = (int)if_nametoindex("eth4");
 	ok(idx > 0, "renamed to eth4");
-	ok(if_ioctl("eth4", SIOCGIFHWADDR, &ifr) && !memcmp(ifr.ifr_hwaddr.sa_data, want, 6),
-	   "the container's MAC");
+	ok(if_ioctl("eth4", SIOCGIFHWADDR, &ifr) && !memcmp(ifr.ifr_hwaddr.sa_data, want, 6), "the container's MAC");
 	is_int(if_mtu("eth4"), 1500);
 	ok(if_ioctl("eth4", SIOCGIFFLAGS, &ifr) && (ifr.ifr_flags & IFF_UP), "up");
 	if (nl_open(&nl) == 0) {
