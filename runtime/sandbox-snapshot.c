@@ -115,7 +115,8 @@ static int attach_taps(struct sandbox *s, struct netns_setup *net, bool *ret_fat
 		log_debug("network interface %s (TAP %s, %u queue pair(s)): attached to the template's device %u",
 		          l->iface, l->tap, l->nr_fds, i);
 	}
-	/* Only now: a cold boot after a failure above reports the MAC. */
+	/* The guest's driver read the template's MACs: guest-init finds the
+	 * links by them and sets the interfaces' own. */
 	for (unsigned int i = 0; i < net->cfg.nr_ifaces; i++)
 		sandbox_template_mac(i, net->cfg.ifaces[i].dev_mac);
 	return 0;
