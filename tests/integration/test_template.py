@@ -352,7 +352,7 @@ def check_net_template(t, tmp, env, tpl_dir):
         while time.time() < deadline and state(env, root, "tpl-net") not in ("stopped", None):
             time.sleep(0.5)
         d = kvrun(env, "--root", root, "delete", "--force", "tpl-net", timeout=120)
-    t.eq(d.returncode, 0, "net: delete", d.stderr)
+    t.ok(d.returncode == 0, "net: delete", d.stderr)
     t.eq(eth0_addrs(cns), addrs_before, "net: the namespace has its addresses back")
     links = netlib.sh("ip", "-n", cns, "-o", "link", "show").stdout
     t.ok("kvt" not in links, "net: no TAP left", links)
