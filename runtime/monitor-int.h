@@ -38,6 +38,7 @@ struct monitor {
 	struct sandbox *sb;
 	char *vsock_path, *control_path;
 	char *cgroup_path; /* resolved linux.cgroupsPath we are in, or NULL */
+	char *cgroup_unit; /* the systemd scope holding it, or NULL */
 	int listen_fds[NR_PORTS];
 	int stream_fds[NR_PORTS]; /* accepted guest streams */
 	int control_fd; /* listener of control.sock */

@@ -406,15 +406,13 @@ static int host_setup(struct monitor *m)
 		a->new_netns = false;
 	}
 	if (cg && *cg) {
-		r = cgroup_resolve(cg, a->systemd_cgroup, &m->cgroup_path);
-		if (r >= 0)
-			r = cgroup_enter(m->cgroup_path, spec->linux_spec->resources, getpid());
-		if (r < 0) {
-			free(m->cgroup_path);
-			m->cgroup_path = NULL;
+		r = cgroup_join(cg, a->systemd_cgroup, spec->linux_spec->resources, getpid(), &m->cgroup_path,
+		                &m->cgroup_unit);
+		if (r < 0)
 			return r;
-		}
 		r = oci_map_set(&a->c->state->private_data, STATE_KEY_CGROUP, m->cgroup_path);
+		if (r >= 0 && m->cgroup_unit)
+			r = oci_map_set(&a->c->state->private_data, STATE_KEY_CGROUP_UNIT, m->cgroup_unit);
 		if (r < 0)
 			return r;
 	}
@@ -715,13 +713,13 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	/* On failure our cgroup goes before create hears of it (create then
 	 * kills us and removes the state, which names the cgroup). */
 	if (r < 0 && m.cgroup_path)
-		cgroup_remove(m.cgroup_path);
+		cgroup_leave(m.cgroup_path, m.cgroup_unit);
 	if (report_ready(&m, r) < 0 && r >= 0) {
 		/* Still holding the creator's lock: remove what it would have. */
 		log_error("the creating process went away: removing container %s", a->c->state->id);
 		shut_down(&m);
 		if (m.cgroup_path)
-			cgroup_remove(m.cgroup_path);
+			cgroup_leave(m.cgroup_path, m.cgroup_unit);
 		rm_rf(a->c->dir);
 		_exit(EXIT_MONITOR_FAILED);
 	}
