@@ -421,6 +421,24 @@ int cgroup_unit_start(struct dbus_conn *c, const struct cgroup_unit_req *q, int 
 	return 0;
 }
 
+int cgroup_unit_set(struct dbus_conn *c, const struct cgroup_unit_req *q)
+{
+	_cleanup_(dbus_writer_free) struct dbus_writer w = {0};
+	struct dbus_array a;
+	int r;
+
+	dbus_call_begin(&w, SD_DEST, SD_PATH, SD_MANAGER, "SetUnitProperties", "sba(sv)");
+	dbus_w_str(&w, q->unit);
+	dbus_w_bool(&w, true); /* runtime: not written to /etc */
+	a = dbus_w_array_open(&w, 8);
+	r = resource_props(&w, q);
+	if (r < 0)
+		return r;
+	dbus_w_array_close(&w, a);
+	r = manager_call(c, &w, NULL, NULL, NULL);
+	return r < 0 ? err_prefix(r, "set properties of systemd unit %s", q->unit) : 0;
+}
+
 int cgroup_unit_stop(struct dbus_conn *c, const char *unit, int timeout_ms)
 {
 	_cleanup_(dbus_writer_free) struct dbus_writer w = {0};

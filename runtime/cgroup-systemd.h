@@ -75,6 +75,11 @@ int cgroup_unit_start(struct dbus_conn *c, const struct cgroup_unit_req *q, int 
  * fine (an empty scope stops by itself). */
 int cgroup_unit_stop(struct dbus_conn *c, const char *unit, int timeout_ms);
 
+/* SetUnitProperties(unit, runtime, properties) with the resource
+ * properties of q (those of cgroup_unit_properties() that come from
+ * q->res), as runc's update does before writing the cgroup files. */
+int cgroup_unit_set(struct dbus_conn *c, const struct cgroup_unit_req *q);
+
 /* Parse a cpuset list ("0-3,8") into systemd's byte mask (bit n of byte
  * n/8, trailing zero bytes cut). *ret malloc'd. -EINVAL when malformed
  * or empty. */

@@ -311,6 +311,16 @@ int cgroup_remove(const char *path)
 
 /* ---- the systemd driver ----------------------------------------------- */
 
+/* The request for unit from what the host tells (v2 or not, systemd's
+ * version). */
+static void unit_req(struct dbus_conn *c, struct cgroup_unit_req *q)
+{
+	struct statfs sfs;
+
+	q->unified = statfs(cgroup_mount_root, &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC;
+	q->version = cgroup_systemd_version(c);
+}
+
 /* Keep the current message across a cleanup step that may set its own. */
 static int cleanup_keeping_error(int keep, const char *unit)
 {
@@ -326,7 +336,6 @@ static int systemd_start(const char *cgroups_path, const struct oci_linux_resour
 	_cleanup_free_ char *slice = NULL, *unit = NULL, *desc = NULL;
 	struct dbus_conn *c = NULL;
 	struct cgroup_unit_req q = {.pid = pid, .res = res};
-	struct statfs sfs;
 	int r;
 
 	r = cgroup_unit_names(cgroups_path, &slice, &unit);
@@ -338,14 +347,32 @@ static int systemd_start(const char *cgroups_path, const struct oci_linux_resour
 	if (r < 0)
 		return r;
 	q.unit = unit, q.slice = slice, q.description = desc;
-	q.unified = statfs(cgroup_mount_root, &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC;
-	q.version = cgroup_systemd_version(c);
+	unit_req(c, &q);
 	r = cgroup_unit_start(c, &q, CGROUP_SYSTEMD_TIMEOUT_MS);
 	dbus_close(c);
 	if (r < 0)
 		return r;
 	*ret_unit = TAKE_PTR(unit);
 	return 0;
+}
+
+int cgroup_update_unit(const char *path, const char *unit, const struct oci_linux_resources *res)
+{
+	struct cgroup_unit_req q = {.unit = unit, .res = res};
+	struct dbus_conn *c = NULL;
+	int r;
+
+	if (unit && cgroup_systemd_running()) {
+		r = cgroup_systemd_connect(&c);
+		if (r >= 0) {
+			unit_req(c, &q);
+			r = cgroup_unit_set(c, &q);
+		}
+		dbus_close(c);
+		if (r < 0)
+			return r;
+	}
+	return path ? cgroup_update(path, res) : 0;
 }
 
 int cgroup_join(const char *cgroups_path, bool systemd, const struct oci_linux_resources *res, pid_t pid,

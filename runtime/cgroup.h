@@ -58,6 +58,11 @@ int cgroup_remove(const char *path);
 int cgroup_join(const char *cgroups_path, bool systemd, const struct oci_linux_resources *res, pid_t pid,
                 char **ret_path, char **ret_unit);
 
+/* With unit (cgroup_join's) and systemd running, tell systemd the new
+ * limits in res (SetUnitProperties), so that it keeps them; then, either
+ * way, cgroup_update(path, res). */
+int cgroup_update_unit(const char *path, const char *unit, const struct oci_linux_resources *res);
+
 /* Undo cgroup_join: step out of path if we are in it, stop the unit (when
  * not NULL) and remove path (when not NULL). The first error is
  * returned, and everything is attempted. */

@@ -230,28 +230,52 @@ static bool variant_text(struct dbus_reader *r, char *out, size_t size)
 	return false;
 }
 
+/* An a(sv) of properties into p->props. */
+static bool decode_props(struct fake_peer *p, struct dbus_reader *r)
+{
+	const char *name;
+	size_t end;
+
+	if (dbus_r_array(r, 8, &end) < 0)
+		return false;
+	p->nprops = 0;
+	while (r->pos < end) {
+		struct fake_prop *pr = &p->props[p->nprops < FAKE_MAX ? p->nprops++ : FAKE_MAX - 1];
+
+		if (dbus_r_align(r, 8) < 0 || dbus_r_str(r, &name) < 0 ||
+		    !variant_text(r, pr->value, sizeof(pr->value)))
+			return false;
+		snprintf(pr->name, sizeof(pr->name), "%s", name);
+	}
+	return r->pos == end;
+}
+
+/* "sba(sv)" */
+static bool decode_set(struct fake_peer *p, const struct dbus_msg *m)
+{
+	struct dbus_reader r = dbus_msg_body(m);
+	const char *unit;
+
+	if (!m->signature || strcmp(m->signature, "sba(sv)") || dbus_r_str(&r, &unit) < 0 ||
+	    dbus_r_bool(&r, &p->set_runtime) < 0 || !decode_props(p, &r))
+		return false;
+	snprintf(p->set_unit, sizeof(p->set_unit), "%s", unit);
+	return r.pos == r.len;
+}
+
 /* "ssa(sv)a(sa(sv))" */
 static bool decode_start(struct fake_peer *p, const struct dbus_msg *m)
 {
 	struct dbus_reader r = dbus_msg_body(m);
-	const char *unit, *mode, *name;
+	const char *unit, *mode;
 	size_t end;
 
 	if (!m->signature || strcmp(m->signature, "ssa(sv)a(sa(sv))") || dbus_r_str(&r, &unit) < 0 ||
-	    dbus_r_str(&r, &mode) < 0 || dbus_r_array(&r, 8, &end) < 0)
+	    dbus_r_str(&r, &mode) < 0 || !decode_props(p, &r))
 		return false;
 	snprintf(p->unit, sizeof(p->unit), "%s", unit);
 	snprintf(p->mode, sizeof(p->mode), "%s", mode);
-	p->nprops = 0;
-	while (r.pos < end) {
-		struct fake_prop *pr = &p->props[p->nprops < FAKE_MAX ? p->nprops++ : FAKE_MAX - 1];
-
-		if (dbus_r_align(&r, 8) < 0 || dbus_r_str(&r, &name) < 0 ||
-		    !variant_text(&r, pr->value, sizeof(pr->value)))
-			return false;
-		snprintf(pr->name, sizeof(pr->name), "%s", name);
-	}
-	if (r.pos != end || dbus_r_array(&r, 8, &end) < 0)
+	if (dbus_r_array(&r, 8, &end) < 0)
 		return false;
 	p->naux = 0;
 	while (r.pos < end) {
@@ -328,6 +352,11 @@ static void manager_call(struct fake_peer *p, int fd, const struct dbus_msg *m)
 		if (p->rm_on_stop)
 			(void)rm_rf(p->rm_on_stop);
 		job(p, fd, m, 9, a, "done");
+	} else if (strcmp(m->member, "SetUnitProperties") == 0) {
+		if (decode_set(p, m))
+			fake_reply(fd, m, "", NULL);
+		else
+			p->bad_messages++, fake_error(fd, m, "org.freedesktop.DBus.Error.InvalidArgs", "cannot decode");
 	} else if (strcmp(m->member, "ResetFailedUnit") == 0 && m->signature && strcmp(m->signature, "s") == 0 &&
 	           dbus_r_str(&r, &a) == 0) {
 		snprintf(p->reset_unit, sizeof(p->reset_unit), "%s", a);

@@ -57,6 +57,8 @@ struct fake_peer {
 	int nprops, naux, nstarts;
 	char stop_unit[128], stop_mode[32];
 	char reset_unit[128];
+	char set_unit[128]; /* SetUnitProperties (its properties in props) */
+	bool set_runtime;
 	int bad_messages; /* what it could not parse */
 };
 

@@ -339,11 +339,20 @@ TEST(join_and_leave)
 	is_str(scope_file("cgroup.procs"), mem);
 	snprintf(mem, sizeof(mem), "%lld", (long long)((128 << 20) + CGROUP_MONITOR_ALLOWANCE));
 	is_str(scope_file("memory.max"), mem);
+	/* update: systemd is told, then the file is written. */
+	r.memory.limit = 64 << 20;
+	is_int(cgroup_update_unit(path, unit, &r), 0);
+	is_str(p.set_unit, "p-n.scope");
+	ok(p.set_runtime, "runtime properties");
+	snprintf(mem, sizeof(mem), "t:%lld", (long long)((64 << 20) + CGROUP_MONITOR_ALLOWANCE));
+	is_str(fake_prop(&p, "MemoryLimit"), mem);
+	is_int(p.nprops, 1);
+	is_str(scope_file("memory.max"), mem + 2);
 	is_int(cgroup_leave(path, unit), 0);
 	ok(stat(scope, &st) < 0 && errno == ENOENT, "the unit's cgroup is gone");
 	fake_peer_stop(&p);
 	is_str(p.stop_unit, "p-n.scope");
-	ok(p.connections == 2, "one connection to start, one to stop (%d)", p.connections);
+	ok(p.connections == 3, "one connection to start, one to update, one to stop (%d)", p.connections);
 	is_str(p.calls[0].member, "Subscribe");
 	is_str(p.calls[1].member, "Get");
 	is_str(p.calls[2].member, "StartTransientUnit");
