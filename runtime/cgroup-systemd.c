@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "common/cleanup.h"
 #include "common/error.h"
@@ -325,12 +326,21 @@ static const char *job_result(const struct jobs *j, const char *job)
  * already) and copy its result. */
 static int wait_job(struct dbus_conn *c, struct jobs *j, const char *job, char *result, size_t size, int timeout_ms)
 {
+	struct timespec ts;
+	int64_t deadline;
 	const char *res;
 
+	/* One deadline for the job, however many other signals come. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	deadline = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + timeout_ms;
 	while (!(res = job_result(j, job))) {
 		struct dbus_incoming in = {0};
-		int r = dbus_recv(c, timeout_ms, &in);
+		int64_t left;
+		int r;
 
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		left = deadline - ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+		r = left > 0 ? dbus_recv(c, (int)left, &in) : -ETIMEDOUT;
 		if (r == -ETIMEDOUT)
 			return err_set(r, "no answer from systemd for job %s in %d ms", job, timeout_ms);
 		if (r < 0)

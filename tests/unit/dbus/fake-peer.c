@@ -309,16 +309,17 @@ static void job_removed(int fd, uint32_t id, const char *job, const char *unit, 
  * the client has to pass over). */
 static void job(struct fake_peer *p, int fd, const struct dbus_msg *m, uint32_t id, const char *unit, const char *res)
 {
+	bool hang = p->start_job_hangs && strcmp(m->member, "StartTransientUnit") == 0;
 	char path[64];
 	struct dbus_writer b = {0};
 
 	snprintf(path, sizeof(path), "/org/freedesktop/systemd1/job/%u", id);
 	dbus_w_str(&b, path);
 	job_removed(fd, id - 1, "/org/freedesktop/systemd1/job/1", "other.service", "failed");
-	if (p->signal_first)
+	if (p->signal_first && !hang)
 		job_removed(fd, id, path, unit, res);
 	fake_reply(fd, m, "o", &b);
-	if (!p->signal_first)
+	if (!p->signal_first && !hang)
 		job_removed(fd, id, path, unit, res);
 	dbus_writer_free(&b);
 }

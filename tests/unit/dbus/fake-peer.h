@@ -44,6 +44,7 @@ struct fake_peer {
 	const char *start_error, *start_error_text; /* error for the first starts */
 	int start_errors; /* how many starts fail with it */
 	bool signal_first; /* JobRemoved before the method return */
+	bool start_job_hangs; /* no JobRemoved for a start job */
 	bool stop_missing; /* StopUnit answers NoSuchUnit */
 	const char *rm_on_stop; /* a directory removed when StopUnit comes */
 	/* what it saw */

@@ -232,6 +232,21 @@ TEST(start_job_failed)
 	is_str(p.reset_unit, "a-b.scope");
 }
 
+TEST(start_job_never_ends)
+{
+	struct fake_peer p = {.start_job_hangs = true};
+	struct dbus_conn *c = NULL;
+	struct cgroup_unit_req q = {.unit = "a-b.scope", .slice = "system.slice", .description = "d", .pid = 1};
+
+	is_int(pair(&p, &c), 0);
+	is_int(cgroup_unit_start(c, &q, 200), -ETIMEDOUT);
+	ok(strstr(err_msg(), "no answer from systemd for job /org/freedesktop/systemd1/job/7") != NULL, "says so: %s",
+	   err_msg());
+	dbus_close(c);
+	fake_peer_stop(&p);
+	is_str(p.stop_unit, "a-b.scope");
+}
+
 TEST(start_leftover_unit)
 {
 	struct fake_peer p = {.start_errors = 1,
