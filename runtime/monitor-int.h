@@ -43,6 +43,8 @@ struct monitor {
 	int stream_fds[NR_PORTS]; /* accepted guest streams */
 	int control_fd; /* listener of control.sock */
 	int signal_fd;
+	bool serving; /* serve() forwards signals; before it they end the boot */
+	int stop_signal; /* the signal that ended the boot, or 0 */
 	uint64_t next_id;
 	bool exited; /* EXIT of the container's init received */
 	bool paused; /* vCPUs stopped by a pause request */

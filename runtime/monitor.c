@@ -106,10 +106,26 @@ static void remove_sockets(struct monitor *m)
 	}
 }
 
-/* Wait until fd is readable, or the VM ended, or timeout_ms passed. */
+/* A signal that asks us to end, read while the guest still boots (there
+ * is no container process yet to forward it to): 0 when none came. */
+static int boot_stop_signal(struct monitor *m)
+{
+	struct signalfd_siginfo si;
+
+	while (read(m->signal_fd, &si, sizeof(si)) == sizeof(si))
+		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT || si.ssi_signo == SIGHUP ||
+		    si.ssi_signo == SIGQUIT)
+			return (int)si.ssi_signo;
+	return 0;
+}
+
+/* Wait until fd is readable, or the VM ended, or timeout_ms passed, or,
+ * before serve(), a signal asked us to stop. */
 static int wait_readable(struct monitor *m, int fd, int timeout_ms, const char *what)
 {
-	struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = sandbox_done_fd(m->sb), .events = POLLIN}};
+	struct pollfd p[3] = {{.fd = fd, .events = POLLIN},
+	                      {.fd = sandbox_done_fd(m->sb), .events = POLLIN},
+	                      {.fd = m->serving ? -1 : m->signal_fd, .events = POLLIN}};
 	int64_t deadline = now_ms() + timeout_ms;
 
 	for (;;) {
@@ -118,7 +134,7 @@ static int wait_readable(struct monitor *m, int fd, int timeout_ms, const char *
 
 		if (left <= 0)
 			return err_set(-ETIMEDOUT, "timed out after %d s waiting for %s", timeout_ms / 1000, what);
-		n = poll(p, 2, (int)left);
+		n = poll(p, 3, (int)left);
 		if (n < 0 && errno != EINTR)
 			return err_setsys(-errno, "poll");
 		if (n > 0 && p[0].revents)
@@ -129,6 +145,8 @@ static int wait_readable(struct monitor *m, int fd, int timeout_ms, const char *
 			return err_set(-ECONNRESET, "the VM ended (%s%s%s) while waiting for %s",
 			               vm_exit_reason_name(res.reason), res.detail[0] ? ": " : "", res.detail, what);
 		}
+		if (n > 0 && p[2].revents && (m->stop_signal = boot_stop_signal(m)))
+			return err_set(-EINTR, "stopped by %s while waiting for %s", strsignal(m->stop_signal), what);
 	}
 }
 
@@ -551,6 +569,7 @@ static int serve(struct monitor *m)
 	struct pollfd p[P_EXECS + MONITOR_MAX_EXECS];
 	struct monitor_exec *who[MONITOR_MAX_EXECS];
 
+	m->serving = true;
 	while (!m->exited) {
 		nfds_t n = P_EXECS;
 
@@ -693,6 +712,15 @@ static int vsock_base(struct monitor *m)
 	return asprintf(&m->vsock_path, "/proc/self/fd/%d/%s", fd, MONITOR_VSOCK_SOCK) < 0 ? -ENOMEM : 0;
 }
 
+/* The boot did not finish: a signal that stopped it ends us as it would
+ * have ended the container's process (the caller sees 128+N). */
+static _Noreturn void exit_boot_failed(struct monitor *m)
+{
+	if (m->stop_signal)
+		monitor_exit_like((uint32_t)m->stop_signal);
+	_exit(EXIT_MONITOR_FAILED);
+}
+
 _Noreturn void monitor_main(struct monitor_args *a)
 {
 	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1};
@@ -729,7 +757,7 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	if (r < 0) {
 		log_debug("monitor: %s", err_msg());
 		shut_down(&m);
-		_exit(EXIT_MONITOR_FAILED);
+		exit_boot_failed(&m);
 	}
 	netns_setup_close(&m.own_net);
 	if (a->plan->early_create) {
@@ -738,7 +766,7 @@ _Noreturn void monitor_main(struct monitor_args *a)
 		if (r < 0) {
 			log_error("after create: %s", err_msg());
 			shut_down(&m);
-			_exit(EXIT_MONITOR_FAILED);
+			exit_boot_failed(&m);
 		}
 	}
 	enter_jail();
