@@ -42,9 +42,15 @@ TEST(control_characters)
 
 	setenv("TZ", "UTC", 1);
 	tzset();
-	log_format_line(LOG_FORMAT_JSON, "info", "a\rb\x01" "c\\", T0, buf, sizeof(buf));
+	log_format_line(LOG_FORMAT_JSON, "info",
+	                "a\rb\x01"
+	                "c\\",
+	                T0, buf, sizeof(buf));
 	is_str(buf, "{\"level\":\"info\",\"msg\":\"a\\rb\\u0001c\\\\\",\"time\":\"2024-01-02T03:04:05Z\"}");
-	log_format_line(LOG_FORMAT_TEXT, "info", "a\rb\x01" "c\\", T0, buf, sizeof(buf));
+	log_format_line(LOG_FORMAT_TEXT, "info",
+	                "a\rb\x01"
+	                "c\\",
+	                T0, buf, sizeof(buf));
 	is_str(buf, "time=\"2024-01-02T03:04:05Z\" level=info msg=\"a\\x0db\\x01c\\\\\"");
 }
 
