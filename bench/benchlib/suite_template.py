@@ -222,9 +222,11 @@ def restore_once(ctx, env, bundle, cid, timeout=300):
         errf.close()
 
 
-def create_once(ctx, rt, bundle, cid, logf=None):
+def create_once(ctx, rt, bundle, cid, logf=None, pss_out=None):
     """`RT create` timed until it returns, then start and delete -f; ms.
-    For kvrun, its --log goes to logf."""
+    For kvrun, its --log goes to logf. With pss_out, the running
+    container's PSS (KiB, after settling) is appended to it before the
+    delete."""
     pre = ["--log", logf, "--log-format", "json"] if logf else []
     errf = tempfile.TemporaryFile(mode="w+")
     try:
@@ -239,15 +241,19 @@ def create_once(ctx, rt, bundle, cid, logf=None):
         s = subprocess.run(rt.argv("start", cid), capture_output=True, text=True, env=rt.env, timeout=600)
         if s.returncode != 0:
             raise RuntimeError(f"{rt.name} start: {kvrun_error(s.stderr)}")
+        if pss_out is not None:
+            time.sleep(ctx.settle)
+            pss_out.append(pss_kib(descendants(rt.init_pid(cid)))[0])
         return ms
     finally:
         rt.remove(cid)
         errf.close()
 
 
-def run_creates(ctx, env, names, n, cold_n):
+def run_creates(ctx, env, names, n, cold_n, cold_pss):
     """Alternating creates; {runtime name: [ms]} and notes on template runs
-    that were cold boots (KVM refused the state) or failed."""
+    that were cold boots (KVM refused the state) or failed. The cold-booted
+    containers' PSS (KiB, running, one container) goes to cold_pss."""
     lat = {rt: [] for rt in names}
     failed = {}
     rts = {"runc": ctx.rt.get("runc")}
@@ -260,7 +266,8 @@ def run_creates(ctx, env, names, n, cold_n):
                 continue
             logf = env.log_path(f"create-{i}-{TAGS[name]}") if name != "runc" else None
             try:
-                ms = create_once(ctx, rts[name], b, f"tc-{i}-{TAGS[name]}", logf)
+                ms = create_once(ctx, rts[name], b, f"tc-{i}-{TAGS[name]}", logf,
+                                 cold_pss if name == COLD else None)
             except (RuntimeError, subprocess.TimeoutExpired) as e:
                 if name == "runc":
                     raise
@@ -362,7 +369,10 @@ def run(ctx):
         if env and not reason_for(reasons, f"{S}/create_p50"):
             cr_names = ["kvrun", COLD] + cr_names
         log(f"template: {c['create']} creates each for {', '.join(cr_names)} ({COLD}: {c['cold']})")
-        lat, failed = run_creates(ctx, env, cr_names, c["create"], c["cold"])
+        cold_pss = []
+        lat, failed = run_creates(ctx, env, cr_names, c["create"], c["cold"], cold_pss)
+        for kib in cold_pss:
+            R.add(S, "pss_1", COLD, kib / 1024, **meta("pss_1"))
         for name, xs in lat.items():
             if failed.get(name) and not xs:
                 for k in ("create_p50", "create_p95"):
