@@ -282,9 +282,14 @@ static int terminal_host_side(struct monitor *m)
 	if (m->tty_fd >= 0 || !m->a->b->spec->process->terminal)
 		return 0;
 	if (m->a->console_socket) {
+		const struct oci_console_size *cs = &m->a->b->spec->process->console_size;
+
 		r = console_open_pty(&master, &m->tty_fd, name, sizeof(name));
 		if (r < 0)
 			return r;
+		/* As runc's pty: the size the engine asked for, which is also
+		 * the one the guest's pty starts with when nothing else is known. */
+		(void)console_set_size(master, cs->height, cs->width);
 		r = console_send_fd(m->a->console_socket, master, name);
 		close(master);
 		if (r < 0)
@@ -318,17 +323,36 @@ int monitor_setup_terminal(struct monitor *m)
 }
 
 /* The guest's pty follows the size of ours (no SIGWINCH reaches a monitor
- * in its own session: the size is looked at when idle). */
+ * in its own session: the size is looked at when idle). A paused guest
+ * cannot take a new size: it is passed on after the resume. */
 static void follow_size(struct monitor *m)
 {
 	unsigned rows, cols;
 
-	if (m->tty_fd < 0 || console_get_size(m->tty_fd, &rows, &cols) < 0 || (rows == m->rows && cols == m->cols))
+	if (m->tty_fd < 0 || m->paused || console_get_size(m->tty_fd, &rows, &cols) < 0 ||
+	    (rows == m->rows && cols == m->cols))
 		return;
 	m->rows = rows;
 	m->cols = cols;
 	if (monitor_resize(m, 0, rows, cols) < 0)
 		log_debug("resize: %s", err_msg());
+}
+
+/* The size the guest's pty starts with: that of our end of the terminal
+ * when it has one already (early_create: the engine may have sized the
+ * master while the guest booted), else process.consoleSize. What the
+ * guest got is what follow_size() passes changes against. */
+static void start_size(struct monitor *m, struct proto_process *p)
+{
+	unsigned rows, cols;
+
+	if (m->tty_fd >= 0 && console_get_size(m->tty_fd, &rows, &cols) == 0 && rows && cols) {
+		p->rows = (uint16_t)rows;
+		p->cols = (uint16_t)cols;
+	}
+	/* The guest sizes its pty only when both are known. */
+	m->rows = p->terminal && p->rows && p->cols ? p->rows : 0;
+	m->cols = p->terminal && p->rows && p->cols ? p->cols : 0;
 }
 
 /* START with WAIT: the guest builds the container and answers READY. */
@@ -351,6 +375,7 @@ static int create_container(struct monitor *m)
 		proto_start_free(&msg.u.start);
 		return r;
 	}
+	start_size(m, &msg.u.start.process);
 	/* The guest's first disk mount and setup run at boot speed: under
 	 * emulation on a loaded host that can take minutes, as the boot does. */
 	r = monitor_request(m, &msg, monitor_boot_timeout_ms(), &ans);

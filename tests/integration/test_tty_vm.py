@@ -5,8 +5,9 @@ terminal: tmux runs kvrun, send-keys types, capture-pane reads the screen,
 resize-window changes the window's size. Two boots, side by side:
 
 1. `kvrun run` in the foreground with process.terminal true (its own tty,
-   made raw): type a command and read its output, resize the window and see
-   `stty size` follow, ^C a foreground `sleep` while the shell lives, a
+   made raw): type a command and read its output, `stty size` as the
+   window's from the start, resize the window and see `stty size` follow,
+   ^C a foreground `sleep` while the shell lives, a
    foreground `kvrun exec -t` in a second window (output, size, exit code),
    the monitor's sandbox (/proc/<pid>/status: Seccomp 2, NoNewPrivs 1, no
    capability), an OOM kill in the container through exec reported by
@@ -16,7 +17,8 @@ resize-window changes the window's size. Two boots, side by side:
    receiver in tmux gets the pty master (exactly one fd in one SCM_RIGHTS
    message, the pty's name as payload) and bridges it to its own terminal,
    passing window size changes on as the shim does; create's stdout and
-   stderr reach EOF when it returns; type, resize, ^C, `exit 3` seen as the
+   stderr reach EOF when it returns; type, the size from the start (the
+   receiver sized the master before start), resize, ^C, `exit 3` seen as the
    monitor's exit status; delete leaves nothing.
 
 Skips without a guest kernel, /dev/kvm, root, mke2fs, busybox or tmux."""
@@ -221,6 +223,15 @@ def check_resize(t, target, rows, cols, what):
          f"says {want}", screen(target)[-600:])
 
 
+def check_size(t, target, what):
+    """Before any resize: the size the terminal had when the container
+    started (no consoleSize in the spec) is the guest pty's."""
+    want = pane_size(target).replace(" ", "x")
+    type_line(target, "echo isize-$(stty size | tr ' ' x)")
+    t.ok(wait_screen(target, "isize-" + want, timeout=120), f"{what}: stty size in the guest is the terminal's "
+         f"({want}) from the start", screen(target)[-600:])
+
+
 def check_interrupt(t, target, what):
     type_line(target, "sleep 1000; echo not-$((1+1))-interrupted")
     time.sleep(2)
@@ -258,6 +269,7 @@ def boot_run(t, tmp, root, bundle):
     mpid = st.get("pid", 0)
     t.eq(st.get("status"), "running", "run: state says running")
     check_jail(t, mpid, "run: the monitor")
+    check_size(t, target, "run")
     check_resize(t, target, 31, 97, "run")
     check_interrupt(t, target, "run")
 
@@ -349,6 +361,7 @@ def boot_create(t, tmp, root, bundle, sock, result, creator):
     type_line(target, "echo boot2-$((3*3))")
     t.ok(wait_screen(target, "boot2-9", timeout=180), "console socket: a typed command's output on the screen",
          screen(target))
+    check_size(t, target, "console socket")
     check_resize(t, target, 27, 88, "console socket")
     check_interrupt(t, target, "console socket")
     type_line(target, "exit 3")
