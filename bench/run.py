@@ -3,7 +3,7 @@
 """kvrun's benchmark harness: kvrun against runc and crun (and QEMU microvm
 for the VMM) on the same work, in one run. See docs/benchmarks.md.
 
-  bench/run.py [--suite start,memory,pg,nginx,net,cpu-io,vmm] [--runs N] [--quick]
+  bench/run.py [--suite start,memory,pg,nginx,net,cpu-io,vmm,template] [--runs N] [--quick]
                [--force-emulated] [--runtimes kvrun,runc,crun] [--out DIR]
 
 Needs root, scripts/setup.sh --bench, and a built ./build (kvrun, the test
@@ -23,12 +23,14 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from benchlib import emulated, report, suite_cpuio, suite_net, suite_servers, suite_start, suite_vmm  # noqa: E402
+from benchlib import emulated, report, suite_cpuio, suite_net, suite_servers, suite_start, suite_template, suite_vmm  # noqa: E402
 from benchlib.results import Results  # noqa: E402
 from benchlib.runtimes import Limits, cgroup_layout, make_runtimes, own_cgroup  # noqa: E402
 from benchlib.util import host_info, loadavg, log, sh, write_json  # noqa: E402
 
 SUITES = ["start", "memory", "pg", "nginx", "net", "cpu-io", "vmm"]
+# Suites run only when named: template builds three templates (three Linux boots).
+NAMED_SUITES = ["template"]
 EMULATED = emulated.EMULATED
 EMULATED_REASON = emulated.EMULATED_REASON
 
@@ -145,7 +147,8 @@ def build_shim(ctx):
 
 def check_tools(suites):
     need = {"start": ["runc", "crun"], "memory": ["pgbench", "ip"], "pg": ["pgbench", "ip"],
-            "nginx": ["nginx", "wrk", "ip"], "net": ["nginx", "wrk", "iperf3", "ip"], "cpu-io": ["bc", "fio", "gcc", "make"], "vmm": ["qemu-system-x86_64"]}
+            "nginx": ["nginx", "wrk", "ip"], "net": ["nginx", "wrk", "iperf3", "ip"], "cpu-io": ["bc", "fio", "gcc", "make"], "vmm": ["qemu-system-x86_64"],
+            "template": ["runc"]}
     missing = sorted({t for s in suites for t in need.get(s, []) if not shutil.which(t)})
     if missing:
         sys.exit(f"bench/run.py: missing {' '.join(missing)}: run scripts/setup.sh --bench")
@@ -207,6 +210,8 @@ def run_suites(ctx, suites):
                 suite_cpuio.run(ctx)
             elif s == "vmm":
                 suite_vmm.run(ctx)
+            elif s == "template":
+                suite_template.run(ctx)
         except Exception as e:  # one broken suite must not lose the others
             traceback.print_exc()
             ctx.results.notes.append(f"suite {s} failed: {e}")
@@ -262,7 +267,8 @@ def remove_cgroup_parents():
 def parse_args(argv=None):
     """The command line; ap.error()s (exit 2) on an unknown suite."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--suite", default=",".join(SUITES), help="comma-separated: " + ",".join(SUITES))
+    ap.add_argument("--suite", default=",".join(SUITES),
+                    help=f"comma-separated: {','.join(SUITES + NAMED_SUITES)} (default: all but {','.join(NAMED_SUITES)})")
     ap.add_argument("--runs", type=int, default=3, help="runs per figure (at least 3)")
     ap.add_argument("--quick", action="store_true",
                     help="shorter client loops (pgbench 5 s, wrk 3 s, iperf3 3 s, fio 3 s)")
@@ -276,7 +282,7 @@ def parse_args(argv=None):
                                   "<time> directory below it when that already holds results)")
     a = ap.parse_args(argv)
     a.suites = [s for s in a.suite.split(",") if s]
-    bad = [s for s in a.suites if s not in SUITES]
+    bad = [s for s in a.suites if s not in SUITES + NAMED_SUITES]
     if bad:
         ap.error(f"unknown suite {', '.join(bad)}")
     a.runtime_names = [r for r in a.runtimes.split(",") if r]
@@ -321,11 +327,7 @@ def main():
     remove_cgroup_parents()
     if ctx.host["emulating"]:
         # Forced guest workloads on an emulating host measure the emulator.
-        for key, m in ctx.results.metrics.items():
-            d = m["runtimes"].get("kvrun", {})
-            if "samples" in d and key.split("/")[0] != "vmm" and not key.startswith("start/kvrun_host_start") \
-                    and key != "start/cli_state":
-                d["label"] = emulated.LABEL
+        emulated.label_metrics(ctx.results.metrics)
 
     kv_vcpus = 1 if ctx.host["emulating"] else math.ceil(ctx.limits.cpus)
     res = {
@@ -346,6 +348,9 @@ def main():
                          "clients in the peer netns",
             "kvrun_forced_emulated": emulated.FORCED if ctx.host["emulating"] and ctx.force_emulated else [],
             "fio": {"bs": "4k", "size": "256M", "direct": 1, "ioengine": "psync", "runtime_s": ctx.fio_duration},
+            "template": {"sizes_mib": suite_template.SIZES, "create_mib": suite_template.CREATE_MIB,
+                         "runs": suite_template.counts(ctx.quick, ctx.host["emulating"]),
+                         "restore": "monitor's --log record, file opened to vCPU threads started"},
             "start_runs_per_block": ctx.start_runs, "settle_s": ctx.settle, "nice": os.nice(0),
         },
         "invocations": {n: r.invocation() for n, r in ctx.rt.items()},

@@ -7,13 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/fileio.h"
 #include "common/log.h"
+#include "runtime/cgroup-systemd.h"
 #include "runtime/cgroup.h"
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
 
 const char *cgroup_mount_root = "/sys/fs/cgroup";
 const char *cgroup_self_file = "/proc/self/cgroup";
@@ -39,6 +45,7 @@ static int pathf(char *buf, size_t size, const char *fmt, ...)
  * hybrid one). */
 struct hier {
 	char dir[256];
+	char cur[256]; /* where this process is in it */
 	bool v2;
 	bool memory, cpu, cpuset;
 };
@@ -59,6 +66,7 @@ static int hierarchies(struct hier *h, int max)
 			continue;
 		*end = 0;
 		h[n] = (struct hier){0};
+		snprintf(h[n].cur, sizeof(h[n].cur), "%.*s", (int)strcspn(end + 1, "\n"), end + 1);
 		if (!*ctl) {
 			h[n].v2 = true;
 			(void)pathf(h[n].dir, sizeof(h[n].dir), "%s/unified", cgroup_mount_root);
@@ -77,13 +85,17 @@ static int hierarchies(struct hier *h, int max)
 	return n;
 }
 
-/* "a-b-c.slice" -> "/a.slice/a-b.slice/a-b-c.slice"; "" or "-.slice" is
- * the root slice, which systemd puts containers in as system.slice. */
+/* "a-b-c.slice" -> "/a.slice/a-b.slice/a-b-c.slice"; "-.slice" is the
+ * root slice (""), and no slice at all means system.slice, as runc. */
 static int expand_slice(const char *slice, char *buf, size_t size)
 {
 	size_t len = strlen(slice), at = 0;
 
-	if (!len || strcmp(slice, "-.slice") == 0)
+	if (strcmp(slice, "-.slice") == 0) {
+		buf[0] = 0;
+		return 0;
+	}
+	if (!len)
 		slice = "system.slice", len = strlen(slice);
 	if (len < 7 || strcmp(slice + len - 6, ".slice") || strchr(slice, '/'))
 		return err_set(-EINVAL, "invalid slice name: %s", slice);
@@ -124,12 +136,6 @@ int cgroup_resolve(const char *cgroups_path, bool systemd, char **ret)
 		if (r < 0)
 			return r;
 	}
-	if (access("/run/systemd/system", F_OK) == 0)
-		log_info(
-		    "systemd cgroup %s: kvrun writes the equivalent cgroupfs path (no transient unit is registered)",
-		    cgroups_path);
-	else
-		log_info("systemd is not running: placing the container in the cgroupfs path of %s", cgroups_path);
 	if (c2 == c1 + 1)
 		return asprintf(ret, "%s/%s.scope", slice, c2 + 1) < 0 ? -ENOMEM : 0;
 	return asprintf(ret, "%s/%.*s-%s.scope", slice, (int)(c2 - c1 - 1), c1 + 1, c2 + 1) < 0 ? -ENOMEM : 0;
@@ -299,6 +305,139 @@ int cgroup_remove(const char *path)
 		} else if (errno != ENOENT && access(dir, F_OK) == 0 && r == 0) {
 			r = err_setsys(-errno, "remove cgroup %s", dir);
 		}
+	}
+	return r;
+}
+
+/* ---- the systemd driver ----------------------------------------------- */
+
+/* The request for unit from what the host tells (v2 or not, systemd's
+ * version). */
+static void unit_req(struct dbus_conn *c, struct cgroup_unit_req *q)
+{
+	struct statfs sfs;
+
+	q->unified = statfs(cgroup_mount_root, &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC;
+	q->version = cgroup_systemd_version(c);
+}
+
+/* Keep the current message across a cleanup step that may set its own. */
+static int cleanup_keeping_error(int keep, const char *unit)
+{
+	char msg[1024];
+
+	snprintf(msg, sizeof(msg), "%s", err_msg());
+	(void)cgroup_leave(NULL, unit);
+	return err_set(keep, "%s", msg);
+}
+
+static int systemd_start(const char *cgroups_path, const struct oci_linux_resources *res, pid_t pid, char **ret_unit)
+{
+	_cleanup_free_ char *slice = NULL, *unit = NULL, *desc = NULL;
+	struct dbus_conn *c = NULL;
+	struct cgroup_unit_req q = {.pid = pid, .res = res};
+	int r;
+
+	r = cgroup_unit_names(cgroups_path, &slice, &unit);
+	if (r < 0)
+		return r;
+	if (asprintf(&desc, "kvrun container %s", strrchr(cgroups_path, ':') + 1) < 0)
+		return -ENOMEM;
+	r = cgroup_systemd_connect(&c);
+	if (r < 0)
+		return r;
+	q.unit = unit, q.slice = slice, q.description = desc;
+	unit_req(c, &q);
+	r = cgroup_unit_start(c, &q, CGROUP_SYSTEMD_TIMEOUT_MS);
+	dbus_close(c);
+	if (r < 0)
+		return r;
+	*ret_unit = TAKE_PTR(unit);
+	return 0;
+}
+
+int cgroup_update_unit(const char *path, const char *unit, const struct oci_linux_resources *res)
+{
+	struct cgroup_unit_req q = {.unit = unit, .res = res};
+	struct dbus_conn *c = NULL;
+	int r;
+
+	if (unit && cgroup_systemd_running()) {
+		r = cgroup_systemd_connect(&c);
+		if (r >= 0) {
+			unit_req(c, &q);
+			r = cgroup_unit_set(c, &q);
+		}
+		dbus_close(c);
+		if (r < 0)
+			return r;
+	}
+	return path ? cgroup_update(path, res) : 0;
+}
+
+int cgroup_join(const char *cgroups_path, bool systemd, const struct oci_linux_resources *res, pid_t pid,
+                char **ret_path, char **ret_unit)
+{
+	_cleanup_free_ char *path = NULL, *unit = NULL;
+	int r;
+
+	r = cgroup_resolve(cgroups_path, systemd, &path);
+	if (r < 0)
+		return r;
+	if (systemd && cgroup_systemd_running()) {
+		r = systemd_start(cgroups_path, res, pid, &unit);
+		if (r < 0)
+			return r;
+	} else if (systemd) {
+		log_info("systemd is not running: placing the container in the cgroupfs path of %s", cgroups_path);
+	}
+	/* Hierarchies systemd leaves alone (v1 cpuset, net_cls...) and the
+	 * limits it has no property for, written to the unit's files. */
+	r = cgroup_enter(path, res, pid);
+	if (r < 0)
+		return unit ? cleanup_keeping_error(r, unit) : r;
+	*ret_path = TAKE_PTR(path);
+	*ret_unit = TAKE_PTR(unit);
+	return 0;
+}
+
+/* Move this process to the root of every hierarchy where it is in path
+ * (so that stopping the unit does not signal us). */
+static void step_out(const char *path)
+{
+	struct hier h[MAX_HIER];
+	char procs[1024], spid[32];
+	int n = hierarchies(h, MAX_HIER);
+
+	snprintf(spid, sizeof(spid), "%d", (int)getpid());
+	for (int i = 0; i < n; i++)
+		if (strcmp(h[i].cur, path) == 0 && pathf(procs, sizeof(procs), "%s/cgroup.procs", h[i].dir) == 0)
+			(void)write_file(procs, spid);
+	err_clear();
+}
+
+int cgroup_leave(const char *path, const char *unit)
+{
+	struct dbus_conn *c = NULL;
+	int r = 0, q;
+
+	if (unit) {
+		if (path)
+			step_out(path);
+		r = cgroup_systemd_connect(&c);
+		if (r >= 0)
+			r = cgroup_unit_stop(c, unit, CGROUP_SYSTEMD_TIMEOUT_MS);
+		dbus_close(c);
+	}
+	if (path) {
+		char msg[1024];
+
+		snprintf(msg, sizeof(msg), "%s", err_msg());
+		q = cgroup_remove(path);
+		if (r < 0)
+			err_set(r, "%s", msg);
+		else
+			r = q;
 	}
 	return r;
 }

@@ -10,9 +10,10 @@
  *
  * Paths: cgroupfs form ("/a/b", or "a/b" taken from the root of each
  * hierarchy), or with --systemd-cgroup "slice:prefix:name", which maps to
- * /<expanded slice>/<prefix>-<name>.scope (as systemd would name the
- * scope). The scope is not registered with systemd: kvrun writes the
- * equivalent cgroupfs path itself and logs that it does.
+ * /<expanded slice>/<prefix>-<name>.scope (as systemd names the scope).
+ * With systemd running, that scope is a transient unit systemd creates
+ * for the monitor (runtime/cgroup-systemd.h); without it kvrun writes the
+ * same cgroupfs path itself.
  */
 #ifndef KVRUN_RUNTIME_CGROUP_H
 #define KVRUN_RUNTIME_CGROUP_H
@@ -48,5 +49,23 @@ int cgroup_update(const char *path, const struct oci_linux_resources *res);
  * container's cgroup has none). Moves the calling process out first if it
  * is inside. Missing directories are fine. */
 int cgroup_remove(const char *path);
+
+/* The whole of joining a container's cgroup: resolve cgroups_path, with
+ * systemd (and systemd running) have it create the transient scope unit
+ * with pid in it, then cgroup_enter() for the rest. *ret_path is the
+ * resolved path, *ret_unit the unit's name or NULL (both malloc'd). On
+ * failure nothing is left: the unit is stopped, the paths removed. */
+int cgroup_join(const char *cgroups_path, bool systemd, const struct oci_linux_resources *res, pid_t pid,
+                char **ret_path, char **ret_unit);
+
+/* With unit (cgroup_join's) and systemd running, tell systemd the new
+ * limits in res (SetUnitProperties), so that it keeps them; then, either
+ * way, cgroup_update(path, res). */
+int cgroup_update_unit(const char *path, const char *unit, const struct oci_linux_resources *res);
+
+/* Undo cgroup_join: step out of path if we are in it, stop the unit (when
+ * not NULL) and remove path (when not NULL). The first error is
+ * returned, and everything is attempted. */
+int cgroup_leave(const char *path, const char *unit);
 
 #endif

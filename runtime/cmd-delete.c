@@ -16,9 +16,12 @@
 static int delete_rest(struct container *c)
 {
 	const char *cg = oci_map_get(&c->state->private_data, STATE_KEY_CGROUP);
+	const char *unit = oci_map_get(&c->state->private_data, STATE_KEY_CGROUP_UNIT);
 	int r;
 
-	if (cg && cgroup_remove(cg) < 0)
+	/* With a systemd unit, stopping it removes the cgroup (runc's
+	 * Destroy); what systemd did not create goes after. */
+	if ((cg || unit) && cgroup_leave(cg, unit) < 0)
 		log_warn("%s", err_msg());
 	c->state->status = OCI_STATUS_STOPPED;
 	if (c->state->bundle && access(c->state->bundle, F_OK) == 0 &&

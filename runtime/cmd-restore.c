@@ -16,9 +16,7 @@ static int run_restore(struct cli_context *ctx, int argc, char **argv)
 	bool lazy = false;
 	_cleanup_strv_ struct cli_strv empty_ns = {0};
 	const struct cli_flag flags[] = {
-	    {"console-socket", NULL, CLI_STRING, &o.console_socket,
-	     "path to an AF_UNIX socket which will receive a file descriptor referencing the master end of "
-	     "the console's pseudoterminal"},
+	    CREATE_FLAG_CONSOLE_SOCKET(o),
 	    {"image-path", NULL, CLI_STRING, &image_path, "path to criu image files for restoring"},
 	    {"work-path", NULL, CLI_STRING, &work_path, "path for saving work files and logs"},
 	    {"parent-path", NULL, CLI_STRING, &parent_path, "path for previous criu image files in pre-dump"},
@@ -29,11 +27,10 @@ static int run_restore(struct cli_context *ctx, int argc, char **argv)
 	    {"manage-cgroups-mode", NULL, CLI_STRING, &cgroups_mode,
 	     "cgroups mode: 'soft' (default), 'full' and 'strict'"},
 	    {"bundle", "b", CLI_STRING, &o.bundle, "path to the root of the bundle directory"},
-	    {"detach", "d", CLI_BOOL, &o.detach, "detach from the container's process"},
-	    {"pid-file", NULL, CLI_STRING, &o.pid_file, "specify the file to write the process id to"},
-	    {"no-subreaper", NULL, CLI_BOOL, &o.no_subreaper,
-	     "disable the use of the subreaper used to reap reparented processes"},
-	    {"no-pivot", NULL, CLI_BOOL, &o.no_pivot, "accepted for compatibility; the rootfs is always a VM disk"},
+	    CREATE_FLAG_DETACH(o),
+	    CREATE_FLAG_PID_FILE(o),
+	    CREATE_FLAG_NO_SUBREAPER(o),
+	    CREATE_FLAG_NO_PIVOT(o),
 	    {"empty-ns", NULL, CLI_STRV, &empty_ns, "create a namespace, but don't restore its properties"},
 	    {"auto-dedup", NULL, CLI_BOOL, &auto_dedup, "enable auto deduplication of memory images"},
 	    {"lazy-pages", NULL, CLI_BOOL, &lazy, "use userfaultfd to lazily restore memory pages"},

@@ -32,24 +32,16 @@ static int run_run(struct cli_context *ctx, int argc, char **argv)
 {
 	struct create_opts o = {0};
 	const struct cli_flag flags[] = {
-	    {"bundle", "b", CLI_STRING, &o.bundle,
-	     "path to the root of the bundle directory, defaults to the current directory"},
-	    {"console-socket", NULL, CLI_STRING, &o.console_socket,
-	     "path to an AF_UNIX socket which will receive a file descriptor referencing the master end of "
-	     "the console's pseudoterminal"},
-	    {"pidfd-socket", NULL, CLI_STRING, &o.pidfd_socket,
-	     "path to an AF_UNIX socket which will receive a file descriptor referencing the init process"},
-	    {"detach", "d", CLI_BOOL, &o.detach, "detach from the container's process"},
+	    CREATE_FLAG_BUNDLE(o),
+	    CREATE_FLAG_CONSOLE_SOCKET(o),
+	    CREATE_FLAG_PIDFD_SOCKET(o),
+	    CREATE_FLAG_DETACH(o),
 	    {"keep", NULL, CLI_BOOL, &o.keep, "do not delete the container after it exits"},
-	    {"pid-file", NULL, CLI_STRING, &o.pid_file, "specify the file to write the process id to"},
-	    {"no-subreaper", NULL, CLI_BOOL, &o.no_subreaper,
-	     "disable the use of the subreaper used to reap reparented processes"},
-	    {"no-pivot", NULL, CLI_BOOL, &o.no_pivot, "accepted for compatibility; the rootfs is always a VM disk"},
-	    {"no-new-keyring", NULL, CLI_BOOL, &o.no_new_keyring,
-	     "do not create a new session keyring for the container"},
-	    {"preserve-fds", NULL, CLI_UINT, &o.preserve_fds,
-	     "Pass N additional file descriptors to the container (stdio + $LISTEN_FDS + N in total) "
-	     "(default: 0)"},
+	    CREATE_FLAG_PID_FILE(o),
+	    CREATE_FLAG_NO_SUBREAPER(o),
+	    CREATE_FLAG_NO_PIVOT(o),
+	    CREATE_FLAG_NO_NEW_KEYRING(o),
+	    CREATE_FLAG_PRESERVE_FDS(o),
 	    CLI_FLAG_END,
 	};
 	_cleanup_bundle_ struct bundle *b = NULL;

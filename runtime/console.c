@@ -98,3 +98,12 @@ int console_get_size(int fd, unsigned *ret_rows, unsigned *ret_cols)
 	*ret_cols = ws.ws_col;
 	return 0;
 }
+
+int console_set_size(int fd, unsigned rows, unsigned cols)
+{
+	struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+
+	if (!rows || !cols)
+		return 0;
+	return ioctl(fd, TIOCSWINSZ, &ws) < 0 ? -errno : 0;
+}

@@ -28,4 +28,8 @@ void console_restore(int fd, const struct termios *saved);
 /* The window size of the terminal fd: 0 and rows/cols, or -errno. */
 int console_get_size(int fd, unsigned *ret_rows, unsigned *ret_cols);
 
+/* Set the window size of the terminal fd (a pty's either end): 0 or
+ * -errno. A size with a 0 in it (none known) leaves fd's as it is. */
+int console_set_size(int fd, unsigned rows, unsigned cols);
+
 #endif

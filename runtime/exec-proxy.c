@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdarg.h>
-#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -194,11 +193,7 @@ static int setup_terminal(struct proxy *p)
 		r = console_open_pty(&master, &slave, name, sizeof(name));
 		if (r < 0)
 			return r;
-		if (pp->rows && pp->cols) {
-			struct winsize ws = {.ws_row = pp->rows, .ws_col = pp->cols};
-
-			ioctl(master, TIOCSWINSZ, &ws);
-		}
+		(void)console_set_size(master, pp->rows, pp->cols);
 		r = console_send_fd(p->o->console_socket, master, name);
 		close(master);
 		if (r < 0) {
@@ -247,28 +242,34 @@ static int block_signals(void)
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
-static void call(struct proxy *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void call(struct proxy *p, const char *fmt, ...)
+static int call(struct proxy *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int call(struct proxy *p, const char *fmt, ...)
 {
 	char req[128];
 	va_list ap;
+	int r;
 
 	va_start(ap, fmt);
 	vsnprintf(req, sizeof(req), fmt, ap);
 	va_end(ap);
-	if (monitor_call(p->o->dir, req, CALL_TIMEOUT_MS, NULL) < 0)
+	r = monitor_call(p->o->dir, req, CALL_TIMEOUT_MS, NULL);
+	if (r < 0)
 		log_debug("exec proxy: %s: %s", req, err_msg());
+	return r;
 }
 
+/* A size the monitor refused (a paused container) is tried again at the
+ * next look: only a size passed on is recorded. */
 static void check_size(struct proxy *p)
 {
 	unsigned rows, cols;
 
 	if (p->tty_fd < 0 || console_get_size(p->tty_fd, &rows, &cols) < 0 || (rows == p->rows && cols == p->cols))
 		return;
+	if (call(p, "resize %u %u %u", p->guest_pid, rows, cols) < 0)
+		return;
 	p->rows = rows;
 	p->cols = cols;
-	call(p, "resize %u %u %u", p->guest_pid, rows, cols);
 }
 
 static void on_signals(struct proxy *p, int sfd)

@@ -63,31 +63,36 @@ static void put_time(struct buf *b, time_t t)
 	puts_(b, s);
 }
 
-/* A JSON string (with quotes). */
-static void put_json_string(struct buf *b, const char *s)
+/* s in double quotes with ", \ and control characters escaped: JSON's
+ * \u%04x (and \r) when json, Go %q's \x%02x otherwise. */
+static void put_quoted(struct buf *b, const char *s, bool json)
 {
 	put(b, "\"", 1);
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 		char esc[8];
 
-		if (c == '"' || c == '\\') {
+		if (c == '"' || c == '\\')
 			snprintf(esc, sizeof(esc), "\\%c", c);
-			puts_(b, esc);
-		} else if (c == '\n') {
-			puts_(b, "\\n");
-		} else if (c == '\t') {
-			puts_(b, "\\t");
-		} else if (c == '\r') {
-			puts_(b, "\\r");
-		} else if (c < 0x20 || c == 0x7f) {
-			snprintf(esc, sizeof(esc), "\\u%04x", c);
-			puts_(b, esc);
-		} else {
-			put(b, (const char *)&c, 1);
-		}
+		else if (c == '\n')
+			snprintf(esc, sizeof(esc), "\\n");
+		else if (c == '\t')
+			snprintf(esc, sizeof(esc), "\\t");
+		else if (c == '\r' && json)
+			snprintf(esc, sizeof(esc), "\\r");
+		else if (c < 0x20 || c == 0x7f)
+			snprintf(esc, sizeof(esc), json ? "\\u%04x" : "\\x%02x", c);
+		else
+			esc[0] = (char)c, esc[1] = 0;
+		puts_(b, esc);
 	}
 	put(b, "\"", 1);
+}
+
+/* A JSON string (with quotes). */
+static void put_json_string(struct buf *b, const char *s)
+{
+	put_quoted(b, s, true);
 }
 
 /* logrus quotes a text value unless it is made only of these characters. */
@@ -105,30 +110,10 @@ static bool text_needs_quoting(const char *s)
 /* A text value, quoted like Go's %q when it needs to be. */
 static void put_text_value(struct buf *b, const char *s)
 {
-	if (!text_needs_quoting(s)) {
+	if (!text_needs_quoting(s))
 		puts_(b, s);
-		return;
-	}
-	put(b, "\"", 1);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		char esc[8];
-
-		if (c == '"' || c == '\\') {
-			snprintf(esc, sizeof(esc), "\\%c", c);
-			puts_(b, esc);
-		} else if (c == '\n') {
-			puts_(b, "\\n");
-		} else if (c == '\t') {
-			puts_(b, "\\t");
-		} else if (c < 0x20 || c == 0x7f) {
-			snprintf(esc, sizeof(esc), "\\x%02x", c);
-			puts_(b, esc);
-		} else {
-			put(b, (const char *)&c, 1);
-		}
-	}
-	put(b, "\"", 1);
+	else
+		put_quoted(b, s, false);
 }
 
 size_t log_format_line(enum log_format fmt, const char *level, const char *msg, time_t t, char *out, size_t size)

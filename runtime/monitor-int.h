@@ -38,10 +38,13 @@ struct monitor {
 	struct sandbox *sb;
 	char *vsock_path, *control_path;
 	char *cgroup_path; /* resolved linux.cgroupsPath we are in, or NULL */
+	char *cgroup_unit; /* the systemd scope holding it, or NULL */
 	int listen_fds[NR_PORTS];
 	int stream_fds[NR_PORTS]; /* accepted guest streams */
 	int control_fd; /* listener of control.sock */
 	int signal_fd;
+	bool serving; /* serve() forwards signals; before it they end the boot */
+	int stop_signal; /* the signal that ended the boot, or 0 */
 	uint64_t next_id;
 	bool exited; /* EXIT of the container's init received */
 	bool paused; /* vCPUs stopped by a pause request */

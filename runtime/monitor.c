@@ -106,10 +106,26 @@ static void remove_sockets(struct monitor *m)
 	}
 }
 
-/* Wait until fd is readable, or the VM ended, or timeout_ms passed. */
+/* A signal that asks us to end, read while the guest still boots (there
+ * is no container process yet to forward it to): 0 when none came. */
+static int boot_stop_signal(struct monitor *m)
+{
+	struct signalfd_siginfo si;
+
+	while (read(m->signal_fd, &si, sizeof(si)) == sizeof(si))
+		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT || si.ssi_signo == SIGHUP ||
+		    si.ssi_signo == SIGQUIT)
+			return (int)si.ssi_signo;
+	return 0;
+}
+
+/* Wait until fd is readable, or the VM ended, or timeout_ms passed, or,
+ * before serve(), a signal asked us to stop. */
 static int wait_readable(struct monitor *m, int fd, int timeout_ms, const char *what)
 {
-	struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = sandbox_done_fd(m->sb), .events = POLLIN}};
+	struct pollfd p[3] = {{.fd = fd, .events = POLLIN},
+	                      {.fd = sandbox_done_fd(m->sb), .events = POLLIN},
+	                      {.fd = m->serving ? -1 : m->signal_fd, .events = POLLIN}};
 	int64_t deadline = now_ms() + timeout_ms;
 
 	for (;;) {
@@ -118,7 +134,7 @@ static int wait_readable(struct monitor *m, int fd, int timeout_ms, const char *
 
 		if (left <= 0)
 			return err_set(-ETIMEDOUT, "timed out after %d s waiting for %s", timeout_ms / 1000, what);
-		n = poll(p, 2, (int)left);
+		n = poll(p, 3, (int)left);
 		if (n < 0 && errno != EINTR)
 			return err_setsys(-errno, "poll");
 		if (n > 0 && p[0].revents)
@@ -129,6 +145,8 @@ static int wait_readable(struct monitor *m, int fd, int timeout_ms, const char *
 			return err_set(-ECONNRESET, "the VM ended (%s%s%s) while waiting for %s",
 			               vm_exit_reason_name(res.reason), res.detail[0] ? ": " : "", res.detail, what);
 		}
+		if (n > 0 && p[2].revents && (m->stop_signal = boot_stop_signal(m)))
+			return err_set(-EINTR, "stopped by %s while waiting for %s", strsignal(m->stop_signal), what);
 	}
 }
 
@@ -264,9 +282,14 @@ static int terminal_host_side(struct monitor *m)
 	if (m->tty_fd >= 0 || !m->a->b->spec->process->terminal)
 		return 0;
 	if (m->a->console_socket) {
+		const struct oci_console_size *cs = &m->a->b->spec->process->console_size;
+
 		r = console_open_pty(&master, &m->tty_fd, name, sizeof(name));
 		if (r < 0)
 			return r;
+		/* As runc's pty: the size the engine asked for, which is also
+		 * the one the guest's pty starts with when nothing else is known. */
+		(void)console_set_size(master, cs->height, cs->width);
 		r = console_send_fd(m->a->console_socket, master, name);
 		close(master);
 		if (r < 0)
@@ -300,17 +323,36 @@ int monitor_setup_terminal(struct monitor *m)
 }
 
 /* The guest's pty follows the size of ours (no SIGWINCH reaches a monitor
- * in its own session: the size is looked at when idle). */
+ * in its own session: the size is looked at when idle). A paused guest
+ * cannot take a new size: it is passed on after the resume. */
 static void follow_size(struct monitor *m)
 {
 	unsigned rows, cols;
 
-	if (m->tty_fd < 0 || console_get_size(m->tty_fd, &rows, &cols) < 0 || (rows == m->rows && cols == m->cols))
+	if (m->tty_fd < 0 || m->paused || console_get_size(m->tty_fd, &rows, &cols) < 0 ||
+	    (rows == m->rows && cols == m->cols))
 		return;
 	m->rows = rows;
 	m->cols = cols;
 	if (monitor_resize(m, 0, rows, cols) < 0)
 		log_debug("resize: %s", err_msg());
+}
+
+/* The size the guest's pty starts with: that of our end of the terminal
+ * when it has one already (early_create: the engine may have sized the
+ * master while the guest booted), else process.consoleSize. What the
+ * guest got is what follow_size() passes changes against. */
+static void start_size(struct monitor *m, struct proto_process *p)
+{
+	unsigned rows, cols;
+
+	if (m->tty_fd >= 0 && console_get_size(m->tty_fd, &rows, &cols) == 0 && rows && cols) {
+		p->rows = (uint16_t)rows;
+		p->cols = (uint16_t)cols;
+	}
+	/* The guest sizes its pty only when both are known. */
+	m->rows = p->terminal && p->rows && p->cols ? p->rows : 0;
+	m->cols = p->terminal && p->rows && p->cols ? p->cols : 0;
 }
 
 /* START with WAIT: the guest builds the container and answers READY. */
@@ -333,6 +375,7 @@ static int create_container(struct monitor *m)
 		proto_start_free(&msg.u.start);
 		return r;
 	}
+	start_size(m, &msg.u.start.process);
 	/* The guest's first disk mount and setup run at boot speed: under
 	 * emulation on a loaded host that can take minutes, as the boot does. */
 	r = monitor_request(m, &msg, monitor_boot_timeout_ms(), &ans);
@@ -406,15 +449,13 @@ static int host_setup(struct monitor *m)
 		a->new_netns = false;
 	}
 	if (cg && *cg) {
-		r = cgroup_resolve(cg, a->systemd_cgroup, &m->cgroup_path);
-		if (r >= 0)
-			r = cgroup_enter(m->cgroup_path, spec->linux_spec->resources, getpid());
-		if (r < 0) {
-			free(m->cgroup_path);
-			m->cgroup_path = NULL;
+		r = cgroup_join(cg, a->systemd_cgroup, spec->linux_spec->resources, getpid(), &m->cgroup_path,
+		                &m->cgroup_unit);
+		if (r < 0)
 			return r;
-		}
 		r = oci_map_set(&a->c->state->private_data, STATE_KEY_CGROUP, m->cgroup_path);
+		if (r >= 0 && m->cgroup_unit)
+			r = oci_map_set(&a->c->state->private_data, STATE_KEY_CGROUP_UNIT, m->cgroup_unit);
 		if (r < 0)
 			return r;
 	}
@@ -553,6 +594,7 @@ static int serve(struct monitor *m)
 	struct pollfd p[P_EXECS + MONITOR_MAX_EXECS];
 	struct monitor_exec *who[MONITOR_MAX_EXECS];
 
+	m->serving = true;
 	while (!m->exited) {
 		nfds_t n = P_EXECS;
 
@@ -695,6 +737,15 @@ static int vsock_base(struct monitor *m)
 	return asprintf(&m->vsock_path, "/proc/self/fd/%d/%s", fd, MONITOR_VSOCK_SOCK) < 0 ? -ENOMEM : 0;
 }
 
+/* The boot did not finish: a signal that stopped it ends us as it would
+ * have ended the container's process (the caller sees 128+N). */
+static _Noreturn void exit_boot_failed(struct monitor *m)
+{
+	if (m->stop_signal)
+		monitor_exit_like((uint32_t)m->stop_signal);
+	_exit(EXIT_MONITOR_FAILED);
+}
+
 _Noreturn void monitor_main(struct monitor_args *a)
 {
 	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1};
@@ -715,13 +766,13 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	/* On failure our cgroup goes before create hears of it (create then
 	 * kills us and removes the state, which names the cgroup). */
 	if (r < 0 && m.cgroup_path)
-		cgroup_remove(m.cgroup_path);
+		cgroup_leave(m.cgroup_path, m.cgroup_unit);
 	if (report_ready(&m, r) < 0 && r >= 0) {
 		/* Still holding the creator's lock: remove what it would have. */
 		log_error("the creating process went away: removing container %s", a->c->state->id);
 		shut_down(&m);
 		if (m.cgroup_path)
-			cgroup_remove(m.cgroup_path);
+			cgroup_leave(m.cgroup_path, m.cgroup_unit);
 		rm_rf(a->c->dir);
 		_exit(EXIT_MONITOR_FAILED);
 	}
@@ -731,7 +782,7 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	if (r < 0) {
 		log_debug("monitor: %s", err_msg());
 		shut_down(&m);
-		_exit(EXIT_MONITOR_FAILED);
+		exit_boot_failed(&m);
 	}
 	netns_setup_close(&m.own_net);
 	if (a->plan->early_create) {
@@ -740,7 +791,7 @@ _Noreturn void monitor_main(struct monitor_args *a)
 		if (r < 0) {
 			log_error("after create: %s", err_msg());
 			shut_down(&m);
-			_exit(EXIT_MONITOR_FAILED);
+			exit_boot_failed(&m);
 		}
 	}
 	enter_jail();

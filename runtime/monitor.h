@@ -35,6 +35,8 @@
 
 /* Key of the private state map: the host cgroup the monitor is in. */
 #define STATE_KEY_CGROUP "cgroup-path"
+/* ... and the systemd unit that holds it (--systemd-cgroup, systemd up). */
+#define STATE_KEY_CGROUP_UNIT "cgroup-unit"
 
 struct monitor_args {
 	struct container *c; /* locked; the monitor saves the created state, then unlocks */

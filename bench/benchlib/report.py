@@ -3,10 +3,12 @@
 import os
 import subprocess
 
-ORDER = ["runc", "crun", "kvrun", "kvrun (bzImage)", "qemu-microvm"]
+ORDER = ["runc", "crun", "kvrun", "kvrun (cold boot)", "kvrun (bzImage)", "qemu-microvm"]
+# Runtimes whose ratio to runc the table shows.
+RATIOS = ("kvrun", "kvrun (cold boot)", "crun")
 SUITE_TITLES = {"start": "Start", "memory": "Memory (idle)", "pg": "PostgreSQL (pgbench)",
                 "nginx": "nginx (wrk)", "net": "Network (iperf3)", "cpu-io": "CPU and I/O",
-                "vmm": "VMM and boot"}
+                "vmm": "VMM and boot", "template": "Templates (create from a VM snapshot)"}
 # Marks a ratio whose kvrun figure carries a label (an emulated guest kernel).
 LABELLED = "‡"
 
@@ -52,7 +54,7 @@ def table(res):
         lines += ["", f"### {SUITE_TITLES[suite]}", ""]
         head = ["measurement", "unit"] + rts
         if has_runc:
-            head += [f"{r}/runc" for r in ("kvrun", "crun") if r in rts]
+            head += [f"{r}/runc" for r in RATIOS if r in rts]
             if suite == "memory":
                 head += [f"{r} − runc" for r in ("kvrun", "crun") if r in rts]
         if "qemu-microvm" in rts:
@@ -69,7 +71,7 @@ def table(res):
                 else:
                     row.append(cell(d))
             if has_runc:
-                for r in [r for r in ("kvrun", "crun") if r in rts]:
+                for r in [r for r in RATIOS if r in rts]:
                     x, lab = ratio(m, r), m["runtimes"].get(r, {}).get("label")
                     if x and lab:
                         labels.add(lab)
@@ -156,7 +158,7 @@ set boxwidth 0.9
 set xtics rotate by -30 noenhanced
 set key top left noenhanced
 set grid ytics
-{"set logscale y" if unit == "ms" and suite == "vmm" else "set yrange [0:*]"}
+{"set logscale y" if unit == "ms" and suite in ("vmm", "template") else "set yrange [0:*]"}
 set ylabel '{ylabel}'
 set title '{SUITE_TITLES[suite]}: medians, bars min-max{" (normalised to runc)" if normalise else ""}' noenhanced
 plot {cols}
@@ -171,6 +173,7 @@ def write_plots(res, out):
                         ("cpu-io", True)):
         pngs.append(plot_suite(res, suite, out, norm))
     # The VMM figures mix times and sizes: one plot per unit.
-    for unit in ("ms", "MiB"):
-        pngs.append(plot_suite(res, "vmm", out, False, unit))
+    for suite in ("vmm", "template"):
+        for unit in ("ms", "MiB"):
+            pngs.append(plot_suite(res, suite, out, False, unit))
     return [p for p in pngs if p]

@@ -5,7 +5,8 @@ running any benchmark or booting anything: statistics, output parsers
 (cpuio.sh, wrk, iperf3), the command line, the OCI bundle recipe, the rootfs
 copier, which figures kvrun takes on an emulating host with and without
 --force-emulated and the reasons for the others, a failed kvrun session,
-the result schema, and the report's labels and "not available" notes."""
+the result schema, the report's labels and "not available" notes, and the
+template suite's parsers, plan and reasons."""
 import importlib.util
 import json
 import os
@@ -18,7 +19,7 @@ from taplib import Tap
 SRC = os.environ.get("KVRUN_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "bench"))
 
-from benchlib import emulated, report, rootfs, runtimes, suite_cpuio, suite_net, suite_servers, util  # noqa: E402
+from benchlib import emulated, report, rootfs, runtimes, suite_cpuio, suite_net, suite_servers, suite_template, util  # noqa: E402
 from benchlib.results import Results  # noqa: E402
 
 t = Tap()
@@ -246,4 +247,73 @@ t.ok(row and f"11.0 (10.0–12.0) *[{emulated.LABEL}]*" in row[0] and f"0.01 {re
 t.ok(any(x.startswith(report.LABELLED) and emulated.LABEL in x for x in lines), "report: the label's note", lines)
 t.eq(report.legend(list(res["metrics"].values()), "kvrun"), f"kvrun ({emulated.LABEL})", "report: the plot legend too")
 t.ok("### Network (iperf3)" in lines, "report: the net suite's table")
+
+# The template suite: the monitor's restore record (text and JSON --log),
+# template build's line, kvrun's error, how many runs, and why not.
+T = suite_template
+rec_text = ('time="2026-11-30T06:00:00Z" level=info msg="VM: restoring template /t/ab.snap"\n'
+            'time="2026-11-30T06:00:00Z" level=info msg="VM: template restored: restore_us=4213 lookup_us=900 '
+            'open_us=312 create_us=2100 load_us=1500 start_us=301 mem_mib=64 vcpus=1"\n')
+rec_json = ('{"level":"info","msg":"VM: template restored: restore_us=17000 lookup_us=1 open_us=2 create_us=3 '
+            'load_us=4 start_us=5 mem_mib=1024 vcpus=2","time":"2026-11-30T06:00:00Z"}\n')
+r = T.parse_restore(rec_text + rec_json)
+t.eq([(x["kind"], x["restore_us"], x["mem_mib"], x["vcpus"]) for x in r], [("template", 4213, 64, 1), ("template", 17000, 1024, 2)],
+     "template: restore records from text and JSON logs, in order")
+t.eq((r[0]["open_us"], r[0]["create_us"], r[0]["load_us"], r[0]["start_us"]), (312, 2100, 1500, 301),
+     "template: the record's breakdown")
+t.eq(T.parse_restore('{"level":"info","msg":"VM: cold boot (templates off)"}\n'), [], "template: a cold boot has no record")
+t.eq(T.parse_build("/tmp/t/0123456789abcdef.snap (1 vCPU, 256 MiB, built in 115.3 s)\n"),
+     ("/tmp/t/0123456789abcdef.snap", 1, 256, 115.3), "template: build line parsed")
+t.eq(T.parse_build("something else\n"), None, "template: no build line")
+t.eq(T.kvrun_error('time="x" level=info msg="VM: cold boot"\ntime="x" level=error msg="timed out after 1700 s waiting"\n'),
+     "timed out after 1700 s waiting", "template: kvrun's error from a text log")
+t.eq(T.kvrun_error('{"level":"error","msg":"template /t/x.snap: section \\"vcpu0\\" checksum mismatch","time":"x"}'),
+     'template /t/x.snap: section "vcpu0" checksum mismatch', "template: kvrun's error from a JSON log")
+t.eq(T.counts(True, True), {"restore": 5, "create": 3, "cold": 1}, "template: --quick on an emulating host")
+t.eq(T.counts(False, False), {"restore": 10, "create": 10, "cold": 10}, "template: full run on native KVM")
+t.eq(T.percentiles([5.0, 1.0, 3.0, 2.0, 4.0]), (3.0, 5.0), "template: p50 and p95 of the creates")
+t.eq(T.per_container([1024, 2048, 3072]), 2.0, "template: MiB per container")
+t.eq((T.meta("restore_64")["unit"], T.meta("build_1024")["unit"], T.meta("pss_3")["unit"], T.meta("create_p95")["unit"]),
+     ("ms", "s", "MiB", "ms"), "template: units")
+t.ok("64 MiB" in T.meta("restore_64")["title"] and "host side" in T.meta("restore_64")["title"],
+     "template: restore title names the size and says host side", T.meta("restore_64")["title"])
+t.eq(T.kvrun_reasons(False, False, None, {}), {}, "template: native KVM takes everything")
+rs = T.kvrun_reasons(True, False, None, {})
+t.ok(all(rs.get(f"template/{k}") == emulated.EMULATED_REASON for k in ("create_p50", "pss_1", "rss_3"))
+     and not any(k.startswith(("template/restore_", "template/build_")) for k in rs),
+     "template: emulating without --force-emulated: restore and build taken, create and memory not", rs)
+t.eq(T.kvrun_reasons(True, True, None, {}), {}, "template: --force-emulated takes everything")
+rs = T.kvrun_reasons(True, True, None, {256: "timed out"})
+t.ok(all("template build --memory 256` failed here: timed out" in rs.get(f"template/{k}", "")
+         for k in ("build_256", "restore_256", "create_p50", "pss_3")) and "template/restore_64" not in rs,
+     "template: a failed build covers its size and the create and memory figures", rs)
+rs = T.kvrun_reasons(False, False, "not available: `kvrun run` fails", {})
+t.eq(T.reason_for(rs, "template/restore_64"), "not available: `kvrun run` fails", "template: kvrun not starting covers all")
+t.ok(emulated.host_side("template/restore_1024") and not emulated.host_side("template/create_p50")
+     and not emulated.host_side("template/build_64"), "template: only restore time is host-side")
+R = Results()
+R.add("template", "restore_64", "kvrun", 5.0, **T.meta("restore_64"))
+R.add("template", "create_p50", "kvrun", 20000.0, **T.meta("create_p50"))
+R.add("template", "create_p50", T.COLD, 120000.0)
+R.add("template", "create_p50", "runc", 100.0)
+R.na("template", "create_p95", T.COLD, emulated.EMULATED_REASON, **T.meta("create_p95"))
+res = {"metrics": R.finish()}
+emulated.label_metrics(res["metrics"])
+t.ok("label" not in res["metrics"]["template/restore_64"]["runtimes"]["kvrun"]
+     and res["metrics"]["template/create_p50"]["runtimes"][T.COLD]["label"] == emulated.LABEL
+     and res["metrics"]["template/create_p50"]["runtimes"]["kvrun"]["label"] == emulated.LABEL
+     and "label" not in res["metrics"]["template/create_p50"]["runtimes"]["runc"],
+     "template: create and cold boot labelled under emulation, restore not", res["metrics"])
+lines = report.table(res)
+head = [x for x in lines if x.startswith("| measurement")]
+row = [x for x in lines if x.startswith("| create until it returns") and "p50" in x]
+t.ok("### Templates (create from a VM snapshot)" in lines and head and "kvrun (cold boot)/runc" in head[0],
+     "template: its table, with the cold boot's ratio to runc", lines)
+t.ok(row and "200.00 " + report.LABELLED in row[0] and "1200.00 " + report.LABELLED in row[0],
+     "template: labelled ratios to runc", row)
+t.ok(any("n/a [" in x for x in lines if "p95" in x) and f"1. {emulated.EMULATED_REASON}" in lines,
+     "template: a not-available cell with its reason", lines)
+a = run.parse_args(["--suite", "template", "--quick"])
+t.ok(a.suites == ["template"] and "template" in run.NAMED_SUITES and "template" not in run.SUITES,
+     "args: template is a suite, run only when named")
 t.done()

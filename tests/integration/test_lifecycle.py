@@ -14,11 +14,13 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import socket
 import struct
 import subprocess
 import tempfile
 import termios
+import time
 
 from taplib import Tap
 
@@ -267,6 +269,59 @@ def test_poststop_delete(t, tmp):
     t.eq(os.listdir(root), [], "delete: nothing left under --root")
 
 
+def test_boot_signal(t, tmp):
+    """A monitor whose guest never comes up (the freestanding test guest
+    spinning where a kernel would boot) ends on SIGTERM: create fails
+    naming the signal, the monitor dies by it, nothing is left."""
+    what = "SIGTERM to a monitor whose guest is still booting"
+    guest = os.environ.get("KVRUN_TEST_GUEST", "")
+    if not os.path.exists("/dev/kvm") or not os.path.isfile(guest):
+        t.skip(what, f"needs /dev/kvm and the test guest (KVRUN_TEST_GUEST={guest!r})")
+        return
+    root = os.path.join(tmp, "root-bootsig")
+    cfg = os.path.join(tmp, "spin-config.json")
+    with open(cfg, "w") as f:
+        json.dump({"kernel": guest, "cmdline_extra": "test=spin", "templates": False}, f)
+    env = dict(os.environ, KVRUN_CONFIG=cfg, KVRUN_CACHE_DIR=os.path.join(tmp, "cache"))
+    env.pop("KVRUN_KERNEL", None)
+    b = make_bundle(tmp, "b-bootsig")
+    create = subprocess.Popen([KVRUN, "--root", root, "create", "--bundle", b, "bootsig"], env=env,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    monitor = None
+    for _ in range(200):
+        others = [int(p) for p in processes_mentioning(root) if int(p) != create.pid]
+        if others:
+            monitor = others[0]
+            break
+        if create.poll() is not None:
+            break
+        time.sleep(0.1)
+    if not t.ok(monitor, f"{what}: the monitor is up", create.poll()):
+        create.kill()
+        create.communicate()
+        return
+    time.sleep(1)
+    os.kill(monitor, signal.SIGTERM)
+    try:
+        _, err = create.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        create.kill()
+        _, err = create.communicate()
+    t.ok(create.returncode not in (0, None) and "Terminated" in err,
+         f"{what}: create fails, naming the signal", f"{create.returncode} {err}")
+    gone = False
+    for _ in range(100):
+        if not os.path.exists(f"/proc/{monitor}"):
+            gone = True
+            break
+        time.sleep(0.1)
+    t.ok(gone, f"{what}: the monitor ends")
+    if not gone:
+        os.kill(monitor, signal.SIGKILL)
+    t.eq(os.listdir(root) if os.path.isdir(root) else [], [], f"{what}: nothing left under --root")
+    t.eq(processes_mentioning(root), [], f"{what}: no process left")
+
+
 def main():
     t = Tap()
     tmp = tempfile.mkdtemp(prefix="kvrun-life-")
@@ -280,6 +335,7 @@ def main():
         test_console_socket(t, tmp)
         test_hooks_cgroups(t, tmp, env)
         test_poststop_delete(t, tmp)
+        test_boot_signal(t, tmp)
     finally:
         for d in cgroup_dirs("/kvrun-test-life") + cgroup_dirs("/system.slice"):
             for sub in sorted((os.path.join(d, x) for x in os.listdir(d) if os.path.isdir(os.path.join(d, x))),

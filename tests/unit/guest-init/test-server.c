@@ -546,6 +546,14 @@ TEST(terminal_flow)
 		proto_msg_free(&m);
 	m = (struct proto_msg){.type = PROTO_MSG_HELLO, .u.hello = {1, 1, NULL}};
 	send_msg(sv[0], &m);
+	/* Before START there is no pty to size: refused, not kept for later
+	 * (the size the pty starts with comes in START). */
+	m = (struct proto_msg){.type = PROTO_MSG_RESIZE, .id = 9, .u.resize = {0, 50, 60}};
+	send_msg(sv[0], &m);
+	if (expect(sv[0], PROTO_MSG_ERROR, &m) == 0) {
+		is_int(m.u.error.err, ENOTTY);
+		proto_msg_free(&m);
+	}
 
 	m = (struct proto_msg){.type = PROTO_MSG_START, .id = 1};
 	m.u.start.process.args = strv((const char *const[]){

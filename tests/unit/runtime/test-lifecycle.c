@@ -107,6 +107,14 @@ TEST(pty_pair)
 	ok(ioctl(master, TIOCSWINSZ, &ws) == 0, "resize the master");
 	is_int(console_get_size(slave, &rows, &cols), 0);
 	ok(rows == 33 && cols == 101, "the slave sees the master's size");
+	is_int(console_set_size(master, 30, 100), 0);
+	is_int(console_get_size(slave, &rows, &cols), 0);
+	ok(rows == 30 && cols == 100, "console_set_size on the master: the slave has that size");
+	is_int(console_set_size(master, 0, 0), 0);
+	is_int(console_set_size(master, 40, 0), 0);
+	is_int(console_get_size(slave, &rows, &cols), 0);
+	ok(rows == 30 && cols == 100, "no size (a 0 in it) leaves the size as it was");
+	is_int(console_set_size(-1, 1, 1), -EBADF);
 	ok(write(master, "a\n", 2) == 2, "write to the master");
 	{
 		char b[8] = "";

@@ -36,6 +36,24 @@ TEST(text_line)
 	is_str(buf, "time=\"2024-01-02T03:04:05Z\" level=debug msg=plain-word");
 }
 
+TEST(control_characters)
+{
+	char buf[256];
+
+	setenv("TZ", "UTC", 1);
+	tzset();
+	log_format_line(LOG_FORMAT_JSON, "info",
+	                "a\rb\x01"
+	                "c\\",
+	                T0, buf, sizeof(buf));
+	is_str(buf, "{\"level\":\"info\",\"msg\":\"a\\rb\\u0001c\\\\\",\"time\":\"2024-01-02T03:04:05Z\"}");
+	log_format_line(LOG_FORMAT_TEXT, "info",
+	                "a\rb\x01"
+	                "c\\",
+	                T0, buf, sizeof(buf));
+	is_str(buf, "time=\"2024-01-02T03:04:05Z\" level=info msg=\"a\\x0db\\x01c\\\\\"");
+}
+
 TEST(time_zone_offset)
 {
 	char buf[256];
