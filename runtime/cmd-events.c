@@ -136,7 +136,11 @@ static int run_events(struct cli_context *ctx, int argc, char **argv)
 		return sub;
 	for (;;) {
 		r = print_stats(dir, argv[i]);
-		if (r >= 0)
+		/* The process may end between two intervals: the monitor then
+		 * refuses the stats call, and the subscription's end follows. */
+		if (r < 0 && wait_events(sub, (long long)STATS_TIMEOUT_MS * 1000000, argv[i]) == 1)
+			r = 1;
+		else if (r >= 0)
 			r = wait_events(sub, ns, argv[i]);
 		if (r != 0)
 			break;

@@ -20,6 +20,7 @@ import struct
 import subprocess
 import tempfile
 import termios
+import threading
 import time
 
 from taplib import Tap
@@ -322,6 +323,65 @@ def test_boot_signal(t, tmp):
     t.eq(processes_mentioning(root), [], f"{what}: no process left")
 
 
+def test_events_end(t, tmp):
+    """`events` ends with 0 when the container's process does, also when the
+    monitor's control socket goes before its event subscription closes (a
+    stats call between the two fails): a fake monitor plays that order."""
+    root = os.path.join(tmp, "root-events")
+    b = make_bundle(tmp, "b-events")
+    sleeper = subprocess.Popen(["sleep", "600"])
+    d = fake_container(root, "ev", b, "running", sleeper.pid)
+    path = os.path.join(d, "control.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(4)
+    srv.settimeout(30)
+    seen = []
+
+    def serve():
+        sub = None
+        try:
+            while True:
+                conn, _ = srv.accept()
+                line = conn.recv(64).decode().strip()
+                seen.append(line)
+                if line == "events":
+                    conn.sendall(b"ok\n")
+                    sub = conn
+                    continue
+                conn.sendall(b"ok cpu_usage_usec=5 memory_current=4096 pids_current=2\n" if line == "stats"
+                             else b"error unexpected\n")
+                conn.close()
+                if line == "stats":
+                    break
+        except OSError:
+            pass
+        # The monitor ends: its socket first, the subscription after.
+        srv.close()
+        os.unlink(path)
+        time.sleep(1.5)
+        if sub:
+            sub.close()
+    th = threading.Thread(target=serve)
+    th.start()
+    ev = subprocess.Popen([KVRUN, "--root", root, "events", "--interval", "1s", "ev"], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = ev.communicate(timeout=25)
+    except subprocess.TimeoutExpired:
+        ev.kill()
+        out, err = ev.communicate()
+    th.join(30)
+    sleeper.kill()
+    sleeper.wait()
+    t.eq(seen, ["events", "stats"], "events: subscribes, then asks for stats")
+    stats = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+    t.ok(len(stats) == 1 and stats[0]["type"] == "stats" and stats[0]["data"]["pids"]["current"] == 2,
+         "events: one stats event in runc's format", out)
+    t.ok(ev.returncode == 0, "events: exits 0 when the monitor goes away between two intervals",
+         f"{ev.returncode} {err}")
+
+
 def main():
     t = Tap()
     tmp = tempfile.mkdtemp(prefix="kvrun-life-")
@@ -336,6 +396,7 @@ def main():
         test_hooks_cgroups(t, tmp, env)
         test_poststop_delete(t, tmp)
         test_boot_signal(t, tmp)
+        test_events_end(t, tmp)
     finally:
         for d in cgroup_dirs("/kvrun-test-life") + cgroup_dirs("/system.slice"):
             for sub in sorted((os.path.join(d, x) for x in os.listdir(d) if os.path.isdir(os.path.join(d, x))),
