@@ -458,6 +458,8 @@ def check_template_use(t, what, log=None, pid=None, template_dir=None):
         line = next((ln for ln in reversed(log.splitlines()) if "VM: " in ln and ("template" in ln or "cold boot" in ln)),
                     "")
         diag(f"{what}: {'restored from the template' if restoring and not refused else 'cold boot'}: {line.strip()}")
+        if refused:
+            diag(next((ln for ln in log.splitlines() if "cold boot instead" in ln), ""))
         ok = t.ok(restoring, f"{what}: its VM starts from the suite template", _tail(log, 15))
         if restoring:
             t.todo(not refused, f"{what}: restored, no cold boot",
