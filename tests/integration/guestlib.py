@@ -328,10 +328,15 @@ class SuiteTemplate:
         self.dir, self.env, self.ok, self.snap, self.built, self.seconds = dir_, env, ok, snap, built, seconds
 
 
+def _kvrun_under_test():
+    """The binary the container tests run (their default: the build tree)."""
+    return os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
+
+
 def suite_template_dir():
     root = os.environ.get("KVRUN_BUILD_ROOT")
     if not root:  # run by hand: the build tree holding $KVRUN (BUILD/runtime/kvrun)
-        root = os.path.dirname(os.path.dirname(os.path.abspath(kvrun())))
+        root = os.path.dirname(os.path.dirname(_kvrun_under_test()))
     return os.path.join(root, "tests", "templates")
 
 
@@ -347,7 +352,7 @@ def _stamp(kernel):
     """What the template was built from, as far as the tests can see it;
     kvrun's own key (docs/snapshot.md) is the final word: a template that
     does not match is simply not used, which check_template_use() reports."""
-    exe = os.path.abspath(kvrun())
+    exe = _kvrun_under_test()
     init = os.environ.get("KVRUN_INIT") or os.path.join(os.path.dirname(os.path.dirname(exe)), "guest-init",
                                                         "kvrun-init")
     return {"kvrun": _file_id(exe), "init": _file_id(init), "kernel": _file_id(kernel),
@@ -355,7 +360,7 @@ def _stamp(kernel):
 
 
 def _listed_ids(env):
-    p = subprocess.run([kvrun(), "template", "list"], capture_output=True, text=True, env=env, timeout=60)
+    p = subprocess.run([_kvrun_under_test(), "template", "list"], capture_output=True, text=True, env=env, timeout=60)
     return [line.split()[0] for line in p.stdout.splitlines()[1:] if line.split()]
 
 
@@ -397,12 +402,12 @@ def suite_template(t, kernel):
         if os.path.exists(stamp_path):
             os.unlink(stamp_path)
         for old in ids:
-            subprocess.run([kvrun(), "template", "rm", old], capture_output=True, env=env, timeout=60)
+            subprocess.run([_kvrun_under_test(), "template", "rm", old], capture_output=True, env=env, timeout=60)
         log, console = os.path.join(d, "build-log.txt"), os.path.join(d, "build-console.log")
         timeout = int(os.environ.get("KVRUN_BOOT_TIMEOUT", "1300")) + 300
         t0 = time.monotonic()
         try:
-            p = subprocess.run([kvrun(), "--log", log, "--debug", "template", "build", "--console", console],
+            p = subprocess.run([_kvrun_under_test(), "--log", log, "--debug", "template", "build", "--console", console],
                                capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=timeout)
             rc, out, err = p.returncode, p.stdout, p.stderr
         except subprocess.TimeoutExpired as e:
