@@ -9,7 +9,10 @@
   written directly (no cpio tool, no root needed for /dev/console).
 - boot(): runs `kvrun boot`, returns a Result with output, status, time.
 - parse_tap(): the guest's TAP lines from its console output.
+- suite_template(): the slow suite's one VM template, built once.
+- check_template_use(): a TAP line saying a container's VM came from it.
 """
+import fcntl
 import json
 import os
 import re
@@ -298,3 +301,177 @@ def write_blk_image(path, seed, sectors):
     with open(path, "wb") as f:
         for s in range(sectors):
             f.write(blk_pattern(seed, s))
+
+
+# ---- the slow suite's VM template -------------------------------------------
+#
+# Every container of the slow suite's tests has the VM of kvrun's default
+# plan (no network interface, no memory limit, no CPU quota; the test's
+# kernel and the initramfs kvrun makes from its own guest-init), so one
+# template serves them all and each test pays for its own work instead of a
+# kernel boot per container. It lives in the build tree, is built by
+# whichever test needs it first (the others wait on its lock), and is built
+# again when the kvrun binary, its guest-init or the kernel changed.
+
+# Environment that shapes the default plan besides the kernel: a change
+# means another template.
+_PLAN_ENV = ("KVRUN_INIT", "KVRUN_EMULATING_HOST")
+
+
+class SuiteTemplate:
+    """env: what to add to kvrun's environment (KVRUN_TEMPLATE_DIR, or
+    KVRUN_TEMPLATES=0 after a failed build); ok: a template is there;
+    dir, snap: its directory and snapshot file; built: this call built it;
+    seconds: how long the build took."""
+
+    def __init__(self, dir_, env, ok, snap=None, built=False, seconds=0.0):
+        self.dir, self.env, self.ok, self.snap, self.built, self.seconds = dir_, env, ok, snap, built, seconds
+
+
+def _kvrun_under_test():
+    """The binary the container tests run (their default: the build tree)."""
+    return os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
+
+
+def suite_template_dir():
+    root = os.environ.get("KVRUN_BUILD_ROOT")
+    if not root:  # run by hand: the build tree holding $KVRUN (BUILD/runtime/kvrun)
+        root = os.path.dirname(os.path.dirname(_kvrun_under_test()))
+    return os.path.join(root, "tests", "templates")
+
+
+def _file_id(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def _stamp(kernel):
+    """What the template was built from, as far as the tests can see it;
+    kvrun's own key (docs/snapshot.md) is the final word: a template that
+    does not match is simply not used, which check_template_use() reports."""
+    exe = _kvrun_under_test()
+    init = os.environ.get("KVRUN_INIT") or os.path.join(os.path.dirname(os.path.dirname(exe)), "guest-init",
+                                                        "kvrun-init")
+    return {"kvrun": _file_id(exe), "init": _file_id(init), "kernel": _file_id(kernel),
+            "env": {k: os.environ.get(k) for k in _PLAN_ENV}}
+
+
+def _listed_ids(env):
+    p = subprocess.run([_kvrun_under_test(), "template", "list"], capture_output=True, text=True, env=env, timeout=60)
+    return [line.split()[0] for line in p.stdout.splitlines()[1:] if line.split()]
+
+
+def _tail(text, n=25):
+    return "\n".join(text.splitlines()[-n:])
+
+
+def suite_template(t, kernel):
+    """Makes sure the suite template for kernel exists and returns a
+    SuiteTemplate. Serialized with flock on the template directory's
+    lock file, so concurrently running tests build it once. A failed build
+    is a failed TAP line on t; the test then goes on with cold boots
+    (env turns templates off)."""
+    d = suite_template_dir()
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    kernel = os.path.abspath(kernel)
+    # The plan of the tests' own containers: their kernel, no config file.
+    env = dict(os.environ, KVRUN_TEMPLATE_DIR=d, KVRUN_KERNEL=kernel, KVRUN_CACHE_DIR=os.path.join(d, "cache"),
+               KVRUN_CONFIG=os.path.join(d, "no-config.json"))
+    env.pop("KVRUN_TEMPLATES", None)
+    stamp_path = os.path.join(d, "stamp.json")
+    want = _stamp(kernel)
+    with open(os.path.join(d, ".lock"), "w") as lock:
+        t0 = time.monotonic()
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        waited = time.monotonic() - t0
+        try:
+            with open(stamp_path) as f:
+                have = json.load(f)
+        except (OSError, ValueError):
+            have = {}
+        ids = _listed_ids(env)
+        snap = os.path.join(d, f"{have.get('id')}.snap")
+        if have.get("stamp") == want and have.get("id") in ids and os.path.exists(snap):
+            t.diag(f"suite template {have['id']} in {d} is current (built {have.get('built')}"
+                   f"{f', waited {waited:.0f} s for its lock' if waited >= 1 else ''})")
+            return SuiteTemplate(d, {"KVRUN_TEMPLATE_DIR": d}, True, snap)
+        # Stale or missing: nothing old is kept (a stale one would never match).
+        if os.path.exists(stamp_path):
+            os.unlink(stamp_path)
+        for old in ids:
+            subprocess.run([_kvrun_under_test(), "template", "rm", old], capture_output=True, env=env, timeout=60)
+        log, console = os.path.join(d, "build-log.txt"), os.path.join(d, "build-console.log")
+        timeout = int(os.environ.get("KVRUN_BOOT_TIMEOUT", "1300")) + 300
+        t0 = time.monotonic()
+        try:
+            p = subprocess.run([_kvrun_under_test(), "--log", log, "--debug", "template", "build", "--console", console],
+                               capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=timeout)
+            rc, out, err = p.returncode, p.stdout, p.stderr
+        except subprocess.TimeoutExpired as e:
+            rc, out, err = None, "", f"timed out after {timeout} s: {e}"
+        took = time.monotonic() - t0
+        snap = out.strip().split(" (")[0] if rc == 0 else ""
+        sid = os.path.basename(snap)[:-len(".snap")] if snap.endswith(".snap") else ""
+        ids = _listed_ids(env) if rc == 0 else []
+        good = rc == 0 and os.path.exists(snap) and sid in ids
+        diag = (f"exit status {rc}; output: {out.strip()}\ntemplate list: {ids}\nstderr:\n{_tail(err)}\n"
+                f"--- {log}\n{_tail(open(log, errors='replace').read()) if os.path.exists(log) else ''}\n"
+                f"--- {console}\n"
+                f"{_tail(open(console, errors='replace').read()) if os.path.exists(console) else ''}")
+        if not t.ok(good, "the slow suite's VM template is built (kvrun template build)", diag):
+            t.diag("going on with cold boots")
+            return SuiteTemplate(d, {"KVRUN_TEMPLATES": "0"}, False, seconds=took)
+        with open(stamp_path + ".tmp", "w") as f:
+            json.dump({"stamp": want, "id": sid, "built": time.strftime("%Y-%m-%d %H:%M:%S")}, f)
+        os.rename(stamp_path + ".tmp", stamp_path)
+        t.diag(f"suite template {sid} built in {took:.0f} s: {out.strip()}")
+        return SuiteTemplate(d, {"KVRUN_TEMPLATE_DIR": d}, True, snap, True, took)
+
+
+def maps_file(pid, path):
+    """Whether process pid has path (its device and inode) mapped."""
+    try:
+        st = os.stat(path)
+        with open(f"/proc/{pid}/maps") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        fields = line.split()
+        if len(fields) >= 5 and fields[4] == str(st.st_ino):
+            major, minor = (int(x, 16) for x in fields[3].split(":"))
+            if os.makedev(major, minor) == st.st_dev:
+                return True
+    return False
+
+
+def check_template_use(t, what, log=None, pid=None, template_dir=None):
+    """One TAP line: the VM of container `what` was restored from the
+    suite template. Judged by kvrun's --log text (log: "VM: restoring
+    template", info level) or, for a running container, by its monitor
+    (pid) having a template's snapshot mapped as guest RAM. A template that
+    matched but that this host's KVM refused (docs/snapshot.md: now and then
+    an MSR on nested hosts; kvrun then cold-boots) is a TODO line, as in
+    test_template. t: a Tap."""
+    diag = t.diag
+    if log is not None:
+        restoring = "VM: restoring template" in log
+        refused = "cold boot instead" in log
+        line = next((ln for ln in reversed(log.splitlines()) if "VM: " in ln and ("template" in ln or "cold boot" in ln)),
+                    "")
+        diag(f"{what}: {'restored from the template' if restoring and not refused else 'cold boot'}: {line.strip()}")
+        if refused:
+            diag(next((ln for ln in log.splitlines() if "cold boot instead" in ln), ""))
+        ok = t.ok(restoring, f"{what}: its VM starts from the suite template", _tail(log, 15))
+        if restoring:
+            t.todo(not refused, f"{what}: restored, no cold boot",
+                   "now and then this nested host's KVM refuses a restored MSR (0x4b564d02); kvrun then cold-boots")
+        return ok
+    d = template_dir or os.environ.get("KVRUN_TEMPLATE_DIR") or suite_template_dir()
+    snaps = [os.path.join(d, f) for f in os.listdir(d) if f.endswith(".snap")] if os.path.isdir(d) else []
+    mapped = [s for s in snaps if maps_file(pid, s)]
+    diag(f"{what}: monitor {pid} {'has ' + mapped[0] + ' mapped: restored' if mapped else 'maps no template: cold boot'}")
+    return t.ok(bool(mapped), f"{what}: its VM was restored from the suite template", f"templates in {d}: {snaps}")

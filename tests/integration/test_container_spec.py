@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The OCI spec applied in a real guest, three VMs booted side by side:
+"""The OCI spec applied in a real guest, three VMs side by side, each
+restored from the slow suite's VM template (guestlib.suite_template(); each
+container's --log says so):
 
 A. A busybox container that runs `sleep` on a read-only root whose rootfs
    has no /proc, /sys, /dev, /tmp, /etc nor its cwd (the root disk gets
@@ -372,6 +374,7 @@ def main():
     if IS_KVRUN:
         env["KVRUN_KERNEL"] = os.path.abspath(kernel)
         env.setdefault("KVRUN_BOOT_TIMEOUT", "1300")
+        env.update(guestlib.suite_template(t, kernel).env)
     results = {"a": Results(), "b": Results(), "c": Results()}
 
     def guarded(f, key):
@@ -401,6 +404,10 @@ def main():
             for cid in os.listdir(root):
                 rt(root, "delete", "--force", cid, timeout=120)
     for key in ("a", "b", "c"):
+        if IS_KVRUN:
+            path = os.path.join(tmp, f"{key}-log.txt")
+            guestlib.check_template_use(t, f"ctr-{key}", log=open(path, errors="replace").read()
+                                        if os.path.exists(path) else "")
         for cond, what, diag in results[key].items:
             t.ok(cond, what, diag)
     if t.failed:

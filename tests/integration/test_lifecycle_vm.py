@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The runc lifecycle around one container in a real microVM (one boot):
+"""The runc lifecycle around one container in a real microVM (restored from
+the slow suite's VM template, guestlib.suite_template(); create's --log
+says so):
 
 create with host hooks and a cgroupsPath, start, exec without a terminal
 (stdout, stderr, stdin, exit code), exec --tty --detach through a console
@@ -276,6 +278,7 @@ def main():
                KVRUN_CONFIG=os.path.join(tmp, "none.json"), KVRUN_CONSOLE=os.path.join(tmp, "console.log"))
     # A loaded emulating host can take over ten minutes to boot a guest.
     env.setdefault("KVRUN_BOOT_TIMEOUT", "1200")
+    env.update(guestlib.suite_template(t, kernel).env)
     os.environ.update(env)
     b = make_bundle(tmp, out)
     root = os.path.join(tmp, "root")
@@ -284,9 +287,10 @@ def main():
     with open(out_path, "wb") as so:
         p = kv(root, "--debug", "--log", os.path.join(tmp, "log.txt"), "create", "--bundle", b, "--pid-file",
                pid_file, CID, stdin=subprocess.DEVNULL, stdout=so, stderr=so, capture_output=False, timeout=1300)
-    if not t.ok(p.returncode == 0, "create (boots the VM)", read(out_path)[-2000:] + read(os.path.join(tmp, "log.txt"))[-3000:]):
+    if not t.ok(p.returncode == 0, "create (starts the VM)", read(out_path)[-2000:] + read(os.path.join(tmp, "log.txt"))[-3000:]):
         t.done()
         return
+    guestlib.check_template_use(t, CID, log=read(os.path.join(tmp, "log.txt")))
     mpid = int(read(pid_file))
     st = json.loads(read(os.path.join(out, "createRuntime")) or "{}")
     t.ok(st.get("status") == "creating" and st.get("pid") == mpid, "createRuntime hook: state with the monitor's pid")

@@ -134,6 +134,7 @@ def main():
     os.environ.update(KVRUN_KERNEL=os.path.abspath(kernel), KVRUN_CACHE_DIR=os.path.join(tmp, "cache"),
                       KVRUN_CONFIG=os.path.join(tmp, "none.json"))
     os.environ.setdefault("KVRUN_BOOT_TIMEOUT", "1300")
+    os.environ.update(guestlib.suite_template(t, kernel).env)
     root = os.path.join(tmp, "root")
     ids = [f"par-{i}" for i in range(n)]
     bundles = {cid: make_bundle(tmp, cid) for cid in ids}
@@ -151,6 +152,8 @@ def main():
         if cid not in created:
             t.diag(f"{cid}: {res[cid]!r} {read(os.path.join(tmp, cid + '.out'))[-800:]}")
     pids = {cid: int(read(os.path.join(tmp, cid + ".pid")) or 0) for cid in created}
+    for cid in created:
+        guestlib.check_template_use(t, cid, pid=pids[cid])
     states = {cid: json.loads(kv(root, "state", cid).stdout or "{}") for cid in created}
     t.ok(all(states[c].get("status") == "created" and states[c].get("pid") == pids[c] for c in created),
          "each is created, with its own monitor's pid", states)

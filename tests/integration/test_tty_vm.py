@@ -267,6 +267,7 @@ def boot_run(t, tmp, root, bundle):
     t.ok(s, "run: a typed command runs, its output is on the screen, stdin is a pty in the guest", screen(target))
     st = json.loads(kv(root, "state", RUN_ID).stdout or "{}")
     mpid = st.get("pid", 0)
+    guestlib.check_template_use(t, RUN_ID, pid=mpid)
     t.eq(st.get("status"), "running", "run: state says running")
     check_jail(t, mpid, "run: the monitor")
     check_size(t, target, "run")
@@ -355,6 +356,7 @@ def boot_create(t, tmp, root, bundle, sock, result, creator):
     t.ok(info.get("pts") and info.get("name") == info.get("pts"),
          "console socket: the fd is a pty master, the payload its pty's name", info)
     mpid = result["pid"]
+    guestlib.check_template_use(t, CREATE_ID, pid=mpid)
     check_jail(t, mpid, "create: the monitor")
     p = kv(root, "start", CREATE_ID)
     t.ok(p.returncode == 0, "start", p.stderr)
@@ -398,6 +400,7 @@ def main():
     os.environ.update(KVRUN_KERNEL=os.path.abspath(kernel), KVRUN_CACHE_DIR=os.path.join(tmp, "cache"),
                       KVRUN_CONFIG=os.path.join(tmp, "none.json"))
     os.environ.setdefault("KVRUN_BOOT_TIMEOUT", "1300")
+    os.environ.update(guestlib.suite_template(t, kernel).env)
     os.environ.pop("KVRUN_JAIL", None)
     run_root, create_root = os.path.join(tmp, "r1"), os.path.join(tmp, "r2")
     run_bundle, create_bundle = make_bundle(tmp, "b1"), make_bundle(tmp, "b2")
