@@ -281,6 +281,12 @@ static int snapshot_restore(struct vm_snapshot *s, struct vm *vm, const struct s
 		r = load_vm_section(s, vm, "irqchip", vm_state_load_irqchip);
 	if (r >= 0)
 		r = load_vm_section(s, vm, "pit", vm_state_load_pit);
+	/* KVM resolves the guest addresses some MSRs carry (the async page
+	 * fault area of MSR_KVM_ASYNC_PF_EN) when they are set: guest RAM
+	 * must be registered by then, not only by vm_start(). Without this
+	 * wait, KVM refused that MSR whenever the slot thread was late. */
+	if (r >= 0)
+		r = vm_memslots_wait(vm);
 	if (r >= 0)
 		r = load_vcpus(s, vm);
 	if (r >= 0)
