@@ -135,3 +135,22 @@ class Setup:
 
 def teardown(ns, cid):
     return subprocess.run([HELPER, "teardown", f"/run/netns/{ns}", cid], capture_output=True, text=True, timeout=60)
+
+
+# In a peer network namespace (python3 -c PEER_TCP_CLIENT ADDR): connect
+# to ADDR port 5001, retrying while the guest's server is not listening
+# yet, send stdin, read until the guest closes, print "sent N".
+PEER_TCP_CLIENT = r"""
+import socket, sys, time
+data = sys.stdin.buffer.read()
+end = time.time() + 600
+while True:
+    try:
+        s = socket.create_connection((sys.argv[1], 5001), timeout=30); break
+    except OSError as e:
+        if time.time() > end: print("connect failed", e); sys.exit(1)
+        time.sleep(1)
+s.sendall(data); s.shutdown(socket.SHUT_WR)
+while s.recv(65536): pass
+print("sent", len(data))
+"""

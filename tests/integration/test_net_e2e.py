@@ -114,24 +114,6 @@ print("ready", flush=True)
 for t in ts: t.join()
 """
 
-# A client in the peer namespace: connects (retrying while the guest's
-# server is not listening yet), sends stdin, reads until EOF.
-PEER_CLIENT = r"""
-import socket, sys, time
-data = sys.stdin.buffer.read()
-end = time.time() + 600
-while True:
-    try:
-        s = socket.create_connection((sys.argv[1], 5001), timeout=30); break
-    except OSError as e:
-        if time.time() > end: print("connect failed", e); sys.exit(1)
-        time.sleep(1)
-s.sendall(data); s.shutdown(socket.SHUT_WR)
-while s.recv(65536): pass
-print("sent", len(data))
-"""
-
-
 def sh(*argv, check=True):
     return netlib.sh(*argv, check=check)
 
@@ -333,7 +315,8 @@ def slow(t):
         t.ok(f"{PEER_ADDR} peerhost" in section(text, "hosts"), "guest: hosts bind mount")
         t.ok("PING4 ok" in text, "guest: ping of a name from /etc/hosts reaches the peer")
         t.ok("PING6 ok" in text, "guest: ping6 reaches the peer over IPv6")
-        client = subprocess.run(["ip", "netns", "exec", pns, sys.executable, "-c", PEER_CLIENT, CTR_ADDR],
+        client = subprocess.run(["ip", "netns", "exec", pns, sys.executable, "-c",
+                                 netlib.PEER_TCP_CLIENT, CTR_ADDR],
                                 input=PAYLOAD_IN, capture_output=True, timeout=900)
         t.ok(client.returncode == 0, "peer -> guest: TCP connection to nc in the guest",
              client.stdout.decode() + client.stderr.decode())

@@ -243,22 +243,6 @@ wait $!
 echo "TCPIN $(md5sum </tmp/in)"
 exec sleep 100000
 """
-# In the peer namespace: connect (retrying until the guest listens), send
-# stdin, wait for the close.
-NET_CLIENT = r"""
-import socket, sys, time
-data = sys.stdin.buffer.read()
-end = time.time() + 600
-while True:
-    try:
-        s = socket.create_connection((sys.argv[1], 5001), timeout=30); break
-    except OSError as e:
-        if time.time() > end: print("connect failed", e); sys.exit(1)
-        time.sleep(1)
-s.sendall(data); s.shutdown(socket.SHUT_WR)
-while s.recv(65536): pass
-print("sent", len(data))
-"""
 
 
 def wait_text(path, marker, seconds):
@@ -339,7 +323,8 @@ def check_net_template(t, tmp, env, tpl_dir):
         ping = subprocess.run(["ip", "netns", "exec", pns, BUSYBOX, "ping", "-c", "3", "-W", "30", CTR_ADDR],
                               capture_output=True, text=True, timeout=300)
         t.ok(ping.returncode == 0, "net: the peer pings the restored guest", ping.stdout + ping.stderr)
-        client = subprocess.run(["ip", "netns", "exec", pns, sys.executable, "-c", NET_CLIENT, CTR_ADDR],
+        client = subprocess.run(["ip", "netns", "exec", pns, sys.executable, "-c",
+                                 netlib.PEER_TCP_CLIENT, CTR_ADDR],
                                 input=NET_PAYLOAD, capture_output=True, timeout=900)
         t.ok(client.returncode == 0, "net: peer -> guest TCP connection",
              client.stdout.decode() + client.stderr.decode())
