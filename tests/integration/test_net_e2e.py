@@ -114,6 +114,7 @@ print("ready", flush=True)
 for t in ts: t.join()
 """
 
+
 def sh(*argv, check=True):
     return netlib.sh(*argv, check=check)
 
