@@ -39,13 +39,13 @@ void cli_print_help(const struct cli_command *cmd, const struct cli_flag *flags,
 {
 	bool has_flags = flags && flags->name;
 
-	if (!cmd->run) {
+	if (!cmd->name || !*cmd->name) { /* the global options */
 		cli_print_main_help(flags, f);
 		return;
 	}
 	fprintf(f, "NAME:\n   kvrun %s - %s\n\n", cmd->name, cmd->summary);
-	fprintf(f, "USAGE:\n   kvrun %s%s %s\n", cmd->name, has_flags ? " [command options]" : "",
-	        cmd->args ? cmd->args : "[arguments...]");
+	fprintf(f, "USAGE:\n   kvrun %s%s%s%s\n", cmd->name, has_flags ? " [command options]" : "",
+	        cmd->args && !*cmd->args ? "" : " ", cmd->args ? cmd->args : "[arguments...]");
 	if (cmd->text)
 		fprintf(f, "\n%s\n", cmd->text);
 	if (has_flags) {

@@ -105,6 +105,10 @@ static int run_template(struct cli_context *ctx, int argc, char **argv)
 
 	if (argc < 2)
 		return err_set(-EINVAL, "usage: kvrun template build|list|rm ...");
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		cli_print_help(&cli_cmd_template, NULL, stdout);
+		return 0;
+	}
 	if (!strcmp(argv[1], "build"))
 		return do_build(argc - 1, argv + 1);
 	if (strcmp(argv[1], "list") && strcmp(argv[1], "ls") && strcmp(argv[1], "rm"))

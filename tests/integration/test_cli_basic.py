@@ -48,6 +48,13 @@ def main():
             p = kvrun(*argv)
             ok = p.returncode == 0 and p.stdout.startswith(f"NAME:\n   kvrun {cmd} - ") and "USAGE:" in p.stdout
             t.ok(ok, f"kvrun {' '.join(argv)} prints the help of {cmd}", p.stdout[:300] + p.stderr)
+    # kvrun's own command with subcommands: each level has its help.
+    for argv, name in ((["template", "--help"], "template"), (["template", "-h"], "template"),
+                       (["template", "build", "--help"], "template build")):
+        p = kvrun(*argv)
+        ok = p.returncode == 0 and p.stdout.startswith(f"NAME:\n   kvrun {name} - ") and "USAGE:" in p.stdout
+        t.ok(ok, f"kvrun {' '.join(argv)} prints the help of {name}", p.stdout[:300] + p.stderr)
+    t.ok("--nics value" in kvrun("template", "build", "--help").stdout, "template build --help lists --nics")
     p = kvrun("create", "--help")
     for flag in ("--bundle value, -b value", "--console-socket value", "--pid-file value", "--no-pivot",
                  "--no-new-keyring", "--preserve-fds value", "--pidfd-socket value"):
