@@ -21,7 +21,8 @@ MTU 1400, MAC); lo is up; resolv.conf, hosts and hostname bind mounts
 arrive; TCP both ways with known payloads (busybox nc: a server in the
 guest reached from the peer, the guest connecting to a server in the peer);
 UDP (a DNS query to the nameserver of resolv.conf, which the peer answers);
-ICMPv6 to the peer. Then the monitor is killed with SIGKILL (a crash) and
+ICMPv6 to the peer; a second interface (eth1, its own veth pair, MTU 9000)
+with its address and MTU, and an 8000-byte ping over it. Then the monitor is killed with SIGKILL (a crash) and
 `kvrun delete` gives the namespace back as it was: same addresses and
 routes on the veth, no TAP, no ingress qdisc.
 
@@ -52,6 +53,10 @@ NET4, NET6 = "10.213.77", "fd00:6b76:77"
 CTR_ADDR, PEER_ADDR = f"{NET4}.2", f"{NET4}.1"
 CTR_ADDR6, PEER_ADDR6 = f"{NET6}::2", f"{NET6}::1"
 MTU = 1400
+# A second interface with jumbo frames: its own /24, MTU 9000.
+NET4B = "10.213.78"
+CTR_ADDR_B, PEER_ADDR_B = f"{NET4B}.2", f"{NET4B}.1"
+MTU_B = 9000
 PAYLOAD_IN = b"".join(b"peer-to-guest %d\n" % i for i in range(20000))
 DNS_NAME = "probe.kvrun.test"
 DNS_ANSWER = "10.213.77.99"
@@ -61,12 +66,14 @@ echo "== addr"; ip addr
 echo "== route"; ip route
 echo "== route6"; ip -6 route
 echo "== mtu $(cat /sys/class/net/eth0/mtu)"
+echo "== mtu1 $(cat /sys/class/net/eth1/mtu)"
 echo "== hostname $(hostname)"
 echo "== resolv"; cat /etc/resolv.conf
 echo "== hosts"; cat /etc/hosts
 echo "== end"
 ping -c 1 -W 30 peerhost >/dev/null 2>&1 && echo "PING4 ok" || echo "PING4 fail"
 ping6 -c 1 -W 30 PEER6 >/dev/null 2>&1 && echo "PING6 ok" || echo "PING6 fail"
+ping -c 1 -W 30 -s 8000 PEERB >/dev/null 2>&1 && echo "JUMBO ok" || echo "JUMBO fail"
 nc -l -p 5001 </dev/null >/dev/shm/in &
 echo "LISTENING"
 wait $!
@@ -179,7 +186,8 @@ def ns_snapshot(ns, dev):
 
 def make_namespaces():
     """Container netns with eth0 (10.213.77.2/24, default route) and a peer
-    netns with peer0 (10.213.77.1/24), joined by a veth pair."""
+    netns with peer0 (10.213.77.1/24), joined by a veth pair; and a second
+    pair, eth1 (10.213.78.2/24) and peer1 (10.213.78.1/24), MTU 9000."""
     cns, pns = netlib.netns("ctr"), netlib.netns("peer")
     sh("ip", "-n", cns, "link", "add", "eth0", "mtu", str(MTU), "type", "veth", "peer", "name", "peer0",
        "netns", pns, "mtu", str(MTU))
@@ -189,6 +197,11 @@ def make_namespaces():
         sh("ip", "-n", ns, "addr", "add", f"{a6}/64", "dev", dev, "nodad")
         sh("ip", "-n", ns, "link", "set", dev, "up")
     sh("ip", "-n", cns, "route", "add", "default", "via", PEER_ADDR)
+    sh("ip", "-n", cns, "link", "add", "eth1", "mtu", str(MTU_B), "type", "veth", "peer", "name", "peer1",
+       "netns", pns, "mtu", str(MTU_B))
+    for ns, dev, a4 in ((cns, "eth1", CTR_ADDR_B), (pns, "peer1", PEER_ADDR_B)):
+        sh("ip", "-n", ns, "addr", "add", f"{a4}/24", "dev", dev)
+        sh("ip", "-n", ns, "link", "set", dev, "up")
     return cns, pns
 
 
@@ -277,8 +290,10 @@ def slow(t):
     root = os.path.join(tmp, "root")
     cns, pns = make_namespaces()
     before = ns_snapshot(cns, "eth0")
+    before_b = ns_snapshot(cns, "eth1")
     mac = netlib.link_mac(cns, "eth0")
-    script = (GUEST_SCRIPT.replace("PEER6", PEER_ADDR6).replace("PEER4", PEER_ADDR).replace("NAME", DNS_NAME))
+    script = (GUEST_SCRIPT.replace("PEER6", PEER_ADDR6).replace("PEER4", PEER_ADDR).replace("PEERB", PEER_ADDR_B)
+              .replace("NAME", DNS_NAME))
     b = make_bundle(tmp, f"/run/netns/{cns}", ["/bin/sh", "-c", script])
     servers = subprocess.Popen(["ip", "netns", "exec", pns, sys.executable, "-c", PEER_SERVERS, PEER_ADDR,
                                 DNS_ANSWER], stdout=subprocess.PIPE, text=True)
@@ -311,11 +326,15 @@ def slow(t):
         t.ok(f"{NET6}::/64 dev eth0" in section(text, "route6"), "guest: IPv6 prefix route",
              section(text, "route6"))
         t.ok(f"== mtu {MTU}\n" in text, f"guest: MTU {MTU} arrived")
+        t.ok(f"inet {CTR_ADDR_B}/24" in addr and "eth1:" in addr, "guest: the second interface and its address",
+             addr)
+        t.ok(f"== mtu1 {MTU_B}\n" in text, f"guest: the second interface's MTU {MTU_B} arrived")
         t.ok("== hostname kvrun-net\n" in text, "guest: hostname")
         t.eq(section(text, "resolv").strip(), f"nameserver {PEER_ADDR}", "guest: resolv.conf bind mount")
         t.ok(f"{PEER_ADDR} peerhost" in section(text, "hosts"), "guest: hosts bind mount")
         t.ok("PING4 ok" in text, "guest: ping of a name from /etc/hosts reaches the peer")
         t.ok("PING6 ok" in text, "guest: ping6 reaches the peer over IPv6")
+        t.ok("JUMBO ok" in text, "guest: an 8000-byte ping over the MTU 9000 interface (one frame each way)")
         client = subprocess.run(["ip", "netns", "exec", pns, sys.executable, "-c",
                                  netlib.PEER_TCP_CLIENT, CTR_ADDR],
                                 input=PAYLOAD_IN, capture_output=True, timeout=900)
@@ -358,6 +377,7 @@ def slow(t):
     t.ok(no_state_left(root, "ctr-net"), "nothing left under --root")
     after = ns_snapshot(cns, "eth0")
     t.eq(after, before, "the container namespace is as it was (addresses, routes, no TAP, no ingress qdisc)")
+    t.eq(ns_snapshot(cns, "eth1"), before_b, "the second interface is as it was too")
     if t.failed:
         for name in ("log.txt", "console.log", "out.txt"):
             path = os.path.join(tmp, name)
