@@ -26,10 +26,10 @@ import socket
 import subprocess
 import tarfile
 import tempfile
-import time
 import urllib.request
 
 import guestlib
+from bundlelib import processes_mentioning, wait_for
 
 KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
 BUSYBOX = os.environ.get("KVRUN_TEST_BUSYBOX") or shutil.which("busybox") or "/bin/busybox"
@@ -81,16 +81,6 @@ def eq(t, got, want, what, diag=""):
     return t.ok(got == want, what, f"got:  {got!r}\nwant: {want!r}" + (f"\n{diag}" if diag else ""))
 
 
-def wait_for(pred, timeout, step=0.5):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    return pred()
-
-
 def run(cmd, timeout=BOOT_TIMEOUT + 120, **kw):
     kw.setdefault("capture_output", True)
     kw.setdefault("text", True)
@@ -128,20 +118,6 @@ def free_subnet():
         if net not in routes and net not in addrs:
             return net
     raise RuntimeError("no free 10.213.x.0/24 subnet")
-
-
-def processes_mentioning(text):
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if text.encode() in f.read():
-                    found.append(int(pid))
-        except OSError:
-            pass
-    return found
 
 
 def rootfs_tar(path):
@@ -333,6 +309,16 @@ class Workdir:
                 if tail:
                     out.append(f"{name}:\n  " + "\n  ".join(tail))
         return "\n".join(out)
+
+    def report(self, t):
+        """TAP diagnostics at the end of an engine test: the runtime
+        commands the engine used, one create call, and where kvrun's checks
+        failed, the guests' consoles."""
+        verbs, create = self.runtime_verbs()
+        print("# runtime commands used: " + " ".join(verbs))
+        print("# a create call: " + create)
+        if t.failed and self.runtime == "kvrun":
+            t.diag(self.consoles())
 
     def leftovers(self):
         """Runtime processes still running for this test (none once every

@@ -121,11 +121,7 @@ def main():
               else [], [], "nothing left under the runtime's --root")
         el.eq(t, [x for x in wd.leftovers() if x not in el.processes_mentioning("containerd")], [],
               "no runtime process left")
-        verbs, create = wd.runtime_verbs()
-        print("# runtime commands used: " + " ".join(verbs))
-        print("# a create call: " + create)
-        if t.failed and RUNTIME == "kvrun":
-            t.diag(wd.consoles())
+        wd.report(t)
     finally:
         wd.close(keep=os.environ.get("KVRUN_TEST_KEEP") == "1")
     t.done()

@@ -237,11 +237,7 @@ def main():
             check_detached(t, dk, port, res["d"])
             check_tty(t, tm, status)
         check_clean(t, dk, wd)
-        verbs, create = wd.runtime_verbs()
-        print("# runtime commands used: " + " ".join(verbs))
-        print("# a create call: " + create)
-        if t.failed and RUNTIME == "kvrun":
-            t.diag(wd.consoles())
+        wd.report(t)
     finally:
         wd.close(keep=os.environ.get("KVRUN_TEST_KEEP") == "1")
     t.ok(not el.link_exists(dk.bridge.name), "the test's bridge is gone")

@@ -151,11 +151,7 @@ def main():
             check_detached(t, pm)
         procs = [x for x in wd.leftovers() if x not in el.processes_mentioning("podman")]
         el.eq(t, procs, [], "no runtime process left")
-        verbs, create = wd.runtime_verbs()
-        print("# runtime commands used: " + " ".join(verbs))
-        print("# a create call: " + create)
-        if t.failed and RUNTIME == "kvrun":
-            t.diag(wd.consoles())
+        wd.report(t)
     finally:
         pm and pm("system", "reset", "--force", timeout=120)
         wd.close(keep=os.environ.get("KVRUN_TEST_KEEP") == "1")
