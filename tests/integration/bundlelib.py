@@ -7,12 +7,15 @@ check a test's expectations against the reference runtime).
 - write_spec(): `kvrun spec`'s default config.json, changed by a function.
 - logrus_msg(): the message of a runc-style error line on stderr.
 - processes_mentioning(): pids whose command line contains a string.
+- wait_for(): poll a predicate until it is true or a timeout passes.
+- keep_or_remove(): after a test, its files as diagnostics on failure.
 """
 import json
 import os
 import re
 import shutil
 import subprocess
+import time
 
 BUSYBOX = os.environ.get("KVRUN_TEST_BUSYBOX") or shutil.which("busybox") or "/bin/busybox"
 
@@ -99,3 +102,28 @@ def processes_mentioning(text):
             except OSError:
                 pass
     return found
+
+
+def wait_for(pred, timeout=120, step=0.5):
+    """pred()'s first true value within timeout seconds, else its last."""
+    end = time.time() + timeout
+    while time.time() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()
+
+
+def keep_or_remove(t, tmp, names, lines):
+    """After a test that failed: the last `lines` lines of each file of
+    `names` in tmp as TAP diagnostics, and tmp kept. Otherwise tmp goes."""
+    if not t.failed:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
+    for name in names:
+        path = os.path.join(tmp, name)
+        if os.path.exists(path):
+            with open(path, errors="replace") as f:
+                t.diag(f"--- {name} (last {lines} lines)\n" + "".join(f.readlines()[-lines:]))
+    t.diag(f"kept {tmp}")

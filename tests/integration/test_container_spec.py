@@ -410,15 +410,8 @@ def main():
                                         if os.path.exists(path) else "")
         for cond, what, diag in results[key].items:
             t.ok(cond, what, diag)
-    if t.failed:
-        for name in ("a-log.txt", "a-console.log", "b-log.txt", "b-console.log", "c-log.txt", "c-console.log"):
-            path = os.path.join(tmp, name)
-            if os.path.exists(path):
-                with open(path, errors="replace") as f:
-                    t.diag(f"--- {name} (last 40 lines)\n" + "".join(f.readlines()[-40:]))
-        t.diag(f"kept {tmp}")
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
+    bundlelib.keep_or_remove(t, tmp, ("a-log.txt", "a-console.log", "b-log.txt", "b-console.log", "c-log.txt",
+                                      "c-console.log"), 40)
     t.done()
 
 

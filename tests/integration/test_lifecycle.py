@@ -23,6 +23,7 @@ import termios
 import threading
 import time
 
+from bundlelib import processes_mentioning
 from taplib import Tap
 
 KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
@@ -75,19 +76,6 @@ def dead_pid():
     p = subprocess.Popen(["true"])
     p.wait()
     return p.pid
-
-
-def processes_mentioning(text):
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if text.encode() in f.read():
-                        found.append(int(pid))
-            except OSError:
-                pass
-    return found
 
 
 def cgroup_dirs(path):

@@ -31,6 +31,7 @@ import termios
 import time
 
 import guestlib
+from bundlelib import processes_mentioning, wait_for
 from taplib import Tap
 
 KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
@@ -83,16 +84,6 @@ def kv(root, *args, **kw):
     return subprocess.run([KVRUN, "--root", root] + list(args), **kw)
 
 
-def wait_for(pred, timeout=120, step=0.5):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    return pred()
-
-
 def read(path):
     try:
         with open(path, errors="replace") as f:
@@ -114,19 +105,6 @@ def reap(pid, timeout=120):
 def cgroup_dirs(path):
     return [os.path.join("/sys/fs/cgroup", h) + path for h in os.listdir("/sys/fs/cgroup")
             if os.path.isdir(os.path.join("/sys/fs/cgroup", h) + path)]
-
-
-def processes_mentioning(text):
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if text.encode() in f.read():
-                        found.append(int(pid))
-            except OSError:
-                pass
-    return found
 
 
 def pty_read_until(fd, want, timeout=60):

@@ -43,6 +43,7 @@ import time
 
 import guestlib
 import netlib
+from bundlelib import keep_or_remove
 from taplib import Tap
 
 KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
@@ -378,15 +379,7 @@ def slow(t):
     after = ns_snapshot(cns, "eth0")
     t.eq(after, before, "the container namespace is as it was (addresses, routes, no TAP, no ingress qdisc)")
     t.eq(ns_snapshot(cns, "eth1"), before_b, "the second interface is as it was too")
-    if t.failed:
-        for name in ("log.txt", "console.log", "out.txt"):
-            path = os.path.join(tmp, name)
-            if os.path.exists(path):
-                with open(path, errors="replace") as f:
-                    t.diag(f"--- {name} (last 60 lines)\n" + "".join(f.readlines()[-60:]))
-        t.diag(f"kept {tmp}")
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
+    keep_or_remove(t, tmp, ("log.txt", "console.log", "out.txt"), 60)
 
 
 def main():

@@ -22,6 +22,7 @@ import tempfile
 import threading
 
 import guestlib
+from bundlelib import processes_mentioning
 from taplib import Tap
 
 KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
@@ -87,19 +88,6 @@ def cgroup_dirs(path):
             if os.path.isdir(os.path.join("/sys/fs/cgroup", h) + path)] + \
         ([path] if os.path.isdir("/sys/fs/cgroup" + path) and os.path.exists("/sys/fs/cgroup/cgroup.controllers")
          else [])
-
-
-def processes_mentioning(text):
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if text.encode() in f.read():
-                        found.append(int(pid))
-            except OSError:
-                pass
-    return found
 
 
 def links():

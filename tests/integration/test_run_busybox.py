@@ -30,6 +30,7 @@ import threading
 import time
 
 import guestlib
+from bundlelib import keep_or_remove, processes_mentioning
 from taplib import Tap
 
 KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
@@ -184,19 +185,6 @@ def check_det(t, res):
     t.eq(processes_mentioning(root), [], "delete --force: no process left")
 
 
-def processes_mentioning(text):
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if text.encode() in f.read():
-                        found.append(int(pid))
-            except OSError:
-                pass
-    return found
-
-
 def check_run(t, res):
     p, root = res
     stdout = p.stdout.decode(errors="replace")
@@ -281,16 +269,8 @@ def main():
         check_det(t, out["det"])
     else:
         t.ok(False, "run --detach: finished")
-    if t.failed:
-        for name in ("run-log.txt", "run-console.log", "life-log.txt", "life-console.log", "det-log.txt",
-                     "det-console.log"):
-            path = os.path.join(tmp, name)
-            if os.path.exists(path):
-                with open(path, errors="replace") as f:
-                    t.diag(f"--- {name} (last 40 lines)\n" + "".join(f.readlines()[-40:]))
-        t.diag(f"kept {tmp}")
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
+    keep_or_remove(t, tmp, ("run-log.txt", "run-console.log", "life-log.txt", "life-console.log", "det-log.txt",
+                            "det-console.log"), 40)
     t.done()
 
 

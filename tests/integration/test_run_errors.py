@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import tempfile
 
+from bundlelib import processes_mentioning
 from taplib import Tap
 
 KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
@@ -34,20 +35,6 @@ def make_bundle(tmp, name, mutate=None, rootfs=True, config=True):
         with open(path, "w") as f:
             f.write(config)
     return b
-
-
-def processes_mentioning(text):
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if text.encode() in f.read():
-                    found.append(int(pid))
-        except OSError:
-            pass
-    return found
 
 
 def main():

@@ -43,6 +43,7 @@ import time
 
 import guestlib
 import netlib
+from bundlelib import keep_or_remove
 from taplib import Tap
 
 KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
@@ -397,14 +398,7 @@ def main():
 
 
 def finish(t, tmp):
-    if t.failed:
-        for name in sorted(os.listdir(tmp)):
-            if name.endswith((".txt", ".log")):
-                with open(os.path.join(tmp, name), errors="replace") as f:
-                    t.diag(f"--- {name} (last 30 lines)\n" + "".join(f.readlines()[-30:]))
-        t.diag(f"kept {tmp}")
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
+    keep_or_remove(t, tmp, sorted(n for n in os.listdir(tmp) if n.endswith((".txt", ".log"))), 30)
     t.done()
 
 

@@ -34,6 +34,7 @@ import threading
 import time
 
 import guestlib
+from bundlelib import processes_mentioning, wait_for
 from taplib import Tap
 
 KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
@@ -127,35 +128,12 @@ def read(path):
         return ""
 
 
-def wait_for(pred, timeout=120, step=0.5):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(step)
-    return pred()
-
-
 def status_of(pid):
     fields = {}
     for line in read(f"/proc/{pid}/status").splitlines():
         k, _, v = line.partition(":")
         fields[k] = v.strip()
     return fields
-
-
-def processes_mentioning(text):
-    found = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    if text.encode() in f.read():
-                        found.append(int(pid))
-            except OSError:
-                pass
-    return found
 
 
 def reap(pid, timeout=120):
