@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +91,25 @@ static int collect(struct capture cap[2], int64_t deadline)
 	return 0;
 }
 
+/* Write the state to the hook's stdin. A hook may exit without reading
+ * it: the write then fails with EPIPE, and the SIGPIPE it raises must not
+ * end the caller (kvrun's CLI keeps SIGPIPE's default action). The signal
+ * is blocked in this thread for the write and a pending one taken. */
+static void write_state(int fd, const char *json)
+{
+	sigset_t pipe_only, old;
+
+	sigemptyset(&pipe_only);
+	sigaddset(&pipe_only, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+	if (write_all(fd, json, strlen(json)) == -EPIPE && !sigismember(&old, SIGPIPE)) {
+		struct timespec none = {0, 0};
+
+		sigtimedwait(&pipe_only, NULL, &none);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 static int run_one(const struct oci_hook *h, const char *kind, size_t idx, const char *json)
 {
 	struct capture cap[2] = {{.fd = -1}, {.fd = -1}};
@@ -113,9 +133,8 @@ static int run_one(const struct oci_hook *h, const char *kind, size_t idx, const
 	close(out[1]);
 	close(err[1]);
 	in[0] = out[1] = err[1] = -1;
-	/* The state is small (well under a pipe's buffer); a hook that does
-	 * not read it must not make us fail. */
-	(void)write_all(in[1], json, strlen(json));
+	/* A hook that does not read the state must not make us fail. */
+	write_state(in[1], json);
 	close(in[1]);
 	in[1] = -1;
 	cap[0].fd = out[0];

@@ -4,6 +4,7 @@
  * (order, stdin, env, failures, timeout). No root, no guest. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,29 @@ TEST(hooks)
 	is_int(hooks_run(&spec, OCI_HOOK_POSTSTOP, &st), 0);
 	for (int i = 0; i < 3; i++)
 		free_hook(&hs[i]);
+}
+
+/* A hook that exits without reading its stdin: with a state larger than a
+ * pipe's buffer the write of it always meets a closed pipe (EPIPE), and
+ * the caller goes on (SIGPIPE keeps its default action here, as in the
+ * CLI, so a raised SIGPIPE would end this test). */
+TEST(hook_that_ignores_stdin)
+{
+	struct oci_spec spec = {0};
+	size_t big = 256 << 10;
+	char *id = malloc(big + 1);
+	struct oci_state st = {
+	    .oci_version = (char *)"1.2.0", .id = id, .pid = 42, .status = OCI_STATUS_STOPPED, .bundle = (char *)"/b"};
+	struct oci_hook h = mkhook((char *)"exit 0", 0);
+
+	signal(SIGPIPE, SIG_DFL);
+	memset(id, 'x', big);
+	id[big] = 0;
+	spec.hooks.list[OCI_HOOK_POSTSTOP] = (struct oci_hook_list){&h, 1};
+	is_int(hooks_run(&spec, OCI_HOOK_POSTSTOP, &st), 0);
+	ok(1, "the caller lives on after the hook closed its stdin");
+	free_hook(&h);
+	free(id);
 }
 
 TEST(cleanup)
