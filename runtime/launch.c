@@ -23,7 +23,7 @@
 #include "runtime/monitor-client.h"
 #include "runtime/monitor.h"
 #include "runtime/netns.h"
-#include "runtime/rootfs-image.h"
+#include "runtime/rootfs-cache.h"
 #include "runtime/sandbox.h"
 #include "runtime/state.h"
 
@@ -165,7 +165,8 @@ static unsigned int queue_pairs(const struct vm_plan *plan)
 static int build_and_fork(struct cli_context *ctx, struct container *c, const struct create_opts *o,
                           const struct bundle *b, const struct vm_plan *plan, struct netns_setup *net, pid_t *ret_pid)
 {
-	_cleanup_free_ char *disk = NULL, *pid_file = NULL, *console = NULL, *console_socket = NULL;
+	_cleanup_free_ char *disk = NULL, *base = NULL, *cache = NULL, *pid_file = NULL, *console = NULL,
+			    *console_socket = NULL;
 	_cleanup_free_ char *restore_dir_owned = NULL;
 	_cleanup_free_ struct rootfs_mount_point *points = NULL;
 	size_t npoints;
@@ -183,20 +184,31 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	int r, fd = -1;
 	pid_t pid;
 
-	if (asprintf(&disk, "%s/%s", c->dir, MONITOR_DISK) < 0)
+	if (asprintf(&disk, "%s/%s", c->dir, MONITOR_DISK) < 0 ||
+	    asprintf(&base, "%s/%s", c->dir, MONITOR_DISK_BASE) < 0 ||
+	    (plan->rootfs_cache && asprintf(&cache, "%s/%s", ctx->root, ROOTFS_CACHE_DIR) < 0))
 		return -ENOMEM;
 	r = guest_spec_mount_points(b->spec, &points, &npoints);
 	if (r < 0)
 		return r;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r = o->image_path ? restore_disk(o->image_path, disk, &a.restore_dir)
-	                  : rootfs_image_build(b->rootfs, disk, points, npoints);
+	                  : rootfs_disk_prepare(&(struct rootfs_disk_req){.rootfs = b->rootfs,
+	                                                                  .cache_dir = cache,
+	                                                                  .cache_max = plan->rootfs_cache_size,
+	                                                                  .disk = disk,
+	                                                                  .base_link = base,
+	                                                                  .points = points,
+	                                                                  .npoints = npoints});
 	restore_dir_owned = (char *)a.restore_dir;
 	if (r < 0)
 		return r;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	log_debug("root disk built in %ld ms",
-	          (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
+	log_debug("root disk %s in %ld us",
+	          o->image_path ? "copied"
+	          : r > 0       ? "from the cache"
+	                        : "built",
+	          (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
 	r = absolute_path(o->pid_file, &pid_file);
 	if (r >= 0)
 		r = absolute_path(o->console_socket, &console_socket);

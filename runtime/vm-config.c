@@ -375,7 +375,7 @@ static void log_plan(const struct kernel_choice *ch, const struct vm_plan *p)
 int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm_plan *ret)
 {
 	const struct oci_linux_resources *res = spec->linux_spec ? spec->linux_spec->resources : NULL;
-	const char *cfg_path = getenv("KVRUN_CONFIG");
+	const char *cfg_path = getenv("KVRUN_CONFIG"), *env;
 	struct kvrun_config cfg = {.templates = -1};
 	struct kernel_choice ch;
 	struct vm_plan p = {0};
@@ -402,6 +402,9 @@ int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm
 	if (r >= 0)
 		r = plan_templates(spec, &cfg, &p);
 	p.early_create = cfg.early_create;
+	env = getenv("KVRUN_ROOTFS_CACHE");
+	p.rootfs_cache = !cfg.rootfs_cache_off && !(env && strcmp(env, "0") == 0);
+	p.rootfs_cache_size = cfg.has_rootfs_cache_size ? cfg.rootfs_cache_size : VM_CONFIG_ROOTFS_CACHE_SIZE;
 	p.emulating_host = vm_host_is_emulating();
 	/* Such hosts hang on the hypercalls a second vCPU brings (IPIs). */
 	if (p.emulating_host)

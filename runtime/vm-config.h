@@ -44,6 +44,8 @@
  * used unless "templates": false, $KVRUN_TEMPLATES=0 or the annotation
  * io.kvrun.template=false. */
 #define VM_CONFIG_DEFAULT_TEMPLATE_DIR "/var/lib/kvrun/templates"
+/* What the root disk cache keeps of images no container uses. */
+#define VM_CONFIG_ROOTFS_CACHE_SIZE (1ULL << 30)
 #define VM_CONFIG_ANNOTATION_TEMPLATE "io.kvrun.template"
 
 struct vm_plan {
@@ -60,6 +62,10 @@ struct vm_plan {
 	char *template_dir; /* where templates are kept */
 	bool use_templates; /* start from a matching template when there is one */
 	bool early_create; /* config "early_create": create returns before the guest boots */
+	/* Root disks from the cache (config "rootfs_cache", $KVRUN_ROOTFS_CACHE=0
+	 * turns it off), keeping rootfs_cache_size bytes of unused images. */
+	bool rootfs_cache;
+	uint64_t rootfs_cache_size;
 };
 
 /* Decide the plan for spec. kernel_flag is the global --kernel flag (NULL

@@ -310,7 +310,7 @@ TEST(shm_bind)
 TEST(rootfs_image)
 {
 	char dir[256], file[300], img[256], cmd[600];
-	uint64_t bytes, inodes;
+	struct rootfs_scan scan;
 
 	snprintf(dir, sizeof(dir), "%s/rootfs", tmp);
 	snprintf(file, sizeof(file), "%s/rootfs/etc/motd", tmp);
@@ -319,9 +319,11 @@ TEST(rootfs_image)
 	is_int(mkdir_p(file, 0755), 0);
 	rmdir(file);
 	is_int(write_file_atomic(file, "hello\n", 6, 0644), 0);
-	is_int(rootfs_dir_usage(dir, &bytes, &inodes), 0);
-	is_int((int)inodes, 3);
-	ok(bytes >= 3 * 4096, "at least a block per entry");
+	is_int(rootfs_scan(dir, false, &scan), 0);
+	is_int((int)scan.inodes, 3);
+	ok(scan.bytes >= 3 * 4096, "at least a block per entry");
+	ok(!scan.key, "no key unless asked");
+	rootfs_scan_done(&scan);
 	if (system("command -v mke2fs >/dev/null 2>&1 || test -x /sbin/mke2fs") != 0) {
 		ok(1, "# SKIP mke2fs not installed");
 		return;
