@@ -55,6 +55,26 @@ TEST(config_file)
 	ok(c.early_create, "early_create");
 	kvrun_config_clear(&c);
 	is_int(kvrun_config_parse("{\"early_create\": 1}", 19, "cfg", &c), -EINVAL);
+	ok(!c.rootfs_cache_off && !c.has_rootfs_cache_size, "root disk cache: default");
+	{
+		const char *j = "{\"rootfs_cache\": false, \"rootfs_cache_size\": \"2G\"}";
+
+		is_int(kvrun_config_parse(j, strlen(j), "cfg", &c), 0);
+		ok(c.rootfs_cache_off, "rootfs_cache false");
+		ok(c.has_rootfs_cache_size && c.rootfs_cache_size == 2ULL << 30, "rootfs_cache_size with a suffix");
+		kvrun_config_clear(&c);
+		j = "{\"rootfs_cache_size\": 0}";
+		is_int(kvrun_config_parse(j, strlen(j), "cfg", &c), 0);
+		ok(c.has_rootfs_cache_size && c.rootfs_cache_size == 0, "rootfs_cache_size 0: keep no unused image");
+		kvrun_config_clear(&c);
+		j = "{\"rootfs_cache_size\": -1}";
+		is_int(kvrun_config_parse(j, strlen(j), "cfg", &c), -EINVAL);
+		is_str(err_msg(),
+		       "cfg: rootfs_cache_size: expected a non-negative number of bytes or a size such as \"512M\"");
+		j = "{\"rootfs_cache\": \"yes\"}";
+		is_int(kvrun_config_parse(j, strlen(j), "cfg", &c), -EINVAL);
+		is_str(err_msg(), "cfg: rootfs_cache: expected true or false");
+	}
 	is_int(kvrun_config_parse("{\"cpus\": 0}", 11, "cfg", &c), -EINVAL);
 	is_int(kvrun_config_parse("{\"memory\": \"lots\"}", 18, "cfg", &c), -EINVAL);
 	is_int(kvrun_config_parse("[1]", 3, "cfg", &c), -EINVAL);
