@@ -179,6 +179,7 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	    .net = net,
 	    .new_netns = !net,
 	    .queue_pairs = queue_pairs(plan),
+	    .t_start_ns = ctx->t_start_ns,
 	};
 	struct timespec t0, t1;
 	int r, fd = -1;
@@ -204,11 +205,12 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	if (r < 0)
 		return r;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	log_debug("root disk %s in %ld us",
+	a.disk_us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+	log_debug("root disk %s in %llu us",
 	          o->image_path ? "copied"
 	          : r > 0       ? "from the cache"
 	                        : "built",
-	          (long)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
+	          (unsigned long long)a.disk_us);
 	r = absolute_path(o->pid_file, &pid_file);
 	if (r >= 0)
 		r = absolute_path(o->console_socket, &console_socket);

@@ -537,6 +537,10 @@ static int bring_up(struct monitor *m)
 		                                       .vsock_path = m->vsock_path,
 		                                       .console_path = a->console_path,
 		                                       .net = a->net});
+	/* The host's whole part of create, up to the guest's own work. */
+	if (r >= 0)
+		log_info("VM: running: host_us=%llu disk_us=%llu",
+		         (unsigned long long)((vm_now_ns() - a->t_start_ns) / 1000), (unsigned long long)a->disk_us);
 	if (r >= 0 && a->plan->early_create) {
 		/* Everything the guest does is left to finish_boot(), after create
 		 * has returned: the spec it needs is built now, while the state

@@ -59,6 +59,8 @@ struct monitor_args {
 	 * net is then NULL. */
 	bool new_netns;
 	unsigned int queue_pairs; /* TAP fds per interface, for new_netns */
+	uint64_t t_start_ns; /* when the command began (CLOCK_MONOTONIC), for the log */
+	uint64_t disk_us; /* what preparing the root disk took */
 };
 
 /* Run the monitor in this (freshly forked) process. Never returns: exits
