@@ -204,7 +204,8 @@ TEST(changes_make_new_images)
 	{
 		char cmd[700];
 
-		snprintf(cmd, sizeof(cmd), "debugfs -R 'stat /data' %s 2>/dev/null | grep -q 'Type: directory'", c.base);
+		snprintf(cmd, sizeof(cmd), "debugfs -R 'stat /data' %s 2>/dev/null | grep -q 'Type: directory'",
+		         c.base);
 		ok(system(cmd) == 0, "the mount point is in that image");
 	}
 	ctr_remove(&c);

@@ -58,7 +58,8 @@ static void touch(const char *path)
 /* Split len bytes at p into up to 3 iovecs at pseudo-random points. */
 static int split(uint8_t *p, size_t len, struct iovec *iov, unsigned int *seed)
 {
-	size_t a = len ? (size_t)rand_r(seed) % (len + 1) : 0, b = a + (len - a ? (size_t)rand_r(seed) % (len - a + 1) : 0);
+	size_t a = len ? (size_t)rand_r(seed) % (len + 1) : 0,
+	       b = a + (len - a ? (size_t)rand_r(seed) % (len - a + 1) : 0);
 
 	iov[0] = (struct iovec){p, a};
 	iov[1] = (struct iovec){p + a, b - a};
@@ -118,7 +119,7 @@ TEST(random_io_matches_the_model)
 		}
 		if (bad)
 			printf("# operation %d at sector %llu, %zu bytes: %s", i, (unsigned long long)sec, len,
-			     bad == 1 ? "write failed" : "read differs from the model");
+			       bad == 1 ? "write failed" : "read differs from the model");
 	}
 	ok(!bad, "3000 random reads and writes agree with the model");
 	/* Everything, in one read. */
