@@ -122,8 +122,8 @@ static int write_key(const char *path, const char *key, size_t len)
 
 /* Build the image for key into the cache: the key first, then the image
  * renamed into place, so that an image is never seen with another key. */
-static int build_image(const struct rootfs_disk_req *q, const struct rootfs_scan *s, const char *keyp,
-                       const char *img, const char *key, size_t len)
+static int build_image(const struct rootfs_disk_req *q, const struct rootfs_scan *s, const char *keyp, const char *img,
+                       const char *key, size_t len)
 {
 	_cleanup_free_ char *tmp = NULL;
 	int r;
