@@ -25,24 +25,49 @@
 static struct rootfs_scan *scan;
 static size_t scan_prefix;
 
+/* One entry's line of the key. What makes the content is in it, and no
+ * more, so that engines' root filesystems hit: they are overlay mounts
+ * whose image layers are shared but whose top layers (and so the root
+ * directory, and docker's empty /etc/hosts and the like) are new for
+ * every container. A directory's content is its entries, which have lines
+ * of their own; an empty file's, a symlink's (its target) and a device
+ * node's are all in the line. A file with data is known by its inode:
+ * number, size, modification and change time; the change time moves with
+ * every change to the inode (data, mode, owner, xattrs, links) and cannot
+ * be set back, so another file cannot pass for it. The name's length comes
+ * first: any byte may be in a name. */
+static void key_line(FILE *out, const char *path, const char *rel, const struct stat *st)
+{
+	char target[PATH_MAX];
+	ssize_t n;
+
+	fprintf(out, "%zu:%s %o %u %u ", strlen(rel), rel, st->st_mode, st->st_uid, st->st_gid);
+	if (S_ISDIR(st->st_mode)) {
+		fputs("d\n", out);
+	} else if (S_ISLNK(st->st_mode)) {
+		n = readlink(path, target, sizeof(target) - 1);
+		target[n < 0 ? 0 : n] = 0;
+		fprintf(out, "l %zu:%s\n", strlen(target), target);
+	} else if (S_ISREG(st->st_mode) && st->st_size == 0) {
+		fprintf(out, "e %llu\n", (unsigned long long)st->st_nlink);
+	} else if (S_ISREG(st->st_mode)) {
+		fprintf(out, "f %lld %lld.%09ld %lld.%09ld %llu %llu\n", (long long)st->st_size,
+		        (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec, (long long)st->st_ctim.tv_sec,
+		        st->st_ctim.tv_nsec, (unsigned long long)st->st_ino, (unsigned long long)st->st_nlink);
+	} else {
+		fprintf(out, "n %llu\n", (unsigned long long)st->st_rdev);
+	}
+}
+
 static int count_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-	const char *rel = path + scan_prefix;
-
 	(void)flag;
 	(void)ftw;
 	/* ext4 stores small files in whole 4 KiB blocks: count at least one. */
 	scan->bytes += st->st_blocks * 512ULL > 4096 ? (uint64_t)st->st_blocks * 512ULL : 4096;
 	scan->inodes++;
-	/* The name length first: any byte may be in a name. The change time
-	 * moves with every change to an inode (data, mode, owner, xattrs,
-	 * links) and cannot be set back. */
 	if (scan->key_out)
-		fprintf(scan->key_out, "%zu:%s %o %u %u %lld %lld.%09ld %lld.%09ld %llu %llu %llu\n", strlen(rel), rel,
-		        st->st_mode, st->st_uid, st->st_gid, (long long)st->st_size, (long long)st->st_mtim.tv_sec,
-		        st->st_mtim.tv_nsec, (long long)st->st_ctim.tv_sec, st->st_ctim.tv_nsec,
-		        (unsigned long long)st->st_ino, (unsigned long long)st->st_nlink,
-		        (unsigned long long)st->st_rdev);
+		key_line(scan->key_out, path, path + scan_prefix, st);
 	return 0;
 }
 

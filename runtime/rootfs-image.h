@@ -24,10 +24,11 @@ struct rootfs_mount_point {
 struct rootfs_scan {
 	uint64_t bytes; /* allocated, at least 4 KiB per file */
 	uint64_t inodes;
-	/* With want_key: one line per entry (path, type and mode, owner,
-	 * size, modification and change times, inode, links, device), in
-	 * the walk's order: the same text means the same content, for the
-	 * root disk cache. Else NULL. */
+	/* With want_key: one line per entry (path, type and mode, owner;
+	 * a symlink's target, a device's number, a file's size, times, inode
+	 * and links), in the walk's order: the same text means the same
+	 * content, for the root disk cache (rootfs-image.c says why these).
+	 * Else NULL. */
 	char *key;
 	size_t key_len;
 	FILE *key_out; /* private to the walk */

@@ -19,7 +19,7 @@
 #include "tap.h"
 
 static char tmp[] = "/tmp/kvrun-rootfs-cache-XXXXXX";
-static char rootfs[256], cache[256];
+static char rootfs[2048], cache[256];
 static bool have_tools;
 
 struct ctr {
@@ -132,7 +132,7 @@ static bool image_file_is(const char *img, const char *path, const char *want)
 
 TEST(setup)
 {
-	char motd[300];
+	char motd[2100];
 
 	have_tools = system("command -v mke2fs >/dev/null 2>&1 && command -v debugfs >/dev/null 2>&1") == 0;
 	if (!have_tools)
@@ -179,7 +179,7 @@ TEST(changes_make_new_images)
 {
 	struct rootfs_mount_point pt = {.path = "/data", .file = false};
 	struct ctr c;
-	char motd[300], img[512];
+	char motd[2100], img[512];
 	int before = count(".img");
 
 	snprintf(motd, sizeof(motd), "%s/etc/motd", rootfs);
@@ -209,6 +209,54 @@ TEST(changes_make_new_images)
 		ok(system(cmd) == 0, "the mount point is in that image");
 	}
 	ctr_remove(&c);
+}
+
+/* A tree like an engine's rootfs over shared layers: new directories, an
+ * empty file and a symlink, and the data file app (a hard link to
+ * shared_app, or a copy when copy). */
+static void make_tree(const char *root, const char *shared_app, bool copy, const char *link_target)
+{
+	char p[2048];
+
+	snprintf(p, sizeof(p), "%s/etc", root);
+	mkdir_p(p, 0755);
+	snprintf(p, sizeof(p), "%s/bin", root);
+	mkdir_p(p, 0755);
+	snprintf(p, sizeof(p), "%s/etc/hosts", root);
+	write_file_atomic(p, "", 0, 0644);
+	snprintf(p, sizeof(p), "%s/etc/mtab", root);
+	if (symlink(link_target, p) < 0)
+		abort();
+	snprintf(p, sizeof(p), "%s/bin/app", root);
+	if (copy ? write_file_atomic(p, "#!/bin/sh\n", 10, 0755) < 0 : link(shared_app, p) < 0)
+		abort();
+}
+
+TEST(engine_style_rootfs_hits)
+{
+	char saved[2048], shared[300], o[4][300];
+	ino_t img[4];
+	struct ctr c;
+
+	snprintf(saved, sizeof(saved), "%s", rootfs);
+	snprintf(shared, sizeof(shared), "%s/layer-app", tmp);
+	is_int(write_file_atomic(shared, "#!/bin/sh\n", 10, 0755), 0);
+	for (int i = 0; i < 4; i++) {
+		snprintf(o[i], sizeof(o[i]), "%s/o%d", tmp, i);
+		/* 2: the data file a copy (another inode); 3: another symlink target. */
+		make_tree(o[i], shared, i == 2, i == 3 ? "/proc/self/mounts" : "/proc/mounts");
+	}
+	for (int i = 0; i < 4; i++) {
+		snprintf(rootfs, sizeof(rootfs), "%s", o[i]);
+		ctr_init(&c, "o");
+		is_int(prepare(&c, cache, NULL, 0), 1);
+		img[i] = ino_of(c.base);
+		ctr_remove(&c);
+	}
+	snprintf(rootfs, sizeof(rootfs), "%s", saved);
+	ok(img[0] && img[0] == img[1], "new directories, empty file and symlink over the same data file: one image");
+	ok(img[2] && img[2] != img[0], "the data file a copy (another inode): another image");
+	ok(img[3] && img[3] != img[0], "another symlink target: another image");
 }
 
 TEST(no_cache_builds_a_private_image)
@@ -254,7 +302,7 @@ TEST(a_different_key_is_never_served)
 TEST(failures_leave_nothing)
 {
 	struct ctr c;
-	char saved[256];
+	char saved[2048];
 	DIR *d;
 	int n = 0;
 
@@ -315,7 +363,7 @@ TEST(prune_keeps_used_and_recent_images)
 
 TEST(prune_drops_the_least_recently_used_first)
 {
-	char motd[300];
+	char motd[2100];
 	struct ctr c;
 	char older[512], left[512];
 	struct stat st;
