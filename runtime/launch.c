@@ -165,8 +165,8 @@ static unsigned int queue_pairs(const struct vm_plan *plan)
 static int build_and_fork(struct cli_context *ctx, struct container *c, const struct create_opts *o,
                           const struct bundle *b, const struct vm_plan *plan, struct netns_setup *net, pid_t *ret_pid)
 {
-	_cleanup_free_ char *disk = NULL, *base = NULL, *cache = NULL, *pid_file = NULL, *console = NULL,
-			    *console_socket = NULL;
+	_cleanup_free_ char *disk = NULL, *base = NULL, *pid_file = NULL, *console = NULL, *console_socket = NULL;
+	_cleanup_close_ int base_lock = -1;
 	_cleanup_free_ char *restore_dir_owned = NULL;
 	_cleanup_free_ struct rootfs_mount_point *points = NULL;
 	size_t npoints;
@@ -186,8 +186,7 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	pid_t pid;
 
 	if (asprintf(&disk, "%s/%s", c->dir, MONITOR_DISK) < 0 ||
-	    asprintf(&base, "%s/%s", c->dir, MONITOR_DISK_BASE) < 0 ||
-	    (plan->rootfs_cache && asprintf(&cache, "%s/%s", ctx->root, ROOTFS_CACHE_DIR) < 0))
+	    asprintf(&base, "%s/%s", c->dir, MONITOR_DISK_BASE) < 0)
 		return -ENOMEM;
 	r = guest_spec_mount_points(b->spec, &points, &npoints);
 	if (r < 0)
@@ -195,12 +194,13 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r = o->image_path ? restore_disk(o->image_path, disk, &a.restore_dir)
 	                  : rootfs_disk_prepare(&(struct rootfs_disk_req){.rootfs = b->rootfs,
-	                                                                  .cache_dir = cache,
+	                                                                  .cache_dir = plan->rootfs_cache_dir,
 	                                                                  .cache_max = plan->rootfs_cache_size,
 	                                                                  .disk = disk,
 	                                                                  .base_link = base,
 	                                                                  .points = points,
-	                                                                  .npoints = npoints});
+	                                                                  .npoints = npoints},
+	                                        &base_lock);
 	restore_dir_owned = (char *)a.restore_dir;
 	if (r < 0)
 		return r;
@@ -221,6 +221,8 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	a.pid_file = pid_file;
 	a.console_path = console;
 	a.console_socket = console_socket;
+	/* The monitor inherits base_lock (a cached base image, share-locked)
+	 * and keeps it for its life: the cache never prunes a base in use. */
 	pid = fork_monitor(&a, &fd);
 	if (pid < 0)
 		return pid;

@@ -26,7 +26,7 @@
 #define MONITOR_CONTROL_SOCK "control.sock"
 #define MONITOR_VSOCK_SOCK "vsock"
 #define MONITOR_DISK "rootfs.img"
-/* Beside it when the disk is a copy-on-write overlay: a hard link to the
+/* Beside it when the disk is a copy-on-write overlay: a symlink to the
  * base image in the root disk cache (rootfs-cache.h). */
 #define MONITOR_DISK_BASE "rootfs.base"
 #define MONITOR_CONSOLE "console.log"

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,23 +79,35 @@ static int key_matches(const char *path, const char *key, size_t len)
 	return r >= 0 && slen == len && memcmp(saved, key, len) == 0 ? 1 : -EEXIST;
 }
 
-/* Link the cached image into the container and make its empty overlay:
- * 1, or 0 when the image is not there (any more). */
-static int use_image(const struct rootfs_disk_req *q, const char *img)
+/* Take the cached image for the container: open and share-lock it (a
+ * pruner removes only images it can lock exclusively), check that the
+ * name still leads to it (not removed between the open and the lock),
+ * point the container's base link at it and make its empty overlay. 1 and
+ * the locked fd, or 0 when the image is not there (any more). */
+static int use_image(const struct rootfs_disk_req *q, const char *img, int *ret_lock)
 {
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int fd = open(img, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int ov = -1;
+	struct stat a, b;
 
-	if (link(img, q->base_link) < 0)
-		return errno == ENOENT ? 0 : err_setsys(-errno, "link %s to %s", img, q->base_link);
-	fd = open(q->disk, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0) {
+	if (fd < 0)
+		return errno == ENOENT ? 0 : err_setsys(-errno, "open %s", img);
+	if (flock(fd, LOCK_SH) < 0)
+		return err_setsys(-errno, "lock %s", img);
+	if (fstat(fd, &a) < 0 || stat(img, &b) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+		return 0;
+	if (symlink(img, q->base_link) < 0)
+		return err_setsys(-errno, "link %s to %s", q->base_link, img);
+	ov = open(q->disk, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (ov < 0) {
 		int r = err_setsys(-errno, "create %s", q->disk);
 
 		unlink(q->base_link);
 		return r;
 	}
 	/* Its modification time is its last use, for pruning. */
-	utimensat(AT_FDCWD, img, NULL, 0);
+	futimens(fd, NULL);
+	*ret_lock = TAKE_FD(fd);
 	return 1;
 }
 
@@ -144,7 +157,7 @@ static int build_image(const struct rootfs_disk_req *q, const struct rootfs_scan
 
 /* 1 served from the cache, 0 the cache cannot serve this key (collision),
  * < 0 an error of the cache's (the caller builds a private image). */
-static int from_cache(const struct rootfs_disk_req *q, const struct rootfs_scan *s)
+static int from_cache(const struct rootfs_disk_req *q, const struct rootfs_scan *s, int *ret_lock)
 {
 	_cleanup_free_ char *key = NULL, *keyp = NULL, *img = NULL;
 	char id[ID_LEN + 1];
@@ -162,7 +175,7 @@ static int from_cache(const struct rootfs_disk_req *q, const struct rootfs_scan 
 		return err_setsys(r, "create %s", q->cache_dir);
 	r = key_matches(keyp, key, len);
 	if (r == 1) {
-		r = use_image(q, img);
+		r = use_image(q, img, ret_lock);
 		if (r != 0) {
 			if (r > 0)
 				log_debug("root disk: cached image %s", img);
@@ -178,21 +191,22 @@ static int from_cache(const struct rootfs_disk_req *q, const struct rootfs_scan 
 	if (r < 0)
 		return r;
 	log_debug("root disk: built into the cache as %s", img);
-	r = use_image(q, img);
+	r = use_image(q, img, ret_lock);
 	/* Pruned at once by another create: served next time. */
 	return r == 0 ? err_set(-ENOENT, "%s vanished", img) : r;
 }
 
-int rootfs_disk_prepare(const struct rootfs_disk_req *q)
+int rootfs_disk_prepare(const struct rootfs_disk_req *q, int *ret_lock)
 {
 	struct rootfs_scan s;
 	int r;
 
+	*ret_lock = -1;
 	r = rootfs_scan(q->rootfs, q->cache_dir != NULL, &s);
 	if (r < 0)
 		return r;
 	if (q->cache_dir) {
-		r = from_cache(q, &s);
+		r = from_cache(q, &s, ret_lock);
 		if (r > 0 || r == -ENOMEM) {
 			int p = r > 0 ? rootfs_cache_prune(q->cache_dir, q->cache_max) : 0;
 
@@ -222,6 +236,7 @@ struct unused {
 	char name[ID_LEN + 8];
 	struct timespec used;
 	uint64_t bytes;
+	int fd; /* locked exclusively: no container uses it */
 };
 
 static int by_use(const void *a, const void *b)
@@ -242,8 +257,8 @@ static bool has_suffix(const char *s, const char *suffix)
 	return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* Drop an image: its key first, so that no create links it after reading
- * a matching key and finding it gone would be anything but a miss. */
+/* Drop an image (locked by us): its key first, so that a create never
+ * finds a key whose image is half gone. */
 static void drop(int dfd, const char *img_name)
 {
 	char key[ID_LEN + 8];
@@ -266,21 +281,34 @@ static bool orphan_key(int dfd, const char *name)
 	return faccessat(dfd, img, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
 }
 
+/* An image no container uses: open and locked exclusively (fd), or -1. */
+static int lock_unused(int dfd, const char *name)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 int rootfs_cache_prune(const char *dir, uint64_t max)
 {
-	_cleanup_free_ struct unused *list = NULL;
+	struct unused *list = NULL;
 	size_t n = 0, cap = 0;
 	uint64_t total = 0;
 	time_t now = time(NULL);
 	struct dirent *de;
-	int removed = 0;
+	int removed = 0, r = 0;
 	DIR *d;
 
 	d = opendir(dir);
 	if (!d)
 		return -errno;
-	while ((de = readdir(d))) {
+	while (r >= 0 && (de = readdir(d))) {
 		struct stat st;
+		int fd;
 
 		if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
@@ -289,29 +317,38 @@ int rootfs_cache_prune(const char *dir, uint64_t max)
 				unlinkat(dirfd(d), de->d_name, 0);
 			continue;
 		}
-		if (!has_suffix(de->d_name, ".img") || strlen(de->d_name) >= sizeof(list->name) || st.st_nlink > 1)
+		if (!S_ISREG(st.st_mode) || !has_suffix(de->d_name, ".img") || strlen(de->d_name) >= sizeof(list->name))
+			continue;
+		fd = lock_unused(dirfd(d), de->d_name);
+		if (fd < 0)
 			continue;
 		if (n == cap) {
 			struct unused *nl = realloc(list, (cap = cap ? cap * 2 : 16) * sizeof(*list));
 
 			if (!nl) {
-				closedir(d);
-				return -ENOMEM;
+				close(fd);
+				r = -ENOMEM;
+				break;
 			}
 			list = nl;
 		}
 		snprintf(list[n].name, sizeof(list[n].name), "%s", de->d_name);
 		list[n].used = st.st_mtim;
 		list[n].bytes = (uint64_t)st.st_blocks * 512;
+		list[n].fd = fd;
 		total += list[n++].bytes;
 	}
 	if (n)
 		qsort(list, n, sizeof(*list), by_use);
-	for (size_t i = 0; i < n && total > max; i++) {
-		drop(dirfd(d), list[i].name);
-		total -= list[i].bytes;
-		removed++;
+	for (size_t i = 0; i < n; i++) {
+		if (r >= 0 && total > max) {
+			drop(dirfd(d), list[i].name);
+			total -= list[i].bytes;
+			removed++;
+		}
+		close(list[i].fd);
 	}
+	free(list);
 	closedir(d);
-	return removed;
+	return r < 0 ? r : removed;
 }

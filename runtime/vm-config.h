@@ -62,9 +62,10 @@ struct vm_plan {
 	char *template_dir; /* where templates are kept */
 	bool use_templates; /* start from a matching template when there is one */
 	bool early_create; /* config "early_create": create returns before the guest boots */
-	/* Root disks from the cache (config "rootfs_cache", $KVRUN_ROOTFS_CACHE=0
-	 * turns it off), keeping rootfs_cache_size bytes of unused images. */
-	bool rootfs_cache;
+	/* The root disk cache (<cache dir>/rootfs, rootfs-cache.h), or NULL
+	 * when off (config "rootfs_cache": false, $KVRUN_ROOTFS_CACHE=0); it
+	 * keeps rootfs_cache_size bytes of images no container uses. */
+	char *rootfs_cache_dir;
 	uint64_t rootfs_cache_size;
 };
 
