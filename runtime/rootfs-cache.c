@@ -257,15 +257,27 @@ static bool has_suffix(const char *s, const char *suffix)
 	return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+/* name with its 4-character suffix (".img", ".key") replaced by suffix
+ * into out (ID_LEN + 8 bytes); false when it does not fit. */
+static bool other_file(const char *name, const char *suffix, char out[ID_LEN + 8])
+{
+	size_t n = strlen(name);
+
+	if (n < 4 || n - 4 + strlen(suffix) >= ID_LEN + 8)
+		return false;
+	memcpy(out, name, n - 4);
+	strcpy(out + n - 4, suffix);
+	return true;
+}
+
 /* Drop an image (locked by us): its key first, so that a create never
  * finds a key whose image is half gone. */
 static void drop(int dfd, const char *img_name)
 {
 	char key[ID_LEN + 8];
-	size_t n = strlen(img_name) - strlen(".img");
 
-	snprintf(key, sizeof(key), "%.*s.key", (int)n, img_name);
-	unlinkat(dfd, key, 0);
+	if (other_file(img_name, ".key", key))
+		unlinkat(dfd, key, 0);
 	unlinkat(dfd, img_name, 0);
 }
 
@@ -273,11 +285,9 @@ static void drop(int dfd, const char *img_name)
 static bool orphan_key(int dfd, const char *name)
 {
 	char img[ID_LEN + 8];
-	size_t n = strlen(name) - strlen(".key");
 
-	if (!has_suffix(name, ".key") || n != ID_LEN)
+	if (!has_suffix(name, ".key") || strlen(name) != ID_LEN + 4 || !other_file(name, ".img", img))
 		return false;
-	snprintf(img, sizeof(img), "%.*s.img", (int)n, name);
 	return faccessat(dfd, img, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
 }
 
