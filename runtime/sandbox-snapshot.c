@@ -96,7 +96,7 @@ int sandbox_resume(struct sandbox *s)
  * backend, get the TAPs of o->net's links. A failure here is the
  * container's (its TAPs), not the template's: *ret_fatal says no cold
  * boot would do better. */
-static int attach_taps(struct sandbox *s, struct netns_setup *net, bool *ret_fatal)
+static int attach_taps(struct sandbox *s, struct netns_setup *net, bool template, bool *ret_fatal)
 {
 	for (unsigned int i = 0; i < net->cfg.nr_ifaces; i++) {
 		struct netns_link *l = &net->links[i];
@@ -115,8 +115,8 @@ static int attach_taps(struct sandbox *s, struct netns_setup *net, bool *ret_fat
 			be->ops->free(be);
 			return err_prefix(r, "network interface %s (TAP %s)", l->iface, l->tap);
 		}
-		log_debug("network interface %s (TAP %s, %u queue pair(s)): attached to the template's device %u",
-		          l->iface, l->tap, l->nr_fds, i);
+		log_debug("network interface %s (TAP %s, %u queue pair(s)): attached to the %s's device %u", l->iface,
+		          l->tap, l->nr_fds, template ? "template" : "checkpoint", i);
 	}
 	/* The guest's driver read the devices' MACs at probe (a template's,
 	 * or those the checkpointed container had): guest-init finds the
@@ -148,10 +148,10 @@ int sandbox_check_saved_nets(const struct virtio_net_opts *saved, unsigned int n
 }
 
 /* A checkpoint's network devices as they were saved (MAC, MTU, queue
- * pairs, UFO), without a backend: their TAPs were the saving process's. */
-static int add_saved_nets(struct sandbox *s, const struct sandbox_opts *o, struct vm_snapshot *snap, char **frags)
+ * pairs, UFO), checked against o's interfaces before anything is made. */
+static int saved_nets(struct vm_snapshot *snap, const struct sandbox_opts *o, struct virtio_net_opts *saved,
+                      unsigned int *ret_n)
 {
-	struct virtio_net_opts saved[NET_CONFIG_MAX_IFACES];
 	unsigned int n;
 	int r;
 
@@ -164,7 +164,15 @@ static int add_saved_nets(struct sandbox *s, const struct sandbox_opts *o, struc
 		if (r < 0)
 			return err_prefix(r, "network device %u", n);
 	}
-	r = sandbox_check_saved_nets(saved, n, o->net ? &o->net->cfg : NULL);
+	*ret_n = n;
+	return sandbox_check_saved_nets(saved, n, o->net ? &o->net->cfg : NULL);
+}
+
+/* Those devices, without a backend: their TAPs were the saving process's. */
+static int add_saved_nets(struct sandbox *s, const struct virtio_net_opts *saved, unsigned int n, char **frags)
+{
+	int r = 0;
+
 	for (unsigned int i = 0; r >= 0 && i < n; i++)
 		r = sandbox_add_detached_net(s, i, &saved[i], &frags[SANDBOX_SLOT_NET + i]);
 	return r;
@@ -196,6 +204,8 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 	struct snapshot_dev devs[SANDBOX_SNAPSHOT_DEVS];
 	struct sandbox_opts empty = *o;
 	char *frags[SANDBOX_NR_VIRTIO] = {0};
+	struct virtio_net_opts saved[NET_CONFIG_MAX_IFACES];
+	unsigned int nsaved = 0;
 	struct vm_config cfg;
 	int r;
 
@@ -214,7 +224,9 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 	if (template && o->net)
 		empty.template_nics = o->net->cfg.nr_ifaces;
 	empty.net = NULL;
-	r = sandbox_open_console(s, o->console_path);
+	r = template ? 0 : saved_nets(snap, o, saved, &nsaved);
+	if (r >= 0)
+		r = sandbox_open_console(s, o->console_path);
 	if (r >= 0)
 		r = vm_create(&cfg, &s->vm);
 	if (r >= 0)
@@ -224,7 +236,7 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 	if (r >= 0)
 		r = sandbox_add_disk_vsock(s, &empty, frags);
 	if (r >= 0)
-		r = template ? sandbox_add_nets(s, &empty, frags) : add_saved_nets(s, o, snap, frags);
+		r = template ? sandbox_add_nets(s, &empty, frags) : add_saved_nets(s, saved, nsaved, frags);
 	for (size_t i = 0; i < SANDBOX_NR_VIRTIO; i++)
 		free(frags[i]);
 	if (r < 0)
@@ -239,7 +251,7 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 			return err_prefix(r, "root disk");
 	}
 	if (o->net) {
-		r = attach_taps(s, o->net, ret_fatal);
+		r = attach_taps(s, o->net, template, ret_fatal);
 		if (r < 0)
 			return r;
 	}
