@@ -383,7 +383,8 @@ def veth_pair(tag, net, mtu, mac=None, extra=0):
         netlib.sh("ip", "-n", ns, "link", "set", dev, "up")
     netlib.sh("ip", "-n", cns, "route", "add", "default", "via", f"{net}.1")
     for i in range(extra):
-        netlib.sh("ip", "-n", cns, "link", "add", f"eth{i + 1}", "type", "veth", "peer", "name", f"peer{i + 1}")
+        netlib.sh("ip", "-n", cns, "link", "add", f"eth{i + 1}", "type", "veth", "peer", "name", f"peer{i + 1}",
+                  "netns", pns)
         netlib.sh("ip", "-n", cns, "addr", "add", f"10.213.{90 + i}.2/24", "dev", f"eth{i + 1}")
         netlib.sh("ip", "-n", cns, "link", "set", f"eth{i + 1}", "up")
     return cns, pns
