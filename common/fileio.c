@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/fileio.h"
@@ -154,4 +156,86 @@ int rm_rf(const char *path)
 	if (lstat(path, &st) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	return rm_rf_at(AT_FDCWD, path, st.st_dev);
+}
+
+#define COPY_CHUNK (1 << 20)
+
+/* pread/pwrite where copy_file_range cannot (another file system on an
+ * older kernel, or a jail without it). */
+static int copy_plain(int in, int out, off_t off, off_t len)
+{
+	_cleanup_free_ char *buf = malloc(COPY_CHUNK);
+
+	if (!buf)
+		return -ENOMEM;
+	while (len > 0) {
+		ssize_t n = pread(in, buf, len < COPY_CHUNK ? (size_t)len : COPY_CHUNK, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		for (ssize_t done = 0; done < n;) {
+			ssize_t w = pwrite(out, buf + done, (size_t)(n - done), off + done);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				return w < 0 ? -errno : -EIO;
+			done += w;
+		}
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int fd_copy_range(int in, int out, off_t off, off_t len)
+{
+	off_t in_off = off, out_off = off;
+
+	while (len > 0) {
+		ssize_t n = copy_file_range(in, &in_off, out, &out_off, (size_t)len, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 &&
+		    (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS || errno == EPERM))
+			return copy_plain(in, out, in_off, len);
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		len -= n;
+	}
+	return 0;
+}
+
+int fd_copy_sparse(int in, int out)
+{
+	struct stat st;
+	off_t pos = 0;
+
+	if (fstat(in, &st) < 0)
+		return -errno;
+	/* Sized first: what is not copied below stays a hole. */
+	if (ftruncate(out, 0) < 0 || ftruncate(out, st.st_size) < 0)
+		return -errno;
+	while (pos < st.st_size) {
+		off_t data = lseek(in, pos, SEEK_DATA), hole;
+		int r;
+
+		if (data < 0 && errno == ENXIO)
+			break; /* only a hole is left */
+		if (data < 0)
+			return -errno;
+		hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0)
+			return -errno;
+		if (hole > st.st_size)
+			hole = st.st_size;
+		r = fd_copy_range(in, out, data, hole - data);
+		if (r < 0)
+			return r;
+		pos = hole;
+	}
+	return 0;
 }

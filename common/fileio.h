@@ -24,4 +24,14 @@ int mkdir_p(const char *path, mode_t mode);
 /* rm -rf that does not follow symlinks and does not cross mount points. */
 int rm_rf(const char *path);
 
+/* Copy len bytes at off of in to the same offset of out, with
+ * copy_file_range() (pread/pwrite where that cannot: another file system
+ * on an older kernel, or a seccomp filter without it). */
+int fd_copy_range(int in, int out, off_t off, off_t len);
+
+/* Copy the file open as in to out (emptied and sized first): its data
+ * with fd_copy_range(), its holes left holes. No path is opened. Negative
+ * errno, no message, on failure. */
+int fd_copy_sparse(int in, int out);
+
 #endif

@@ -19,7 +19,7 @@
 #include "common/error.h"
 #include "guest-init/guest-init.h"
 
-#define DISK_POLL_NS (20 * 1000 * 1000)
+#define DISK_POLL_NS (2 * 1000 * 1000)
 
 static int set_clock(uint64_t ns)
 {
@@ -86,15 +86,17 @@ static int disk_sectors(const char *dev, uint64_t *ret)
 
 int gi_wait_disk(const char *dev, int timeout_ms)
 {
-	struct timespec ts = {0, DISK_POLL_NS};
+	struct timespec ts = {0, DISK_POLL_NS}, t0, now;
 	uint64_t sectors = 0;
 
-	for (int waited = 0;; waited += DISK_POLL_NS / 1000000) {
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
 		int r = disk_sectors(dev, &sectors);
 
 		if (r < 0 || sectors > 0)
 			return 0;
-		if (waited >= timeout_ms)
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms)
 			return err_set(-ENOMEDIUM, "%s has no media after %d s", dev, timeout_ms / 1000);
 		nanosleep(&ts, NULL);
 	}

@@ -48,15 +48,26 @@ static int get_string(json_t *v, const char *name, const char *key, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-static int get_memory(json_t *v, const char *name, uint64_t *ret)
+/* A size in bytes: a number, or a string with a K/M/G suffix; zero only
+ * where zero_ok. */
+static int get_size(json_t *v, const char *name, const char *key, bool zero_ok, uint64_t *ret)
 {
-	if (json_is_integer(v) && json_integer_value(v) > 0) {
+	if (json_is_integer(v) && json_integer_value(v) >= (zero_ok ? 0 : 1)) {
 		*ret = (uint64_t)json_integer_value(v);
 		return 0;
 	}
-	if (json_is_string(v) && size_from_string(json_string_value(v), ret) == 0 && *ret > 0)
+	if (json_is_string(v) && size_from_string(json_string_value(v), ret) == 0 && (zero_ok || *ret > 0))
 		return 0;
-	return err_set(-EINVAL, "%s: memory: expected a positive number of bytes or a size such as \"512M\"", name);
+	return err_set(-EINVAL, "%s: %s: expected a %s number of bytes or a size such as \"512M\"", name, key,
+	               zero_ok ? "non-negative" : "positive");
+}
+
+static int get_bool(json_t *v, const char *name, const char *key, bool *ret)
+{
+	if (!json_is_boolean(v))
+		return err_set(-EINVAL, "%s: %s: expected true or false", name, key);
+	*ret = json_is_true(v);
+	return 0;
 }
 
 int kvrun_acpi_mode_parse(const char *s, const char *name, enum kvrun_acpi_mode *ret)
@@ -119,19 +130,26 @@ static int parse_member(const char *key, json_t *v, const char *name, struct kvr
 		return 0;
 	}
 	if (strcmp(key, "memory") == 0)
-		return get_memory(v, name, &c->memory);
+		return get_size(v, name, key, false, &c->memory);
+	if (strcmp(key, "rootfs_cache") == 0) {
+		bool on = true;
+		int r = get_bool(v, name, key, &on);
+
+		c->rootfs_cache_off = !on;
+		return r;
+	}
+	if (strcmp(key, "rootfs_cache_size") == 0) {
+		c->has_rootfs_cache_size = true;
+		return get_size(v, name, key, true, &c->rootfs_cache_size);
+	}
 	if (strcmp(key, "cpus") == 0) {
 		if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 1024)
 			return err_set(-EINVAL, "%s: cpus: expected an integer from 1 to 1024", name);
 		c->cpus = (unsigned int)json_integer_value(v);
 		return 0;
 	}
-	if (strcmp(key, "early_create") == 0) {
-		if (!json_is_boolean(v))
-			return err_set(-EINVAL, "%s: early_create: expected true or false", name);
-		c->early_create = json_is_true(v);
-		return 0;
-	}
+	if (strcmp(key, "early_create") == 0)
+		return get_bool(v, name, key, &c->early_create);
 	return err_set(-EINVAL, "%s: unknown key \"%s\"", name, key);
 }
 

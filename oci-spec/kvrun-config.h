@@ -7,9 +7,12 @@
  *    "modules": "auto", "acpi": "auto",
  *    "cmdline_extra": "loglevel=4", "memory": 268435456, "cpus": 1,
  *    "template_dir": "/var/lib/kvrun/templates", "templates": true,
- *    "early_create": false}
+ *    "early_create": false, "rootfs_cache": true, "rootfs_cache_size": "1G"}
  *
- * "memory" is bytes (a number) or a string with a K/M/G suffix ("512M").
+ * "memory" is bytes (a number) or a string with a K/M/G suffix ("512M"),
+ * as is "rootfs_cache_size" (what the root disk cache keeps of images no
+ * container uses; 0 keeps none). "rootfs_cache": false builds every
+ * container its own root disk (runtime/rootfs-cache.h).
  * "modules" is the kernel's module directory (/lib/modules/<version>, with
  * depmod's indexes), "auto" (found from the kernel's version string) or
  * "none" (everything built in). "acpi" is true, false or "auto" (ACPI
@@ -45,6 +48,9 @@ struct kvrun_config {
 	 * takes minutes. Errors of the guest's part then end the container
 	 * (its pid exits) instead of failing create. */
 	bool early_create;
+	bool rootfs_cache_off; /* "rootfs_cache": false */
+	bool has_rootfs_cache_size;
+	uint64_t rootfs_cache_size; /* bytes, when has_rootfs_cache_size */
 };
 
 /* Parse len bytes of JSON; name prefixes messages ("<name>: memory: ...").

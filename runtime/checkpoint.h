@@ -10,13 +10,8 @@ int checkpoint_check_cgroups_mode(const char *mode);
 /* -EINVAL (with a message) unless dir holds a complete checkpoint. */
 int checkpoint_check_image(const char *dir);
 
-/* Copy the file open as in to out (emptied and sized first): its data
- * with copy_file_range() (pread/pwrite where that fails), its holes left
- * holes. No path is opened. Negative errno, no message, on failure. */
-int checkpoint_copy_fd(int in, int out);
-
 /* Copy src to dst (created 0600, replaced): a reflink where the file
- * system can, else checkpoint_copy_fd(). */
+ * system can, else fd_copy_sparse(). */
 int checkpoint_copy_file(const char *src, const char *dst);
 
 #endif

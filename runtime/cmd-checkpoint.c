@@ -115,7 +115,7 @@ static int copy_config(struct image *img, const char *bundle)
 	r = image_tmp(img, IMG_CONFIG);
 	if (r < 0)
 		return r;
-	r = checkpoint_copy_fd(in, img->fd[IMG_CONFIG]);
+	r = fd_copy_sparse(in, img->fd[IMG_CONFIG]);
 	return r < 0 ? err_setsys(r, "copy %s", src) : 0;
 }
 

@@ -8,6 +8,7 @@
 #define KVRUN_RUNTIME_COMMANDS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "runtime/cli-args.h"
@@ -32,6 +33,7 @@ struct cli_context {
 	const char *criu; /* accepted for runc compatibility, unused */
 	const char *kernel; /* --kernel: the guest kernel for new containers (vm-config.h), or NULL */
 	int fail_status; /* exit status when the verb fails (0: 1); exec's is 255, as runc's */
+	uint64_t t_start_ns; /* CLOCK_MONOTONIC when main() began */
 };
 
 extern const struct cli_command cli_cmd_checkpoint, cli_cmd_create, cli_cmd_delete, cli_cmd_events, cli_cmd_exec,

@@ -23,7 +23,7 @@
 #include "runtime/monitor-client.h"
 #include "runtime/monitor.h"
 #include "runtime/netns.h"
-#include "runtime/rootfs-image.h"
+#include "runtime/rootfs-cache.h"
 #include "runtime/sandbox.h"
 #include "runtime/state.h"
 
@@ -165,7 +165,8 @@ static unsigned int queue_pairs(const struct vm_plan *plan)
 static int build_and_fork(struct cli_context *ctx, struct container *c, const struct create_opts *o,
                           const struct bundle *b, const struct vm_plan *plan, struct netns_setup *net, pid_t *ret_pid)
 {
-	_cleanup_free_ char *disk = NULL, *pid_file = NULL, *console = NULL, *console_socket = NULL;
+	_cleanup_free_ char *disk = NULL, *base = NULL, *pid_file = NULL, *console = NULL, *console_socket = NULL;
+	_cleanup_close_ int base_lock = -1;
 	_cleanup_free_ char *restore_dir_owned = NULL;
 	_cleanup_free_ struct rootfs_mount_point *points = NULL;
 	size_t npoints;
@@ -178,25 +179,38 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	    .net = net,
 	    .new_netns = !net,
 	    .queue_pairs = queue_pairs(plan),
+	    .t_start_ns = ctx->t_start_ns,
 	};
 	struct timespec t0, t1;
 	int r, fd = -1;
 	pid_t pid;
 
-	if (asprintf(&disk, "%s/%s", c->dir, MONITOR_DISK) < 0)
+	if (asprintf(&disk, "%s/%s", c->dir, MONITOR_DISK) < 0 ||
+	    asprintf(&base, "%s/%s", c->dir, MONITOR_DISK_BASE) < 0)
 		return -ENOMEM;
 	r = guest_spec_mount_points(b->spec, &points, &npoints);
 	if (r < 0)
 		return r;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r = o->image_path ? restore_disk(o->image_path, disk, &a.restore_dir)
-	                  : rootfs_image_build(b->rootfs, disk, points, npoints);
+	                  : rootfs_disk_prepare(&(struct rootfs_disk_req){.rootfs = b->rootfs,
+	                                                                  .cache_dir = plan->rootfs_cache_dir,
+	                                                                  .cache_max = plan->rootfs_cache_size,
+	                                                                  .disk = disk,
+	                                                                  .base_link = base,
+	                                                                  .points = points,
+	                                                                  .npoints = npoints},
+	                                        &base_lock);
 	restore_dir_owned = (char *)a.restore_dir;
 	if (r < 0)
 		return r;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	log_debug("root disk built in %ld ms",
-	          (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
+	a.disk_us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+	log_debug("root disk %s in %llu us",
+	          o->image_path ? "copied"
+	          : r > 0       ? "from the cache"
+	                        : "built",
+	          (unsigned long long)a.disk_us);
 	r = absolute_path(o->pid_file, &pid_file);
 	if (r >= 0)
 		r = absolute_path(o->console_socket, &console_socket);
@@ -207,6 +221,8 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	a.pid_file = pid_file;
 	a.console_path = console;
 	a.console_socket = console_socket;
+	/* The monitor inherits base_lock (a cached base image, share-locked)
+	 * and keeps it for its life: the cache never prunes a base in use. */
 	pid = fork_monitor(&a, &fd);
 	if (pid < 0)
 		return pid;

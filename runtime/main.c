@@ -11,6 +11,7 @@
 #include "runtime/cli-global.h"
 #include "runtime/commands.h"
 #include "runtime/log-sink.h"
+#include "vmm/vm.h"
 
 static int report(int r)
 {
@@ -39,6 +40,7 @@ static int run_verb(struct cli_context *ctx, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	uint64_t t_start_ns = vm_now_ns();
 	struct cli_context ctx;
 	int r, idx;
 
@@ -47,6 +49,7 @@ int main(int argc, char **argv)
 	r = cli_global_parse(&ctx, argc, argv, &idx);
 	if (r < 0)
 		return report(r);
+	ctx.t_start_ns = t_start_ns;
 	if (r == CLI_GLOBAL_VERSION) {
 		cli_global_print_version(stdout);
 		return 0;

@@ -41,88 +41,6 @@
 
 #define STREAM_WAIT_MS (60 * 1000)
 
-#define COPY_CHUNK (1 << 20)
-
-/* pread/pwrite where copy_file_range cannot (another file system on an
- * older kernel, or a jail without it). */
-static int copy_plain(int in, int out, off_t off, off_t len)
-{
-	_cleanup_free_ char *buf = malloc(COPY_CHUNK);
-
-	if (!buf)
-		return -ENOMEM;
-	while (len > 0) {
-		ssize_t n = pread(in, buf, len < COPY_CHUNK ? (size_t)len : COPY_CHUNK, off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		for (ssize_t done = 0; done < n;) {
-			ssize_t w = pwrite(out, buf + done, (size_t)(n - done), off + done);
-
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				return w < 0 ? -errno : -EIO;
-			done += w;
-		}
-		off += n;
-		len -= n;
-	}
-	return 0;
-}
-
-static int copy_range(int in, int out, off_t off, off_t len)
-{
-	off_t in_off = off, out_off = off;
-
-	while (len > 0) {
-		ssize_t n = copy_file_range(in, &in_off, out, &out_off, (size_t)len, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 &&
-		    (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS || errno == EPERM))
-			return copy_plain(in, out, in_off, len);
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		len -= n;
-	}
-	return 0;
-}
-
-int checkpoint_copy_fd(int in, int out)
-{
-	struct stat st;
-	off_t pos = 0;
-
-	if (fstat(in, &st) < 0)
-		return -errno;
-	/* Sized first: what is not copied below stays a hole. */
-	if (ftruncate(out, 0) < 0 || ftruncate(out, st.st_size) < 0)
-		return -errno;
-	while (pos < st.st_size) {
-		off_t data = lseek(in, pos, SEEK_DATA), hole;
-		int r;
-
-		if (data < 0 && errno == ENXIO)
-			break; /* only a hole is left */
-		if (data < 0)
-			return -errno;
-		hole = lseek(in, data, SEEK_HOLE);
-		if (hole < 0)
-			return -errno;
-		if (hole > st.st_size)
-			hole = st.st_size;
-		r = copy_range(in, out, data, hole - data);
-		if (r < 0)
-			return r;
-		pos = hole;
-	}
-	return 0;
-}
-
 int checkpoint_copy_file(const char *src, const char *dst)
 {
 	_cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC);
@@ -136,7 +54,7 @@ int checkpoint_copy_file(const char *src, const char *dst)
 		return err_setsys(-errno, "create %s", dst);
 	if (ioctl(out, FICLONE, in) == 0)
 		return 0;
-	r = checkpoint_copy_fd(in, out);
+	r = fd_copy_sparse(in, out);
 	if (r < 0) {
 		unlink(dst);
 		return err_setsys(r, "copy %s to %s", src, dst);
@@ -155,15 +73,6 @@ int checkpoint_check_image(const char *dir)
 	return 0;
 }
 
-/* The container's directory: where control.sock is. */
-static int container_dir(const struct monitor *m, char **ret)
-{
-	const char *slash = strrchr(m->control_path, '/');
-
-	*ret = strndup(m->control_path, slash ? (size_t)(slash - m->control_path) : 0);
-	return *ret ? 0 : -ENOMEM;
-}
-
 static int check_file(int fd, const char *what)
 {
 	struct stat st;
@@ -175,24 +84,13 @@ static int check_file(int fd, const char *what)
 	return 0;
 }
 
-/* The VM is saved first: that pauses it and quiesces its disk, whose
- * image is then copied as it stands. */
+/* The VM is saved first: that pauses it and quiesces its disk, which is
+ * then written out as the guest reads it. */
 static int save_files(struct monitor *m, int snap_fd, int disk_fd)
 {
-	_cleanup_free_ char *cdir = NULL, *src = NULL;
-	_cleanup_close_ int in = -1;
-	int r;
+	int r = sandbox_save_fd(m->sb, snap_fd);
 
-	if (container_dir(m, &cdir) < 0 || asprintf(&src, "%s/%s", cdir, MONITOR_DISK) < 0)
-		return -ENOMEM;
-	r = sandbox_save_fd(m->sb, snap_fd);
-	if (r < 0)
-		return r;
-	in = open(src, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return err_setsys(-errno, "open %s", src);
-	r = checkpoint_copy_fd(in, disk_fd);
-	return r < 0 ? err_setsys(r, "copy %s", src) : 0;
+	return r < 0 ? r : sandbox_export_disk(m->sb, disk_fd);
 }
 
 int monitor_checkpoint(struct monitor *m, bool leave_running, const char *dir, int snap_fd, int disk_fd)

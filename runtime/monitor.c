@@ -513,11 +513,14 @@ static int finish_boot(struct monitor *m)
 static int bring_up(struct monitor *m)
 {
 	struct monitor_args *a = m->a;
-	_cleanup_free_ char *disk = NULL;
+	_cleanup_free_ char *disk = NULL, *base = NULL;
 	int r;
 
-	if (asprintf(&disk, "%s/%s", a->c->dir, MONITOR_DISK) < 0)
+	if (asprintf(&disk, "%s/%s", a->c->dir, MONITOR_DISK) < 0 ||
+	    asprintf(&base, "%s/%s", a->c->dir, MONITOR_DISK_BASE) < 0)
 		return -ENOMEM;
+	if (access(base, F_OK) < 0)
+		free(TAKE_PTR(base));
 	r = host_setup(m);
 	if (r >= 0)
 		r = serve_own_netns(m);
@@ -529,10 +532,15 @@ static int bring_up(struct monitor *m)
 	if (r >= 0)
 		r = start_vm(m, &(struct sandbox_opts){.plan = a->plan,
 		                                       .disk = disk,
+		                                       .disk_base = base,
 		                                       .disk_read_only = a->b->spec->root && a->b->spec->root->readonly,
 		                                       .vsock_path = m->vsock_path,
 		                                       .console_path = a->console_path,
 		                                       .net = a->net});
+	/* The host's whole part of create, up to the guest's own work. */
+	if (r >= 0)
+		log_info("VM: running: host_us=%llu disk_us=%llu",
+		         (unsigned long long)((vm_now_ns() - a->t_start_ns) / 1000), (unsigned long long)a->disk_us);
 	if (r >= 0 && a->plan->early_create) {
 		/* Everything the guest does is left to finish_boot(), after create
 		 * has returned: the spec it needs is built now, while the state

@@ -26,6 +26,9 @@
 #define MONITOR_CONTROL_SOCK "control.sock"
 #define MONITOR_VSOCK_SOCK "vsock"
 #define MONITOR_DISK "rootfs.img"
+/* Beside it when the disk is a copy-on-write overlay: a symlink to the
+ * base image in the root disk cache (rootfs-cache.h). */
+#define MONITOR_DISK_BASE "rootfs.base"
 #define MONITOR_CONSOLE "console.log"
 /* File names inside a checkpoint's image directory. */
 #define MONITOR_CHECKPOINT_VM "vm.snap"
@@ -56,6 +59,8 @@ struct monitor_args {
 	 * net is then NULL. */
 	bool new_netns;
 	unsigned int queue_pairs; /* TAP fds per interface, for new_netns */
+	uint64_t t_start_ns; /* when the command began (CLOCK_MONOTONIC), for the log */
+	uint64_t disk_us; /* what preparing the root disk took */
 };
 
 /* Run the monitor in this (freshly forked) process. Never returns: exits

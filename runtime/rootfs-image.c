@@ -21,28 +21,80 @@
 #define FREE_SPACE_MIN (256ULL << 20)
 #define IMAGE_ALIGN (1ULL << 20)
 
-/* nftw() has no user pointer; usage is computed on one thread at a time. */
-static uint64_t usage_bytes, usage_inodes;
+/* nftw() has no user pointer; a scan runs on one thread at a time. */
+static struct rootfs_scan *scan;
+static size_t scan_prefix;
+
+/* One entry's line of the key. What makes the content is in it, and no
+ * more, so that engines' root filesystems hit: they are overlay mounts
+ * whose image layers are shared but whose top layers (and so the root
+ * directory, and docker's empty /etc/hosts and the like) are new for
+ * every container. A directory's content is its entries, which have lines
+ * of their own; an empty file's, a symlink's (its target) and a device
+ * node's are all in the line. A file with data is known by its inode:
+ * number, size, modification and change time; the change time moves with
+ * every change to the inode (data, mode, owner, xattrs, links) and cannot
+ * be set back, so another file cannot pass for it. The name's length comes
+ * first: any byte may be in a name. */
+static void key_line(FILE *out, const char *path, const char *rel, const struct stat *st)
+{
+	char target[PATH_MAX];
+	ssize_t n;
+
+	fprintf(out, "%zu:%s %o %u %u ", strlen(rel), rel, st->st_mode, st->st_uid, st->st_gid);
+	if (S_ISDIR(st->st_mode)) {
+		fputs("d\n", out);
+	} else if (S_ISLNK(st->st_mode)) {
+		n = readlink(path, target, sizeof(target) - 1);
+		target[n < 0 ? 0 : n] = 0;
+		fprintf(out, "l %zu:%s\n", strlen(target), target);
+	} else if (S_ISREG(st->st_mode) && st->st_size == 0) {
+		fprintf(out, "e %llu\n", (unsigned long long)st->st_nlink);
+	} else if (S_ISREG(st->st_mode)) {
+		fprintf(out, "f %lld %lld.%09ld %lld.%09ld %llu %llu\n", (long long)st->st_size,
+		        (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec, (long long)st->st_ctim.tv_sec,
+		        st->st_ctim.tv_nsec, (unsigned long long)st->st_ino, (unsigned long long)st->st_nlink);
+	} else {
+		fprintf(out, "n %llu\n", (unsigned long long)st->st_rdev);
+	}
+}
 
 static int count_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-	(void)path;
 	(void)flag;
 	(void)ftw;
 	/* ext4 stores small files in whole 4 KiB blocks: count at least one. */
-	usage_bytes += st->st_blocks * 512ULL > 4096 ? (uint64_t)st->st_blocks * 512ULL : 4096;
-	usage_inodes++;
+	scan->bytes += st->st_blocks * 512ULL > 4096 ? (uint64_t)st->st_blocks * 512ULL : 4096;
+	scan->inodes++;
+	if (scan->key_out)
+		key_line(scan->key_out, path, path + scan_prefix, st);
 	return 0;
 }
 
-int rootfs_dir_usage(const char *dir, uint64_t *ret_bytes, uint64_t *ret_inodes)
+int rootfs_scan(const char *dir, bool want_key, struct rootfs_scan *ret)
 {
-	usage_bytes = usage_inodes = 0;
+	int r = 0;
+
+	*ret = (struct rootfs_scan){0};
+	if (want_key && !(ret->key_out = open_memstream(&ret->key, &ret->key_len)))
+		return -ENOMEM;
+	scan = ret;
+	scan_prefix = strlen(dir);
 	if (nftw(dir, count_entry, 64, FTW_PHYS | FTW_MOUNT) < 0)
-		return err_setsys(-errno, "reading rootfs %s", dir);
-	*ret_bytes = usage_bytes;
-	*ret_inodes = usage_inodes;
-	return 0;
+		r = err_setsys(-errno, "reading rootfs %s", dir);
+	scan = NULL;
+	if (ret->key_out && fclose(ret->key_out) != 0 && r >= 0)
+		r = -ENOMEM;
+	ret->key_out = NULL;
+	if (r < 0)
+		rootfs_scan_done(ret);
+	return r;
+}
+
+void rootfs_scan_done(struct rootfs_scan *s)
+{
+	free(s->key);
+	*s = (struct rootfs_scan){0};
 }
 
 /* Run an e2fsprogs tool with stdin from in_fd (or /dev/null when < 0) and
@@ -337,31 +389,47 @@ static int add_mount_points(const char *dir, const char *image, const struct roo
 	return 0;
 }
 
-int rootfs_image_build(const char *dir, const char *image, const struct rootfs_mount_point *points, size_t n)
+uint64_t rootfs_image_size(const struct rootfs_scan *s)
 {
-	uint64_t used, inodes, size;
+	/* Metadata (inode tables, bitmaps) is about 2% plus the inodes. */
+	uint64_t size = s->bytes + s->bytes / 16 + s->inodes * 256 + (16ULL << 20);
+
+	size += s->bytes > FREE_SPACE_MIN ? s->bytes : FREE_SPACE_MIN;
+	return (size + IMAGE_ALIGN - 1) & ~(IMAGE_ALIGN - 1);
+}
+
+int rootfs_image_build_scanned(const char *dir, const struct rootfs_scan *s, const char *image,
+                               const struct rootfs_mount_point *points, size_t n)
+{
+	uint64_t size = rootfs_image_size(s);
 	int fd, r;
 
-	r = rootfs_dir_usage(dir, &used, &inodes);
-	if (r < 0)
-		return r;
-	/* Metadata (inode tables, bitmaps) is about 2% plus the inodes. */
-	size = used + used / 16 + inodes * 256 + (16ULL << 20);
-	size += used > FREE_SPACE_MIN ? used : FREE_SPACE_MIN;
-	size = (size + IMAGE_ALIGN - 1) & ~(IMAGE_ALIGN - 1);
 	fd = open(image, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return err_setsys(-errno, "create %s", image);
 	r = ftruncate(fd, (off_t)size) < 0 ? err_setsys(-errno, "size %s", image) : 0;
 	close(fd);
 	if (r >= 0)
-		r = run_mke2fs(dir, image, inodes);
+		r = run_mke2fs(dir, image, s->inodes);
 	if (r >= 0)
 		r = add_mount_points(dir, image, points, n);
 	if (r < 0)
 		unlink(image);
 	else
 		log_debug("root disk %s: %" PRIu64 " MiB for %" PRIu64 " MiB in %" PRIu64 " files", image, size >> 20,
-		          used >> 20, inodes);
+		          s->bytes >> 20, s->inodes);
+	return r;
+}
+
+int rootfs_image_build(const char *dir, const char *image, const struct rootfs_mount_point *points, size_t n)
+{
+	struct rootfs_scan s;
+	int r;
+
+	r = rootfs_scan(dir, false, &s);
+	if (r < 0)
+		return r;
+	r = rootfs_image_build_scanned(dir, &s, image, points, n);
+	rootfs_scan_done(&s);
 	return r;
 }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* A path the guest mounts on (or enters, for the cwd). The disk may be
  * read-only in the guest, so a missing one is created in the image, as
@@ -18,9 +19,28 @@ struct rootfs_mount_point {
 	bool file; /* an empty file (a file bind mount), else a directory */
 };
 
-/* Bytes the files under dir occupy (allocated blocks, not following
- * symlinks, not crossing mount points), and the number of inodes. */
-int rootfs_dir_usage(const char *dir, uint64_t *ret_bytes, uint64_t *ret_inodes);
+/* What a walk of a rootfs directory found (not following symlinks, not
+ * crossing mount points). */
+struct rootfs_scan {
+	uint64_t bytes; /* allocated, at least 4 KiB per file */
+	uint64_t inodes;
+	/* With want_key: one line per entry (path, type and mode, owner;
+	 * a symlink's target, a device's number, a file's size, times, inode
+	 * and links), in the walk's order: the same text means the same
+	 * content, for the root disk cache (rootfs-image.c says why these).
+	 * Else NULL. */
+	char *key;
+	size_t key_len;
+	FILE *key_out; /* private to the walk */
+};
+
+int rootfs_scan(const char *dir, bool want_key, struct rootfs_scan *ret);
+void rootfs_scan_done(struct rootfs_scan *s);
+
+/* The image's size for a scan: the content, metadata, and free space for
+ * writes (at least 256 MiB or the same again as the content), 1 MiB
+ * aligned. */
+uint64_t rootfs_image_size(const struct rootfs_scan *s);
 
 /* Build image (created, must not exist) from dir: a sparse file sized from
  * the directory's usage plus free space for writes (at least 256 MiB free
@@ -33,6 +53,9 @@ int rootfs_dir_usage(const char *dir, uint64_t *ret_bytes, uint64_t *ret_inodes)
  * skipped (the guest reports it when it mounts). The tool's own message is
  * part of the error on failure; a partial image is removed. */
 int rootfs_image_build(const char *dir, const char *image, const struct rootfs_mount_point *points, size_t n);
+/* The same with dir's scan done already. */
+int rootfs_image_build_scanned(const char *dir, const struct rootfs_scan *s, const char *image,
+                               const struct rootfs_mount_point *points, size_t n);
 
 /* The debugfs commands rootfs_image_build() runs for the points: *ret
  * (the caller's to free, NULL when empty) and its length. Returns 0 or

@@ -86,6 +86,13 @@ int sandbox_save_fd(struct sandbox *s, int fd)
 	return save(s, "the given file", fd);
 }
 
+int sandbox_export_disk(struct sandbox *s, int fd)
+{
+	int r = virtio_blk_export(s->blk, fd);
+
+	return r < 0 ? err_setsys(r, "copy the root disk") : 0;
+}
+
 int sandbox_resume(struct sandbox *s)
 {
 	pause_devices(s, false);
@@ -246,7 +253,7 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 	if (r < 0)
 		return r;
 	if (template && o->disk) {
-		r = virtio_blk_attach_media(s->blk, o->disk, o->disk_read_only);
+		r = virtio_blk_attach_media(s->blk, o->disk, o->disk_base, o->disk_read_only);
 		if (r < 0)
 			return err_prefix(r, "root disk");
 	}

@@ -176,7 +176,8 @@ int sandbox_add_disk_vsock(struct sandbox *s, const struct sandbox_opts *o, char
 	if (o->disk)
 		r = virtio_blk_new(
 		    &s->vm->mem,
-		    &(struct virtio_blk_opts){.path = o->disk, .read_only = o->disk_read_only, .id = "rootfs"},
+		    &(struct virtio_blk_opts){
+			.path = o->disk, .base = o->disk_base, .read_only = o->disk_read_only, .id = "rootfs"},
 		    &s->blk);
 	else
 		r = virtio_blk_new_empty(&s->vm->mem, "rootfs", &s->blk);

@@ -27,6 +27,7 @@
 struct sandbox_opts {
 	const struct vm_plan *plan;
 	const char *disk; /* root disk image; NULL: a disk without media (templates) */
+	const char *disk_base; /* disk is a copy-on-write overlay of this base, or NULL */
 	bool disk_read_only;
 	const char *vsock_path; /* host side: guest port P reaches <vsock_path>_P */
 	const char *console_path; /* guest console log, NULL: off */
@@ -103,6 +104,10 @@ int sandbox_save(struct sandbox *s, const char *path);
  * caller keeps (what a jailed monitor may write: vm_snapshot_save_fd). */
 int sandbox_save_fd(struct sandbox *s, int fd);
 int sandbox_resume(struct sandbox *s);
+/* Write the root disk as the guest reads it into fd (an empty regular
+ * file), while the VM is paused after a save: the raw image copied with
+ * its holes, or a copy-on-write disk's base and overlay merged. */
+int sandbox_export_disk(struct sandbox *s, int fd);
 
 /* The VM's done eventfd: readable once the VM ended. */
 int sandbox_done_fd(const struct sandbox *s);

@@ -195,6 +195,16 @@ static int cache_dir(char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
+static int rootfs_cache_path(char **ret)
+{
+	_cleanup_free_ char *dir = NULL;
+	int r = cache_dir(&dir);
+
+	if (r < 0)
+		return r;
+	return asprintf(ret, "%s/rootfs", dir) < 0 ? -ENOMEM : 0;
+}
+
 /* Find the module tree of p->kernel per ch->modules; sets p->kernel_release
  * (when the image has one) and p->module_dir (NULL: nothing to load). */
 static int find_modules(const struct kernel_choice *ch, struct vm_plan *p)
@@ -375,7 +385,7 @@ static void log_plan(const struct kernel_choice *ch, const struct vm_plan *p)
 int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm_plan *ret)
 {
 	const struct oci_linux_resources *res = spec->linux_spec ? spec->linux_spec->resources : NULL;
-	const char *cfg_path = getenv("KVRUN_CONFIG");
+	const char *cfg_path = getenv("KVRUN_CONFIG"), *env;
 	struct kvrun_config cfg = {.templates = -1};
 	struct kernel_choice ch;
 	struct vm_plan p = {0};
@@ -402,6 +412,10 @@ int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm
 	if (r >= 0)
 		r = plan_templates(spec, &cfg, &p);
 	p.early_create = cfg.early_create;
+	env = getenv("KVRUN_ROOTFS_CACHE");
+	if (r >= 0 && !cfg.rootfs_cache_off && !(env && strcmp(env, "0") == 0))
+		r = rootfs_cache_path(&p.rootfs_cache_dir);
+	p.rootfs_cache_size = cfg.has_rootfs_cache_size ? cfg.rootfs_cache_size : VM_CONFIG_ROOTFS_CACHE_SIZE;
 	p.emulating_host = vm_host_is_emulating();
 	/* Such hosts hang on the hypercalls a second vCPU brings (IPIs). */
 	if (p.emulating_host)
@@ -423,6 +437,7 @@ void vm_plan_done(struct vm_plan *p)
 	free(p->initrd);
 	free(p->cmdline_extra);
 	free(p->template_dir);
+	free(p->rootfs_cache_dir);
 	free(p->kernel_release);
 	free(p->module_dir);
 	*p = (struct vm_plan){0};

@@ -44,6 +44,8 @@
  * used unless "templates": false, $KVRUN_TEMPLATES=0 or the annotation
  * io.kvrun.template=false. */
 #define VM_CONFIG_DEFAULT_TEMPLATE_DIR "/var/lib/kvrun/templates"
+/* What the root disk cache keeps of images no container uses. */
+#define VM_CONFIG_ROOTFS_CACHE_SIZE (1ULL << 30)
 #define VM_CONFIG_ANNOTATION_TEMPLATE "io.kvrun.template"
 
 struct vm_plan {
@@ -60,6 +62,11 @@ struct vm_plan {
 	char *template_dir; /* where templates are kept */
 	bool use_templates; /* start from a matching template when there is one */
 	bool early_create; /* config "early_create": create returns before the guest boots */
+	/* The root disk cache (<cache dir>/rootfs, rootfs-cache.h), or NULL
+	 * when off (config "rootfs_cache": false, $KVRUN_ROOTFS_CACHE=0); it
+	 * keeps rootfs_cache_size bytes of images no container uses. */
+	char *rootfs_cache_dir;
+	uint64_t rootfs_cache_size;
 };
 
 /* Decide the plan for spec. kernel_flag is the global --kernel flag (NULL

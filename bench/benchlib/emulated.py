@@ -19,7 +19,8 @@ FORCED = ["start/true_p50", "start/true_p95", "cpu-io/bc", "cpu-io/tar_small", "
           "net/*", "nginx/*", "template/create_*", "template/pss_*", "template/rss_*"]
 
 # kvrun figures of host-side work only: real on any host, never labelled.
-HOST_SIDE = ["vmm/*", "start/kvrun_host_start*", "start/cli_state", "template/restore_*"]
+HOST_SIDE = ["vmm/*", "start/kvrun_host_start*", "start/cli_state", "template/restore_*", "template/host_*",
+             "template/disk_*"]
 
 # Why the others are not taken even then.
 WHY_NOT = [

@@ -14,6 +14,14 @@ booted until guest-init waits), side by side with a cold boot and runc.
 - `create` until it returns (then `start` and `delete -f`), p50 and p95:
   kvrun from the 256 MiB template, kvrun with templates off
   ($KVRUN_TEMPLATES=0: a cold boot) and runc, runs alternating.
+- Host side of create, per rootfs (busybox, postgres): from the command's
+  start (kvrun's main()) to the VM restored from the template and running,
+  the monitor's own record (`VM: running: host_us=... disk_us=...`, taken
+  like the restore records), with the root disk cache (a hit: the first
+  create of each rootfs builds its image and is not counted) and without
+  it ($KVRUN_ROOTFS_CACHE=0: mke2fs copies the rootfs at every create),
+  side by side with runc's whole create of the same bundle. Real on every
+  host: no guest work is in it.
 - Host memory: PSS (and RSS) of the monitor with 1 and with 3 running
   containers restored from one template, against runc's containers:
   guest RAM is a private mapping of the one file, so the clones share the
@@ -39,8 +47,11 @@ S = "template"
 SIZES = [64, 256, 1024]  # MiB of guest RAM, one template each
 CREATE_MIB = 256  # the size of the create and memory comparisons
 COLD = "kvrun (cold boot)"
-TAGS = {"kvrun": "tpl", COLD: "cold", "runc": "runc"}  # in container ids and log names
+NOCACHE = "kvrun (no root disk cache)"
+TAGS = {"kvrun": "tpl", COLD: "cold", "runc": "runc", NOCACHE: "nocache"}  # in container ids and log names
+HOST_ROOTFS = ["busybox", "postgres"]
 RESTORE_RE = re.compile(r"VM: (template|snapshot) restored: ((?:[a-z_]+=\d+ ?)+)")
+RUNNING_RE = re.compile(r"VM: running: host_us=(\d+) disk_us=(\d+)")
 BUILD_RE = re.compile(r"^(\S+\.snap) \((\d+) vCPU, (\d+) MiB, built in ([0-9.]+) s\)$", re.M)
 LOG_MSG_RE = re.compile(r'msg="((?:[^"\\]|\\.)*)"|"msg":"((?:[^"\\]|\\.)*)"')
 
@@ -58,6 +69,13 @@ def parse_restore(text):
             rec[k] = int(v)
         out.append(rec)
     return out
+
+
+def parse_running(text):
+    """(host_us, disk_us) of the last `VM: running` record in a kvrun --log,
+    or None."""
+    recs = RUNNING_RE.findall(text)
+    return (int(recs[-1][0]), int(recs[-1][1])) if recs else None
 
 
 def parse_build(stdout):
@@ -120,6 +138,9 @@ def reason_for(reasons, key):
 TITLES = {
     "build": "kvrun template build, {mib} MiB guest (a cold boot to guest-init ready, then the save)",
     "restore": "template restore, {mib} MiB guest: file opened to vCPUs started (host side)",
+    "host": "create, host side: command start to the VM running from the template ({rootfs}; runc: its whole "
+            "create)",
+    "disk": "root disk ready for the VM ({rootfs})",
     "create_p50": f"create until it returns, {CREATE_MIB} MiB limit, p50",
     "create_p95": f"create until it returns, {CREATE_MIB} MiB limit, p95",
     "pss_1": "host memory, 1 running container: PSS",
@@ -128,11 +149,12 @@ TITLES = {
 }
 
 
-def meta(name):
-    base = name.split("_")[0] if name.startswith(("build_", "restore_")) else name
+def meta(name, rootfs_desc=None):
+    base = name.split("_")[0] if name.startswith(("build_", "restore_", "host_", "disk_")) else name
     mib = name.split("_")[1] if base in ("build", "restore") else None
-    unit = {"build": "s", "restore": "ms", "create_p50": "ms", "create_p95": "ms"}.get(base, "MiB")
-    return dict(unit=unit, better="lower", title=TITLES[base].format(mib=mib))
+    unit = {"build": "s", "restore": "ms", "create_p50": "ms", "create_p95": "ms", "host": "ms",
+            "disk": "ms"}.get(base, "MiB")
+    return dict(unit=unit, better="lower", title=TITLES[base].format(mib=mib, rootfs=rootfs_desc))
 
 
 def percentiles(xs):
@@ -157,6 +179,8 @@ class Env:
         self.kvrun = Runtime("kvrun", kv.binary, kv.state_root, env=dict(kv.env, KVRUN_TEMPLATE_DIR=self.tdir))
         self.cold = Runtime("kvrun", kv.binary, kv.state_root,
                             env=dict(kv.env, KVRUN_TEMPLATE_DIR=self.tdir, KVRUN_TEMPLATES="0"))
+        self.nocache = Runtime("kvrun", kv.binary, kv.state_root,
+                               env=dict(kv.env, KVRUN_TEMPLATE_DIR=self.tdir, KVRUN_ROOTFS_CACHE="0"))
         self.seq = 0
 
     def log_path(self, tag):
@@ -195,31 +219,83 @@ def kill_tree(pid):
             pass
 
 
-def restore_once(ctx, env, bundle, cid, timeout=300):
+def record_once(env, rt, bundle, cid, find, timeout=300):
     """One `kvrun create` from the template, killed (with its container)
-    once the monitor has logged its restore record; the record."""
-    logf = env.log_path(f"restore-{cid}")
+    once the monitor's --log has the record find(text) returns (not None);
+    that record."""
+    logf = env.log_path(f"record-{cid}")
     errf = open(logf + ".stderr", "w+")
-    p = subprocess.Popen(env.kvrun.argv("--log", logf, "--log-format", "json", "create", "-b", bundle, cid),
-                         env=env.kvrun.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf)
+    p = subprocess.Popen(rt.argv("--log", logf, "--log-format", "json", "create", "-b", bundle, cid),
+                         env=rt.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf)
     deadline = time.monotonic() + timeout
     try:
         while True:
             text = open(logf, errors="replace").read() if os.path.exists(logf) else ""
-            recs = parse_restore(text)
-            if recs:
-                return recs[-1]
             if "VM: cold boot" in text:
                 raise RuntimeError(f"no restore: kvrun cold-booted ({kvrun_error(text)})")
+            rec = find(text)
+            if rec is not None:
+                return rec
             if p.poll() is not None or time.monotonic() > deadline:
                 errf.seek(0)
-                raise RuntimeError(f"no restore record: {kvrun_error(text + errf.read())}")
+                raise RuntimeError(f"no record: {kvrun_error(text + errf.read())}")
             time.sleep(0.005)
     finally:
         kill_tree(p.pid)
         p.wait()
-        env.kvrun.remove(cid)
+        rt.remove(cid)
         errf.close()
+
+
+def restore_once(ctx, env, bundle, cid, timeout=300):
+    """The restore record of one create from the template (record_once)."""
+    return record_once(env, env.kvrun, bundle, cid, lambda text: (parse_restore(text) or [None])[-1], timeout)
+
+
+def host_side(ctx, env, n, reasons):
+    """The host side of create per rootfs of HOST_ROOTFS: kvrun with and
+    without the root disk cache (the `VM: running` record) and runc's whole
+    create, alternating, n runs each after one uncounted kvrun create that
+    puts the image in the cache."""
+    R = ctx.results
+    rts = {"kvrun": env.kvrun if env else None, NOCACHE: env.nocache if env else None, "runc": ctx.rt.get("runc")}
+    why = reason_for(reasons, f"{S}/restore_{CREATE_MIB}")  # the template these creates restore
+    names = [k for k, v in rts.items() if v and not (k != "runc" and why)]
+    for fs in HOST_ROOTFS:
+        try:
+            root = rootfs.ensure(ctx.cache, fs, ctx.src)
+        except Exception as e:  # a missing package: the rootfs cannot be built here
+            R.notes.append(f"template: no {fs} rootfs for the host-side create figures: {e}")
+            continue
+        size = rootfs.du_bytes(root) or 0
+        files = sum(len(d) + len(f) for _, d, f in os.walk(root))
+        desc = f"{fs} rootfs, {size / 2**20:.0f} MiB in {files} files"
+        b = write_bundle(os.path.join(ctx.work, f"b-host-{fs}"), root, ["/bin/sleep", "600"],
+                         Limits(cpus=ctx.limits.cpus, memory_mib=CREATE_MIB))
+        if why and "kvrun" in ctx.rt:
+            for key in (f"host_{fs}", f"disk_{fs}"):
+                R.na(S, key, "kvrun", why, **meta(key, desc))
+        if "kvrun" in names:
+            try:
+                host_us, disk_us = record_once(env, env.kvrun, b, f"th-{fs}-warm", parse_running)
+                log(f"template: {fs}: first create (image built into the cache): host {host_us / 1000:.1f} ms, "
+                    f"disk {disk_us / 1000:.1f} ms")
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                R.notes.append(f"template: {fs}: the first kvrun create failed: {e}")
+        for i in range(n):
+            for name in rotate(names, i):
+                cid = f"th-{fs}-{i}-{TAGS[name]}"
+                if name == "runc":
+                    R.add(S, f"host_{fs}", name, create_once(ctx, rts[name], b, cid), **meta(f"host_{fs}", desc))
+                    continue
+                try:
+                    host_us, disk_us = record_once(env, rts[name], b, cid, parse_running)
+                except (RuntimeError, subprocess.TimeoutExpired) as e:
+                    R.notes.append(f"template: {fs}: {name} create {i}: {e}")
+                    continue
+                R.add(S, f"host_{fs}", name, host_us / 1000, **meta(f"host_{fs}", desc))
+                R.add(S, f"disk_{fs}", name, disk_us / 1000, **meta(f"disk_{fs}", desc))
+        log(f"template: host side of create measured for {desc}")
 
 
 def create_once(ctx, rt, bundle, cid, logf=None, pss_out=None):
@@ -365,6 +441,7 @@ def run(ctx):
                     for part in ("open", "create", "load", "start"):
                         R.metric(S, key)["runtimes"]["kvrun"].setdefault(f"{part}_us", []).append(
                             rec.get(f"{part}_us"))
+        host_side(ctx, env, c["create"], reasons)
         cr_names = ["runc"] if "runc" in names else []
         if env and not reason_for(reasons, f"{S}/create_p50"):
             cr_names = ["kvrun", COLD] + cr_names

@@ -291,6 +291,17 @@ rs = T.kvrun_reasons(False, False, "not available: `kvrun run` fails", {})
 t.eq(T.reason_for(rs, "template/restore_64"), "not available: `kvrun run` fails", "template: kvrun not starting covers all")
 t.ok(emulated.host_side("template/restore_1024") and not emulated.host_side("template/create_p50")
      and not emulated.host_side("template/build_64"), "template: only restore time is host-side")
+t.eq(T.parse_running('{"level":"info","msg":"VM: running: host_us=20710 disk_us=215","time":"x"}\n'
+                    'time="x" level=info msg="VM: running: host_us=31000 disk_us=12000"\n'), (31000, 12000),
+     "template: the last `VM: running` record, text or JSON")
+t.eq(T.parse_running('{"level":"info","msg":"VM: template restored: restore_us=1"}'), None,
+     "template: no `VM: running` record")
+m = T.meta("host_postgres", "postgres rootfs, 200 MiB in 3000 files")
+t.ok(m["unit"] == "ms" and "postgres rootfs, 200 MiB" in m["title"] and "host side" in m["title"],
+     "template: host-side create title names the rootfs", m["title"])
+t.eq(T.meta("disk_busybox", "busybox")["unit"], "ms", "template: root disk figure in ms")
+t.ok(emulated.host_side("template/host_busybox") and emulated.host_side("template/disk_postgres"),
+     "template: the host side of create is host-side")
 R = Results()
 R.add("template", "restore_64", "kvrun", 5.0, **T.meta("restore_64"))
 R.add("template", "create_p50", "kvrun", 20000.0, **T.meta("create_p50"))

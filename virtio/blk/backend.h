@@ -23,6 +23,10 @@ struct blk_backend_ops {
 	ssize_t (*pwritev)(struct blk_backend *b, const struct iovec *iov, int n, uint64_t off);
 	/* Make completed writes durable. */
 	int (*flush)(struct blk_backend *b);
+	/* Write the whole disk as it reads now into the regular file out
+	 * (sized to the disk; holes where nothing was written), for a
+	 * checkpoint. Negative errno, no message. */
+	int (*export)(struct blk_backend *b, int out);
 	void (*close)(struct blk_backend *b);
 };
 
@@ -37,6 +41,18 @@ struct blk_backend {
  * write one image. Returns 0 and a backend owned by the caller (free with
  * blk_backend_close()), or -errno with err_set() context. */
 int blk_file_open(const char *path, bool read_only, struct blk_backend **ret);
+
+/* A copy-on-write disk (cow-backend.c): reads come from base (a regular
+ * file, opened read-only and share-locked, so that many VMs use it at
+ * once, never written) except the 4 KiB blocks written since the open,
+ * which live in overlay (a regular file, locked exclusively, emptied and
+ * sized to the base). The base's size must be a multiple of 4 KiB. */
+int blk_cow_open(const char *base, const char *overlay, struct blk_backend **ret);
+
+/* The root disk of a container: with base, the copy-on-write disk of
+ * base and path, or base itself when read_only (nothing is written then);
+ * without, the raw image path. */
+int blk_open(const char *path, const char *base, bool read_only, struct blk_backend **ret);
 
 /* Close and free; accepts NULL. */
 void blk_backend_close(struct blk_backend *b);

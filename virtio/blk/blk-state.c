@@ -43,10 +43,16 @@ static void empty_close(struct blk_backend *be)
 	free(be);
 }
 
+static int empty_export(struct blk_backend *b, int out)
+{
+	return -ENOMEDIUM;
+}
+
 static const struct blk_backend_ops empty_ops = {
     .preadv = empty_io,
     .pwritev = empty_io,
     .flush = empty_flush,
+    .export = empty_export,
     .close = empty_close,
 };
 
@@ -65,14 +71,14 @@ int virtio_blk_new_empty(const struct guest_mem *mem, const char *id, struct vir
 	return virtio_blk_new_backend(mem, be, id, ret);
 }
 
-int virtio_blk_attach_media(struct virtio_blk *b, const char *path, bool read_only)
+int virtio_blk_attach_media(struct virtio_blk *b, const char *path, const char *base, bool read_only)
 {
 	struct blk_backend *be, *old;
 	int r;
 
 	if (!is_empty(b))
 		return err_set(-EBUSY, "virtio-blk: the disk already has media");
-	r = blk_file_open(path, read_only, &be);
+	r = blk_open(path, base, read_only, &be);
 	if (r < 0)
 		return r;
 	/* The worker holds the lock for a whole batch: none is in flight. */
@@ -86,6 +92,16 @@ int virtio_blk_attach_media(struct virtio_blk *b, const char *path, bool read_on
 	 * virtblk_config_changed_work revalidates the disk size). */
 	virtio_mmio_config_changed(&b->mmio);
 	return 0;
+}
+
+int virtio_blk_export(struct virtio_blk *b, int out)
+{
+	int r;
+
+	pthread_mutex_lock(&b->lock);
+	r = b->backend->ops->export(b->backend, out);
+	pthread_mutex_unlock(&b->lock);
+	return r;
 }
 
 void virtio_blk_pause(struct virtio_blk *b, bool paused)

@@ -267,7 +267,7 @@ int virtio_blk_new(const struct guest_mem *mem, const struct virtio_blk_opts *op
 	struct blk_backend *backend;
 	int r;
 
-	r = blk_file_open(opts->path, opts->read_only, &backend);
+	r = blk_open(opts->path, opts->base, opts->read_only, &backend);
 	if (r < 0)
 		return r;
 	return virtio_blk_new_backend(mem, backend, opts->id, ret);

@@ -25,7 +25,8 @@
 #define VIRTIO_BLK_ID_BYTES 20
 
 struct virtio_blk_opts {
-	const char *path; /* raw image or block device */
+	const char *path; /* raw image or block device; with base, the overlay */
+	const char *base; /* a copy-on-write disk's base image (blk_open()), or NULL */
 	bool read_only;
 	const char *id; /* serial returned by GET_ID (at most 20 bytes used); may be NULL */
 };
@@ -46,10 +47,16 @@ int virtio_blk_new_backend(const struct guest_mem *mem, struct blk_backend *back
  * (templates). */
 int virtio_blk_new_empty(const struct guest_mem *mem, const char *id, struct virtio_blk **ret);
 
-/* Give an empty disk its media: open path (read-only: writes then fail
- * with VIRTIO_BLK_S_IOERR), set the capacity and send a config change
- * interrupt. -EBUSY when the disk has media already. */
-int virtio_blk_attach_media(struct virtio_blk *b, const char *path, bool read_only);
+/* Give an empty disk its media: open path (with base as blk_open() does;
+ * read-only: writes then fail with VIRTIO_BLK_S_IOERR), set the capacity
+ * and send a config change interrupt. -EBUSY when the disk has media
+ * already. */
+int virtio_blk_attach_media(struct virtio_blk *b, const char *path, const char *base, bool read_only);
+
+/* Write the disk's whole content, as the guest reads it now, into the
+ * regular file out (blk_backend_ops.export). Pause the device (or the
+ * VM) around it. -ENOMEDIUM for a disk without media. */
+int virtio_blk_export(struct virtio_blk *b, int out);
 
 /* Stop (true) or resume (false) serving requests: when pausing returns,
  * no request is between pop and push and none is taken until resumed.

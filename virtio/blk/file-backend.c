@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/fileio.h"
 #include "virtio/blk/backend.h"
 
 struct blk_file {
@@ -41,6 +42,20 @@ static int file_flush(struct blk_backend *b)
 	return fdatasync(to_file(b)->fd) < 0 ? -errno : 0;
 }
 
+static int file_export(struct blk_backend *b, int out)
+{
+	int fd = to_file(b)->fd;
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (S_ISREG(st.st_mode))
+		return fd_copy_sparse(fd, out);
+	if (ftruncate(out, 0) < 0 || ftruncate(out, (off_t)b->size) < 0)
+		return -errno;
+	return fd_copy_range(fd, out, 0, (off_t)b->size);
+}
+
 static void file_close(struct blk_backend *b)
 {
 	struct blk_file *f = to_file(b);
@@ -53,6 +68,7 @@ static const struct blk_backend_ops file_ops = {
     .preadv = file_preadv,
     .pwritev = file_pwritev,
     .flush = file_flush,
+    .export = file_export,
     .close = file_close,
 };
 
@@ -96,6 +112,15 @@ int blk_file_open(const char *path, bool read_only, struct blk_backend **ret)
 	f->fd = TAKE_FD(fd);
 	*ret = &f->b;
 	return 0;
+}
+
+int blk_open(const char *path, const char *base, bool read_only, struct blk_backend **ret)
+{
+	if (!base)
+		return blk_file_open(path, read_only, ret);
+	if (read_only)
+		return blk_file_open(base, true, ret);
+	return blk_cow_open(base, path, ret);
 }
 
 void blk_backend_close(struct blk_backend *b)

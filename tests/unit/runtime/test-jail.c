@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/fileio.h"
 #include "runtime/checkpoint.h"
 #include "runtime/jail.h"
 #include "vmm/snapshot.h"
@@ -182,7 +183,7 @@ static void jailed_checkpoint(FILE *out, int snap_fd, const char *disk, int copy
 	fprintf(out, "save_fd=%d\n", vm_snapshot_save_fd(vm, snap_fd, NULL, 0, NULL));
 	in = open(disk, O_RDONLY | O_CLOEXEC);
 	fprintf(out, "open_disk=%d\n", in >= 0 ? 0 : -errno);
-	fprintf(out, "copy=%d\n", in >= 0 ? checkpoint_copy_fd(in, copy_fd) : -EBADF);
+	fprintf(out, "copy=%d\n", in >= 0 ? fd_copy_sparse(in, copy_fd) : -EBADF);
 	fprintf(out, "save_path=%d\n", vm_snapshot_save(vm, path, NULL, 0, NULL) < 0 ? -1 : 0);
 	fflush(out);
 }

@@ -55,6 +55,26 @@ TEST(config_file)
 	ok(c.early_create, "early_create");
 	kvrun_config_clear(&c);
 	is_int(kvrun_config_parse("{\"early_create\": 1}", 19, "cfg", &c), -EINVAL);
+	ok(!c.rootfs_cache_off && !c.has_rootfs_cache_size, "root disk cache: default");
+	{
+		const char *j = "{\"rootfs_cache\": false, \"rootfs_cache_size\": \"2G\"}";
+
+		is_int(kvrun_config_parse(j, strlen(j), "cfg", &c), 0);
+		ok(c.rootfs_cache_off, "rootfs_cache false");
+		ok(c.has_rootfs_cache_size && c.rootfs_cache_size == 2ULL << 30, "rootfs_cache_size with a suffix");
+		kvrun_config_clear(&c);
+		j = "{\"rootfs_cache_size\": 0}";
+		is_int(kvrun_config_parse(j, strlen(j), "cfg", &c), 0);
+		ok(c.has_rootfs_cache_size && c.rootfs_cache_size == 0, "rootfs_cache_size 0: keep no unused image");
+		kvrun_config_clear(&c);
+		j = "{\"rootfs_cache_size\": -1}";
+		is_int(kvrun_config_parse(j, strlen(j), "cfg", &c), -EINVAL);
+		is_str(err_msg(),
+		       "cfg: rootfs_cache_size: expected a non-negative number of bytes or a size such as \"512M\"");
+		j = "{\"rootfs_cache\": \"yes\"}";
+		is_int(kvrun_config_parse(j, strlen(j), "cfg", &c), -EINVAL);
+		is_str(err_msg(), "cfg: rootfs_cache: expected true or false");
+	}
 	is_int(kvrun_config_parse("{\"cpus\": 0}", 11, "cfg", &c), -EINVAL);
 	is_int(kvrun_config_parse("{\"memory\": \"lots\"}", 18, "cfg", &c), -EINVAL);
 	is_int(kvrun_config_parse("[1]", 3, "cfg", &c), -EINVAL);
@@ -310,7 +330,7 @@ TEST(shm_bind)
 TEST(rootfs_image)
 {
 	char dir[256], file[300], img[256], cmd[600];
-	uint64_t bytes, inodes;
+	struct rootfs_scan scan;
 
 	snprintf(dir, sizeof(dir), "%s/rootfs", tmp);
 	snprintf(file, sizeof(file), "%s/rootfs/etc/motd", tmp);
@@ -319,9 +339,11 @@ TEST(rootfs_image)
 	is_int(mkdir_p(file, 0755), 0);
 	rmdir(file);
 	is_int(write_file_atomic(file, "hello\n", 6, 0644), 0);
-	is_int(rootfs_dir_usage(dir, &bytes, &inodes), 0);
-	is_int((int)inodes, 3);
-	ok(bytes >= 3 * 4096, "at least a block per entry");
+	is_int(rootfs_scan(dir, false, &scan), 0);
+	is_int((int)scan.inodes, 3);
+	ok(scan.bytes >= 3 * 4096, "at least a block per entry");
+	ok(!scan.key, "no key unless asked");
+	rootfs_scan_done(&scan);
 	if (system("command -v mke2fs >/dev/null 2>&1 || test -x /sbin/mke2fs") != 0) {
 		ok(1, "# SKIP mke2fs not installed");
 		return;

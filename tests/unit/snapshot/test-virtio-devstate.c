@@ -85,14 +85,14 @@ TEST(blk_empty_then_media)
 	ok(!(fake_read(&d, VIRTIO_MMIO_DEVICE_FEATURES) & (1u << 5)), "an empty disk does not offer RO");
 	is_int(blk_req(&d, 0, 0, NULL), 1); /* IOERR: out of bounds */
 	gen = fake_read(&d, VIRTIO_MMIO_CONFIG_GENERATION);
-	is_int(virtio_blk_attach_media(b, img, true), 0);
+	is_int(virtio_blk_attach_media(b, img, NULL, true), 0);
 	is_int(capacity(&d), SECTORS);
 	ok(fake_read(&d, VIRTIO_MMIO_CONFIG_GENERATION) != gen, "config generation bumped");
 	ok(fake_read(&d, VIRTIO_MMIO_INTERRUPT_STATUS) & VIRTIO_MMIO_INT_CONFIG, "config change interrupt");
 	is_int(blk_req(&d, 0, 3, &buf), 0);
 	is_int(((uint8_t *)fake_ptr(&d, buf))[100], 3);
 	is_int(blk_req(&d, 1, 3, NULL), 1); /* read-only media: writes refused */
-	is_int(virtio_blk_attach_media(b, img, true), -EBUSY);
+	is_int(virtio_blk_attach_media(b, img, NULL, true), -EBUSY);
 	virtio_blk_free(b);
 	fake_drv_free(&d);
 	unlink(img);
@@ -177,7 +177,7 @@ TEST(blk_empty_state_then_media)
 	is_int(virtio_blk_new_empty(&d2.mem, "rootfs", &b), 0);
 	fake_drv_attach(&d2, virtio_blk_mmio(b));
 	is_int(virtio_blk_state_load(b, sb.data, sb.len), 0);
-	is_int(virtio_blk_attach_media(b, img, false), 0);
+	is_int(virtio_blk_attach_media(b, img, NULL, false), 0);
 	is_int(capacity(&d2), SECTORS);
 	is_int(blk_req(&d2, 0, 5, &buf), 0);
 	is_int(((uint8_t *)fake_ptr(&d2, buf))[511], 5);

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A disk made of a shared read-only base image and a private overlay file
+ * of the same size. A bitmap (one bit per 4 KiB block, in memory) says
+ * which blocks the overlay holds: reads take each run of blocks from the
+ * one that holds it, writes go to the overlay. A write that covers a block
+ * only in part copies the rest of that block from the base first, so a
+ * block marked in the bitmap is always whole in the overlay. The bitmap
+ * lives as long as the disk is open: the overlay is new (empty) when the
+ * disk is opened, and a checkpoint exports the merged disk as one file.
+ * Several VMs share the base's page cache; only what each writes is its
+ * own.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "common/fileio.h"
+#include "virtio/blk/backend.h"
+
+#define COW_BLOCK 4096ULL
+#define WORD_BITS 64
+#define SUB_IOV_MAX 1024
+
+struct blk_cow {
+	struct blk_backend b; /* first: the device holds a blk_backend * */
+	int base, overlay;
+	uint64_t nblocks;
+	uint64_t *map; /* bit set: the block is in the overlay */
+};
+
+static struct blk_cow *to_cow(struct blk_backend *b)
+{
+	return (struct blk_cow *)b;
+}
+
+static bool in_overlay(const struct blk_cow *c, uint64_t blk)
+{
+	return c->map[blk / WORD_BITS] & (1ULL << (blk % WORD_BITS));
+}
+
+static void mark(struct blk_cow *c, uint64_t first, uint64_t last)
+{
+	for (uint64_t blk = first; blk <= last; blk++)
+		c->map[blk / WORD_BITS] |= 1ULL << (blk % WORD_BITS);
+}
+
+/* The end of the run of blocks from blk on that are (or are not) in the
+ * overlay, at most up to end (exclusive). Whole words at a time. */
+static uint64_t run_end(const struct blk_cow *c, uint64_t blk, uint64_t end)
+{
+	bool set = in_overlay(c, blk);
+	uint64_t want = set ? ~0ULL : 0;
+
+	while (blk < end) {
+		if (blk % WORD_BITS == 0 && end - blk >= WORD_BITS && c->map[blk / WORD_BITS] == want) {
+			blk += WORD_BITS;
+			continue;
+		}
+		if (in_overlay(c, blk) != set)
+			break;
+		blk++;
+	}
+	return blk < end ? blk : end;
+}
+
+/* The part [skip, skip + len) of iov (n entries) as sub (at most max
+ * entries); returns the entries used, or -EINVAL when it needs more. */
+static int slice(const struct iovec *iov, int n, size_t skip, size_t len, struct iovec *sub, int max)
+{
+	int k = 0;
+
+	for (int i = 0; i < n && len; i++) {
+		size_t l = iov[i].iov_len;
+
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		if (k == max)
+			return -EINVAL;
+		sub[k].iov_base = (char *)iov[i].iov_base + skip;
+		sub[k].iov_len = l - skip < len ? l - skip : len;
+		len -= sub[k].iov_len;
+		skip = 0;
+		k++;
+	}
+	return k;
+}
+
+static size_t iov_total(const struct iovec *iov, int n)
+{
+	size_t t = 0;
+
+	for (int i = 0; i < n; i++)
+		t += iov[i].iov_len;
+	return t;
+}
+
+/* preadv/pwritev of all of iov at off, short counts retried; -EIO for an
+ * end of file. */
+static int full_io(int fd, const struct iovec *iov, int n, uint64_t off, bool write)
+{
+	struct iovec local[SUB_IOV_MAX];
+	size_t total = iov_total(iov, n), done = 0;
+
+	while (done < total) {
+		int k = slice(iov, n, done, total - done, local, SUB_IOV_MAX);
+		ssize_t r;
+
+		if (k < 0)
+			return k;
+		r = write ? pwritev(fd, local, k, (off_t)(off + done)) : preadv(fd, local, k, (off_t)(off + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -EIO;
+		done += (size_t)r;
+	}
+	return 0;
+}
+
+static ssize_t cow_preadv(struct blk_backend *b, const struct iovec *iov, int n, uint64_t off)
+{
+	struct blk_cow *c = to_cow(b);
+	struct iovec sub[SUB_IOV_MAX];
+	size_t total = iov_total(iov, n), done = 0;
+	uint64_t end_blk;
+
+	if (off >= b->size || total > b->size - off)
+		return -EINVAL;
+	end_blk = (off + total + COW_BLOCK - 1) / COW_BLOCK;
+	while (done < total) {
+		uint64_t pos = off + done, blk = pos / COW_BLOCK;
+		uint64_t stop = run_end(c, blk, end_blk) * COW_BLOCK;
+		size_t len = (size_t)((stop < off + total ? stop : off + total) - pos);
+		int k = slice(iov, n, done, len, sub, SUB_IOV_MAX), r;
+
+		if (k < 0)
+			return k;
+		r = full_io(in_overlay(c, blk) ? c->overlay : c->base, sub, k, pos, false);
+		if (r < 0)
+			return done ? (ssize_t)done : r;
+		done += len;
+	}
+	return (ssize_t)done;
+}
+
+/* Make block blk whole in the overlay (from the base) before a write that
+ * covers it only in part. */
+static int copy_up(struct blk_cow *c, uint64_t blk)
+{
+	uint8_t buf[COW_BLOCK];
+	struct iovec v = {buf, sizeof(buf)};
+	int r;
+
+	if (in_overlay(c, blk))
+		return 0;
+	r = full_io(c->base, &v, 1, blk * COW_BLOCK, false);
+	if (r < 0)
+		return r;
+	return full_io(c->overlay, &v, 1, blk * COW_BLOCK, true);
+}
+
+static ssize_t cow_pwritev(struct blk_backend *b, const struct iovec *iov, int n, uint64_t off)
+{
+	struct blk_cow *c = to_cow(b);
+	size_t total = iov_total(iov, n);
+	uint64_t first, last;
+	int r;
+
+	if (b->read_only)
+		return -EROFS;
+	if (off >= b->size || total > b->size - off)
+		return -EINVAL;
+	if (!total)
+		return 0;
+	first = off / COW_BLOCK;
+	last = (off + total - 1) / COW_BLOCK;
+	r = off % COW_BLOCK ? copy_up(c, first) : 0;
+	if (r >= 0 && (off + total) % COW_BLOCK)
+		r = copy_up(c, last);
+	if (r >= 0)
+		r = full_io(c->overlay, iov, n, off, true);
+	if (r < 0)
+		return r;
+	/* Only now: a failed write leaves the blocks it did not finish
+	 * reading from where they read before. */
+	mark(c, first, last);
+	return (ssize_t)total;
+}
+
+static int cow_flush(struct blk_backend *b)
+{
+	return fdatasync(to_cow(b)->overlay) < 0 ? -errno : 0;
+}
+
+static int cow_export(struct blk_backend *b, int out)
+{
+	struct blk_cow *c = to_cow(b);
+	uint64_t blk = 0;
+	int r;
+
+	/* The base with its holes, then the overlay's blocks over it. */
+	r = fd_copy_sparse(c->base, out);
+	if (r >= 0 && ftruncate(out, (off_t)b->size) < 0)
+		r = -errno;
+	while (r >= 0 && blk < c->nblocks) {
+		uint64_t end = run_end(c, blk, c->nblocks);
+
+		if (in_overlay(c, blk))
+			r = fd_copy_range(c->overlay, out, (off_t)(blk * COW_BLOCK), (off_t)((end - blk) * COW_BLOCK));
+		blk = end;
+	}
+	return r;
+}
+
+static void cow_close(struct blk_backend *b)
+{
+	struct blk_cow *c = to_cow(b);
+
+	close(c->base);
+	close(c->overlay);
+	free(c->map);
+	free(c);
+}
+
+static const struct blk_backend_ops cow_ops = {
+    .preadv = cow_preadv,
+    .pwritev = cow_pwritev,
+    .flush = cow_flush,
+    .export = cow_export,
+    .close = cow_close,
+};
+
+static int open_locked(const char *path, int flags, int lock, struct stat *st)
+{
+	_cleanup_close_ int fd = open(path, flags | O_CLOEXEC);
+
+	if (fd < 0)
+		return err_setsys(-errno, "open disk image %s", path);
+	if (flock(fd, lock | LOCK_NB) < 0)
+		return err_setsys(-errno, "lock disk image %s (in use by another VM?)", path);
+	if (fstat(fd, st) < 0)
+		return err_setsys(-errno, "stat %s", path);
+	if (!S_ISREG(st->st_mode))
+		return err_set(-EINVAL, "disk image %s is not a regular file", path);
+	return TAKE_FD(fd);
+}
+
+int blk_cow_open(const char *base, const char *overlay, struct blk_backend **ret)
+{
+	_cleanup_close_ int bfd = -1, ofd = -1;
+	struct stat bst, ost;
+	struct blk_cow *c;
+
+	bfd = open_locked(base, O_RDONLY, LOCK_SH, &bst);
+	if (bfd < 0)
+		return bfd;
+	ofd = open_locked(overlay, O_RDWR, LOCK_EX, &ost);
+	if (ofd < 0)
+		return ofd;
+	if (bst.st_size == 0 || bst.st_size % COW_BLOCK)
+		return err_set(-EINVAL, "base image %s: size %lld is not a positive multiple of %llu", base,
+		               (long long)bst.st_size, COW_BLOCK);
+	/* What the overlay held before is not known: it starts empty. */
+	if (ftruncate(ofd, 0) < 0 || ftruncate(ofd, bst.st_size) < 0)
+		return err_setsys(-errno, "size overlay %s", overlay);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->nblocks = (uint64_t)bst.st_size / COW_BLOCK;
+	c->map = calloc((c->nblocks + WORD_BITS - 1) / WORD_BITS, sizeof(*c->map));
+	if (!c->map) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->b = (struct blk_backend){.ops = &cow_ops, .size = (uint64_t)bst.st_size};
+	c->base = TAKE_FD(bfd);
+	c->overlay = TAKE_FD(ofd);
+	*ret = &c->b;
+	return 0;
+}
