@@ -92,9 +92,9 @@ static bool has_dev_mac(const struct net_config_iface *c)
 }
 
 /* The link of c: the one with c's MAC; in a VM restored from a template
- * or a checkpoint, the one whose device reported c->dev_mac at probe (*ret_set_mac: it
- * must get c->mac). Looked up by dev_mac first: a link already given its
- * MAC (guest-init run again) is then found by c->mac. */
+ * or a checkpoint, the one whose device reported c->dev_mac at probe
+ * (*ret_set_mac: it must get c->mac). Looked up by dev_mac first: a link
+ * already given its MAC (guest-init run again) is then found by c->mac. */
 static int find_link(int nl, const struct net_config_iface *c, struct mac_lookup *q, bool *ret_set_mac)
 {
 	const uint8_t *m = c->mac;
@@ -233,7 +233,8 @@ static int route_cb(const struct nlmsghdr *h, void *opaque)
 static int flush_link(int nl, int ifindex, uint16_t get, uint16_t del, nl_dump_fn cb, const char *what)
 {
 	static struct flush f;
-	struct rtmsg hdr = {.rtm_family = AF_UNSPEC}; /* as long as an ifaddrmsg's first bytes */
+	/* All families; an ifaddrmsg starts with its family too. */
+	struct rtmsg hdr = {.rtm_family = AF_UNSPEC};
 	struct nl_msg m;
 	int r;
 
