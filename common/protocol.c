@@ -276,6 +276,12 @@ static const struct field oom_fields[] = {
 };
 DESC(oom_desc, struct proto_oom, oom_fields);
 
+static const struct field network_fields[] = {
+    FLD_RECP(1, struct proto_network, net, netcfg_desc),
+    FLD_HAS(2, F_U64, struct proto_network, realtime_ns, has_realtime),
+};
+DESC(network_desc, struct proto_network, network_fields);
+
 static const struct field error_fields[] = {
     FLD(1, F_U32, struct proto_error, err),
     FLD(2, F_STR, struct proto_error, message),
@@ -312,6 +318,8 @@ static const struct desc *type_desc(uint16_t type)
 		return &update_desc;
 	case PROTO_MSG_OOM:
 		return &oom_desc;
+	case PROTO_MSG_NETWORK:
+		return &network_desc;
 	}
 	return NULL;
 }
@@ -323,7 +331,7 @@ const char *proto_type_name(uint16_t type)
 	    [PROTO_MSG_GO] = "GO",         [PROTO_MSG_STARTED] = "STARTED", [PROTO_MSG_EXEC] = "EXEC",
 	    [PROTO_MSG_SIGNAL] = "SIGNAL", [PROTO_MSG_RESIZE] = "RESIZE",   [PROTO_MSG_EXIT] = "EXIT",
 	    [PROTO_MSG_STATS] = "STATS",   [PROTO_MSG_ERROR] = "ERROR",     [PROTO_MSG_UPDATE] = "UPDATE",
-	    [PROTO_MSG_OOM] = "OOM",
+	    [PROTO_MSG_OOM] = "OOM",       [PROTO_MSG_NETWORK] = "NETWORK",
 	};
 
 	if (type < ARRAY_SIZE(names) && names[type])

@@ -61,6 +61,7 @@ enum proto_type {
 	PROTO_MSG_ERROR = 11, /* either way: a request failed */
 	PROTO_MSG_UPDATE = 12, /* host -> guest: change the container's cgroup limits */
 	PROTO_MSG_OOM = 13, /* guest -> host: the OOM killer killed in the container (id 0) */
+	PROTO_MSG_NETWORK = 14, /* host -> guest: apply the network again (a restored checkpoint) */
 	PROTO_MSG__MAX,
 };
 
@@ -228,6 +229,17 @@ struct proto_oom {
 	uint64_t oom; /* times the cgroup's limit was hit and reclaim failed */
 };
 
+/* NETWORK: a checkpoint restored into a network namespace whose interfaces
+ * may differ from the saved one's (MACs, MTUs, addresses, routes): each
+ * interface's link (found by dev_mac, the device's MAC at probe) gets the
+ * configuration again, its old addresses and routes removed first.
+ * Answered by ERROR (err 0 = done). */
+struct proto_network {
+	struct net_config *net; /* NULL: no interfaces */
+	bool has_realtime;
+	uint64_t realtime_ns; /* as START's: the clock stood still while saved */
+};
+
 struct proto_error {
 	uint32_t err; /* positive errno */
 	char *message;
@@ -248,6 +260,7 @@ struct proto_msg {
 		struct proto_stats stats; /* STATS answer; a request has none */
 		struct proto_update update; /* UPDATE; answered by ERROR (err 0 = done) */
 		struct proto_oom oom; /* OOM; not answered */
+		struct proto_network network; /* NETWORK; answered by ERROR (err 0 = done) */
 		struct proto_error error;
 	} u;
 };

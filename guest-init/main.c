@@ -130,6 +130,7 @@ int main(void)
 	    .cgroup_dir = GI_CGROUP_DIR,
 	    .linger_s = 10,
 	    .net_apply = netcfg_apply,
+	    .net_reapply = netcfg_reapply,
 	    .reconnect = reconnect,
 	    .apply_identity = gi_apply_identity,
 	};

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <linux/if_addr.h>
 #include <linux/if_link.h>
+#include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +21,11 @@ struct mac_lookup {
 	char name[IFNAMSIZ];
 };
 
+static bool is_mac(const struct rtattr *a, const uint8_t *mac)
+{
+	return a && RTA_PAYLOAD(a) == 6 && memcmp(RTA_DATA(a), mac, 6) == 0;
+}
+
 static int mac_cb(const struct nlmsghdr *h, void *opaque)
 {
 	const struct ifinfomsg *ifi = NLMSG_DATA(h);
@@ -29,7 +35,9 @@ static int mac_cb(const struct nlmsghdr *h, void *opaque)
 	if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)) || q->ifindex)
 		return 0;
 	nl_parse_msg(h, sizeof(*ifi), tb, IFLA_MAX);
-	if (!tb[IFLA_ADDRESS] || RTA_PAYLOAD(tb[IFLA_ADDRESS]) != 6 || memcmp(RTA_DATA(tb[IFLA_ADDRESS]), q->mac, 6))
+	/* The MAC it has, or the one its device reported at probe (a link
+	 * given another MAC by an earlier START, found again after a restore). */
+	if (!is_mac(tb[IFLA_ADDRESS], q->mac) && !is_mac(tb[IFLA_PERM_ADDRESS], q->mac))
 		return 0;
 	q->ifindex = ifi->ifi_index;
 	if (tb[IFLA_IFNAME])
@@ -83,10 +91,10 @@ static bool has_dev_mac(const struct net_config_iface *c)
 	return memcmp(c->dev_mac, zero, 6) != 0 && memcmp(c->dev_mac, c->mac, 6) != 0;
 }
 
-/* The link of c: the one with c's MAC; in a VM restored from a template,
- * the one whose device reported c->dev_mac at probe (*ret_set_mac: it
- * must get c->mac). Looked up by dev_mac first: a link already given its
- * MAC (guest-init run again) is then found by c->mac. */
+/* The link of c: the one with c's MAC; in a VM restored from a template
+ * or a checkpoint, the one whose device reported c->dev_mac at probe
+ * (*ret_set_mac: it must get c->mac). Looked up by dev_mac first: a link
+ * already given its MAC (guest-init run again) is then found by c->mac. */
 static int find_link(int nl, const struct net_config_iface *c, struct mac_lookup *q, bool *ret_set_mac)
 {
 	const uint8_t *m = c->mac;
@@ -159,7 +167,96 @@ static int add_route(int nl, int ifindex, const struct net_config_route *rt)
 	return r == -EEXIST ? 0 : r;
 }
 
-static int configure_iface(int nl, const struct net_config_iface *c)
+/* Copies of dumped addresses or routes of one link, deleted after the
+ * dump (the socket answers one request at a time). */
+#define FLUSH_MAX 64
+#define FLUSH_MSG 512
+
+struct flush {
+	int ifindex;
+	unsigned int n, skipped;
+	size_t len[FLUSH_MAX];
+	uint8_t msg[FLUSH_MAX][FLUSH_MSG];
+};
+
+static void flush_keep(struct flush *f, const struct nlmsghdr *h, size_t hdr_len)
+{
+	size_t len = h->nlmsg_len - NLMSG_LENGTH(0);
+
+	if (f->n == FLUSH_MAX || len > FLUSH_MSG || len < hdr_len) {
+		f->skipped++;
+		return;
+	}
+	memcpy(f->msg[f->n], NLMSG_DATA(h), len);
+	f->len[f->n++] = len;
+}
+
+/* The link's own addresses: not link-local (fe80::, made again from the
+ * new MAC) nor host-scoped. */
+static int addr_cb(const struct nlmsghdr *h, void *opaque)
+{
+	const struct ifaddrmsg *ifa = NLMSG_DATA(h);
+	struct flush *f = opaque;
+
+	if (h->nlmsg_type != RTM_NEWADDR || h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifa)))
+		return 0;
+	if ((int)ifa->ifa_index != f->ifindex || ifa->ifa_scope == RT_SCOPE_LINK || ifa->ifa_scope == RT_SCOPE_HOST)
+		return 0;
+	flush_keep(f, h, sizeof(*ifa));
+	return 0;
+}
+
+/* Unicast routes of the main table out of the link, but the kernel's
+ * own (those go with their addresses, or are the link-local prefix). */
+static int route_cb(const struct nlmsghdr *h, void *opaque)
+{
+	const struct rtmsg *rtm = NLMSG_DATA(h);
+	const struct rtattr *tb[RTA_MAX + 1];
+	struct flush *f = opaque;
+	uint32_t table;
+
+	if (h->nlmsg_type != RTM_NEWROUTE || h->nlmsg_len < NLMSG_LENGTH(sizeof(*rtm)))
+		return 0;
+	nl_parse_msg(h, sizeof(*rtm), tb, RTA_MAX);
+	table = tb[RTA_TABLE] && RTA_PAYLOAD(tb[RTA_TABLE]) == 4 ? *(const uint32_t *)RTA_DATA(tb[RTA_TABLE])
+	                                                         : rtm->rtm_table;
+	if (table != RT_TABLE_MAIN || rtm->rtm_type != RTN_UNICAST || rtm->rtm_protocol == RTPROT_KERNEL)
+		return 0;
+	if (!tb[RTA_OIF] || RTA_PAYLOAD(tb[RTA_OIF]) != 4 || *(const int *)RTA_DATA(tb[RTA_OIF]) != f->ifindex)
+		return 0;
+	flush_keep(f, h, sizeof(*rtm));
+	return 0;
+}
+
+/* Dump with get (RTM_GETROUTE or RTM_GETADDR), delete what cb kept with
+ * del, each as the dump described it. */
+static int flush_link(int nl, int ifindex, uint16_t get, uint16_t del, nl_dump_fn cb, const char *what)
+{
+	static struct flush f;
+	/* All families; an ifaddrmsg starts with its family too. */
+	struct rtmsg hdr = {.rtm_family = AF_UNSPEC};
+	struct nl_msg m;
+	int r;
+
+	memset(&f, 0, sizeof(f));
+	f.ifindex = ifindex;
+	nl_msg_init(&m, get, 0, &hdr, get == RTM_GETADDR ? sizeof(struct ifaddrmsg) : sizeof(hdr));
+	r = nl_dump(nl, &m, cb, &f);
+	if (r < 0)
+		return err_setsys(r, "listing the %s", what);
+	if (f.skipped)
+		log_warn("netcfg: %u %s left in place", f.skipped, what);
+	for (unsigned int i = 0; i < f.n; i++) {
+		nl_msg_init(&m, del, 0, f.msg[i], f.len[i]);
+		r = nl_transact(nl, &m);
+		/* Gone already: a route with its address, or with the link down. */
+		if (r < 0 && r != -ESRCH && r != -EADDRNOTAVAIL && r != -ENOENT)
+			return err_setsys(r, "removing one of the %s", what);
+	}
+	return 0;
+}
+
+static int configure_iface(int nl, const struct net_config_iface *c, bool again)
 {
 	struct mac_lookup q;
 	bool set_mac, rename;
@@ -170,6 +267,16 @@ static int configure_iface(int nl, const struct net_config_iface *c)
 	r = find_link(nl, c, &q, &set_mac);
 	if (r < 0)
 		return r;
+	if (again) {
+		/* Down first: the neighbours it knew (the old peer's MAC) go,
+		 * and so do its IPv4 routes; then what is left of its own. */
+		set_link(nl, q.ifindex, 0, IFF_UP, NULL, 0);
+		r = flush_link(nl, q.ifindex, RTM_GETROUTE, RTM_DELROUTE, route_cb, "routes");
+		if (r >= 0)
+			r = flush_link(nl, q.ifindex, RTM_GETADDR, RTM_DELADDR, addr_cb, "addresses");
+		if (r < 0)
+			return err_prefix(r, "%s", q.name);
+	}
 	rename = c->name[0] && strcmp(c->name, q.name);
 	/* Renaming needs the link down, and so may a new MAC. */
 	if (rename || set_mac)
@@ -208,7 +315,7 @@ static int configure_iface(int nl, const struct net_config_iface *c)
 	return 0;
 }
 
-int netcfg_apply(const struct net_config *cfg)
+static int apply(const struct net_config *cfg, bool again)
 {
 	_cleanup_close_ int nl = -1;
 	int r, lo;
@@ -223,9 +330,19 @@ int netcfg_apply(const struct net_config *cfg)
 	if (r < 0)
 		return err_setsys(r, "bringing up lo");
 	for (unsigned int i = 0; cfg && i < cfg->nr_ifaces && i < NET_CONFIG_MAX_IFACES; i++) {
-		r = configure_iface(nl, &cfg->ifaces[i]);
+		r = configure_iface(nl, &cfg->ifaces[i], again);
 		if (r < 0)
 			return r;
 	}
 	return 0;
+}
+
+int netcfg_apply(const struct net_config *cfg)
+{
+	return apply(cfg, false);
+}
+
+int netcfg_reapply(const struct net_config *cfg)
+{
+	return apply(cfg, true);
 }

@@ -402,6 +402,26 @@ static int handle_update(struct state *st, const struct proto_msg *m)
 	return reply_error(st, m->id, 0, "");
 }
 
+/* NETWORK: a checkpoint restored into another network namespace. The
+ * clock first (it stood still while the VM was saved), then the
+ * interfaces: new MACs, MTUs, addresses and routes. */
+static int handle_network(struct state *st, const struct proto_msg *m)
+{
+	const struct proto_network *n = &m->u.network;
+	int r;
+
+	if (n->has_realtime && st->srv->apply_identity &&
+	    st->srv->apply_identity(&(struct proto_start){.has_realtime = true, .realtime_ns = n->realtime_ns}) < 0)
+		log_warn("%s", err_msg());
+	if (!st->srv->net_reapply)
+		return reply_error(st, m->id, -EOPNOTSUPP, "no network configuration here");
+	err_clear();
+	r = st->srv->net_reapply(n->net);
+	if (r < 0)
+		return reply_error(st, m->id, r, err_msg());
+	return reply_error(st, m->id, 0, "");
+}
+
 /* memory.events: "oom N" and "oom_kill N" among other lines. */
 static int read_oom(int fd, struct proto_oom *ret)
 {
@@ -479,6 +499,8 @@ static int handle_msg(struct state *st, struct proto_msg *m)
 		return handle_stats(st, m->id);
 	case PROTO_MSG_UPDATE:
 		return handle_update(st, m);
+	case PROTO_MSG_NETWORK:
+		return handle_network(st, m);
 	default:
 		return reply_error(st, m->id, -EOPNOTSUPP, proto_type_name(m->type));
 	}

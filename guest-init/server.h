@@ -24,6 +24,9 @@ struct gi_server {
 	 * the container's process is created; NULL: leave the network alone
 	 * (tests on the host). */
 	int (*net_apply)(const struct net_config *cfg);
+	/* NETWORK (a restored checkpoint): configure the interfaces again,
+	 * removing the addresses and routes they had (NULL: refused). */
+	int (*net_reapply)(const struct net_config *cfg);
 	/* Seconds to wait for the host to close the control stream after the
 	 * last EXIT, so that nothing in flight is lost at power-off. */
 	int linger_s;

@@ -27,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -133,12 +134,10 @@ static bool pending(struct monitor *m, int i)
 	return poll(&p, 1, 0) > 0;
 }
 
-int monitor_resume_restored(struct monitor *m)
+static int resume_stdio(struct monitor *m)
 {
 	int r;
 
-	if (m->a->b->spec->process->terminal)
-		return monitor_setup_terminal(m);
 	r = monitor_accept_stream(m, PORT_STDOUT, STREAM_WAIT_MS, "the container's stdout");
 	if (r >= 0)
 		r = monitor_accept_stream(m, PORT_STDERR, STREAM_WAIT_MS, "the container's stderr");
@@ -151,4 +150,43 @@ int monitor_resume_restored(struct monitor *m)
 	if (!m->relays[PORT_STDOUT] || !m->relays[PORT_STDERR])
 		return err_set(-ENOMEM, "cannot start the stdio relays");
 	return 0;
+}
+
+/* The restored guest's interfaces are this namespace's, whose MACs, MTUs,
+ * addresses and routes may differ from the saved one's (dev_mac, set by
+ * the restore, names each link as the guest knows it): guest-init
+ * configures them again. And its clock, which stood still while saved. */
+static int send_network(struct monitor *m)
+{
+	struct proto_msg msg = {.type = PROTO_MSG_NETWORK}, ans = {0};
+	const struct netns_setup *net = m->a->net;
+	struct net_config *cfg = net && net->cfg.nr_ifaces ? malloc(sizeof(*cfg)) : NULL;
+	unsigned int nr = net ? net->cfg.nr_ifaces : 0;
+	struct timespec ts;
+	int r;
+
+	if (nr && !cfg)
+		return -ENOMEM;
+	if (cfg)
+		*cfg = net->cfg;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	msg.u.network = (struct proto_network){
+	    .net = cfg,
+	    .has_realtime = true,
+	    .realtime_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec,
+	};
+	r = monitor_request(m, &msg, REPLY_TIMEOUT_MS, &ans);
+	proto_msg_free(&msg);
+	proto_msg_free(&ans);
+	if (r < 0)
+		return err_prefix(r, "the restored guest's network");
+	log_debug("restored guest: network configured again (%u interface(s))", nr);
+	return 0;
+}
+
+int monitor_resume_restored(struct monitor *m)
+{
+	int r = m->a->b->spec->process->terminal ? monitor_setup_terminal(m) : resume_stdio(m);
+
+	return r < 0 ? r : send_network(m);
 }

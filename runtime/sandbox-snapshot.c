@@ -4,7 +4,7 @@
  * checkpoints). The restoring side creates the same devices in the same
  * order as the saved VM (so they get the same interrupt lines and MMIO
  * windows), loads the state, and only then gives the root disk its media
- * and a template's network devices their TAPs.
+ * (a template's) and the network devices their TAPs.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,13 +26,14 @@
 
 #define SANDBOX_SNAPSHOT_DEVS (4 + NET_CONFIG_MAX_IFACES)
 
+static const char *const net_names[] = {"virtio-net0", "virtio-net1", "virtio-net2", "virtio-net3",
+                                        "virtio-net4", "virtio-net5", "virtio-net6", "virtio-net7"};
+_Static_assert(NET_CONFIG_MAX_IFACES <= 8, "name every net device");
+
 static unsigned int snapshot_devs(struct sandbox *s, struct snapshot_dev *out)
 {
-	static const char *const net_names[] = {"virtio-net0", "virtio-net1", "virtio-net2", "virtio-net3",
-	                                        "virtio-net4", "virtio-net5", "virtio-net6", "virtio-net7"};
 	unsigned int n = 0;
 
-	_Static_assert(NET_CONFIG_MAX_IFACES <= 8, "name every net device");
 	out[n++] = (struct snapshot_dev){"serial", serial_state_save, serial_state_load, s->serial};
 	out[n++] = (struct snapshot_dev){"platform", platform_state_save, platform_state_load, s->platform};
 	out[n++] = (struct snapshot_dev){"virtio-blk", virtio_blk_state_save, virtio_blk_state_load, s->blk};
@@ -98,10 +99,11 @@ int sandbox_resume(struct sandbox *s)
 	return vm_resume(s->vm);
 }
 
-/* A template's network devices, loaded without a backend, get the TAPs
- * of o->net's links. A failure here is the container's (its TAPs), not
- * the template's: *ret_fatal says no cold boot would do better. */
-static int attach_taps(struct sandbox *s, struct netns_setup *net, bool *ret_fatal)
+/* A template's or a checkpoint's network devices, loaded without a
+ * backend, get the TAPs of o->net's links. A failure here is the
+ * container's (its TAPs), not the template's: *ret_fatal says no cold
+ * boot would do better. */
+static int attach_taps(struct sandbox *s, struct netns_setup *net, bool template, bool *ret_fatal)
 {
 	for (unsigned int i = 0; i < net->cfg.nr_ifaces; i++) {
 		struct netns_link *l = &net->links[i];
@@ -120,14 +122,67 @@ static int attach_taps(struct sandbox *s, struct netns_setup *net, bool *ret_fat
 			be->ops->free(be);
 			return err_prefix(r, "network interface %s (TAP %s)", l->iface, l->tap);
 		}
-		log_debug("network interface %s (TAP %s, %u queue pair(s)): attached to the template's device %u",
-		          l->iface, l->tap, l->nr_fds, i);
+		log_debug("network interface %s (TAP %s, %u queue pair(s)): attached to the %s's device %u", l->iface,
+		          l->tap, l->nr_fds, template ? "template" : "checkpoint", i);
 	}
-	/* The guest's driver read the template's MACs: guest-init finds the
+	/* The guest's driver read the devices' MACs at probe (a template's,
+	 * or those the checkpointed container had): guest-init finds the
 	 * links by them and sets the interfaces' own. */
 	for (unsigned int i = 0; i < net->cfg.nr_ifaces; i++)
-		sandbox_template_mac(i, net->cfg.ifaces[i].dev_mac);
+		virtio_net_get_mac(s->nets[i], net->cfg.ifaces[i].dev_mac);
 	return 0;
+}
+
+int sandbox_check_saved_nets(const struct virtio_net_opts *saved, unsigned int nr_saved, const struct net_config *cfg)
+{
+	unsigned int have = cfg ? cfg->nr_ifaces : 0;
+
+	if (nr_saved != have)
+		return err_set(-EINVAL,
+		               "the checkpoint has %u network interface(s), the container's network namespace has %u",
+		               nr_saved, have);
+	for (unsigned int i = 0; i < have; i++) {
+		const struct net_config_iface *ifc = &cfg->ifaces[i];
+		uint32_t mtu = ifc->mtu ? ifc->mtu : 1500;
+
+		/* The guest's driver took the device's MTU as its maximum. */
+		if (mtu > saved[i].mtu)
+			return err_set(-EINVAL,
+			               "network interface %s: MTU %u, more than the %u of the checkpoint's device %u",
+			               ifc->name, mtu, saved[i].mtu, i);
+	}
+	return 0;
+}
+
+/* A checkpoint's network devices as they were saved (MAC, MTU, queue
+ * pairs, UFO), checked against o's interfaces before anything is made. */
+static int saved_nets(struct vm_snapshot *snap, const struct sandbox_opts *o, struct virtio_net_opts *saved,
+                      unsigned int *ret_n)
+{
+	unsigned int n;
+	int r;
+
+	for (n = 0; n < NET_CONFIG_MAX_IFACES && vm_snapshot_has_device(snap, net_names[n]); n++) {
+		const void *data;
+		size_t len;
+
+		vm_snapshot_device_data(snap, net_names[n], &data, &len);
+		r = virtio_net_state_opts(data, len, &saved[n]);
+		if (r < 0)
+			return err_prefix(r, "network device %u", n);
+	}
+	*ret_n = n;
+	return sandbox_check_saved_nets(saved, n, o->net ? &o->net->cfg : NULL);
+}
+
+/* Those devices, without a backend: their TAPs were the saving process's. */
+static int add_saved_nets(struct sandbox *s, const struct virtio_net_opts *saved, unsigned int n, char **frags)
+{
+	int r = 0;
+
+	for (unsigned int i = 0; r >= 0 && i < n; i++)
+		r = sandbox_add_detached_net(s, i, &saved[i], &frags[SANDBOX_SLOT_NET + i]);
+	return r;
 }
 
 /* Where a restore's time goes, CLOCK_MONOTONIC ns at the end of each step. */
@@ -156,6 +211,8 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 	struct snapshot_dev devs[SANDBOX_SNAPSHOT_DEVS];
 	struct sandbox_opts empty = *o;
 	char *frags[SANDBOX_NR_VIRTIO] = {0};
+	struct virtio_net_opts saved[NET_CONFIG_MAX_IFACES];
+	unsigned int nsaved = 0;
 	struct vm_config cfg;
 	int r;
 
@@ -169,12 +226,14 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 	 * load. A checkpoint's had its media all along. */
 	if (template)
 		empty.disk = NULL;
-	/* Its network devices had no backend either: the same, then TAPs. */
-	if (template && o->net) {
+	/* Its network devices had no backend either: the same, then TAPs. A
+	 * checkpoint's had their TAPs: made as saved, without, then TAPs. */
+	if (template && o->net)
 		empty.template_nics = o->net->cfg.nr_ifaces;
-		empty.net = NULL;
-	}
-	r = sandbox_open_console(s, o->console_path);
+	empty.net = NULL;
+	r = template ? 0 : saved_nets(snap, o, saved, &nsaved);
+	if (r >= 0)
+		r = sandbox_open_console(s, o->console_path);
 	if (r >= 0)
 		r = vm_create(&cfg, &s->vm);
 	if (r >= 0)
@@ -184,7 +243,7 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 	if (r >= 0)
 		r = sandbox_add_disk_vsock(s, &empty, frags);
 	if (r >= 0)
-		r = sandbox_add_nets(s, &empty, frags);
+		r = template ? sandbox_add_nets(s, &empty, frags) : add_saved_nets(s, saved, nsaved, frags);
 	for (size_t i = 0; i < SANDBOX_NR_VIRTIO; i++)
 		free(frags[i]);
 	if (r < 0)
@@ -198,8 +257,8 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 		if (r < 0)
 			return err_prefix(r, "root disk");
 	}
-	if (template && o->net) {
-		r = attach_taps(s, o->net, ret_fatal);
+	if (o->net) {
+		r = attach_taps(s, o->net, template, ret_fatal);
 		if (r < 0)
 			return r;
 	}
@@ -237,8 +296,6 @@ int sandbox_restore(const struct sandbox_opts *o, const char *path, unsigned int
 	bool fatal = false;
 	int r;
 
-	if (o->net && o->net->cfg.nr_ifaces)
-		return err_set(-EOPNOTSUPP, "restoring a VM with network interfaces is not supported");
 	r = vm_snapshot_open(path, flags, &snap);
 	if (r < 0)
 		return r;

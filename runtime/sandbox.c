@@ -133,19 +133,25 @@ unsigned int sandbox_net_queue_pairs(const struct vm_plan *p)
 	return p->ncpus < NET_MAX_QUEUE_PAIRS ? p->ncpus : NET_MAX_QUEUE_PAIRS;
 }
 
+int sandbox_add_detached_net(struct sandbox *s, unsigned int i, const struct virtio_net_opts *no, char **ret_frag)
+{
+	int r;
+
+	r = virtio_net_new_detached(&s->vm->mem, s->vm->loop, no, &s->nets[i]);
+	if (r < 0)
+		return err_prefix(r, "network device %u", i);
+	s->nr_nets = i + 1;
+	return attach_slot(s, SANDBOX_SLOT_NET + i, virtio_net_mmio(s->nets[i]), true, ret_frag);
+}
+
 /* Network device i of a template: no backend, link down; a restore makes
  * the same one and attaches the container's TAP (sandbox-snapshot.c). */
 static int add_template_net(struct sandbox *s, const struct sandbox_opts *o, unsigned int i, char **ret_frag)
 {
 	struct virtio_net_opts no = {.mtu = SANDBOX_TEMPLATE_MTU, .queue_pairs = sandbox_net_queue_pairs(o->plan)};
-	int r;
 
 	sandbox_template_mac(i, no.mac);
-	r = virtio_net_new_detached(&s->vm->mem, s->vm->loop, &no, &s->nets[i]);
-	if (r < 0)
-		return err_prefix(r, "network device %u", i);
-	s->nr_nets = i + 1;
-	return attach_slot(s, SANDBOX_SLOT_NET + i, virtio_net_mmio(s->nets[i]), true, ret_frag);
+	return sandbox_add_detached_net(s, i, &no, ret_frag);
 }
 
 int sandbox_add_nets(struct sandbox *s, const struct sandbox_opts *o, char **frags)

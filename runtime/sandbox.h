@@ -75,11 +75,15 @@ struct sandbox {
 int sandbox_start(const struct sandbox_opts *o, struct sandbox **ret);
 
 /* Restore the VM saved in the snapshot at path (vm_snapshot_open()
- * flags), with o's devices (no network interfaces: o->net must have none;
- * a template's are sandbox_launch()'s), and start the vCPUs. A template's root disk was saved without media and
- * gets o->disk after the load; a checkpoint's is created with it. The
- * guest sees its vsock streams reset (guest-init connects again). On
- * failure nothing is left and err_msg() says what failed. */
+ * flags), with o's devices, and start the vCPUs. A template's root disk was
+ * saved without media and gets o->disk after the load; a checkpoint's is
+ * created with it. A checkpoint's network devices are made as saved (MAC,
+ * MTU, queue pairs), without a backend, loaded, then given the TAPs of
+ * o->net's links as a template's are (sandbox_launch()): o->net must have
+ * as many interfaces as the checkpoint has devices, none with a larger MTU,
+ * and o->net->cfg.ifaces[i].dev_mac is set to the device's MAC. The guest
+ * sees its vsock streams reset (guest-init connects again). On failure
+ * nothing is left and err_msg() says what failed. */
 int sandbox_restore(const struct sandbox_opts *o, const char *path, unsigned int flags, bool template,
                     struct sandbox **ret);
 

@@ -97,6 +97,17 @@ static int check_same_device(const struct virtio_mmio *m, const struct virtio_mm
 	return 0;
 }
 
+int virtio_mmio_state_offered(const struct snap_reader *rd, uint64_t *ret)
+{
+	struct snap_reader copy = *rd;
+	struct virtio_mmio_state st;
+
+	if (snap_get(&copy, &st, sizeof(st)) < 0)
+		return err_set(-EBADMSG, "virtio device: state too short");
+	*ret = st.device_features;
+	return 0;
+}
+
 static int load_queues(struct virtio_mmio *m, const struct virtio_mmio_state *st, struct snap_reader *rd)
 {
 	for (uint32_t i = 0; i < m->nr_queues; i++) {

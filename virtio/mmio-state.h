@@ -50,4 +50,10 @@ int virtio_mmio_state_load(struct virtio_mmio *m, struct snap_reader *rd);
  * after it are refused (-EBADMSG, the message naming dev). */
 int virtio_mmio_state_load_last(struct virtio_mmio *m, struct snap_reader *rd, const char *dev);
 
+/* The features the saved device offered, read from what
+ * virtio_mmio_state_save() wrote at rd (rd is not advanced): for a
+ * runtime that makes the device again before loading it. -EBADMSG when
+ * too short. */
+int virtio_mmio_state_offered(const struct snap_reader *rd, uint64_t *ret);
+
 #endif

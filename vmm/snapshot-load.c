@@ -184,6 +184,17 @@ bool vm_snapshot_has_device(const struct vm_snapshot *s, const char *name)
 	return find_section(s, name, SNAP_SEC_DEVICE, NULL) != NULL;
 }
 
+int vm_snapshot_device_data(const struct vm_snapshot *s, const char *name, const void **ret, size_t *ret_len)
+{
+	unsigned int i;
+
+	if (!find_section(s, name, SNAP_SEC_DEVICE, &i))
+		return -ENOENT;
+	*ret = s->data[i];
+	*ret_len = s->h.sections[i].length;
+	return 0;
+}
+
 static int check_host(const struct vm_snapshot *s, const struct vm *vm)
 {
 	struct snap_header here;

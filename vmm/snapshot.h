@@ -111,6 +111,12 @@ void vm_snapshot_config(const struct vm_snapshot *s, struct vm_config *ret);
 /* Whether the snapshot holds a section for device name. */
 bool vm_snapshot_has_device(const struct vm_snapshot *s, const char *name);
 
+/* The saved bytes of device name (checked against their crc32 by
+ * vm_snapshot_open()), for a runtime that must make the device as it was
+ * before loading it: *ret points into s (valid until vm_snapshot_close).
+ * Returns 0, or -ENOENT when there is no such device section. */
+int vm_snapshot_device_data(const struct vm_snapshot *s, const char *name, const void **ret, size_t *ret_len);
+
 /* Load s into vm, which vm_create() made with vm_snapshot_config() and
  * which is not started: guest RAM is mapped from the file (MAP_PRIVATE),
  * then the irqchip, PIT, each vCPU, devs and the KVM clock are loaded. The

@@ -26,8 +26,16 @@ leaves them) is restored from it (the --log line names that template and
 the TAP attached to its device); in the guest eth0 has the veth's MAC (not
 the template's), its address and MTU; the peer namespace pings the guest
 and sends it a payload over TCP, which arrives intact; after kill and
-delete the namespace has its addresses back. `test_template.py net` runs
-this part alone.
+delete the namespace has its addresses back. Then checkpoint/restore with
+a network interface: a container from that template in a namespace with a
+veth counts, reports eth0 (MAC, MTU, address) every second and serves TCP;
+the peer pings it and sends a payload; `checkpoint`, `delete`, then
+`restore` under a new name into a fresh namespace whose veth has another
+MAC, MTU and address: the counter goes on, eth0 has the new MAC, MTU and
+address (not the old one), the new peer pings it and its TCP payload
+arrives; after delete no TAP is left. A restore of that checkpoint into a
+namespace with two interfaces is refused naming both counts and leaves no
+state, TAP or process. `test_template.py net` runs this part alone.
 
 Times are printed as diagnostics (create from the template vs the build,
 which is a cold boot); nothing asserts on them. Skips without a guest
@@ -43,7 +51,7 @@ import time
 
 import guestlib
 import netlib
-from bundlelib import keep_or_remove
+from bundlelib import keep_or_remove, processes_mentioning
 from taplib import Tap
 
 KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
@@ -342,8 +350,151 @@ def check_net_template(t, tmp, env, tpl_dir):
     t.eq(eth0_addrs(cns), addrs_before, "net: the namespace has its addresses back")
     links = netlib.sh("ip", "-n", cns, "-o", "link", "show").stdout
     t.ok("kvt" not in links, "net: no TAP left", links)
+    check_net_checkpoint(t, tmp, env)
     rm = kvrun(env, "template", "rm", tpl_id)
     t.ok(rm.returncode == 0, "net: template rm", rm.stderr)
+
+
+CK_NET1, CK_NET2 = "10.213.80", "10.213.81"
+CK_MAC2 = "02:6b:74:65:73:02"
+CK_MTU1, CK_MTU2 = 1400, 1300
+# The counter, a TCP server that serves again and again, and each second
+# what eth0 is in the guest (MAC, MTU, IPv4 addresses).
+CK_NET_SCRIPT = r"""
+(while true; do nc -l -p 5001 </dev/null >/tmp/in; echo "TCPIN $(md5sum </tmp/in)"; done) &
+i=0
+while true; do
+  i=$((i + 1)); echo count:$i
+  echo "net:$(cat /sys/class/net/eth0/address) mtu:$(cat /sys/class/net/eth0/mtu) $(ip -4 addr show dev eth0 | tr '\n' ' ')"
+  sleep 1
+done
+"""
+
+
+def veth_pair(tag, net, mtu, mac=None, extra=0):
+    """A container namespace whose eth0 is a veth to a peer namespace
+    (NET.2 and NET.1, default route via the peer); extra more veths."""
+    cns, pns = netlib.netns(f"{tag}c"), netlib.netns(f"{tag}p")
+    netlib.sh("ip", "-n", cns, "link", "add", "eth0", "mtu", str(mtu), *(["address", mac] if mac else []), "type",
+              "veth", "peer", "name", "peer0", "netns", pns, "mtu", str(mtu))
+    for ns, dev, a in ((cns, "eth0", f"{net}.2"), (pns, "peer0", f"{net}.1")):
+        netlib.sh("ip", "-n", ns, "link", "set", "lo", "up")
+        netlib.sh("ip", "-n", ns, "addr", "add", f"{a}/24", "dev", dev)
+        netlib.sh("ip", "-n", ns, "link", "set", dev, "up")
+    netlib.sh("ip", "-n", cns, "route", "add", "default", "via", f"{net}.1")
+    for i in range(extra):
+        netlib.sh("ip", "-n", cns, "link", "add", f"eth{i + 1}", "type", "veth", "peer", "name", f"peer{i + 1}",
+                  "netns", pns)
+        netlib.sh("ip", "-n", cns, "addr", "add", f"10.213.{90 + i}.2/24", "dev", f"eth{i + 1}")
+        netlib.sh("ip", "-n", cns, "link", "set", f"eth{i + 1}", "up")
+    return cns, pns
+
+
+def last_net(path):
+    with open(path, errors="replace") as f:
+        lines = [l for l in f.read().splitlines() if l.startswith("net:")]
+    return lines[-1] if lines else ""
+
+
+def peer_reaches(t, pns, addr, what, out_path, n_tcpin):
+    ping = subprocess.run(["ip", "netns", "exec", pns, BUSYBOX, "ping", "-c", "3", "-W", "30", addr],
+                          capture_output=True, text=True, timeout=300)
+    t.ok(ping.returncode == 0, f"{what}: the peer pings the guest", ping.stdout + ping.stderr)
+    client = subprocess.run(["ip", "netns", "exec", pns, sys.executable, "-c", netlib.PEER_TCP_CLIENT, addr],
+                            input=NET_PAYLOAD, capture_output=True, timeout=900)
+    t.ok(client.returncode == 0, f"{what}: peer -> guest TCP connection",
+         client.stdout.decode() + client.stderr.decode())
+    end, got = time.time() + 600, []
+    while time.time() < end:
+        with open(out_path, errors="replace") as f:
+            got = [x for x in f.read().splitlines() if x.startswith("TCPIN")]
+        if len(got) >= n_tcpin:
+            break
+        time.sleep(2)
+    t.ok(len(got) >= n_tcpin and got[n_tcpin - 1].startswith(f"TCPIN {hashlib.md5(NET_PAYLOAD).hexdigest()}"),
+         f"{what}: the payload arrived intact", got)
+
+
+def stop(env, root, cid):
+    kvrun(env, "--root", root, "kill", cid, "9", timeout=120)
+    deadline = time.time() + 120
+    while time.time() < deadline and state(env, root, cid) not in ("stopped", None):
+        time.sleep(0.5)
+    return kvrun(env, "--root", root, "delete", "--force", cid, timeout=120)
+
+
+def check_net_checkpoint(t, tmp, env):
+    """Checkpoint of a container with a network interface (from the NIC
+    template), restored under another name into a new namespace whose veth
+    has another MAC, MTU and address; then a restore into a namespace with
+    two interfaces, refused."""
+    cns1, pns1 = veth_pair("ck1", CK_NET1, CK_MTU1)
+    b1 = make_bundle(tmp, "cknet1", ["/bin/sh", "-c", CK_NET_SCRIPT], netns=f"/run/netns/{cns1}")
+    root = os.path.join(tmp, "root-cknet")
+    img = os.path.join(tmp, "image-net")
+    out1, out2 = os.path.join(tmp, "cknet-1.out"), os.path.join(tmp, "cknet-2.out")
+    log = os.path.join(tmp, "cknet-log.txt")
+    e = dict(env, KVRUN_CONSOLE=os.path.join(tmp, "cknet-console.log"))
+    mac1 = netlib.link_mac(cns1, "eth0")
+    with open(out1, "wb") as so:
+        p = subprocess.run([KVRUN, "--root", root, "--log", log, "--debug", "run", "--detach", "--bundle", b1,
+                            "cknet"], stdin=subprocess.DEVNULL, stdout=so, stderr=so, env=e, timeout=1500)
+    if not t.ok(p.returncode == 0, "net checkpoint: the container runs in a namespace with a veth"):
+        return
+    before = wait_counts(out1, 3)
+    t.ok(len(before) >= 3, "net checkpoint: the counter counts", before)
+    t.ok(f"net:{mac1} mtu:{CK_MTU1} " in last_net(out1) and f"inet {CK_NET1}.2/24" in last_net(out1),
+         "net checkpoint: eth0 has the veth's MAC, MTU and address", last_net(out1))
+    peer_reaches(t, pns1, f"{CK_NET1}.2", "before the checkpoint", out1, 1)
+    p = kvrun(e, "--root", root, "--log", log, "--debug", "checkpoint", "--image-path", img, "cknet", timeout=600)
+    if not t.ok(p.returncode == 0, "net checkpoint: checkpoint succeeds", p.stderr):
+        stop(env, root, "cknet")
+        return
+    t.eq(state(env, root, "cknet"), "stopped", "net checkpoint: the container stopped")
+    last = max(counts(out1) or [0])
+    t.eq(kvrun(env, "--root", root, "delete", "cknet", timeout=120).returncode, 0, "net checkpoint: delete")
+
+    cns2, pns2 = veth_pair("ck2", CK_NET2, CK_MTU2, mac=CK_MAC2)
+    b2 = make_bundle(tmp, "cknet2", ["/bin/sh", "-c", CK_NET_SCRIPT], netns=f"/run/netns/{cns2}")
+    t0 = time.monotonic()
+    with open(out2, "wb") as so:
+        p = subprocess.run([KVRUN, "--root", root, "--log", log, "--debug", "restore", "--image-path", img,
+                            "--bundle", b2, "--detach", "cknet-new"], stdin=subprocess.DEVNULL, stdout=so,
+                           stderr=so, env=e, timeout=1500)
+    t.diag(f"restore into the new namespace: {time.monotonic() - t0:.1f} s")
+    try:
+        if not t.ok(p.returncode == 0, "net restore: restore --detach into another namespace succeeds",
+                    open(out2, errors="replace").read()[-2000:]):
+            return
+        t.eq(state(env, root, "cknet-new"), "running", "net restore: the container runs")
+        after = wait_counts(out2, 3)
+        t.ok(len(after) >= 2 and last <= after[0] <= last + 2 and after == sorted(after),
+             f"net restore: the counter goes on from {last}", after)
+        net = last_net(out2)
+        t.ok(net.startswith(f"net:{CK_MAC2} "), "net restore: eth0 has the new veth's MAC", net)
+        t.ok(f" mtu:{CK_MTU2} " in net, f"net restore: eth0 has the new MTU {CK_MTU2}", net)
+        t.ok(f"inet {CK_NET2}.2/24" in net and f"{CK_NET1}." not in net,
+             "net restore: eth0 has the new address, not the old one", net)
+        peer_reaches(t, pns2, f"{CK_NET2}.2", "after the restore", out2, 1)
+    finally:
+        d = stop(env, root, "cknet-new")
+    t.ok(d.returncode == 0, "net restore: delete", d.stderr)
+    links = netlib.sh("ip", "-n", cns2, "-o", "link", "show").stdout
+    t.ok("kvt" not in links, "net restore: no TAP left", links)
+    t.eq(eth0_addrs(cns2), [f"{CK_NET2}.2/24"], "net restore: the namespace has its address back")
+
+    cns3, _ = veth_pair("ck3", CK_NET2, CK_MTU2, extra=1)
+    b3 = make_bundle(tmp, "cknet3", ["/bin/sh", "-c", CK_NET_SCRIPT], netns=f"/run/netns/{cns3}")
+    p = kvrun(e, "--root", root, "--log", log, "--debug", "restore", "--image-path", img, "--bundle", b3, "--detach",
+              "cknet-two", stdin=subprocess.DEVNULL, timeout=600)
+    t.ok(p.returncode != 0 and
+         "the checkpoint has 1 network interface(s), the container's network namespace has 2" in p.stderr,
+         "net restore into two interfaces: refused, naming both counts", p.stderr)
+    t.eq(os.listdir(root), [], "net restore into two interfaces: no state left")
+    links = netlib.sh("ip", "-n", cns3, "-o", "link", "show").stdout
+    t.ok("kvt" not in links, "net restore into two interfaces: no TAP left", links)
+    t.eq(processes_mentioning("cknet-two"), [], "net restore into two interfaces: no process left")
+    t.eq(eth0_addrs(cns3), [f"{CK_NET2}.2/24"], "net restore into two interfaces: addresses left as they were")
 
 
 def main():

@@ -50,10 +50,13 @@ int virtio_net_new_detached(const struct guest_mem *mem, struct event_loop *loop
 		return -ENOMEM;
 	be->ops = &detached_ops;
 	be->nr_queues = o.queue_pairs ? o.queue_pairs : 1;
+	be->ufo = o.ufo;
 	for (unsigned int p = 0; p < NET_MAX_QUEUE_PAIRS; p++)
 		be->fds[p] = -1;
-	/* Whatever backend comes later: no UFO (not every TAP takes it) and
-	 * no vhost-net (its ring positions could not be saved). */
+	/* Whatever backend comes later: no UFO unless asked (not every TAP
+	 * takes it; a TAP that does not is told without it, and the guest's
+	 * UFO frames are still taken from it) and no vhost-net (its ring
+	 * positions could not be saved). */
 	o.no_vhost = true;
 	r = virtio_net_new(mem, loop, be, &o, ret);
 	if (r < 0) {

@@ -6,6 +6,7 @@
  * a wire (TCP retransmits).
  */
 #include <errno.h>
+#include <linux/virtio_net.h>
 #include <string.h>
 
 #include "common/error.h"
@@ -44,7 +45,8 @@ int virtio_net_state_save(void *opaque, struct snap_buf *out)
 	/* The kernel holds the ring positions of vhost-served queues. */
 	if (n->vhost_running) {
 		pthread_mutex_unlock(&n->lock);
-		return err_set(-EOPNOTSUPP, "virtio-net: snapshots of vhost-net queues are not supported");
+		return err_set(-EOPNOTSUPP, "virtio-net: snapshots of vhost-net queues are not supported (their "
+		                            "positions are in the kernel; a VM without vhost-net can be saved)");
 	}
 	st.pairs = n->pairs;
 	st.active_pairs = n->active_pairs;
@@ -95,4 +97,36 @@ int virtio_net_state_load(void *opaque, const void *data, size_t len)
 	}
 	pthread_mutex_unlock(&n->lock);
 	return 0;
+}
+
+int virtio_net_state_opts(const void *data, size_t len, struct virtio_net_opts *ret)
+{
+	struct snap_reader rd = {.p = data, .len = len};
+	struct net_state st;
+	uint64_t offered;
+	int r;
+
+	if (snap_get(&rd, &st, sizeof(st)) < 0)
+		return err_set(-EBADMSG, "virtio-net: state too short");
+	if (st.magic != NET_STATE_MAGIC)
+		return err_set(-EINVAL, "virtio-net: not a virtio-net state");
+	if (st.pairs < 1 || st.pairs > NET_MAX_QUEUE_PAIRS || st.config.mtu < 68)
+		return err_set(-EINVAL, "virtio-net: saved with %u queue pairs, MTU %u", st.pairs, st.config.mtu);
+	r = virtio_mmio_state_offered(&rd, &offered);
+	if (r < 0)
+		return err_prefix(r, "virtio-net");
+	*ret = (struct virtio_net_opts){
+	    .mtu = st.config.mtu,
+	    .queue_pairs = st.pairs,
+	    .ufo = !!(offered & (1ULL << VIRTIO_NET_F_HOST_UFO)),
+	};
+	memcpy(ret->mac, st.config.mac, sizeof(ret->mac));
+	return 0;
+}
+
+void virtio_net_get_mac(struct virtio_net *n, uint8_t mac[6])
+{
+	pthread_mutex_lock(&n->lock);
+	memcpy(mac, n->config.mac, 6);
+	pthread_mutex_unlock(&n->lock);
 }

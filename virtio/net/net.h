@@ -50,6 +50,9 @@ struct virtio_net_opts {
 	uint16_t mtu; /* 68..65535; 0: 1500 */
 	unsigned int queue_pairs; /* 1..NET_MAX_QUEUE_PAIRS, at most the backend's */
 	bool no_vhost; /* stay in userspace even when /dev/vhost-net exists */
+	/* virtio_net_new_detached() only: offer UFO as a device over a TAP
+	 * that takes it does (to load such a device's saved state). */
+	bool ufo;
 };
 
 /* Create the device. mem and loop are borrowed (must outlive it); be is
@@ -74,9 +77,9 @@ struct virtio_net_stats {
 };
 void virtio_net_get_stats(struct virtio_net *n, struct virtio_net_stats *ret);
 
-/* A device without a backend (a template's): the same device as
- * virtio_net_new() would make with opts, never served by vhost-net and
- * without UFO, whose link status is down (VIRTIO_NET_F_STATUS): frames the
+/* A device without a backend (a template's, or a checkpoint's before its
+ * TAP): the same device as virtio_net_new() would make with opts, never
+ * served by vhost-net and without UFO unless opts->ufo, whose link status is down (VIRTIO_NET_F_STATUS): frames the
  * guest sends are dropped (counted in tx_dropped), its rx buffers wait.
  * Returns 0 or -errno with err_set() context. */
 int virtio_net_new_detached(const struct guest_mem *mem, struct event_loop *loop, const struct virtio_net_opts *opts,
@@ -105,6 +108,17 @@ void virtio_net_pause(struct virtio_net *n, bool paused);
  * device with another MAC, MTU or queue pair count. */
 int virtio_net_state_save(void *opaque, struct snap_buf *out);
 int virtio_net_state_load(void *opaque, const void *data, size_t len);
+
+/* The options of the device whose state virtio_net_state_save() wrote into
+ * data (MAC, MTU, queue pairs, whether it offered UFO), so that
+ * virtio_net_new_detached() makes one that virtio_net_state_load() takes
+ * (a checkpoint's device, whose TAP was the saving process's). Returns 0,
+ * or -EBADMSG/-EINVAL with err_set() context. */
+int virtio_net_state_opts(const void *data, size_t len, struct virtio_net_opts *ret);
+
+/* The MAC address the device reports (its config space), which the
+ * guest's driver read at probe. */
+void virtio_net_get_mac(struct virtio_net *n, uint8_t mac[6]);
 
 /* Stop serving (the loop may keep running), free the backend and the
  * device. Call with the vCPUs stopped. Accepts NULL. */

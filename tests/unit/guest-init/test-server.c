@@ -111,6 +111,8 @@ static int (*net_hook)(const struct net_config *cfg);
 /* Reconnect and identity hooks (NULL: none). */
 static int (*reconnect_hook)(void *opaque);
 static int (*identity_hook)(const struct proto_start *s);
+/* The hook for NETWORK (NULL: none). */
+static int (*reapply_hook)(const struct net_config *cfg);
 
 static pid_t start_guest(int ctl, int host_end)
 {
@@ -125,7 +127,8 @@ static pid_t start_guest(int ctl, int host_end)
 		                        .linger_s = 5,
 		                        .net_apply = net_hook,
 		                        .reconnect = reconnect_hook,
-		                        .apply_identity = identity_hook};
+		                        .apply_identity = identity_hook,
+		                        .net_reapply = reapply_hook};
 		int r;
 
 		alarm(60);
@@ -506,6 +509,72 @@ TEST(start_configures_network)
 {
 	net_start("eth0", true);
 	net_start("fail0", false);
+}
+
+static void send_network(int ctl, uint64_t id, const char *name)
+{
+	struct proto_msg m = {.type = PROTO_MSG_NETWORK, .id = id};
+
+	m.u.network.net = calloc(1, sizeof(*m.u.network.net));
+	m.u.network.net->nr_ifaces = 1;
+	snprintf(m.u.network.net->ifaces[0].name, NET_CONFIG_IFNAMSIZ, "%s", name);
+	m.u.network.net->ifaces[0].mtu = 1300;
+	m.u.network.net->ifaces[0].nr_addrs = 1;
+	m.u.network.has_realtime = true;
+	m.u.network.realtime_ns = 1764470000000000002ULL;
+	send_msg(ctl, &m);
+	proto_msg_free(&m);
+}
+
+/* NETWORK (a restored checkpoint): the clock, then the interfaces again
+ * through the reapply hook; answered by ERROR 0, or by the hook's error. */
+TEST(network_after_restore)
+{
+	int sv[2], p[2], st;
+	struct proto_msg m = {0};
+	char path[300], buf[128] = "";
+	pid_t guest;
+	ssize_t n;
+	FILE *f;
+
+	is_int(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	is_int(pipe2(p, O_CLOEXEC), 0);
+	net_pipe = p[1];
+	reapply_hook = record_net;
+	identity_hook = record_identity;
+	guest = start_guest(sv[1], sv[0]);
+	reapply_hook = NULL;
+	identity_hook = NULL;
+	close(sv[1]);
+	close(p[1]);
+	hello_host(sv[0]);
+	send_network(sv[0], 70, "eth9");
+	if (expect(sv[0], PROTO_MSG_ERROR, &m) == 0) {
+		ok(m.id == 70 && m.u.error.err == 0, "NETWORK done: ERROR 0 with its id (%u)", m.u.error.err);
+		proto_msg_free(&m);
+	}
+	n = read(p[0], buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = 0;
+	is_str(buf, "1 eth9 1300 1\n");
+	snprintf(path, sizeof(path), "%s/identity", tmpdir);
+	buf[0] = 0;
+	f = fopen(path, "r");
+	if (f) {
+		(void)!fgets(buf, sizeof(buf), f);
+		fclose(f);
+	}
+	is_str(buf, "1 1764470000000000002 0 0");
+	send_network(sv[0], 71, "fail0");
+	if (expect(sv[0], PROTO_MSG_ERROR, &m) == 0) {
+		ok(m.id == 71 && m.u.error.err == ENODEV && m.u.error.message &&
+		       strstr(m.u.error.message, "no link with MAC"),
+		   "a failed NETWORK: the hook's error (%s)", m.u.error.message);
+		proto_msg_free(&m);
+	}
+	close(sv[0]);
+	close(p[0]);
+	waitpid(guest, &st, 0);
+	ok(WIFEXITED(st), "guest loop ended");
 }
 
 /* Read from fd until needle shows up (or EOF); returns the buffer. */

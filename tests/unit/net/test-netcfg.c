@@ -190,6 +190,81 @@ TEST(template_link_gets_the_mac)
 	   "neither MAC: -ENODEV naming both (%s)", err_msg());
 }
 
+static void set_iface(struct net_config_iface *c, const char *name, const uint8_t *mac, uint32_t mtu, const char *a4,
+                      const char *gw4)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	memcpy(c->mac, mac, 6);
+	c->mtu = mtu;
+	c->addrs[0] = (struct net_config_addr){.family = AF_INET, .prefixlen = 24};
+	prefix(AF_INET, a4, c->addrs[0].addr);
+	c->nr_addrs = 1;
+	c->routes[0] = (struct net_config_route){.family = AF_INET, .has_gw = 1};
+	prefix(AF_INET, gw4, c->routes[0].gw);
+	c->routes[1] = (struct net_config_route){.family = AF_INET, .dst_len = 16, .has_gw = 1};
+	prefix(AF_INET, "10.250.0.0", c->routes[1].dst);
+	prefix(AF_INET, gw4, c->routes[1].gw);
+	c->nr_routes = 2;
+}
+
+/* A checkpoint restored into another namespace: the link (found by the
+ * MAC its device had, dev_mac) gets the new MAC and MTU, loses the old
+ * addresses and routes (IPv4 and IPv6) and gets the new ones. Applied
+ * again it is found by its new MAC and nothing changes. */
+TEST(restored_link_reconfigured)
+{
+	static struct net_config cfg;
+	struct net_config_iface *c = &cfg.ifaces[0];
+	static const uint8_t old_mac[6] = {0x52, 0x54, 0x00, 0xab, 0xcd, 0x04};
+	static const uint8_t new_mac[6] = {0x52, 0x54, 0x00, 0xab, 0xcd, 0x05};
+	struct ifreq ifr;
+	int nl, idx;
+
+	/* The earlier tests' default routes would take the place of ours. */
+	if (system("ip route flush default; ip -6 route flush default; "
+	           "ip link add gv4 address 52:54:00:ab:cd:04 mtu 9000 type veth peer name gv5 mtu 9000 && "
+	           "ip link set gv5 up") != 0) {
+		ok(false, "a veth for the saved container");
+		return;
+	}
+	cfg.nr_ifaces = 1;
+	set_iface(c, "eth5", old_mac, 1500, "10.199.22.2", "10.199.22.1");
+	c->addrs[1] = (struct net_config_addr){.family = AF_INET6, .prefixlen = 64};
+	prefix(AF_INET6, "fd99:22::2", c->addrs[1].addr);
+	c->nr_addrs = 2;
+	c->routes[2] = (struct net_config_route){.family = AF_INET6, .has_gw = 1};
+	prefix(AF_INET6, "fd99:22::1", c->routes[2].gw);
+	c->nr_routes = 3;
+	is_int(netcfg_apply(&cfg), 0);
+	idx = (int)if_nametoindex("eth5");
+	if (!ok(idx > 0, "the saved container's configuration") || nl_open(&nl) < 0)
+		return;
+	ok(has_default_via(nl, AF_INET, "10.199.22.1") && has_default_via(nl, AF_INET6, "fd99:22::1"),
+	   "saved: its default routes");
+
+	set_iface(c, "eth5", new_mac, 1400, "10.199.23.2", "10.199.23.1");
+	memcpy(c->dev_mac, old_mac, 6);
+	is_int(netcfg_reapply(&cfg), 0);
+	ok((int)if_nametoindex("eth5") == idx, "restored: the same link, found by the MAC it had");
+	ok(if_ioctl("eth5", SIOCGIFHWADDR, &ifr) && !memcmp(ifr.ifr_hwaddr.sa_data, new_mac, 6), "the new MAC");
+	is_int(if_mtu("eth5"), 1400);
+	ok(if_ioctl("eth5", SIOCGIFFLAGS, &ifr) && (ifr.ifr_flags & IFF_UP), "up");
+	ok(has_addr(nl, idx, "10.199.23.2/24"), "the new address");
+	ok(!has_addr(nl, idx, "10.199.22.2/24"), "the old IPv4 address is gone");
+	ok(!has_addr(nl, idx, "fd99:22::2/64"), "the old IPv6 address is gone");
+	ok(has_default_via(nl, AF_INET, "10.199.23.1"), "the new default route");
+	ok(!has_default_via(nl, AF_INET, "10.199.22.1"), "the old IPv4 default route is gone");
+	ok(!has_default_via(nl, AF_INET6, "fd99:22::1"), "the old IPv6 default route is gone");
+
+	/* Again (dev_mac now names no link): found by its MAC, unchanged. */
+	is_int(netcfg_reapply(&cfg), 0);
+	ok((int)if_nametoindex("eth5") == idx && has_addr(nl, idx, "10.199.23.2/24") &&
+	       has_default_via(nl, AF_INET, "10.199.23.1"),
+	   "applied again: the same link and configuration");
+	close(nl);
+}
+
 /* TAP_MAIN() with a preamble that may skip the whole program. */
 struct tap_test tap_tests[TAP_MAX_TESTS];
 int tap_nr_tests, tap_count, tap_failed;

@@ -72,8 +72,10 @@ static void pump(struct nt *t)
 	printf("# event loop never went idle\n");
 }
 
-static void nt_setup_as(struct nt *t, unsigned int pairs, uint16_t mtu, bool detached)
+static void nt_setup_with(struct nt *t, const struct virtio_net_opts *o, bool detached, bool ufo)
 {
+	unsigned int pairs = o->queue_pairs;
+
 	memset(t, 0, sizeof(*t));
 	t->detached = detached;
 	t->pairs = pairs;
@@ -90,12 +92,19 @@ static void nt_setup_as(struct nt *t, unsigned int pairs, uint16_t mtu, bool det
 	fake_drv_init(&t->d);
 	if (event_loop_new(&t->loop) < 0)
 		abort();
-	struct virtio_net_opts o = {.mtu = mtu, .queue_pairs = pairs};
-	memcpy(o.mac, MAC, 6);
-	if ((t->detached ? virtio_net_new_detached(&t->d.mem, t->loop, &o, &t->n)
-	                 : virtio_net_new(&t->d.mem, t->loop, &t->sp.be, &o, &t->n)) < 0)
+	t->sp.be.ufo = ufo;
+	if ((t->detached ? virtio_net_new_detached(&t->d.mem, t->loop, o, &t->n)
+	                 : virtio_net_new(&t->d.mem, t->loop, &t->sp.be, o, &t->n)) < 0)
 		abort();
 	fake_drv_attach(&t->d, virtio_net_mmio(t->n));
+}
+
+static void nt_setup_as(struct nt *t, unsigned int pairs, uint16_t mtu, bool detached)
+{
+	struct virtio_net_opts o = {.mtu = mtu, .queue_pairs = pairs};
+
+	memcpy(o.mac, MAC, 6);
+	nt_setup_with(t, &o, detached, false);
 }
 
 static void nt_setup(struct nt *t, unsigned int pairs, uint16_t mtu)
@@ -590,6 +599,69 @@ TEST(detached_snapshot_then_attach)
 	fake_kick(&b.d, 1);
 	pump(&b);
 	ok(recv(b.sp.peers[0], buf, sizeof(buf), MSG_DONTWAIT) == sizeof(buf), "restored device sends");
+	nt_free(&b);
+	nt_free(&a);
+	snap_buf_free(&sb);
+}
+
+/* A checkpoint: a device over a TAP that takes UFO, two pairs active,
+ * saved; the restoring side reads its options from the state, makes one
+ * without a backend as it was (UFO offered too), loads the state into it,
+ * and attaches the new TAP: the pairs and offloads the driver negotiated
+ * are the new backend's. */
+TEST(checkpoint_state_opts_then_attach)
+{
+	struct virtio_net_opts o = {.mtu = 1400, .queue_pairs = 2}, got, no_ufo;
+	uint64_t feat = BASE | OFFLOADS | F(VIRTIO_NET_F_MQ) | F(VIRTIO_NET_F_CTRL_VQ) | F(VIRTIO_NET_F_GUEST_UFO);
+	struct nt a, b, c;
+	struct snap_buf sb = {0};
+	uint8_t buf[HDR + 60] = {0}, bad[8] = {0};
+
+	memcpy(o.mac, MAC, 6);
+	nt_setup_with(&a, &o, false, true);
+	is_int(bringup(&a, feat) & VIRTIO_STATUS_DRIVER_OK, VIRTIO_STATUS_DRIVER_OK);
+	is_int(ctrl(&a, VIRTIO_NET_CTRL_MQ, VIRTIO_NET_CTRL_MQ_VQ_PAIRS_SET, 2), VIRTIO_NET_OK);
+	virtio_net_pause(a.n, true);
+	is_int(virtio_net_state_save(a.n, &sb), 0);
+
+	is_int(virtio_net_state_opts(sb.data, sb.len, &got), 0);
+	ok(!memcmp(got.mac, MAC, 6), "saved MAC read back");
+	is_int(got.mtu, 1400);
+	is_int(got.queue_pairs, 2);
+	ok(got.ufo, "the device offered UFO");
+	is_int(virtio_net_state_opts(sb.data, 20, &got), -EBADMSG);
+	is_int(virtio_net_state_opts(bad, sizeof(bad), &got), -EBADMSG);
+	sb.data[0] ^= 1; /* the magic */
+	is_int(virtio_net_state_opts(sb.data, sb.len, &got), -EINVAL);
+	sb.data[0] ^= 1;
+
+	/* Without UFO the device is another one: refused. */
+	no_ufo = got;
+	no_ufo.ufo = false;
+	nt_setup_with(&c, &no_ufo, true, false);
+	memcpy(c.d.ram, a.d.ram, FAKE_RAM_SIZE);
+	is_int(virtio_net_state_load(c.n, sb.data, sb.len), -EINVAL);
+	nt_free(&c);
+
+	is_int(virtio_net_state_opts(sb.data, sb.len, &got), 0);
+	nt_setup_with(&b, &got, true, false);
+	memcpy(b.d.ram, a.d.ram, FAKE_RAM_SIZE);
+	b.d.brk = a.d.brk;
+	memcpy(b.d.vqs, a.d.vqs, sizeof(b.d.vqs));
+	is_int(virtio_net_state_load(b.n, sb.data, sb.len), 0);
+	ok(virtio_mmio_active(virtio_net_mmio(b.n)), "restored device runs");
+	is_int(virtio_net_attach_backend(b.n, &b.sp.be), 0);
+	is_int(b.sp.active, 2);
+	ok((b.sp.offload & feat) == feat, "the new backend has the negotiated offloads, UFO included");
+	is_int(link_status(&b), VIRTIO_NET_S_LINK_UP);
+	fake_add(&b.d, 1, (struct fbuf[]){{put(&b, buf, sizeof(buf)), sizeof(buf), false}}, 1, false);
+	fake_kick(&b.d, 1);
+	pump(&b);
+	ok(recv(b.sp.peers[0], buf, sizeof(buf), MSG_DONTWAIT) == sizeof(buf), "restored device sends");
+	uint8_t mac[6];
+	virtio_net_get_mac(b.n, mac);
+	ok(!memcmp(mac, MAC, 6), "virtio_net_get_mac: the MAC the driver read");
+	ok(!needs_reset(&b), "device healthy");
 	nt_free(&b);
 	nt_free(&a);
 	snap_buf_free(&sb);
