@@ -241,6 +241,7 @@ class Workdir:
         self.rootfs_tar = os.path.join(self.path, "rootfs.tar")
         rootfs_tar(self.rootfs_tar)
         self.argv_log = os.path.join(self.path, "runtime-argv.log")
+        self.kvrun_cache = os.path.join(self.path, "kvrun-cache")
         self.wrapper = self._wrapper(config or {})
 
     def _wrapper(self, config):
@@ -257,7 +258,9 @@ class Workdir:
             # Each call's guest console, for the diagnostics of a failure.
             # Engines may not pass the test's environment: the boot
             # timeout goes in here too.
+            # The caches (initramfs, root disks) are the run's own.
             target, env = KVRUN, (f"export KVRUN_CONFIG='{cfg}'\n"
+                                  f"export KVRUN_CACHE_DIR='{self.kvrun_cache}'\n"
                                   f"export KVRUN_BOOT_TIMEOUT={BOOT_TIMEOUT}\n"
                                   f"export KVRUN_CONSOLE='{self.path}/console-'$$.log\n")
         with open(path, "w") as f:
@@ -276,6 +279,11 @@ class Workdir:
         d = Daemon(name, cmd, os.path.join(self.path, name + ".log"), env)
         self.daemons.append(d)
         return d
+
+    def rootfs_images(self):
+        """The images in kvrun's root disk cache (docs/runtime.md)."""
+        d = os.path.join(self.kvrun_cache, "rootfs")
+        return sorted(f for f in os.listdir(d) if f.endswith(".img")) if os.path.isdir(d) else []
 
     def runtime_calls(self):
         try:

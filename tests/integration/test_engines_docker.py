@@ -181,6 +181,14 @@ def check_many(t, dk, wd, n):
     el.eq(t, p.stdout.strip(), "", f"{n} containers at once: none left in docker")
 
 
+def check_rootfs_cache(t, wd, containers):
+    """Every container of the test ran from the one image: docker's root
+    filesystems (overlay mounts over the image's layers, each with its own
+    top layers) are one key of kvrun's root disk cache, so one image."""
+    imgs = wd.rootfs_images()
+    el.eq(t, len(imgs), 1, f"root disk cache: one image for the {containers} containers of {el.IMAGE}", imgs)
+
+
 def check_clean(t, dk, wd):
     state_root = os.path.join(wd.path, "exec", "runtime-runc", "moby")
     left = [e for e in (os.listdir(state_root) if os.path.isdir(state_root) else [])]
@@ -236,6 +244,8 @@ def main():
             check_run_rm(t, dk, res["rm"])
             check_detached(t, dk, port, res["d"])
             check_tty(t, tm, status)
+        if RUNTIME == "kvrun":
+            check_rootfs_cache(t, wd, len({c.split()[-1] for c in wd.runtime_calls() if " create " in f" {c} "}))
         check_clean(t, dk, wd)
         wd.report(t)
     finally:
