@@ -4,11 +4,13 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include "common/cleanup.h"
 #include "common/error.h"
 #include "common/fileio.h"
 #include "runtime/initramfs.h"
@@ -176,15 +178,108 @@ int initramfs_build(const struct initramfs_spec *spec, uint8_t **ret_buf, size_t
 	return 0;
 }
 
+/* What the inputs are, by identity (path, device, inode, size,
+ * modification and change times; the change time moves with any change
+ * to a file and cannot be set back): text for the index that names the
+ * image without reading them. -errno when an input cannot be stat'ed (the
+ * build then says what is wrong). */
+static int inputs_text(const struct initramfs_spec *spec, char **ret, size_t *ret_len)
+{
+	FILE *out = open_memstream(ret, ret_len);
+	int r = 0;
+
+	if (!out)
+		return -ENOMEM;
+	fprintf(out, "kvrun initramfs inputs %d\n", INITRAMFS_FORMAT);
+	for (size_t i = 0; r >= 0 && (i == 0 || (spec->modules && spec->modules[i - 1])); i++) {
+		const char *path = i == 0 ? spec->init_path : spec->modules[i - 1];
+		struct stat st;
+
+		if (stat(path, &st) < 0)
+			r = -errno;
+		else
+			fprintf(out, "%zu:%s %llu %llu %lld %lld.%09ld %lld.%09ld\n", strlen(path), path,
+			        (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, (long long)st.st_size,
+			        (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, (long long)st.st_ctim.tv_sec,
+			        st.st_ctim.tv_nsec);
+	}
+	if (fclose(out) != 0 && r >= 0)
+		r = -ENOMEM;
+	if (r < 0) {
+		free(*ret);
+		*ret = NULL;
+	}
+	return r;
+}
+
+static uint64_t fnv1a(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* The image the index names for these inputs, if it is there. */
+static char *index_lookup(const char *index, const char *text, size_t tlen, const char *cache_dir)
+{
+	_cleanup_free_ char *saved = NULL;
+	char *path = NULL;
+	struct stat st;
+	size_t len;
+
+	if (read_file_all(index, tlen + PATH_MAX, &saved, &len) < 0 || len <= tlen || memcmp(saved, text, tlen) != 0 ||
+	    strchr(saved + tlen, '/') || asprintf(&path, "%s/%s", cache_dir, saved + tlen) < 0)
+		return NULL;
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
+		free(path);
+		return NULL;
+	}
+	return path;
+}
+
+/* Record that text's inputs make image path (no fsync: a lost index is a
+ * build). */
+static void index_write(const char *index, const char *text, size_t tlen, const char *path)
+{
+	_cleanup_free_ char *tmp = NULL;
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	int fd;
+
+	if (asprintf(&tmp, "%s.tmp-%d", index, (int)getpid()) < 0)
+		return;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	if (write_all(fd, text, tlen) < 0 || write_all(fd, base, strlen(base)) < 0 || close(fd) < 0 ||
+	    rename(tmp, index) < 0)
+		unlink(tmp);
+}
+
 int initramfs_get(const struct initramfs_spec *spec, const char *cache_dir, char **ret_path, int *ret_hit)
 {
 	_cleanup_free_ uint8_t *buf = NULL;
-	_cleanup_free_ char *path = NULL;
+	_cleanup_free_ char *path = NULL, *text = NULL, *index = NULL;
+	size_t len, tlen = 0;
 	struct stat st;
 	uint32_t key;
-	size_t len;
 	int r;
 
+	/* The inputs unchanged since an image was made from them: that image,
+	 * without reading them (templates make this part of every create). */
+	if (inputs_text(spec, &text, &tlen) >= 0) {
+		if (asprintf(&index, "%s/initramfs-inputs-%016llx", cache_dir, (unsigned long long)fnv1a(text, tlen)) <
+		    0)
+			return -ENOMEM;
+		path = index_lookup(index, text, tlen, cache_dir);
+		if (path) {
+			if (ret_hit)
+				*ret_hit = 1;
+			*ret_path = TAKE_PTR(path);
+			return 0;
+		}
+	}
 	/* Building in memory is cheap next to a boot (a few MB, no
 	 * compression); it also gives the content hash that names the file. */
 	r = initramfs_build(spec, &buf, &len, &key);
@@ -195,17 +290,18 @@ int initramfs_get(const struct initramfs_spec *spec, const char *cache_dir, char
 	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == len) {
 		if (ret_hit)
 			*ret_hit = 1;
-		*ret_path = TAKE_PTR(path);
-		return 0;
+	} else {
+		r = mkdir_p(cache_dir, 0755);
+		if (r < 0)
+			return err_setsys(r, "create %s", cache_dir);
+		r = write_file_atomic(path, buf, len, 0644);
+		if (r < 0)
+			return err_setsys(r, "write %s", path);
+		if (ret_hit)
+			*ret_hit = 0;
 	}
-	r = mkdir_p(cache_dir, 0755);
-	if (r < 0)
-		return err_setsys(r, "create %s", cache_dir);
-	r = write_file_atomic(path, buf, len, 0644);
-	if (r < 0)
-		return err_setsys(r, "write %s", path);
-	if (ret_hit)
-		*ret_hit = 0;
+	if (index)
+		index_write(index, text, tlen, path);
 	*ret_path = TAKE_PTR(path);
 	return 0;
 }

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The initramfs cpio: parsed back entry by entry, and the cache. */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/fileio.h"
@@ -145,6 +148,20 @@ TEST(modules_and_cache)
 	is_str(p2, p1);
 	stat(p2, &st2);
 	ok(st1.st_ino == st2.st_ino && st1.st_mtime == st2.st_mtime, "cache hit reuses the same file");
+	{
+		/* The inputs' index names the image; without the image it is a build. */
+		char cmd[600];
+
+		snprintf(cmd, sizeof(cmd), "ls %s/initramfs-inputs-* >/dev/null 2>&1", cache);
+		is_int(system(cmd), 0);
+		unlink(p1);
+		free(p2);
+		p2 = NULL;
+		is_int(initramfs_get(&spec, cache, &p2, &hit), 0);
+		is_int(hit, 0);
+		is_str(p2, p1);
+		ok(access(p1, R_OK) == 0, "the image is written again");
+	}
 
 	/* A changed input is a different image. */
 	write_file_atomic(mod_b, "module-B!", 9, 0644);
