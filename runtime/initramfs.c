@@ -12,6 +12,7 @@
 
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/hash.h"
 #include "common/fileio.h"
 #include "runtime/initramfs.h"
 
@@ -212,15 +213,6 @@ static int inputs_text(const struct initramfs_spec *spec, char **ret, size_t *re
 	return r;
 }
 
-static uint64_t fnv1a(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
-	return h;
-}
-
 /* The image the index names for these inputs, if it is there. */
 static char *index_lookup(const char *index, const char *text, size_t tlen, const char *cache_dir)
 {
@@ -269,8 +261,8 @@ int initramfs_get(const struct initramfs_spec *spec, const char *cache_dir, char
 	/* The inputs unchanged since an image was made from them: that image,
 	 * without reading them (templates make this part of every create). */
 	if (inputs_text(spec, &text, &tlen) >= 0) {
-		if (asprintf(&index, "%s/initramfs-inputs-%016llx", cache_dir, (unsigned long long)fnv1a(text, tlen)) <
-		    0)
+		if (asprintf(&index, "%s/initramfs-inputs-%016llx", cache_dir,
+		             (unsigned long long)fnv1a64(text, tlen)) < 0)
 			return -ENOMEM;
 		path = index_lookup(index, text, tlen, cache_dir);
 		if (path) {

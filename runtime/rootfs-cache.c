@@ -13,6 +13,7 @@
 
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/hash.h"
 #include "common/fileio.h"
 #include "common/log.h"
 #include "runtime/rootfs-cache.h"
@@ -22,15 +23,6 @@
 #define CACHE_FORMAT 1
 #define ABANDONED_S (60 * 60)
 #define ID_LEN 16
-
-static uint64_t fnv1a(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
-	return h;
-}
 
 /* The whole key: the format, the image size, the mount point commands and
  * the rootfs's entries. */
@@ -167,7 +159,7 @@ static int from_cache(const struct rootfs_disk_req *q, const struct rootfs_scan 
 	r = make_key(q, s, &key, &len);
 	if (r < 0)
 		return r;
-	snprintf(id, sizeof(id), "%016" PRIx64, fnv1a(key, len));
+	snprintf(id, sizeof(id), "%016" PRIx64, fnv1a64(key, len));
 	if (entry_path(q->cache_dir, id, ".key", &keyp) < 0 || entry_path(q->cache_dir, id, ".img", &img) < 0)
 		return -ENOMEM;
 	r = mkdir_p(q->cache_dir, 0700);

@@ -15,6 +15,7 @@
 
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/hash.h"
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/protocol.h"
@@ -46,15 +47,6 @@ static int initrd_digest(const char *path, uint64_t *ret_size, uint32_t *ret_crc
 	return 0;
 }
 
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
-	return h;
-}
-
 int template_key(const struct vm_plan *p, unsigned int nics, char **ret_text, char id[TEMPLATE_ID_LEN + 1])
 {
 	_cleanup_free_ char *cmdline = NULL;
@@ -79,7 +71,7 @@ int template_key(const struct vm_plan *p, unsigned int nics, char **ret_text, ch
 	             (unsigned long long)st.st_ino, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
 	             st.st_mtim.tv_nsec, isize, icrc, cmdline, p->use_acpi, p->ncpus, p->mem_size, nics) < 0)
 		return -ENOMEM;
-	snprintf(id, TEMPLATE_ID_LEN + 1, "%016" PRIx64, fnv1a(*ret_text));
+	snprintf(id, TEMPLATE_ID_LEN + 1, "%016" PRIx64, fnv1a64(*ret_text, strlen(*ret_text)));
 	return 0;
 }
 
