@@ -212,16 +212,12 @@ static int find_modules(const struct kernel_choice *ch, struct vm_plan *p)
 	const char *want = ch->modules ? ch->modules : "auto";
 	int r;
 
-	/* The release (a scan of the image) serves only to find and name a
-	 * module tree: not read for a kernel that has none. */
-	if (!strcmp(want, "none"))
-		return 0;
-	if (!strcmp(want, "auto") && kernel_config_says_no_modules(p->kernel))
-		return 0;
 	r = kernel_version_read(p->kernel, &p->kernel_release);
 	if (r < 0 && r != -ENOENT)
 		return r;
 	err_clear();
+	if (!strcmp(want, "none"))
+		return 0;
 	if (strcmp(want, "auto")) {
 		struct stat st;
 
@@ -232,8 +228,8 @@ static int find_modules(const struct kernel_choice *ch, struct vm_plan *p)
 		return p->module_dir ? 0 : -ENOMEM;
 	}
 	/* A kernel whose own build says it has no modules never uses a tree
-	 * that only shares its release (checked above). */
-	if (!p->kernel_release)
+	 * that only shares its release. */
+	if (!p->kernel_release || kernel_config_says_no_modules(p->kernel))
 		return 0;
 	r = kernel_module_dir(p->kernel, p->kernel_release, &p->module_dir);
 	return r < 0 ? r : 0;
@@ -380,7 +376,7 @@ static int plan_templates(const struct oci_spec *spec, const struct kvrun_config
 static void log_plan(const struct kernel_choice *ch, const struct vm_plan *p)
 {
 	log_debug("kernel %s (from %s), release %s: %s%s%s, devices described by %s", p->kernel, ch->from,
-	          p->kernel_release ? p->kernel_release : "not read (no modules)",
+	          p->kernel_release ? p->kernel_release : "unknown",
 	          p->module_dir ? "modular, module tree " : "no module tree (everything built in)",
 	          p->module_dir ? p->module_dir : "", p->module_dir && ch->initrd ? " (own initrd: not packed)" : "",
 	          p->use_acpi ? "ACPI tables" : "the command line");
