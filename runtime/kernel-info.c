@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -67,12 +68,49 @@ static int banner_version(const uint8_t *b, size_t len, char **ret)
 	return -ENOENT;
 }
 
+/* Where an ELF64 vmlinux keeps .rodata (linux_banner is at its start):
+ * 0 and the range, or -ENOENT when buf is no such file or has no such
+ * section. Every offset is checked against len. */
+static int elf_rodata(const uint8_t *b, size_t len, size_t *ret_off, size_t *ret_size)
+{
+	Elf64_Ehdr eh;
+	Elf64_Shdr strs, sh;
+
+	/* Copies, not casts: a file's offsets need not be aligned. */
+	if (len < sizeof(eh) || memcmp(b, ELFMAG, SELFMAG) != 0 || b[EI_CLASS] != ELFCLASS64)
+		return -ENOENT;
+	memcpy(&eh, b, sizeof(eh));
+	if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > len ||
+	    (len - eh.e_shoff) / sizeof(Elf64_Shdr) < eh.e_shnum || eh.e_shstrndx >= eh.e_shnum)
+		return -ENOENT;
+	memcpy(&strs, b + eh.e_shoff + (size_t)eh.e_shstrndx * sizeof(sh), sizeof(strs));
+	if (strs.sh_offset > len || strs.sh_size > len - strs.sh_offset)
+		return -ENOENT;
+	for (unsigned int i = 0; i < eh.e_shnum; i++) {
+		memcpy(&sh, b + eh.e_shoff + (size_t)i * sizeof(sh), sizeof(sh));
+		if (sh.sh_name >= strs.sh_size || strs.sh_size - sh.sh_name < sizeof(".rodata") ||
+		    memcmp(b + strs.sh_offset + sh.sh_name, ".rodata", sizeof(".rodata")) != 0)
+			continue;
+		if (sh.sh_type != SHT_PROGBITS || sh.sh_offset > len || sh.sh_size > len - sh.sh_offset)
+			return -ENOENT;
+		*ret_off = sh.sh_offset;
+		*ret_size = sh.sh_size;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 int kernel_version_from_image(const void *buf, size_t len, char **ret)
 {
+	size_t off, size;
 	int r = bzimage_version(buf, len, ret);
 
 	if (r != -ENOEXEC)
 		return r;
+	/* .rodata first: a vmlinux is tens of MB, its banner near the start
+	 * of .rodata. */
+	if (elf_rodata(buf, len, &off, &size) == 0 && banner_version((const uint8_t *)buf + off, size, ret) == 0)
+		return 0;
 	return banner_version(buf, len, ret);
 }
 

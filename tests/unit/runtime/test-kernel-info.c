@@ -3,6 +3,7 @@
  * banner), finding its module tree, and what vm_plan_make() decides from
  * them: which module tree, whether the devices are described by ACPI, and
  * which source (annotation, --kernel, $KVRUN_KERNEL, config file) wins. */
+#include <elf.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -61,6 +62,38 @@ TEST(bzimage_release)
 	memcpy(b + 0x1000 - 4, "6.1x", 4);
 	is_int(kernel_version_from_image(b, sizeof(b), &v), 0);
 	is_str(v, "6.1x");
+	free(v);
+}
+
+/* An ELF64 vmlinux shape: an earlier "Linux version" outside .rodata,
+ * the banner in .rodata. */
+TEST(elf_rodata_release)
+{
+	static uint8_t img[4096];
+	Elf64_Ehdr eh = {.e_shoff = 0x400, .e_shentsize = sizeof(Elf64_Shdr), .e_shnum = 3, .e_shstrndx = 2};
+	Elf64_Shdr sh[3] = {
+	    {0},
+	    {.sh_name = 7, .sh_type = SHT_PROGBITS, .sh_offset = 0x200, .sh_size = 0x80},
+	    {.sh_name = 15, .sh_type = SHT_STRTAB, .sh_offset = 0x300, .sh_size = 0x20},
+	};
+	char *v = NULL;
+
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	memcpy(img, &eh, sizeof(eh));
+	memcpy(img + 0x100, "Linux version 1.0.0 (elsewhere)", 31);
+	memcpy(img + 0x200, "Linux version 6.12.99 (root@b) #1", 33);
+	memcpy(img + 0x300, "\0.text\0.rodata\0.shstrtab", 24);
+	memcpy(img + 0x400, sh, sizeof(sh));
+	is_int(kernel_version_from_image(img, sizeof(img), &v), 0);
+	is_str(v, "6.12.99");
+	free(v);
+	v = NULL;
+	/* A section table past the end: the whole file is scanned. */
+	eh.e_shoff = sizeof(img) - 8;
+	memcpy(img, &eh, sizeof(eh));
+	is_int(kernel_version_from_image(img, sizeof(img), &v), 0);
+	is_str(v, "1.0.0");
 	free(v);
 }
 
