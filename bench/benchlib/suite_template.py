@@ -174,8 +174,9 @@ class Env:
     def __init__(self, ctx):
         kv = ctx.rt["kvrun"]
         self.tdir = tempfile.mkdtemp(prefix="templates-", dir=ctx.cache)
-        self.logs = os.path.join(ctx.work, "template-logs")
-        os.makedirs(self.logs, exist_ok=True)
+        # The run's own: a record left by an earlier run must never be read.
+        os.makedirs(ctx.work, exist_ok=True)
+        self.logs = tempfile.mkdtemp(prefix="template-logs-", dir=ctx.work)
         self.kvrun = Runtime("kvrun", kv.binary, kv.state_root, env=dict(kv.env, KVRUN_TEMPLATE_DIR=self.tdir))
         self.cold = Runtime("kvrun", kv.binary, kv.state_root,
                             env=dict(kv.env, KVRUN_TEMPLATE_DIR=self.tdir, KVRUN_TEMPLATES="0"))
