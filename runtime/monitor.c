@@ -656,6 +656,15 @@ static int serve(struct monitor *m)
 
 /* ---- the end ----------------------------------------------------------- */
 
+/* A create that failed or was abandoned: the VM goes at once, so that
+ * the container's output streams end (their relays are joined next)
+ * instead of waiting for a process that nobody will start. */
+static void end_vm(struct monitor *m)
+{
+	sandbox_free(m->sb, NULL);
+	m->sb = NULL;
+}
+
 static void shut_down(struct monitor *m)
 {
 	struct pollfd p;
@@ -778,6 +787,7 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	if (report_ready(&m, r) < 0 && r >= 0) {
 		/* Still holding the creator's lock: remove what it would have. */
 		log_error("the creating process went away: removing container %s", a->c->state->id);
+		end_vm(&m);
 		shut_down(&m);
 		if (m.cgroup_path)
 			cgroup_leave(m.cgroup_path, m.cgroup_unit);
@@ -789,6 +799,7 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	a->c = NULL;
 	if (r < 0) {
 		log_debug("monitor: %s", err_msg());
+		end_vm(&m);
 		shut_down(&m);
 		exit_boot_failed(&m);
 	}

@@ -11,7 +11,9 @@ command, read its output, resize, ^C a sleep, exit code), ps --format json
 (the monitor's and the exec proxy's host pids), a detached exec proxy
 killed by SIGTERM dying the same way, pause/resume (the container's
 counter stops while paused), events --stats, update --pids-limit, kill,
-delete: nothing left (no process, no cgroup, no file), poststop ran.
+delete: nothing left (no process, no cgroup, no file), poststop ran; then
+a create killed while its guest builds the container: the monitor ends
+the VM and removes everything.
 
 Left to hosts with hardware KVM, where a boot takes well under a second:
 many containers in parallel, exec storms, timings. Skips without a guest
@@ -235,6 +237,43 @@ def events_update(t, root):
     t.ok(p.returncode != 0 and "cpuset" in p.stderr, "update of what cannot change at run time: names it", p.stderr)
 
 
+def creator_gone(t, tmp, b):
+    """`create` killed while its monitor is still building the container
+    (an engine's timeout, a ^C): the monitor finds nobody to report to,
+    ends the VM and removes the container; nothing is left, no process
+    hangs on output that will never come."""
+    root, cid = os.path.join(tmp, "root-gone"), "ctr-gone"
+    logf = os.path.join(tmp, "gone-log.txt")
+    with open(os.path.join(tmp, "gone-out.txt"), "wb") as so:
+        p = subprocess.Popen([KVRUN, "--root", root, "--log", logf, "--log-format", "json", "create", "--bundle", b,
+                              cid], stdin=subprocess.DEVNULL, stdout=so, stderr=so)
+    wait_for(lambda: "VM: running" in read(logf) or p.poll() is not None, 600)
+    if p.poll() is not None:
+        t.skip("create killed while the guest builds the container",
+               f"create ended first (status {p.returncode}): the guest was too quick to catch")
+        kv(root, "delete", "-f", cid)
+        return
+    p.kill()
+    p.wait()
+    # This test is the monitors' subreaper: reap the orphan as it ends.
+    def gone():
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            pass
+        return not processes_mentioning(root)
+    ended = wait_for(gone, 600)
+    t.ok(ended, "create killed while the guest builds the container: its monitor ends",
+         read(logf)[-2000:] + "\n" + repr(processes_mentioning(root)))
+    t.ok("the creating process went away" in read(logf), "the monitor says why it removed the container",
+         read(logf)[-1500:])
+    t.eq(sorted(os.listdir(root)) if os.path.isdir(root) else [], [], "create killed: nothing left under --root")
+    if not ended:
+        for pid in processes_mentioning(root):
+            os.kill(pid, signal.SIGKILL)
+
+
 def main():
     t = Tap()
     kernel, tried = find_kernel()
@@ -301,6 +340,8 @@ def main():
     t.eq(os.listdir(root), [], "delete: nothing left under --root")
     t.eq(cgroup_dirs(CGPATH), [], "delete: the cgroup is gone")
     t.eq(processes_mentioning(root), [], "delete: no process left")
+    creator_gone(t, tmp, b)
+    t.eq(cgroup_dirs(CGPATH), [], "no cgroup left")
     for d in cgroup_dirs("/kvrun-test-lifecycle"):
         os.rmdir(d)
     shutil.rmtree(tmp, ignore_errors=True)
