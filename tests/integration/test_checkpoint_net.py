@@ -13,7 +13,6 @@ back), no process. The successful restore of a container with a network
 interface boots Linux: tests/integration/test_template.py.
 
 Needs root, /dev/kvm, ip/tc and the test guest; skips otherwise."""
-import json
 import os
 import shutil
 import subprocess
@@ -22,7 +21,7 @@ import time
 
 import guestlib
 import netlib
-from bundlelib import processes_mentioning
+from bundlelib import processes_mentioning, write_spec
 from taplib import Tap
 
 KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
@@ -52,17 +51,14 @@ def make_image(t, tmp):
 def make_bundle(tmp, netns):
     b = os.path.join(tmp, "bundle")
     os.makedirs(os.path.join(b, "rootfs", "bin"))
-    subprocess.run([KVRUN, "spec", "-b", b], check=True)
-    path = os.path.join(b, "config.json")
-    with open(path) as f:
-        spec = json.load(f)
-    spec["process"]["terminal"] = False
-    spec["process"]["args"] = ["/bin/sh"]
-    spec["linux"]["namespaces"] = [n for n in spec["linux"]["namespaces"] if n["type"] != "network"] + \
-        [{"type": "network", "path": f"/run/netns/{netns}"}]
-    spec["linux"].get("resources", {}).pop("memory", None)
-    with open(path, "w") as f:
-        json.dump(spec, f, indent=1)
+
+    def mutate(spec):
+        spec["process"]["args"] = ["/bin/sh"]
+        spec["linux"]["namespaces"] = [n for n in spec["linux"]["namespaces"] if n["type"] != "network"] + \
+            [{"type": "network", "path": f"/run/netns/{netns}"}]
+        spec["linux"].get("resources", {}).pop("memory", None)
+
+    write_spec(KVRUN, b, mutate)
     return b
 
 
