@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +72,7 @@ int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
+static int write_replace(const char *path, const void *data, size_t len, mode_t mode, bool sync)
 {
 	char tmp[PATH_MAX];
 	int fd, r;
@@ -82,7 +83,7 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
 	if (fd < 0)
 		return -errno;
 	r = write_all(fd, data, len);
-	if (r == 0 && fsync(fd) < 0)
+	if (r == 0 && sync && fsync(fd) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
@@ -91,6 +92,16 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
 	if (r < 0)
 		unlink(tmp);
 	return r;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+	return write_replace(path, data, len, mode, true);
+}
+
+int write_file_replace(const char *path, const void *data, size_t len, mode_t mode)
+{
+	return write_replace(path, data, len, mode, false);
 }
 
 int mkdir_p(const char *path, mode_t mode)

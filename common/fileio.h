@@ -15,6 +15,10 @@ int read_file_all(const char *path, size_t max, char **ret_buf, size_t *ret_len)
  * directory, fsync'd, then renamed over path. */
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode);
 
+/* The same without the fsync, for caches: readers never see a partial
+ * file, and a write lost in a crash is only a miss. */
+int write_file_replace(const char *path, const void *data, size_t len, mode_t mode);
+
 /* write() all of buf, retrying on EINTR and short writes. */
 int write_all(int fd, const void *buf, size_t len);
 

@@ -231,22 +231,19 @@ static char *index_lookup(const char *index, const char *text, size_t tlen, cons
 	return path;
 }
 
-/* Record that text's inputs make image path (no fsync: a lost index is a
- * build). */
+/* Record that text's inputs make image path (not synced: a lost index is
+ * a build). */
 static void index_write(const char *index, const char *text, size_t tlen, const char *path)
 {
-	_cleanup_free_ char *tmp = NULL;
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	int fd;
+	size_t blen = strlen(base);
+	_cleanup_free_ char *buf = malloc(tlen + blen);
 
-	if (asprintf(&tmp, "%s.tmp-%d", index, (int)getpid()) < 0)
+	if (!buf)
 		return;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return;
-	if (write_all(fd, text, tlen) < 0 || write_all(fd, base, strlen(base)) < 0 || close(fd) < 0 ||
-	    rename(tmp, index) < 0)
-		unlink(tmp);
+	memcpy(buf, text, tlen);
+	memcpy(buf + tlen, base, blen);
+	write_file_replace(index, buf, tlen + blen, 0644);
 }
 
 int initramfs_get(const struct initramfs_spec *spec, const char *cache_dir, char **ret_path, int *ret_hit)

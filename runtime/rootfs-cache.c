@@ -103,28 +103,6 @@ static int use_image(const struct rootfs_disk_req *q, const char *img, int *ret_
 	return 1;
 }
 
-/* Write key for an image being built (no fsync: a torn key is a miss). */
-static int write_key(const char *path, const char *key, size_t len)
-{
-	_cleanup_free_ char *tmp = NULL;
-	_cleanup_close_ int fd = -1;
-	int r;
-
-	if (asprintf(&tmp, "%s.tmp-%d", path, (int)getpid()) < 0)
-		return -ENOMEM;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return err_setsys(-errno, "create %s", tmp);
-	r = write_all(fd, key, len);
-	if (r >= 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlink(tmp);
-		return err_setsys(r, "write %s", path);
-	}
-	return 0;
-}
-
 /* Build the image for key into the cache: the key first, then the image
  * renamed into place, so that an image is never seen with another key. */
 static int build_image(const struct rootfs_disk_req *q, const struct rootfs_scan *s, const char *keyp, const char *img,
@@ -139,7 +117,9 @@ static int build_image(const struct rootfs_disk_req *q, const struct rootfs_scan
 	r = rootfs_image_build_scanned(q->rootfs, s, tmp, q->points, q->npoints);
 	if (r < 0)
 		return r;
-	r = write_key(keyp, key, len);
+	r = write_file_replace(keyp, key, len, 0600);
+	if (r < 0)
+		r = err_setsys(r, "write %s", keyp);
 	if (r >= 0 && rename(tmp, img) < 0)
 		r = err_setsys(-errno, "rename %s", tmp);
 	if (r < 0)
@@ -314,7 +294,8 @@ int rootfs_cache_prune(const char *dir, uint64_t max)
 
 		if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
-		if (strstr(de->d_name, ".tmp-") || orphan_key(dirfd(d), de->d_name)) {
+		/* ".tmp-": an image being built; ".tmp.": a key being written. */
+		if (strstr(de->d_name, ".tmp") || orphan_key(dirfd(d), de->d_name)) {
 			if (now - st.st_mtim.tv_sec > ABANDONED_S)
 				unlinkat(dirfd(d), de->d_name, 0);
 			continue;
