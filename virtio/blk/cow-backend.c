@@ -25,6 +25,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "virtio/blk/backend.h"
+#include "virtio/virtqueue.h"
 
 #define COW_BLOCK 4096ULL
 #define WORD_BITS 64
@@ -72,30 +73,6 @@ static uint64_t run_end(const struct blk_cow *c, uint64_t blk, uint64_t end)
 	return blk < end ? blk : end;
 }
 
-/* The part [skip, skip + len) of iov (n entries) as sub (at most max
- * entries); returns the entries used, or -EINVAL when it needs more. */
-static int slice(const struct iovec *iov, int n, size_t skip, size_t len, struct iovec *sub, int max)
-{
-	int k = 0;
-
-	for (int i = 0; i < n && len; i++) {
-		size_t l = iov[i].iov_len;
-
-		if (skip >= l) {
-			skip -= l;
-			continue;
-		}
-		if (k == max)
-			return -EINVAL;
-		sub[k].iov_base = (char *)iov[i].iov_base + skip;
-		sub[k].iov_len = l - skip < len ? l - skip : len;
-		len -= sub[k].iov_len;
-		skip = 0;
-		k++;
-	}
-	return k;
-}
-
 static size_t iov_total(const struct iovec *iov, int n)
 {
 	size_t t = 0;
@@ -105,20 +82,21 @@ static size_t iov_total(const struct iovec *iov, int n)
 	return t;
 }
 
-/* preadv/pwritev of all of iov at off, short counts retried; -EIO for an
- * end of file. */
-static int full_io(int fd, const struct iovec *iov, int n, uint64_t off, bool write)
+/* preadv/pwritev of bytes [skip, skip + len) of iov at off, short counts
+ * retried; -EIO for an end of file. */
+static int full_io(int fd, const struct iovec *iov, int n, size_t skip, size_t len, uint64_t off, bool write)
 {
 	struct iovec local[SUB_IOV_MAX];
-	size_t total = iov_total(iov, n), done = 0;
+	size_t done = 0;
 
-	while (done < total) {
-		int k = slice(iov, n, done, total - done, local, SUB_IOV_MAX);
+	while (done < len) {
+		unsigned int k = iov_slice(iov, (unsigned int)n, skip + done, len - done, local, SUB_IOV_MAX, NULL);
 		ssize_t r;
 
-		if (k < 0)
-			return k;
-		r = write ? pwritev(fd, local, k, (off_t)(off + done)) : preadv(fd, local, k, (off_t)(off + done));
+		if (k == 0)
+			return -EINVAL;
+		r = write ? pwritev(fd, local, (int)k, (off_t)(off + done))
+		          : preadv(fd, local, (int)k, (off_t)(off + done));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -133,7 +111,6 @@ static int full_io(int fd, const struct iovec *iov, int n, uint64_t off, bool wr
 static ssize_t cow_preadv(struct blk_backend *b, const struct iovec *iov, int n, uint64_t off)
 {
 	struct blk_cow *c = to_cow(b);
-	struct iovec sub[SUB_IOV_MAX];
 	size_t total = iov_total(iov, n), done = 0;
 	uint64_t end_blk;
 
@@ -144,11 +121,8 @@ static ssize_t cow_preadv(struct blk_backend *b, const struct iovec *iov, int n,
 		uint64_t pos = off + done, blk = pos / COW_BLOCK;
 		uint64_t stop = run_end(c, blk, end_blk) * COW_BLOCK;
 		size_t len = (size_t)((stop < off + total ? stop : off + total) - pos);
-		int k = slice(iov, n, done, len, sub, SUB_IOV_MAX), r;
+		int r = full_io(in_overlay(c, blk) ? c->overlay : c->base, iov, n, done, len, pos, false);
 
-		if (k < 0)
-			return k;
-		r = full_io(in_overlay(c, blk) ? c->overlay : c->base, sub, k, pos, false);
 		if (r < 0)
 			return done ? (ssize_t)done : r;
 		done += len;
@@ -166,10 +140,10 @@ static int copy_up(struct blk_cow *c, uint64_t blk)
 
 	if (in_overlay(c, blk))
 		return 0;
-	r = full_io(c->base, &v, 1, blk * COW_BLOCK, false);
+	r = full_io(c->base, &v, 1, 0, sizeof(buf), blk * COW_BLOCK, false);
 	if (r < 0)
 		return r;
-	return full_io(c->overlay, &v, 1, blk * COW_BLOCK, true);
+	return full_io(c->overlay, &v, 1, 0, sizeof(buf), blk * COW_BLOCK, true);
 }
 
 static ssize_t cow_pwritev(struct blk_backend *b, const struct iovec *iov, int n, uint64_t off)
@@ -191,7 +165,7 @@ static ssize_t cow_pwritev(struct blk_backend *b, const struct iovec *iov, int n
 	if (r >= 0 && (off + total) % COW_BLOCK)
 		r = copy_up(c, last);
 	if (r >= 0)
-		r = full_io(c->overlay, iov, n, off, true);
+		r = full_io(c->overlay, iov, n, 0, total, off, true);
 	if (r < 0)
 		return r;
 	/* Only now: a failed write leaves the blocks it did not finish
