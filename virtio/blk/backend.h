@@ -42,6 +42,11 @@ struct blk_backend {
  * blk_backend_close()), or -errno with err_set() context. */
 int blk_file_open(const char *path, bool read_only, struct blk_backend **ret);
 
+/* path opened read-only and share-locked, or read-write and locked
+ * exclusively (never blocking), so that two VMs never write one image: the
+ * fd, or -errno with err_set() context. For backends. */
+int blk_open_locked(const char *path, bool read_only);
+
 /* A copy-on-write disk (cow-backend.c): reads come from base (a regular
  * file, opened read-only and share-locked, so that many VMs use it at
  * once, never written) except the 4 KiB blocks written since the open,

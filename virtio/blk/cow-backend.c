@@ -12,11 +12,9 @@
  * own.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -217,14 +215,13 @@ static const struct blk_backend_ops cow_ops = {
     .close = cow_close,
 };
 
-static int open_locked(const char *path, int flags, int lock, struct stat *st)
+/* A regular file opened and locked (blk_open_locked()), with its stat. */
+static int open_file(const char *path, bool read_only, struct stat *st)
 {
-	_cleanup_close_ int fd = open(path, flags | O_CLOEXEC);
+	_cleanup_close_ int fd = blk_open_locked(path, read_only);
 
 	if (fd < 0)
-		return err_setsys(-errno, "open disk image %s", path);
-	if (flock(fd, lock | LOCK_NB) < 0)
-		return err_setsys(-errno, "lock disk image %s (in use by another VM?)", path);
+		return fd;
 	if (fstat(fd, st) < 0)
 		return err_setsys(-errno, "stat %s", path);
 	if (!S_ISREG(st->st_mode))
@@ -238,10 +235,10 @@ int blk_cow_open(const char *base, const char *overlay, struct blk_backend **ret
 	struct stat bst, ost;
 	struct blk_cow *c;
 
-	bfd = open_locked(base, O_RDONLY, LOCK_SH, &bst);
+	bfd = open_file(base, true, &bst);
 	if (bfd < 0)
 		return bfd;
-	ofd = open_locked(overlay, O_RDWR, LOCK_EX, &ost);
+	ofd = open_file(overlay, false, &ost);
 	if (ofd < 0)
 		return ofd;
 	if (bst.st_size == 0 || bst.st_size % COW_BLOCK)

@@ -90,6 +90,17 @@ static int file_size(int fd, const char *path, uint64_t *ret)
 	return err_set(-EINVAL, "disk image %s is neither a file nor a block device", path);
 }
 
+int blk_open_locked(const char *path, bool read_only)
+{
+	_cleanup_close_ int fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+
+	if (fd < 0)
+		return err_setsys(-errno, "open disk image %s", path);
+	if (flock(fd, (read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0)
+		return err_setsys(-errno, "lock disk image %s (in use by another VM?)", path);
+	return TAKE_FD(fd);
+}
+
 int blk_file_open(const char *path, bool read_only, struct blk_backend **ret)
 {
 	_cleanup_close_ int fd = -1;
@@ -97,11 +108,9 @@ int blk_file_open(const char *path, bool read_only, struct blk_backend **ret)
 	uint64_t size;
 	int r;
 
-	fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	fd = blk_open_locked(path, read_only);
 	if (fd < 0)
-		return err_setsys(-errno, "open disk image %s", path);
-	if (flock(fd, (read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0)
-		return err_setsys(-errno, "lock disk image %s (in use by another VM?)", path);
+		return fd;
 	r = file_size(fd, path, &size);
 	if (r < 0)
 		return r;
