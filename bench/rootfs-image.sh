@@ -27,7 +27,7 @@ for mb in 10 100 600; do
 	sync
 	used=$(du -sm "$d" | cut -f1)
 	files=$(find "$d" | wc -l)
-	# Same command line as runtime/rootfs-image.c, sized the same way.
+	# Same command line as runtime/host/rootfs-image.c, sized the same way.
 	img="$tmp/img-$mb"
 	size=$(( (used + used / 16 + 16 + (used > 256 ? used : 256)) ))
 	truncate -s "${size}M" "$img"
@@ -36,7 +36,7 @@ for mb in 10 100 600; do
 	t1=$(date +%s%N)
 	alloc=$(du -sm "$img" | cut -f1)
 	# The mount points create adds to a rootfs that lacks them (the
-	# default spec's, a cwd and /etc/resolv.conf), as runtime/rootfs-image.c.
+	# default spec's, a cwd and /etc/resolv.conf), as runtime/host/rootfs-image.c.
 	t2=$(date +%s%N)
 	printf '%s\n' 'mkdir "/proc"' 'mkdir "/sys"' 'mkdir "/dev"' 'mkdir "/work"' 'mkdir "/etc"' 'cd "/etc"' \
 		'write /dev/null "resolv.conf"' 'sif "/etc/resolv.conf" mode 0100755' | debugfs -w -f - "$img" >/dev/null 2>&1

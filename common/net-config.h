@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The network configuration of a guest, as plain data: produced on the host
- * by runtime/netns.c from the container's network namespace, carried to the
+ * by runtime/host/netns.c from the container's network namespace, carried to the
  * guest by the control protocol, applied inside the guest by
  * guest-init/netcfg.c. No pointers, so it can be copied and encoded as is.
  *

@@ -12,7 +12,7 @@
  * "memory" is bytes (a number) or a string with a K/M/G suffix ("512M"),
  * as is "rootfs_cache_size" (what the root disk cache keeps of images no
  * container uses; 0 keeps none). "rootfs_cache": false builds every
- * container its own root disk (runtime/rootfs-cache.h).
+ * container its own root disk (runtime/host/rootfs-cache.h).
  * "modules" is the kernel's module directory (/lib/modules/<version>, with
  * depmod's indexes), "auto" (found from the kernel's version string) or
  * "none" (everything built in). "acpi" is true, false or "auto" (ACPI

@@ -6,7 +6,7 @@ booted until guest-init waits), side by side with a cold boot and runc.
   into a template directory of the run's own ($KVRUN_TEMPLATE_DIR), which
   is removed afterwards.
 - Restore time per size: the monitor's own record (`VM: template
-  restored: restore_us=...` in `--log`, runtime/sandbox-snapshot.c), from
+  restored: restore_us=...` in `--log`, runtime/sandbox/sandbox-snapshot.c), from
   the opening of the snapshot file to the vCPU threads started: host-side
   work only (RAM mapped from the file, vCPU and device state loaded). Taken
   from `kvrun create`s that are killed once the record is written, so the

@@ -44,7 +44,7 @@ def start_time(pid):
 
 
 def fake_container(root, cid, bundle, pid):
-    """A state directory as kvrun writes it (runtime/state.c)."""
+    """A state directory as kvrun writes it (runtime/store/state.c)."""
     d = os.path.join(root, cid)
     os.makedirs(d, mode=0o700)
     st = {"ociVersion": "1.2.0", "id": cid, "pid": pid, "status": "running", "bundle": bundle,

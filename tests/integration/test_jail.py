@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The monitor's sandbox (runtime/jail.c) around a running VM, with the
+"""The monitor's sandbox (runtime/host/jail.c) around a running VM, with the
 freestanding test guest: `kvrun boot --jail` drops capabilities before the
 VM's threads start and loads the seccomp allowlist once the vCPUs run, as
 a container's monitor does after create. The virtio-blk scenario (disk

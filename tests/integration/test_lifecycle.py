@@ -58,7 +58,7 @@ def start_time(pid):
 
 
 def fake_container(root, cid, bundle, status, pid, extra=None):
-    """A state directory as kvrun writes it (runtime/state.c)."""
+    """A state directory as kvrun writes it (runtime/store/state.c)."""
     d = os.path.join(root, cid)
     os.makedirs(d, mode=0o700)
     priv = {"pid-start-time": start_time(pid) if pid > 0 and os.path.exists(f"/proc/{pid}") else "1"}

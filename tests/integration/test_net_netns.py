@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The host side of container networking (runtime/netns.c) on namespaces
+"""The host side of container networking (runtime/host/netns.c) on namespaces
 this test builds itself: a "container" namespace holding veths whose peers
 sit in a "peer" namespace, with addresses from 10.199.0.0/16 and fd99::/16
 that exist only inside them. Checks the guest config, the TAPs and tc

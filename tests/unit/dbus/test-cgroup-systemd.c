@@ -17,8 +17,8 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "fake-peer.h"
-#include "runtime/cgroup-systemd.h"
-#include "runtime/cgroup.h"
+#include "runtime/host/cgroup-systemd.h"
+#include "runtime/host/cgroup.h"
 #include "tap.h"
 
 static char tmp[] = "/tmp/kvrun-test-sdcg-XXXXXX";

@@ -9,7 +9,7 @@
 
 #include "common/cleanup.h"
 #include "common/fileio.h"
-#include "runtime/initramfs.h"
+#include "runtime/host/initramfs.h"
 #include "tap.h"
 
 struct entry {

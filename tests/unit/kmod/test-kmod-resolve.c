@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "fake-ko.h"
-#include "runtime/initramfs.h"
-#include "runtime/kmod-resolve.h"
+#include "runtime/host/initramfs.h"
+#include "runtime/host/kmod-resolve.h"
 #include "tap.h"
 
 #define FAKE_VERSION "9.9.9-kvrun"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Drives runtime/netns.c and guest-init/netcfg.c for the integration tests
+ * Drives runtime/host/netns.c and guest-init/netcfg.c for the integration tests
  * (tests/integration/test_net_*.py):
  *
  *   net-helper setup NETNS ID PAIRS   prints the guest config, then "ready",
@@ -26,7 +26,7 @@
 #include "common/error.h"
 #include "guest-init/netcfg.h"
 #include "oci-spec/spec.h"
-#include "runtime/netns.h"
+#include "runtime/host/netns.h"
 
 #define VNET_HDR 12
 

@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 
 #include "common/netlink.h"
-#include "runtime/netns.h"
+#include "runtime/host/netns.h"
 #include "tap.h"
 
 TEST(attributes_and_nesting)

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "runtime/cli-args.h"
+#include "runtime/cli/cli-args.h"
 #include "tap.h"
 
 static const struct cli_command cmd = {.name = "test", .summary = "a test", .args = "<id>", .run = NULL};

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The monitor's sandbox (runtime/jail.c), applied in a forked child: what
+/* The monitor's sandbox (runtime/host/jail.c), applied in a forked child: what
  * /proc says of it, what it still allows, and that what it refuses fails
  * with EPERM instead of killing. */
 #include <errno.h>
@@ -16,8 +16,8 @@
 
 #include "common/error.h"
 #include "common/fileio.h"
-#include "runtime/checkpoint.h"
-#include "runtime/jail.h"
+#include "runtime/store/checkpoint.h"
+#include "runtime/host/jail.h"
 #include "vmm/snapshot.h"
 #include "vmm/vm.h"
 #include "tap.h"

@@ -13,8 +13,8 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "oci-spec/kvrun-config.h"
-#include "runtime/kernel-info.h"
-#include "runtime/vm-config.h"
+#include "runtime/host/kernel-info.h"
+#include "runtime/sandbox/vm-config.h"
 #include "tap.h"
 
 static char tmp[] = "/tmp/kvrun-kernel-info-XXXXXX";

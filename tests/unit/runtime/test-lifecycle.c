@@ -16,9 +16,9 @@
 
 #include "common/error.h"
 #include "common/fileio.h"
-#include "runtime/cgroup.h"
-#include "runtime/console.h"
-#include "runtime/hooks.h"
+#include "runtime/host/cgroup.h"
+#include "runtime/host/console.h"
+#include "runtime/store/hooks.h"
 #include "tap.h"
 
 static char tmp[] = "/tmp/kvrun-test-lifecycle-XXXXXX";

@@ -7,7 +7,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "common/log.h"
-#include "runtime/log-sink.h"
+#include "runtime/cli/log-sink.h"
 #include "tap.h"
 
 /* 2024-01-02T03:04:05Z */

@@ -4,7 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/proc-stat.h"
+#include "runtime/store/proc-stat.h"
 #include "tap.h"
 
 TEST(parse_plain)

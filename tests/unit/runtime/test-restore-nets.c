@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "runtime/sandbox-int.h"
+#include "runtime/sandbox/sandbox-int.h"
 #include "tap.h"
 
 static struct net_config cfg;

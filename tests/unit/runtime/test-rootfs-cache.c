@@ -16,7 +16,7 @@
 
 #include "common/error.h"
 #include "common/fileio.h"
-#include "runtime/rootfs-cache.h"
+#include "runtime/host/rootfs-cache.h"
 #include "tap.h"
 
 static char tmp[] = "/tmp/kvrun-rootfs-cache-XXXXXX";

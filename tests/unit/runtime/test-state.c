@@ -12,8 +12,8 @@
 
 #include "common/error.h"
 #include "common/fileio.h"
-#include "runtime/proc-stat.h"
-#include "runtime/state.h"
+#include "runtime/store/proc-stat.h"
+#include "runtime/store/state.h"
 #include "tap.h"
 
 static char root[64];

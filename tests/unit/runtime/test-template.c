@@ -12,9 +12,9 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "oci-spec/kvrun-config.h"
-#include "runtime/sandbox.h"
-#include "runtime/template.h"
-#include "runtime/vm-config.h"
+#include "runtime/sandbox/sandbox.h"
+#include "runtime/sandbox/template.h"
+#include "runtime/sandbox/vm-config.h"
 #include "tap.h"
 
 static char tmp[] = "/tmp/kvrun-template-XXXXXX";

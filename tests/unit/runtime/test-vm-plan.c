@@ -16,9 +16,9 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "oci-spec/kvrun-config.h"
-#include "runtime/guest-spec.h"
-#include "runtime/rootfs-image.h"
-#include "runtime/vm-config.h"
+#include "runtime/monitor/guest-spec.h"
+#include "runtime/host/rootfs-image.h"
+#include "runtime/sandbox/vm-config.h"
 #include "tap.h"
 
 static char tmp[] = "/tmp/kvrun-vm-plan-XXXXXX";

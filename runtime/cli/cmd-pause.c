@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `kvrun pause <id>`: pause suspends all processes inside the container. */
+#include "runtime/cli/commands.h"
+#include "runtime/store/monitor-client.h"
+#include "runtime/store/state.h"
+
+#define PAUSE_TIMEOUT_MS 30000
+
+static int run_pause(struct cli_context *ctx, int argc, char **argv)
+{
+	const struct cli_flag flags[] = {CLI_FLAG_END};
+	_cleanup_container_ struct container *c = NULL;
+	int r, i;
+
+	r = cli_parse_args(&cli_cmd_pause, flags, argc, argv, CLI_ARGS_EXACT, 1, &i);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	r = cli_load_container(ctx, argv[i], CONTAINER_OP_PAUSE, &c);
+	if (r < 0)
+		return r;
+	r = monitor_call(c->dir, "pause", PAUSE_TIMEOUT_MS, NULL);
+	if (r < 0)
+		return r;
+	return container_set_status(c, OCI_STATUS_PAUSED, 0);
+}
+
+const struct cli_command cli_cmd_pause = {
+    .name = "pause",
+    .summary = "pause suspends all processes inside the container",
+    .args = "<container-id>",
+    .text = "Where \"<container-id>\" is the name for the instance of the container to be\n"
+	    "paused. \n\n"
+	    "DESCRIPTION:\n"
+	    "   The pause command suspends all processes in the instance of the container\n"
+	    "(it stops the virtual CPUs of the container's VM).\n\n"
+	    "Use kvrun list to identify instances of containers and their current status.",
+    .run = run_pause,
+};

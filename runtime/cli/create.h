@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Creating a container: the checks shared by create, run and restore. */
+#ifndef KVRUN_RUNTIME_CREATE_H
+#define KVRUN_RUNTIME_CREATE_H
+
+#include <stdbool.h>
+
+#include "runtime/store/bundle.h"
+#include "runtime/cli/commands.h"
+
+/* The flags of create, run and restore (each verb uses a subset). */
+struct create_opts {
+	const char *bundle;
+	const char *console_socket;
+	const char *pid_file;
+	const char *pidfd_socket;
+	bool no_pivot;
+	bool no_new_keyring;
+	bool no_subreaper;
+	bool detach;
+	bool keep;
+	unsigned long long preserve_fds;
+	const char *image_path; /* restore: the checkpoint directory */
+};
+
+/* The flag table entries these verbs share, with runc's help texts. */
+// clang-format off
+#define CREATE_FLAG_BUNDLE(o) {"bundle", "b", CLI_STRING, &(o).bundle, \
+	"path to the root of the bundle directory, defaults to the current directory"}
+#define CREATE_FLAG_CONSOLE_SOCKET(o) {"console-socket", NULL, CLI_STRING, &(o).console_socket, \
+	"path to an AF_UNIX socket which will receive a file descriptor referencing the master end of " \
+	"the console's pseudoterminal"}
+#define CREATE_FLAG_PIDFD_SOCKET(o) {"pidfd-socket", NULL, CLI_STRING, &(o).pidfd_socket, \
+	"path to an AF_UNIX socket which will receive a file descriptor referencing the init process"}
+#define CREATE_FLAG_PID_FILE(o) {"pid-file", NULL, CLI_STRING, &(o).pid_file, \
+	"specify the file to write the process id to"}
+#define CREATE_FLAG_DETACH(o) {"detach", "d", CLI_BOOL, &(o).detach, "detach from the container's process"}
+#define CREATE_FLAG_NO_SUBREAPER(o) {"no-subreaper", NULL, CLI_BOOL, &(o).no_subreaper, \
+	"disable the use of the subreaper used to reap reparented processes"}
+#define CREATE_FLAG_NO_PIVOT(o) {"no-pivot", NULL, CLI_BOOL, &(o).no_pivot, \
+	"accepted for compatibility; the rootfs is always a VM disk"}
+#define CREATE_FLAG_NO_NEW_KEYRING(o) {"no-new-keyring", NULL, CLI_BOOL, &(o).no_new_keyring, \
+	"do not create a new session keyring for the container"}
+#define CREATE_FLAG_PRESERVE_FDS(o) {"preserve-fds", NULL, CLI_UINT, &(o).preserve_fds, \
+	"Pass N additional file descriptors to the container (stdio + $LISTEN_FDS + N in total) (default: 0)"}
+// clang-format on
+
+/* Check that id is valid and unused, load and validate the bundle, and check
+ * the terminal / console-socket combination as runc does (detached is true
+ * for create). On success *ret is owned by the caller. Nothing is written. */
+int create_prepare(struct cli_context *ctx, const char *id, const struct create_opts *o, bool detached,
+                   struct bundle **ret);
+
+#endif

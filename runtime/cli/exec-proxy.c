@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdarg.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "common/fileio.h"
+#include "common/log.h"
+#include "runtime/host/console.h"
+#include "runtime/cli/exec-proxy.h"
+#include "runtime/host/jail.h"
+#include "runtime/store/monitor-client.h"
+#include "runtime/monitor/monitor-relay.h"
+#include "runtime/monitor/monitor.h"
+
+/* Beyond the monitor's own wait for the guest. */
+#define EXEC_REPLY_MARGIN_MS (10 * 1000)
+#define STREAM_TIMEOUT_MS (30 * 1000)
+#define CALL_TIMEOUT_MS (130 * 1000)
+/* How often a terminal's size is looked at when no SIGWINCH can come (a
+ * pty whose master is someone else's). */
+#define WINSIZE_POLL_MS 250
+
+enum { S_IN, S_OUT, S_ERR, NR_STREAMS };
+
+struct proxy {
+	const struct exec_proxy_opts *o;
+	int listen_fds[NR_STREAMS];
+	char *listen_paths[NR_STREAMS];
+	int streams[NR_STREAMS];
+	int ctl; /* the monitor connection that carries our EXIT */
+	int in_fd, out_fd, err_fd; /* host side */
+	int tty_fd; /* whose size the guest's pty follows, or -1 */
+	bool raw;
+	struct termios saved;
+	unsigned rows, cols;
+	uint32_t guest_pid;
+	struct relay *relays[NR_STREAMS];
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Ports unique on this host while we live: derived from our pid. */
+static uint32_t port_base(void)
+{
+	return (1u << 30) + ((uint32_t)getpid() << 2);
+}
+
+static int listen_streams(struct proxy *p, int n)
+{
+	for (int i = 0; i < n; i++) {
+		_cleanup_close_ int dirfd = -1;
+		struct sockaddr_un sa;
+		int r;
+
+		if (asprintf(&p->listen_paths[i], "%s/%s_%u", p->o->dir, MONITOR_VSOCK_SOCK, port_base() + i) < 0)
+			return -ENOMEM;
+		r = monitor_sockaddr(p->listen_paths[i], &sa, &dirfd);
+		if (r < 0)
+			return r;
+		p->listen_fds[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (p->listen_fds[i] < 0)
+			return err_setsys(-errno, "socket");
+		unlink(p->listen_paths[i]);
+		if (bind(p->listen_fds[i], (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(p->listen_fds[i], 1) < 0)
+			return err_setsys(-errno, "listen on %s", p->listen_paths[i]);
+	}
+	return 0;
+}
+
+static void unlisten(struct proxy *p)
+{
+	for (int i = 0; i < NR_STREAMS; i++) {
+		if (p->listen_fds[i] >= 0)
+			close(p->listen_fds[i]);
+		p->listen_fds[i] = -1;
+		if (p->listen_paths[i])
+			unlink(p->listen_paths[i]);
+		free(p->listen_paths[i]);
+		p->listen_paths[i] = NULL;
+	}
+}
+
+static int accept_streams(struct proxy *p, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct pollfd pf = {.fd = p->listen_fds[i], .events = POLLIN};
+
+		if (poll(&pf, 1, STREAM_TIMEOUT_MS) <= 0)
+			return err_set(-ETIMEDOUT, "the process's stdio streams did not connect");
+		p->streams[i] = accept4(p->listen_fds[i], NULL, NULL, SOCK_CLOEXEC);
+		if (p->streams[i] < 0)
+			return err_setsys(-errno, "accept stdio stream");
+	}
+	unlisten(p);
+	return 0;
+}
+
+static int read_line(int fd, int timeout_ms, char *buf, size_t size)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+	size_t len = 0;
+
+	while (len + 1 < size) {
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		int64_t left = deadline - now_ms();
+		ssize_t n;
+
+		if (timeout_ms >= 0 && left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&pf, 1, timeout_ms >= 0 ? (int)left : -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		n = read(fd, buf + len, 1);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			return -ECONNRESET;
+		if (buf[len] == '\n')
+			break;
+		len++;
+	}
+	buf[len] = 0;
+	return 0;
+}
+
+/* Ask the monitor to exec the process; the connection stays ours. */
+static int send_exec(struct proxy *p)
+{
+	struct proto_msg msg = {.type = PROTO_MSG_EXEC};
+	_cleanup_free_ char *path = NULL;
+	_cleanup_close_ int dirfd = -1;
+	struct sockaddr_un sa;
+	char line[4096];
+	int r;
+
+	if (asprintf(&path, "%s/%s", p->o->dir, MONITOR_CONTROL_SOCK) < 0)
+		return -ENOMEM;
+	r = monitor_sockaddr(path, &sa, &dirfd);
+	if (r < 0)
+		return r;
+	p->ctl = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (p->ctl < 0)
+		return err_setsys(-errno, "socket");
+	if (connect(p->ctl, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return err_setsys(-errno, "connect to the container's monitor");
+	r = write_all(p->ctl, "exec\n", 5);
+	msg.u.exec = *p->o->proc;
+	if (r >= 0)
+		r = proto_send(p->ctl, &msg);
+	if (r < 0)
+		return err_setsys(r, "send the process to the container's monitor");
+	r = read_line(p->ctl, monitor_boot_timeout_ms() + EXEC_REPLY_MARGIN_MS, line, sizeof(line));
+	if (r < 0)
+		return err_setsys(r, "no answer from the container's monitor");
+	if (strncmp(line, "error ", 6) == 0)
+		return err_set(-EIO, "unable to start container process: %s", line + 6);
+	if (sscanf(line, "ok %u", &p->guest_pid) != 1)
+		return err_set(-EIO, "unexpected answer from the container's monitor: %s", line);
+	return 0;
+}
+
+/* The host end of the terminal: a new pty (its master to the console
+ * socket), or our own tty in raw mode, or plain stdio. */
+static int setup_terminal(struct proxy *p)
+{
+	struct proto_process *pp = p->o->proc;
+	char name[128];
+	int master, slave, r;
+
+	if (p->o->console_socket) {
+		r = console_open_pty(&master, &slave, name, sizeof(name));
+		if (r < 0)
+			return r;
+		(void)console_set_size(master, pp->rows, pp->cols);
+		r = console_send_fd(p->o->console_socket, master, name);
+		close(master);
+		if (r < 0) {
+			close(slave);
+			return r;
+		}
+		p->in_fd = p->out_fd = p->tty_fd = slave;
+	} else if (isatty(STDIN_FILENO)) {
+		if (console_make_raw(STDIN_FILENO, &p->saved) == 0)
+			p->raw = true;
+		p->tty_fd = STDIN_FILENO;
+	}
+	if (p->tty_fd >= 0 && console_get_size(p->tty_fd, &p->rows, &p->cols) == 0 && p->rows && p->cols &&
+	    !(pp->rows && pp->cols)) {
+		pp->rows = (uint16_t)p->rows;
+		pp->cols = (uint16_t)p->cols;
+	}
+	return 0;
+}
+
+static void start_relays(struct proxy *p)
+{
+	if (p->o->proc->terminal) {
+		p->relays[S_IN] = relay_start(p->in_fd, p->streams[S_IN], true);
+		p->relays[S_OUT] = relay_start(p->streams[S_IN], p->out_fd, false);
+		return;
+	}
+	p->relays[S_IN] = relay_start(p->in_fd, p->streams[S_IN], true);
+	p->relays[S_OUT] = relay_start(p->streams[S_OUT], p->out_fd, false);
+	p->relays[S_ERR] = relay_start(p->streams[S_ERR], p->err_fd, false);
+}
+
+static int block_signals(void)
+{
+	sigset_t set;
+
+	sigfillset(&set);
+	/* Faults are ours, not the process's. */
+	sigdelset(&set, SIGSEGV);
+	sigdelset(&set, SIGBUS);
+	sigdelset(&set, SIGFPE);
+	sigdelset(&set, SIGILL);
+	sigdelset(&set, SIGTRAP);
+	sigdelset(&set, SIGSYS);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+static int call(struct proxy *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int call(struct proxy *p, const char *fmt, ...)
+{
+	char req[128];
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	vsnprintf(req, sizeof(req), fmt, ap);
+	va_end(ap);
+	r = monitor_call(p->o->dir, req, CALL_TIMEOUT_MS, NULL);
+	if (r < 0)
+		log_debug("exec proxy: %s: %s", req, err_msg());
+	return r;
+}
+
+/* A size the monitor refused (a paused container) is tried again at the
+ * next look: only a size passed on is recorded. */
+static void check_size(struct proxy *p)
+{
+	unsigned rows, cols;
+
+	if (p->tty_fd < 0 || console_get_size(p->tty_fd, &rows, &cols) < 0 || (rows == p->rows && cols == p->cols))
+		return;
+	if (call(p, "resize %u %u %u", p->guest_pid, rows, cols) < 0)
+		return;
+	p->rows = rows;
+	p->cols = cols;
+}
+
+static void on_signals(struct proxy *p, int sfd)
+{
+	struct signalfd_siginfo si;
+
+	while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGWINCH:
+			check_size(p);
+			break;
+		case SIGCHLD:
+		case SIGPIPE:
+		case SIGURG:
+			break; /* ours, as runc's forwarding leaves them */
+		default:
+			call(p, "signal %u %u", p->guest_pid, si.ssi_signo);
+		}
+	}
+}
+
+static _Noreturn void finish(struct proxy *p, uint32_t status)
+{
+	relay_join(p->relays[S_OUT]);
+	relay_join(p->relays[S_ERR]);
+	if (p->raw)
+		console_restore(STDIN_FILENO, &p->saved);
+	/* In the foreground we are `exec` itself, which under runc exits
+	 * 128+N for a process killed by signal N; a detached proxy stands for
+	 * the process (its pid is the pid file's) and dies the same way. */
+	if (!p->o->detach && WIFSIGNALED(status))
+		_exit(128 + WTERMSIG(status));
+	monitor_exit_like(status);
+}
+
+/* Until the monitor passes on the process's EXIT. */
+static _Noreturn void serve(struct proxy *p, int sfd)
+{
+	for (;;) {
+		struct pollfd pf[2] = {{.fd = p->ctl, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		char line[64];
+		unsigned status;
+
+		if (poll(pf, 2, p->tty_fd >= 0 ? WINSIZE_POLL_MS : -1) < 0 && errno != EINTR)
+			break;
+		if (pf[1].revents)
+			on_signals(p, sfd);
+		if (pf[0].revents) {
+			if (read_line(p->ctl, 1000, line, sizeof(line)) == 0 && sscanf(line, "exit %u", &status) == 1)
+				finish(p, status);
+			break;
+		}
+		check_size(p);
+	}
+	/* The monitor went away: so did the VM, and the process with it. */
+	finish(p, SIGKILL);
+}
+
+/* The relays and everything after them run without privilege: no
+ * capabilities (dropped before the relay threads exist, which inherit
+ * that), no_new_privs and the proxy's seccomp allowlist. */
+static void jail(struct proxy *p)
+{
+	bool on = jail_enabled();
+
+	if (on && jail_drop_caps() < 0)
+		log_warn("exec proxy sandbox: %s", err_msg());
+	start_relays(p);
+	if (on && jail_seccomp(JAIL_PROXY) < 0)
+		log_warn("exec proxy sandbox: %s: running without a seccomp filter", err_msg());
+}
+
+static void null_stdio(void)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	for (int i = 0; i < 3; i++)
+		dup2(fd, i);
+	if (fd > 2)
+		close(fd);
+}
+
+static int write_pid(const char *path, pid_t pid)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%d", (int)pid);
+	int r = write_file_atomic(path, buf, (size_t)n, 0644);
+
+	return r < 0 ? err_setsys(r, "write pid file %s", path) : 0;
+}
+
+/* The proxy's start: returns < 0 when the process could not be started,
+ * else serves and never returns. ready_fd (or -1) hears "ok". */
+static int proxy_main(const struct exec_proxy_opts *o, int ready_fd)
+{
+	struct proxy p = {.o = o, .ctl = -1, .in_fd = 0, .out_fd = 1, .err_fd = 2, .tty_fd = -1};
+	struct proto_process *pp = o->proc;
+	int n = pp->terminal ? 1 : NR_STREAMS, sfd, r;
+
+	for (int i = 0; i < NR_STREAMS; i++)
+		p.listen_fds[i] = p.streams[i] = -1;
+	signal(SIGPIPE, SIG_IGN);
+	sfd = block_signals();
+	r = pp->terminal ? setup_terminal(&p) : 0;
+	if (r >= 0)
+		r = listen_streams(&p, n);
+	pp->stdin_port = port_base() + S_IN;
+	pp->stdout_port = pp->terminal ? 0 : port_base() + S_OUT;
+	pp->stderr_port = pp->terminal ? 0 : port_base() + S_ERR;
+	if (r >= 0)
+		r = send_exec(&p);
+	if (r >= 0)
+		r = accept_streams(&p, n);
+	if (r >= 0 && !o->detach && o->pid_file)
+		r = write_pid(o->pid_file, getpid());
+	if (r < 0) {
+		unlisten(&p);
+		if (p.raw)
+			console_restore(STDIN_FILENO, &p.saved);
+		return r;
+	}
+	jail(&p);
+	if (ready_fd >= 0) {
+		(void)write_all(ready_fd, "ok\n", 3);
+		close(ready_fd);
+	}
+	serve(&p, sfd);
+}
+
+int exec_proxy_run(const struct exec_proxy_opts *o)
+{
+	char line[4096] = "";
+	int pfd[2], r, status;
+	pid_t pid;
+
+	if (!o->detach)
+		return proxy_main(o, -1);
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return err_setsys(-errno, "pipe");
+	pid = fork();
+	if (pid < 0)
+		return err_setsys(-errno, "fork");
+	if (pid == 0) {
+		close(pfd[0]);
+		setsid();
+		/* With a console socket the process's stdio is the pty: keep
+		 * nothing of the caller's (its stdout/stderr pipes must reach
+		 * EOF when it exits). */
+		if (o->proc->terminal && o->console_socket)
+			null_stdio();
+		r = proxy_main(o, pfd[1]);
+		{
+			_cleanup_free_ char *msg = NULL;
+
+			if (asprintf(&msg, "error %s\n", err_msg()[0] ? err_msg() : strerror(-r)) > 0)
+				(void)write_all(pfd[1], msg, strlen(msg));
+		}
+		_exit(255);
+	}
+	close(pfd[1]);
+	r = read_line(pfd[0], -1, line, sizeof(line));
+	close(pfd[0]);
+	if (r == 0 && strcmp(line, "ok") == 0) {
+		r = o->pid_file ? write_pid(o->pid_file, pid) : 0;
+		if (r < 0)
+			kill(pid, SIGKILL); /* the monitor then kills the process */
+		return r;
+	}
+	waitpid(pid, &status, 0);
+	if (r == 0 && strncmp(line, "error ", 6) == 0)
+		return err_set(-EIO, "%s", line + 6);
+	return err_set(-EIO, "the exec proxy died before the process started");
+}

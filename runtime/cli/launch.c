@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "runtime/store/checkpoint.h"
+#include "runtime/monitor/guest-spec.h"
+#include "runtime/cli/launch.h"
+#include "runtime/store/monitor-client.h"
+#include "runtime/monitor/monitor.h"
+#include "runtime/host/netns.h"
+#include "runtime/host/rootfs-cache.h"
+#include "runtime/sandbox/sandbox.h"
+#include "runtime/store/state.h"
+
+#define READY_MAX 4096
+/* Key of the state's private data: the network namespace served. */
+#define STATE_KEY_NETNS "netns"
+#define REQUEST_TIMEOUT_MS (150 * 1000)
+
+static int absolute_path(const char *path, char **ret)
+{
+	char cwd[PATH_MAX];
+
+	if (!path || !*path) {
+		*ret = NULL;
+		return 0;
+	}
+	if (path[0] == '/')
+		*ret = strdup(path);
+	else if (!getcwd(cwd, sizeof(cwd)))
+		return err_setsys(-errno, "getcwd");
+	else if (asprintf(ret, "%s/%s", cwd, path) < 0)
+		*ret = NULL;
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int new_state(const char *id, const struct bundle *b, const char *netns, struct oci_state **ret)
+{
+	struct oci_state *s = calloc(1, sizeof(*s));
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	r = container_state_init(s, id, b->path, b->rootfs);
+	/* Recorded before anything is done in it, so any delete can undo. */
+	if (r >= 0 && netns)
+		r = oci_map_set(&s->private_data, STATE_KEY_NETNS, netns);
+	for (size_t i = 0; r >= 0 && i < b->spec->annotations.n; i++)
+		r = oci_map_set(&s->annotations, b->spec->annotations.items[i].key,
+		                b->spec->annotations.items[i].value);
+	if (r < 0) {
+		oci_state_free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+/* Read the monitor's one line: "ok" or "error <message>"; EOF means it died. */
+static int read_ready(int fd)
+{
+	char buf[READY_MAX];
+	size_t len = 0;
+	ssize_t n;
+
+	while (len < sizeof(buf) - 1 && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return err_setsys(-errno, "read from the monitor");
+		len += (size_t)n;
+	}
+	buf[len] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	if (strcmp(buf, "ok") == 0)
+		return 0;
+	if (strncmp(buf, "error ", 6) == 0)
+		return err_set(-EIO, "%s", buf + 6);
+	return err_set(-EIO, "the VM monitor exited before the container was created");
+}
+
+static pid_t fork_monitor(struct monitor_args *a, int *ret_fd)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return err_setsys(-errno, "pipe");
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return err_setsys(-errno, "fork");
+	}
+	if (pid == 0) {
+		close(p[0]);
+		/* Its own session: a terminal's ^C or the caller's process group
+		 * must not reach the VM; signals are forwarded deliberately. */
+		setsid();
+		if (a->c->dir[0] == '/' && chdir("/") < 0)
+			_exit(255);
+		a->ready_fd = p[1];
+		monitor_main(a);
+	}
+	close(p[1]);
+	*ret_fd = p[0];
+	return pid;
+}
+
+/* A checkpoint's root disk becomes the container's; *ret_dir is the
+ * checkpoint's absolute path (malloc'd). */
+static int restore_disk(const char *image, const char *disk, const char **ret_dir)
+{
+	_cleanup_free_ char *dir = realpath(image, NULL), *src = NULL;
+	int r;
+
+	if (!dir)
+		return err_setsys(-errno, "checkpoint %s", image);
+	r = checkpoint_check_image(dir);
+	if (r < 0)
+		return r;
+	if (asprintf(&src, "%s/%s", dir, MONITOR_CHECKPOINT_DISK) < 0)
+		return -ENOMEM;
+	r = checkpoint_copy_file(src, disk);
+	if (r < 0)
+		return r;
+	*ret_dir = TAKE_PTR(dir);
+	return 0;
+}
+
+static int console_path(struct cli_context *ctx, const struct container *c, char **ret)
+{
+	const char *env = getenv("KVRUN_CONSOLE");
+
+	*ret = NULL;
+	if (env && *env)
+		return absolute_path(env, ret);
+	if (ctx->debug && asprintf(ret, "%s/%s", c->dir, MONITOR_CONSOLE) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static unsigned int queue_pairs(const struct vm_plan *plan)
+{
+	/* As a template's devices have them. */
+	return sandbox_net_queue_pairs(plan);
+}
+
+static int build_and_fork(struct cli_context *ctx, struct container *c, const struct create_opts *o,
+                          const struct bundle *b, const struct vm_plan *plan, struct netns_setup *net, pid_t *ret_pid)
+{
+	_cleanup_free_ char *disk = NULL, *base = NULL, *pid_file = NULL, *console = NULL, *console_socket = NULL;
+	_cleanup_close_ int base_lock = -1;
+	_cleanup_free_ char *restore_dir_owned = NULL;
+	_cleanup_free_ struct rootfs_mount_point *points = NULL;
+	size_t npoints;
+	struct monitor_args a = {
+	    .c = c,
+	    .b = b,
+	    .plan = plan,
+	    .ready_fd = -1,
+	    .systemd_cgroup = ctx->systemd_cgroup,
+	    .net = net,
+	    .new_netns = !net,
+	    .queue_pairs = queue_pairs(plan),
+	    .t_start_ns = ctx->t_start_ns,
+	};
+	struct timespec t0, t1;
+	int r, fd = -1;
+	pid_t pid;
+
+	if (asprintf(&disk, "%s/%s", c->dir, MONITOR_DISK) < 0 ||
+	    asprintf(&base, "%s/%s", c->dir, MONITOR_DISK_BASE) < 0)
+		return -ENOMEM;
+	r = guest_spec_mount_points(b->spec, &points, &npoints);
+	if (r < 0)
+		return r;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = o->image_path ? restore_disk(o->image_path, disk, &a.restore_dir)
+	                  : rootfs_disk_prepare(&(struct rootfs_disk_req){.rootfs = b->rootfs,
+	                                                                  .cache_dir = plan->rootfs_cache_dir,
+	                                                                  .cache_max = plan->rootfs_cache_size,
+	                                                                  .disk = disk,
+	                                                                  .base_link = base,
+	                                                                  .points = points,
+	                                                                  .npoints = npoints},
+	                                        &base_lock);
+	restore_dir_owned = (char *)a.restore_dir;
+	if (r < 0)
+		return r;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	a.disk_us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+	log_debug("root disk %s in %llu us",
+	          o->image_path ? "copied"
+	          : r > 0       ? "from the cache"
+	                        : "built",
+	          (unsigned long long)a.disk_us);
+	r = absolute_path(o->pid_file, &pid_file);
+	if (r >= 0)
+		r = absolute_path(o->console_socket, &console_socket);
+	if (r >= 0)
+		r = console_path(ctx, c, &console);
+	if (r < 0)
+		return r;
+	a.pid_file = pid_file;
+	a.console_path = console;
+	a.console_socket = console_socket;
+	/* The monitor inherits base_lock (a cached base image, share-locked)
+	 * and keeps it for its life: the cache never prunes a base in use. */
+	pid = fork_monitor(&a, &fd);
+	if (pid < 0)
+		return pid;
+	r = read_ready(fd);
+	close(fd);
+	if (r < 0) {
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		return r;
+	}
+	*ret_pid = pid;
+	return 0;
+}
+
+/* Which network namespace the VM serves (NULL: a new one, loopback only). */
+static int check_netns(const struct bundle *b, const char **ret)
+{
+	struct stat st;
+	int r;
+
+	r = netns_path_from_spec(b->spec, ret);
+	if (r < 0)
+		return r;
+	if (*ret && stat(*ret, &st) < 0)
+		return err_setsys(-errno, "network namespace %s", *ret);
+	return 0;
+}
+
+static void log_net(const struct netns_setup *ns, const char *netns)
+{
+	for (unsigned int i = 0; i < ns->cfg.nr_ifaces; i++)
+		log_debug("network: %s in %s -> TAP %s, %u address(es), %u route(s)", ns->links[i].iface, netns,
+		          ns->links[i].tap, ns->cfg.ifaces[i].nr_addrs, ns->cfg.ifaces[i].nr_routes);
+	if (!ns->cfg.nr_ifaces)
+		log_debug("network: loopback only");
+}
+
+/* The container's network and VM, in its claimed state directory. */
+static int bring_up(struct cli_context *ctx, struct container *c, const struct create_opts *o, const struct bundle *b,
+                    const struct vm_plan *plan, const char *netns, pid_t *ret_pid)
+{
+	struct netns_setup ns;
+	int r;
+
+	/* A new namespace is the monitor's own: made and served there. */
+	if (!netns)
+		return build_and_fork(ctx, c, o, b, plan, NULL, ret_pid);
+	r = netns_setup(netns, c->state->id, queue_pairs(plan), &ns);
+	if (r < 0)
+		return err_prefix(r, "network");
+	log_net(&ns, netns);
+	r = build_and_fork(ctx, c, o, b, plan, &ns, ret_pid);
+	/* The monitor has its own copies of the TAP fds. */
+	netns_setup_close(&ns);
+	return r;
+}
+
+int launch_container(struct cli_context *ctx, const char *id, const struct create_opts *o, const struct bundle *b,
+                     pid_t *ret_pid)
+{
+	struct vm_plan plan = {0};
+	struct container *c = NULL;
+	struct oci_state *s = NULL;
+	const char *netns = NULL;
+	int r;
+
+	/* Everything that can fail without side effects comes first. */
+	r = guest_spec_check(b->spec);
+	if (r >= 0)
+		r = check_netns(b, &netns);
+	if (r < 0)
+		return err_prefix(r, "%s/config.json", b->path);
+	r = vm_plan_make(b->spec, ctx->kernel, &plan);
+	if (r < 0)
+		return r;
+	r = new_state(id, b, netns, &s);
+	if (r >= 0)
+		r = container_create(ctx->root, s, &c);
+	if (r >= 0) {
+		r = bring_up(ctx, c, o, b, &plan, netns, ret_pid);
+		if (r < 0) {
+			/* Keep the message: destroying may record its own. */
+			_cleanup_free_ char *msg = strdup(err_msg());
+
+			launch_destroy(c);
+			err_set(r, "%s", msg ? msg : "create failed");
+		} else {
+			container_free(c);
+		}
+	}
+	vm_plan_done(&plan);
+	return r;
+}
+
+int launch_destroy(struct container *c)
+{
+	const char *netns = oci_map_get(&c->state->private_data, STATE_KEY_NETNS);
+
+	if (netns) {
+		int r = netns_teardown(netns, c->state->id);
+
+		if (r < 0)
+			log_error("restoring network namespace %s: %s", netns, err_msg());
+		err_clear();
+	}
+	return container_destroy(c);
+}
+
+int launch_start(struct cli_context *ctx, const char *id)
+{
+	_cleanup_container_ struct container *c = NULL;
+	int r;
+
+	r = cli_load_container(ctx, id, CONTAINER_OP_START, &c);
+	if (r < 0)
+		return r;
+	/* The monitor waits for the guest as long as a boot may take. */
+	r = monitor_call(c->dir, "start", monitor_boot_timeout_ms() + REQUEST_TIMEOUT_MS, NULL);
+	if (r < 0)
+		return r;
+	return container_set_status(c, OCI_STATUS_RUNNING, 0);
+}
+
+static int pidfd_open_pid(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+int launch_kill_monitor(pid_t pid, int timeout_ms)
+{
+	_cleanup_close_ int fd = pidfd_open_pid(pid);
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	if (fd < 0)
+		return errno == ESRCH ? 0 : err_setsys(-errno, "pidfd_open %d", (int)pid);
+	if (syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+		return err_setsys(-errno, "kill monitor %d", (int)pid);
+	if (poll(&p, 1, timeout_ms) <= 0)
+		return err_set(-ETIMEDOUT, "monitor %d did not exit after SIGKILL", (int)pid);
+	/* Our own child (run): reap it; otherwise its parent does. */
+	waitpid(pid, NULL, WNOHANG);
+	return 0;
+}
+
+int launch_kill(struct cli_context *ctx, const char *id, int signo, bool all)
+{
+	_cleanup_container_ struct container *c = NULL;
+	_cleanup_free_ char *req = NULL;
+	int r;
+
+	r = cli_load_container(ctx, id, CONTAINER_OP_KILL, &c);
+	if (r < 0)
+		return r;
+	if (asprintf(&req, "kill %d %d", signo, all ? 1 : 0) < 0)
+		return -ENOMEM;
+	r = monitor_call(c->dir, req, signo == SIGKILL ? 10000 : REQUEST_TIMEOUT_MS, NULL);
+	if (r >= 0 || signo != SIGKILL || r == -EIO)
+		return r;
+	log_debug("monitor unresponsive (%s): killing it", err_msg());
+	err_clear();
+	return launch_kill_monitor(c->state->pid, 10000);
+}
+
+static int wait_status(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 255;
+}
+
+int launch_wait(struct cli_context *ctx, const char *id, pid_t pid)
+{
+	static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD};
+	_cleanup_close_ int sfd = -1;
+	sigset_t set;
+	int status;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++)
+		sigaddset(&set, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	for (;;) {
+		struct signalfd_siginfo si;
+		pid_t w = waitpid(pid, &status, WNOHANG);
+
+		if (w == pid)
+			return wait_status(status);
+		if (w < 0 && errno != EINTR)
+			return err_setsys(-errno, "waitpid");
+		if (sfd < 0 || read(sfd, &si, sizeof(si)) != sizeof(si) || si.ssi_signo == SIGCHLD)
+			continue;
+		_cleanup_free_ char *req = NULL;
+		_cleanup_container_ struct container *c = NULL;
+
+		if (asprintf(&req, "kill %u 0", si.ssi_signo) < 0)
+			continue;
+		if (container_load(ctx->root, id, false, &c) >= 0 && monitor_call(c->dir, req, 10000, NULL) < 0)
+			log_debug("forwarding signal %u: %s", si.ssi_signo, err_msg());
+	}
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Bringing a container up and down around its monitor: what create, run,
+ * start, kill and delete share.
+ */
+#ifndef KVRUN_RUNTIME_LAUNCH_H
+#define KVRUN_RUNTIME_LAUNCH_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "runtime/cli/create.h"
+#include "runtime/store/state.h"
+
+/* Create container id from b: check what the VM cannot do, find the kernel
+ * and initramfs, claim the state directory, build the root disk, fork the
+ * monitor (in its own session; it keeps our stdio) and wait until it
+ * reports the container created. On failure nothing is left: no monitor,
+ * no state directory. *ret_pid is the monitor's pid (our child). */
+int launch_container(struct cli_context *ctx, const char *id, const struct create_opts *o, const struct bundle *b,
+                     pid_t *ret_pid);
+
+/* Remove container c (its lock held; c is freed): give the network
+ * namespace back what the container took (TAPs, tc redirects, the
+ * interfaces' addresses and routes: recorded in the state, so this works
+ * after a monitor crash too), then remove the state directory. Returns what
+ * container_destroy() does; a teardown failure is logged, not returned. */
+int launch_destroy(struct container *c);
+
+/* `start`: have the monitor of a created container exec its process, and
+ * record it running. */
+int launch_start(struct cli_context *ctx, const char *id);
+
+/* Send signo to the container's process through its monitor; for SIGKILL,
+ * kill an unresponsive monitor itself. */
+int launch_kill(struct cli_context *ctx, const char *id, int signo, bool all);
+
+/* SIGKILL the monitor with pid (if alive) and wait up to timeout_ms for it
+ * to be gone (it need not be our child). */
+int launch_kill_monitor(pid_t pid, int timeout_ms);
+
+/* Wait for our child monitor pid, forwarding SIGINT, SIGTERM, SIGHUP,
+ * SIGQUIT, SIGUSR1 and SIGUSR2 to the container through it. Returns the
+ * exit status for the caller: the code, or 128 + N for signal N. */
+int launch_wait(struct cli_context *ctx, const char *id, pid_t pid);
+
+#endif

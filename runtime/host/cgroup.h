@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The host cgroup of a container: the monitor (the container's "init pid"
+ * for the outside) is moved into linux.cgroupsPath in every mounted
+ * hierarchy (cgroup v1 controllers, the named systemd hierarchy, cgroup2,
+ * also in the hybrid layout), so that engines find it through
+ * /proc/<pid>/cgroup and read its counters; host-side memory and CPU
+ * limits are set there. The container's own limits (pids, memory) are
+ * enforced again inside the VM by the guest's cgroup.
+ *
+ * Paths: cgroupfs form ("/a/b", or "a/b" taken from the root of each
+ * hierarchy), or with --systemd-cgroup "slice:prefix:name", which maps to
+ * /<expanded slice>/<prefix>-<name>.scope (as systemd names the scope).
+ * With systemd running, that scope is a transient unit systemd creates
+ * for the monitor (runtime/host/cgroup-systemd.h); without it kvrun writes the
+ * same cgroupfs path itself.
+ */
+#ifndef KVRUN_RUNTIME_CGROUP_H
+#define KVRUN_RUNTIME_CGROUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "oci-spec/spec.h"
+
+/* Where the hierarchies are mounted (tests may point it elsewhere), and
+ * the file listing this process's cgroups ("/proc/self/cgroup"). */
+extern const char *cgroup_mount_root;
+extern const char *cgroup_self_file;
+
+/* Host memory allowed to a monitor beyond the guest's memory: the VMM's
+ * own code, threads and device buffers. */
+#define CGROUP_MONITOR_ALLOWANCE ((int64_t)64 << 20)
+
+/* The cgroup path (starting with '/') for cgroups_path, as above. *ret is
+ * malloc'd. -EINVAL with a message for a malformed systemd path. */
+int cgroup_resolve(const char *cgroups_path, bool systemd, char **ret);
+
+/* Create path in every hierarchy, set the host-side limits from res (may
+ * be NULL) and move pid there. On failure what was created is removed. */
+int cgroup_enter(const char *path, const struct oci_linux_resources *res, pid_t pid);
+
+/* Apply the host-side limits in res (memory limit plus the allowance, cpu
+ * quota/period and shares) to the existing path in every hierarchy. */
+int cgroup_update(const char *path, const struct oci_linux_resources *res);
+
+/* Remove path from every hierarchy (children first are not handled: a
+ * container's cgroup has none). Moves the calling process out first if it
+ * is inside. Missing directories are fine. */
+int cgroup_remove(const char *path);
+
+/* The whole of joining a container's cgroup: resolve cgroups_path, with
+ * systemd (and systemd running) have it create the transient scope unit
+ * with pid in it, then cgroup_enter() for the rest. *ret_path is the
+ * resolved path, *ret_unit the unit's name or NULL (both malloc'd). On
+ * failure nothing is left: the unit is stopped, the paths removed. */
+int cgroup_join(const char *cgroups_path, bool systemd, const struct oci_linux_resources *res, pid_t pid,
+                char **ret_path, char **ret_unit);
+
+/* With unit (cgroup_join's) and systemd running, tell systemd the new
+ * limits in res (SetUnitProperties), so that it keeps them; then, either
+ * way, cgroup_update(path, res). */
+int cgroup_update_unit(const char *path, const char *unit, const struct oci_linux_resources *res);
+
+/* Undo cgroup_join: step out of path if we are in it, stop the unit (when
+ * not NULL) and remove path (when not NULL). The first error is
+ * returned, and everything is attempted. */
+int cgroup_leave(const char *path, const char *unit);
+
+#endif

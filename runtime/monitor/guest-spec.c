@@ -1,0 +1,409 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <sys/random.h>
+#include <time.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "common/fileio.h"
+#include "runtime/monitor/guest-spec.h"
+
+static char **strv_dup(char *const *v)
+{
+	size_t n = oci_strv_length(v);
+	char **r = calloc(n + 1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!(r[i] = strdup(v[i]))) {
+			oci_strv_free(r);
+			return NULL;
+		}
+	return r;
+}
+
+static char *str_dup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static uint64_t cap_mask(char *const *names)
+{
+	uint64_t m = 0;
+
+	for (size_t i = 0; names && names[i]; i++) {
+		int c = oci_capability_from_name(names[i]);
+
+		/* runc ignores capabilities it does not know. */
+		if (c >= 0 && c < 64)
+			m |= 1ULL << c;
+	}
+	return m;
+}
+
+static int conv_process(const struct oci_process *op, struct proto_process *p)
+{
+	p->args = strv_dup(op->args);
+	p->env = strv_dup(op->env);
+	p->cwd = str_dup(op->cwd ? op->cwd : "/");
+	if (!p->args || !p->env || !p->cwd)
+		return -ENOMEM;
+	p->uid = op->user.uid;
+	p->gid = op->user.gid;
+	if (op->user.n_additional_gids) {
+		p->additional_gids = calloc(op->user.n_additional_gids, sizeof(uint32_t));
+		if (!p->additional_gids)
+			return -ENOMEM;
+		memcpy(p->additional_gids, op->user.additional_gids, op->user.n_additional_gids * sizeof(uint32_t));
+		p->n_additional_gids = op->user.n_additional_gids;
+	}
+	p->has_umask = op->user.has_umask;
+	p->umask = op->user.umask;
+	if (op->capabilities) {
+		p->has_caps = true;
+		p->cap_bounding = cap_mask(op->capabilities->bounding);
+		p->cap_effective = cap_mask(op->capabilities->effective);
+		p->cap_inheritable = cap_mask(op->capabilities->inheritable);
+		p->cap_permitted = cap_mask(op->capabilities->permitted);
+		p->cap_ambient = cap_mask(op->capabilities->ambient);
+	}
+	if (op->n_rlimits) {
+		p->rlimits = calloc(op->n_rlimits, sizeof(*p->rlimits));
+		if (!p->rlimits)
+			return -ENOMEM;
+		p->n_rlimits = op->n_rlimits;
+		for (size_t i = 0; i < op->n_rlimits; i++) {
+			p->rlimits[i].type = strdup(op->rlimits[i].type);
+			p->rlimits[i].soft = op->rlimits[i].soft;
+			p->rlimits[i].hard = op->rlimits[i].hard;
+			if (!p->rlimits[i].type)
+				return -ENOMEM;
+		}
+	}
+	p->no_new_privileges = op->no_new_privileges;
+	p->has_oom_score_adj = op->has_oom_score_adj;
+	p->oom_score_adj = op->oom_score_adj;
+	p->stdin_port = GUEST_PORT_STDIN;
+	p->stdout_port = GUEST_PORT_STDOUT;
+	p->stderr_port = GUEST_PORT_STDERR;
+	return 0;
+}
+
+static bool mount_is_bind(const struct oci_mount *m)
+{
+	if (m->type && strcmp(m->type, "bind") == 0)
+		return true;
+	for (size_t i = 0; m->options && m->options[i]; i++)
+		if (strcmp(m->options[i], "bind") == 0 || strcmp(m->options[i], "rbind") == 0)
+			return true;
+	return false;
+}
+
+/* podman binds a tmpfs of its own (<userdata>/shm) on /dev/shm. A VM
+ * cannot share it, and nothing else can see into the VM's IPC namespace
+ * anyway: the guest mounts a tmpfs of the same size there instead. Returns
+ * the size in bytes, or 0 when m is not such a mount. */
+static uint64_t shm_bind_size(const struct oci_mount *m)
+{
+	struct statfs sf;
+
+	if (!m->destination || strcmp(m->destination, "/dev/shm") != 0 || !m->source)
+		return 0;
+	if (statfs(m->source, &sf) < 0 || sf.f_type != TMPFS_MAGIC)
+		return 0;
+	return (uint64_t)sf.f_blocks * (uint64_t)sf.f_bsize;
+}
+
+/* A host bind mount of a regular file: its content goes inline. */
+static int check_bind(const struct oci_mount *m, size_t i, struct stat *st)
+{
+	if (!m->source || m->source[0] != '/')
+		return err_set(-ENOTSUP, "mounts[%zu] (%s): bind mount source must be an absolute host path", i,
+		               m->destination);
+	if (stat(m->source, st) < 0)
+		return err_setsys(-errno, "mounts[%zu] (%s): bind mount source %s", i, m->destination, m->source);
+	if (!S_ISREG(st->st_mode))
+		return err_set(-ENOTSUP,
+		               "mounts[%zu]: bind mount of %s on %s is not supported: only single files can be "
+		               "passed into the VM (directory volumes need a shared filesystem device)",
+		               i, m->source, m->destination);
+	if (st->st_size > GUEST_SPEC_MAX_COPIED_FILE)
+		return err_set(-EFBIG, "mounts[%zu] (%s): %s is too big to copy into the VM", i, m->destination,
+		               m->source);
+	return 0;
+}
+
+int guest_spec_check(const struct oci_spec *spec)
+{
+	struct stat st;
+	int r;
+
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		if (!mount_is_bind(&spec->mounts[i]) || shm_bind_size(&spec->mounts[i]))
+			continue;
+		r = check_bind(&spec->mounts[i], i, &st);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int guest_spec_mount_points(const struct oci_spec *spec, struct rootfs_mount_point **ret, size_t *ret_n)
+{
+	/* Each mount, /dev (a tmpfs goes there when no mount does) and the
+	 * cwd, which runc creates too. */
+	struct rootfs_mount_point *pts = calloc(spec->n_mounts + 2, sizeof(*pts));
+	size_t n = 0;
+
+	if (!pts)
+		return -ENOMEM;
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		if (spec->mounts[i].destination)
+			pts[n++] =
+			    (struct rootfs_mount_point){spec->mounts[i].destination, mount_is_bind(&spec->mounts[i])};
+	pts[n++] = (struct rootfs_mount_point){"/dev", false};
+	if (spec->process && spec->process->cwd)
+		pts[n++] = (struct rootfs_mount_point){spec->process->cwd, false};
+	*ret = pts;
+	*ret_n = n;
+	return 0;
+}
+
+/* The guest's own tmpfs for a bind of the host's shm (shm_bind_size()),
+ * with the bind's nosuid/nodev/noexec. */
+static int conv_shm(const struct oci_mount *om, uint64_t size, struct proto_mount *m)
+{
+	char *opts[6] = {0}, sz[48];
+	size_t n = 0;
+
+	for (size_t i = 0; om->options && om->options[i] && n < 3; i++)
+		if (!strcmp(om->options[i], "nosuid") || !strcmp(om->options[i], "nodev") ||
+		    !strcmp(om->options[i], "noexec"))
+			opts[n++] = om->options[i];
+	snprintf(sz, sizeof(sz), "size=%llu", (unsigned long long)size);
+	opts[n++] = (char *)"mode=1777";
+	opts[n++] = sz;
+	m->destination = str_dup(om->destination);
+	m->type = str_dup("tmpfs");
+	m->source = str_dup("shm");
+	m->options = strv_dup(opts);
+	return m->destination && m->type && m->source && m->options ? 0 : -ENOMEM;
+}
+
+static int conv_mount(const struct oci_mount *om, size_t i, struct proto_mount *m)
+{
+	uint64_t shm = mount_is_bind(om) ? shm_bind_size(om) : 0;
+
+	if (shm)
+		return conv_shm(om, shm, m);
+	m->destination = str_dup(om->destination);
+	m->type = str_dup(om->type);
+	m->source = str_dup(om->source);
+	m->options = strv_dup(om->options);
+	if (!m->destination || !m->options)
+		return -ENOMEM;
+	if (mount_is_bind(om)) {
+		struct stat st;
+		size_t len;
+		int r = check_bind(om, i, &st);
+
+		if (r < 0)
+			return r;
+		r = read_file_all(om->source, GUEST_SPEC_MAX_COPIED_FILE, (char **)&m->data, &len);
+		if (r < 0)
+			return err_setsys(r, "mounts[%zu]: read %s", i, om->source);
+		m->has_data = true;
+		m->data_len = len;
+		m->data_mode = st.st_mode & 07777;
+	}
+	return 0;
+}
+
+static int conv_hooks(const struct oci_hook_list *l, struct proto_hook **ret, size_t *ret_n)
+{
+	if (!l->n)
+		return 0;
+	*ret = calloc(l->n, sizeof(**ret));
+	if (!*ret)
+		return -ENOMEM;
+	*ret_n = l->n;
+	for (size_t i = 0; i < l->n; i++) {
+		(*ret)[i].path = str_dup(l->hooks[i].path);
+		(*ret)[i].args = strv_dup(l->hooks[i].args);
+		(*ret)[i].env = strv_dup(l->hooks[i].env);
+		(*ret)[i].has_timeout = l->hooks[i].has_timeout;
+		(*ret)[i].timeout = (uint32_t)l->hooks[i].timeout;
+		if (!(*ret)[i].path || !(*ret)[i].args || !(*ret)[i].env)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int conv_seccomp(const struct oci_seccomp *os, struct proto_seccomp **ret)
+{
+	struct proto_seccomp *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	*ret = s;
+	s->default_action = str_dup(os->default_action);
+	s->has_default_errno_ret = os->has_default_errno_ret;
+	s->default_errno_ret = os->default_errno_ret;
+	s->architectures = strv_dup(os->architectures);
+	s->flags = strv_dup(os->flags);
+	if (!s->default_action || !s->architectures || !s->flags)
+		return -ENOMEM;
+	if (os->n_syscalls && !(s->rules = calloc(os->n_syscalls, sizeof(*s->rules))))
+		return -ENOMEM;
+	s->n_rules = os->n_syscalls;
+	for (size_t i = 0; i < os->n_syscalls; i++) {
+		const struct oci_seccomp_syscall *o = &os->syscalls[i];
+		struct proto_seccomp_rule *r = &s->rules[i];
+
+		r->names = strv_dup(o->names);
+		r->action = str_dup(o->action);
+		r->has_errno_ret = o->has_errno_ret;
+		r->errno_ret = o->errno_ret;
+		if (!r->names || !r->action || (o->n_args && !(r->args = calloc(o->n_args, sizeof(*r->args)))))
+			return -ENOMEM;
+		r->n_args = o->n_args;
+		for (size_t j = 0; j < o->n_args; j++) {
+			r->args[j].index = o->args[j].index;
+			r->args[j].value = o->args[j].value;
+			r->args[j].value_two = o->args[j].value_two;
+			if (!(r->args[j].op = str_dup(o->args[j].op)))
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int conv_linux(const struct oci_linux *l, struct proto_start *s)
+{
+	s->masked_paths = strv_dup(l->masked_paths);
+	s->readonly_paths = strv_dup(l->readonly_paths);
+	if (!s->masked_paths || !s->readonly_paths)
+		return -ENOMEM;
+	if (l->rootfs_propagation && !(s->rootfs_propagation = strdup(l->rootfs_propagation)))
+		return -ENOMEM;
+	if (l->sysctl.n) {
+		s->sysctl = calloc(l->sysctl.n, sizeof(*s->sysctl));
+		if (!s->sysctl)
+			return -ENOMEM;
+		s->n_sysctl = l->sysctl.n;
+		for (size_t i = 0; i < l->sysctl.n; i++) {
+			s->sysctl[i].key = strdup(l->sysctl.items[i].key);
+			s->sysctl[i].value = strdup(l->sysctl.items[i].value);
+			if (!s->sysctl[i].key || !s->sysctl[i].value)
+				return -ENOMEM;
+		}
+	}
+	return l->seccomp ? conv_seccomp(l->seccomp, &s->seccomp) : 0;
+}
+
+static int conv_all(const struct oci_spec *spec, const struct oci_state *state, struct proto_start *s)
+{
+	int r;
+
+	r = conv_process(spec->process, &s->process);
+	if (r < 0)
+		return r;
+	/* A terminal is one pty stream on the stdin port (the monitor's). */
+	s->process.terminal = spec->process->terminal;
+	s->process.rows = (uint16_t)spec->process->console_size.height;
+	s->process.cols = (uint16_t)spec->process->console_size.width;
+	s->hostname = str_dup(spec->hostname);
+	s->domainname = str_dup(spec->domainname);
+	s->root_device = strdup("/dev/vda");
+	s->root_fstype = strdup("ext4");
+	if (!s->root_device || !s->root_fstype)
+		return -ENOMEM;
+	s->root_readonly = spec->root && spec->root->readonly;
+	if (spec->n_mounts && !(s->mounts = calloc(spec->n_mounts, sizeof(*s->mounts))))
+		return -ENOMEM;
+	s->n_mounts = spec->n_mounts;
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		r = conv_mount(&spec->mounts[i], i, &s->mounts[i]);
+		if (r < 0)
+			return r;
+	}
+	if (spec->linux_spec && (r = conv_linux(spec->linux_spec, s)) < 0)
+		return r;
+	r = conv_hooks(&spec->hooks.list[OCI_HOOK_CREATE_CONTAINER], &s->create_container_hooks,
+	               &s->n_create_container_hooks);
+	if (r >= 0)
+		r = conv_hooks(&spec->hooks.list[OCI_HOOK_START_CONTAINER], &s->start_container_hooks,
+		               &s->n_start_container_hooks);
+	if (r >= 0 && state && (s->n_create_container_hooks || s->n_start_container_hooks))
+		r = oci_state_to_hook_json(state, &s->state_json);
+	return r;
+}
+
+int guest_spec_from_oci(const struct oci_spec *spec, const struct oci_state *state, struct proto_start *ret)
+{
+	int r;
+
+	*ret = (struct proto_start){0};
+	if (!spec->process)
+		return err_set(-EINVAL, "config.json: process: missing");
+	r = guest_spec_check(spec);
+	if (r >= 0)
+		r = conv_all(spec, state, ret);
+	if (r < 0) {
+		proto_start_free(ret);
+		if (r == -ENOMEM)
+			err_set(r, "out of memory");
+	}
+	return r;
+}
+
+int guest_process_from_oci(const struct oci_process *op, struct proto_process *ret)
+{
+	int r;
+
+	*ret = (struct proto_process){0};
+	r = conv_process(op, ret);
+	if (r < 0) {
+		proto_process_free(ret);
+		return err_set(r, "out of memory");
+	}
+	ret->terminal = op->terminal;
+	ret->rows = (uint16_t)op->console_size.height;
+	ret->cols = (uint16_t)op->console_size.width;
+	return 0;
+}
+
+int guest_spec_set_net(struct proto_start *s, const struct net_config *cfg)
+{
+	free(s->net);
+	s->net = NULL;
+	if (!cfg || !cfg->nr_ifaces)
+		return 0;
+	s->net = malloc(sizeof(*s->net));
+	if (!s->net)
+		return -ENOMEM;
+	*s->net = *cfg;
+	return 0;
+}
+
+int guest_spec_set_identity(struct proto_start *s)
+{
+	struct timespec ts;
+
+	if (getrandom(s->seed, sizeof(s->seed), 0) != (ssize_t)sizeof(s->seed))
+		return err_setsys(-errno, "getrandom");
+	s->has_seed = true;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	s->realtime_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	s->has_realtime = true;
+	return 0;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Turning a bundle into the START message guest-init applies (the
+ * container's process, mounts, names, paths, sysctl, seccomp, hooks).
+ */
+#ifndef KVRUN_RUNTIME_GUEST_SPEC_H
+#define KVRUN_RUNTIME_GUEST_SPEC_H
+
+#include <stdint.h>
+
+#include "common/protocol.h"
+#include "oci-spec/spec.h"
+#include "oci-spec/state.h"
+#include "runtime/host/rootfs-image.h"
+
+/* Host files a bind mount may copy in (resolv.conf, hosts, hostname...). */
+#define GUEST_SPEC_MAX_COPIED_FILE (1u << 20)
+
+/* Host ports the guest's stdio streams connect to. */
+#define GUEST_PORT_STDIN 1025
+#define GUEST_PORT_STDOUT 1026
+#define GUEST_PORT_STDERR 1027
+
+/* Fill *ret from spec: the root disk is /dev/vda (ext4). Host bind mounts
+ * of regular files are carried inline; any other host bind mount, and a
+ * terminal, are refused with an error naming them (-ENOTSUP). state (may
+ * be NULL) is the OCI state handed to hooks. *ret is owned by the caller
+ * (proto_start_free()), also zeroed on failure. */
+int guest_spec_from_oci(const struct oci_spec *spec, const struct oci_state *state, struct proto_start *ret);
+
+/* Give s a copy of the guest's network configuration (cfg NULL or without
+ * interfaces: none, loopback only). Returns 0 or -ENOMEM. */
+int guest_spec_set_net(struct proto_start *s, const struct net_config *cfg);
+
+/* Whether the host side of a spec passes the checks of
+ * guest_spec_from_oci() (used by create before anything is built). */
+int guest_spec_check(const struct oci_spec *spec);
+
+/* The paths the guest mounts on or enters, for the root disk to have
+ * (rootfs_image_build()): every mount destination (bind mounts, which are
+ * of host files, are file points), /dev and the process's cwd. *ret is the
+ * caller's to free; its paths are borrowed from spec. Returns 0 or
+ * -ENOMEM. */
+int guest_spec_mount_points(const struct oci_spec *spec, struct rootfs_mount_point **ret, size_t *ret_n);
+
+/* Fill *ret from an exec'd process (runc exec's process.json): as START's
+ * process, plus terminal and console size. The stdio ports are the
+ * container's and are for the caller to replace. *ret is the caller's
+ * (proto_process_free()), zeroed on failure. */
+int guest_process_from_oci(const struct oci_process *op, struct proto_process *ret);
+
+/* Per-instance identity in START: the host's wall-clock time and fresh
+ * random bytes (a VM restored from a template has the template's). */
+int guest_spec_set_identity(struct proto_start *s);
+
+#endif

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `kvrun checkpoint` in the monitor, and the resumption of a restored
+ * checkpoint. A checkpoint is a directory:
+ *   vm.snap           the VM and its devices (vmm/snapshot.h)
+ *   rootfs.img        the root disk as it was at the pause (copied with
+ *                     copy_file_range, so shared extents where the file
+ *                     system can, and holes kept): `delete` removes the
+ *                     container's own
+ *   config.json       the bundle's configuration the container ran with
+ *   kvrun-checkpoint  marks the directory as complete (written last)
+ * The monitor is jailed (jail.h) and may create no file: `kvrun checkpoint`
+ * makes the directory and two empty files and passes them with the
+ * request; the monitor writes vm.snap and rootfs.img into them, and the
+ * client names them, adds config.json and the mark.
+ * The guest's page cache is in vm.snap and its disk in rootfs.img, taken
+ * with the disk quiesced, so the two agree.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "common/fileio.h"
+#include "common/log.h"
+#include "runtime/store/checkpoint.h"
+#include "runtime/monitor/monitor-int.h"
+#include "runtime/monitor/monitor-relay.h"
+#include "runtime/sandbox/sandbox.h"
+
+#define STREAM_WAIT_MS (60 * 1000)
+
+int checkpoint_copy_file(const char *src, const char *dst)
+{
+	_cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int out = -1;
+	int r;
+
+	if (in < 0)
+		return err_setsys(-errno, "open %s", src);
+	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out < 0)
+		return err_setsys(-errno, "create %s", dst);
+	if (ioctl(out, FICLONE, in) == 0)
+		return 0;
+	r = fd_copy_sparse(in, out);
+	if (r < 0) {
+		unlink(dst);
+		return err_setsys(r, "copy %s to %s", src, dst);
+	}
+	return 0;
+}
+
+int checkpoint_check_image(const char *dir)
+{
+	_cleanup_free_ char *mark = NULL;
+
+	if (asprintf(&mark, "%s/%s", dir, MONITOR_CHECKPOINT_MARK) < 0)
+		return -ENOMEM;
+	if (access(mark, F_OK) < 0)
+		return err_set(-EINVAL, "%s is not a complete kvrun checkpoint", dir);
+	return 0;
+}
+
+static int check_file(int fd, const char *what)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return err_setsys(-errno, "the file for %s", what);
+	if (!S_ISREG(st.st_mode))
+		return err_set(-EINVAL, "the file for %s is not a regular file", what);
+	return 0;
+}
+
+/* The VM is saved first: that pauses it and quiesces its disk, which is
+ * then written out as the guest reads it. */
+static int save_files(struct monitor *m, int snap_fd, int disk_fd)
+{
+	int r = sandbox_save_fd(m->sb, snap_fd);
+
+	return r < 0 ? r : sandbox_export_disk(m->sb, disk_fd);
+}
+
+int monitor_checkpoint(struct monitor *m, bool leave_running, const char *dir, int snap_fd, int disk_fd)
+{
+	int r;
+
+	if (m->exited)
+		return err_set(-ESRCH, "container not running");
+	r = check_file(snap_fd, "the VM");
+	if (r >= 0)
+		r = check_file(disk_fd, "the disk");
+	if (r < 0)
+		return r;
+	r = save_files(m, snap_fd, disk_fd);
+	if (r < 0 || leave_running) {
+		/* The VM goes on (a failed checkpoint changes nothing). */
+		int q = sandbox_resume(m->sb);
+
+		if (q >= 0 && m->paused)
+			q = vm_pause(m->sb->vm);
+		if (q < 0)
+			log_error("resuming after the checkpoint: %s", strerror(-q));
+		if (r >= 0)
+			log_info("checkpoint for %s saved, container left running", dir);
+		return r;
+	}
+	log_info("checkpoint for %s saved, container stopped", dir);
+	/* As runc's container after a checkpoint: killed. */
+	m->checkpointed = true;
+	m->exited = true;
+	m->exit_status = SIGKILL;
+	return 0;
+}
+
+/* Whether a connection waits on listener i (guest-init opens stdin before
+ * stdout, so once stdout came, a stdin stream is already queued). */
+static bool pending(struct monitor *m, int i)
+{
+	struct pollfd p = {.fd = m->listen_fds[i], .events = POLLIN};
+
+	return poll(&p, 1, 0) > 0;
+}
+
+static int resume_stdio(struct monitor *m)
+{
+	int r;
+
+	r = monitor_accept_stream(m, PORT_STDOUT, STREAM_WAIT_MS, "the container's stdout");
+	if (r >= 0)
+		r = monitor_accept_stream(m, PORT_STDERR, STREAM_WAIT_MS, "the container's stderr");
+	if (r < 0)
+		return r;
+	if (pending(m, PORT_STDIN) && monitor_accept_stream(m, PORT_STDIN, 1000, "stdin") >= 0)
+		m->relays[PORT_STDIN] = relay_start(STDIN_FILENO, m->stream_fds[PORT_STDIN], true);
+	m->relays[PORT_STDOUT] = relay_start(m->stream_fds[PORT_STDOUT], STDOUT_FILENO, false);
+	m->relays[PORT_STDERR] = relay_start(m->stream_fds[PORT_STDERR], STDERR_FILENO, false);
+	if (!m->relays[PORT_STDOUT] || !m->relays[PORT_STDERR])
+		return err_set(-ENOMEM, "cannot start the stdio relays");
+	return 0;
+}
+
+/* The restored guest's interfaces are this namespace's, whose MACs, MTUs,
+ * addresses and routes may differ from the saved one's (dev_mac, set by
+ * the restore, names each link as the guest knows it): guest-init
+ * configures them again. And its clock, which stood still while saved. */
+static int send_network(struct monitor *m)
+{
+	struct proto_msg msg = {.type = PROTO_MSG_NETWORK}, ans = {0};
+	const struct netns_setup *net = m->a->net;
+	struct net_config *cfg = net && net->cfg.nr_ifaces ? malloc(sizeof(*cfg)) : NULL;
+	unsigned int nr = net ? net->cfg.nr_ifaces : 0;
+	struct timespec ts;
+	int r;
+
+	if (nr && !cfg)
+		return -ENOMEM;
+	if (cfg)
+		*cfg = net->cfg;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	msg.u.network = (struct proto_network){
+	    .net = cfg,
+	    .has_realtime = true,
+	    .realtime_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec,
+	};
+	r = monitor_request(m, &msg, REPLY_TIMEOUT_MS, &ans);
+	proto_msg_free(&msg);
+	proto_msg_free(&ans);
+	if (r < 0)
+		return err_prefix(r, "the restored guest's network");
+	log_debug("restored guest: network configured again (%u interface(s))", nr);
+	return 0;
+}
+
+int monitor_resume_restored(struct monitor *m)
+{
+	int r = m->a->b->spec->process->terminal ? monitor_setup_terminal(m) : resume_stdio(m);
+
+	return r < 0 ? r : send_network(m);
+}

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The monitor's internals, shared by monitor.c (bring-up, main loop, the
+ * end) and monitor-serve.c (requests on control.sock, exec sessions).
+ */
+#ifndef KVRUN_RUNTIME_MONITOR_INT_H
+#define KVRUN_RUNTIME_MONITOR_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <termios.h>
+
+#include "common/protocol.h"
+#include "runtime/monitor/monitor.h"
+
+enum { PORT_CTL, PORT_STDIN, PORT_STDOUT, PORT_STDERR, NR_PORTS };
+
+#define REPLY_TIMEOUT_MS (120 * 1000)
+
+/* Exec proxies connected at a time (each holds one control connection). */
+#define MONITOR_MAX_EXECS 64
+
+/* `kvrun events` connections at a time. */
+#define MONITOR_MAX_SUBS 8
+
+/* One `kvrun exec` process in the guest, owned by a proxy whose control
+ * connection stays open until the process's EXIT is passed on. */
+struct monitor_exec {
+	int fd; /* -1: slot free */
+	uint64_t id; /* the EXEC's id: its EXIT carries it */
+	uint32_t guest_pid;
+	pid_t proxy_pid; /* SO_PEERCRED of the connection */
+};
+
+struct monitor {
+	struct monitor_args *a;
+	struct sandbox *sb;
+	char *vsock_path, *control_path;
+	char *cgroup_path; /* resolved linux.cgroupsPath we are in, or NULL */
+	char *cgroup_unit; /* the systemd scope holding it, or NULL */
+	int listen_fds[NR_PORTS];
+	int stream_fds[NR_PORTS]; /* accepted guest streams */
+	int control_fd; /* listener of control.sock */
+	int signal_fd;
+	bool serving; /* serve() forwards signals; before it they end the boot */
+	int stop_signal; /* the signal that ended the boot, or 0 */
+	uint64_t next_id;
+	bool exited; /* EXIT of the container's init received */
+	bool paused; /* vCPUs stopped by a pause request */
+	bool checkpointed; /* saved and ending: the VM goes before the relays */
+	uint32_t exit_status;
+	struct relay *relays[NR_PORTS];
+	struct netns_setup own_net; /* new_netns: what the hooks left in ours */
+	struct proto_msg early_start; /* early_create: the START built in create */
+	struct monitor_exec execs[MONITOR_MAX_EXECS];
+	int tty_fd; /* host end of the container's terminal, or -1 */
+	bool tty_raw; /* tty_fd is our stdin, made raw: tty_saved restores it */
+	struct termios tty_saved;
+	unsigned rows, cols; /* last size passed on */
+	int subs[MONITOR_MAX_SUBS]; /* `kvrun events` connections, or -1 */
+	uint64_t oom_kill; /* OOM kills in the container so far */
+};
+
+/* Send msg to guest-init and wait up to timeout_ms for the answer with its
+ * id (ERROR with err 0 counts as success); *ret is the caller's to free.
+ * Messages arriving in between (EXITs) are dispatched. */
+int monitor_request(struct monitor *m, struct proto_msg *msg, int timeout_ms, struct proto_msg *ret);
+
+/* Handle a message from the guest that is not an answer (EXIT). */
+void monitor_note(struct monitor *m, const struct proto_msg *msg);
+
+/* OOM from the guest: each new kill goes to the events subscribers. */
+void monitor_oom(struct monitor *m, const struct proto_oom *oom);
+
+/* A subscriber's connection became readable or hung up: drop it. */
+void monitor_sub_gone(struct monitor *m, int i);
+
+/* Accept and answer one client of control.sock. */
+void monitor_serve_client(struct monitor *m);
+
+/* Resize the pty of the container's process (pid 0) or an exec'd one. */
+int monitor_resize(struct monitor *m, uint32_t pid, unsigned rows, unsigned cols);
+
+/* Signal the container's process (pid 0) or an exec'd one. */
+int monitor_signal(struct monitor *m, uint32_t pid, int signo, bool all);
+
+/* An exec proxy's connection became readable or hung up: the proxy went
+ * away, so its process in the guest is killed. */
+void monitor_exec_gone(struct monitor *m, struct monitor_exec *e);
+
+/* EXIT of an exec'd process: tell its proxy and forget it. */
+void monitor_exec_exited(struct monitor *m, uint64_t id, uint32_t status);
+
+/* Accept guest stream i (PORT_*) within timeout_ms into m->stream_fds[i]. */
+int monitor_accept_stream(struct monitor *m, int i, int timeout_ms, const char *what);
+
+/* The container's terminal: relay the guest's pty stream (monitor.c). */
+int monitor_setup_terminal(struct monitor *m);
+
+/* monitor-checkpoint.c: "checkpoint <leave 0|1> <dir>" with two fds: save
+ * the VM into snap_fd and its root disk into disk_fd (empty regular files
+ * the client created in dir, which is only named in messages; the caller
+ * closes them); unless leave_running, the container then ends as if
+ * killed (SIGKILL). */
+int monitor_checkpoint(struct monitor *m, bool leave_running, const char *dir, int snap_fd, int disk_fd);
+
+/* A monitor restoring a checkpoint: after HELLO, take the streams
+ * guest-init opens again for the running process and relay them. */
+int monitor_resume_restored(struct monitor *m);
+
+#endif

@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The monitor's control socket: one request line per connection, one
+ * answer line (monitor-client.h), except `exec`, whose connection stays
+ * open as the exec proxy's link to its process in the guest.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "common/fileio.h"
+#include "common/log.h"
+#include "common/protocol.h"
+#include "runtime/monitor/monitor-int.h"
+#include "runtime/sandbox/sandbox.h"
+
+#define CLIENT_WAIT_MS 5000
+
+static void answer(int fd, int r, const char *detail)
+{
+	char buf[4096];
+	int n;
+
+	if (r >= 0)
+		n = snprintf(buf, sizeof(buf), "ok%s%s\n", detail && *detail ? " " : "", detail ? detail : "");
+	else
+		n = snprintf(buf, sizeof(buf), "error %s\n", err_msg()[0] ? err_msg() : strerror(-r));
+	(void)write_all(fd, buf, n < (int)sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+}
+
+/* Descriptors that came with a request (SCM_RIGHTS): only "checkpoint"
+ * takes any (the files it writes, which the jailed monitor cannot create);
+ * the rest are closed unused. */
+#define REQ_MAX_FDS 4
+
+struct req_fds {
+	int fd[REQ_MAX_FDS];
+	int n;
+	bool truncated; /* more came than fit: the kernel closed them */
+};
+
+static void req_fds_close(struct req_fds *f)
+{
+	for (int i = 0; i < f->n; i++)
+		close(f->fd[i]);
+	f->n = 0;
+}
+
+static void take_fds(struct msghdr *msg, struct req_fds *f)
+{
+	if (msg->msg_flags & MSG_CTRUNC)
+		f->truncated = true;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(msg); cm; cm = CMSG_NXTHDR(msg, cm)) {
+		size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (f->n < REQ_MAX_FDS) {
+				f->fd[f->n++] = fd;
+			} else {
+				close(fd);
+				f->truncated = true;
+			}
+		}
+	}
+}
+
+/* The request line, read a byte at a time so that what follows it (the
+ * EXEC frame) stays in the socket; descriptors sent with it go to *fds. */
+static int read_line(int fd, char *line, size_t size, struct req_fds *fds)
+{
+	size_t len = 0;
+
+	while (len + 1 < size) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		union {
+			char buf[CMSG_SPACE(REQ_MAX_FDS * sizeof(int))];
+			struct cmsghdr align;
+		} u;
+		struct iovec iov = {.iov_base = line + len, .iov_len = 1};
+		struct msghdr msg = {
+		    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+		ssize_t n;
+
+		/* A client that connects and says nothing must not stall us. */
+		if (poll(&p, 1, CLIENT_WAIT_MS) <= 0)
+			return -ETIMEDOUT;
+		n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -ECONNRESET;
+		take_fds(&msg, fds);
+		if (line[len] == '\n')
+			break;
+		len++;
+	}
+	line[len] = 0;
+	return 0;
+}
+
+static int do_start(struct monitor *m, char *detail, size_t size)
+{
+	struct proto_msg msg = {.type = PROTO_MSG_GO}, ans = {0};
+	int r;
+
+	r = monitor_request(m, &msg, monitor_boot_timeout_ms(), &ans);
+	if (r < 0)
+		return r;
+	snprintf(detail, size, "%u", ans.u.started.pid);
+	log_debug("container process started, guest pid %u", ans.u.started.pid);
+	proto_msg_free(&ans);
+	return 0;
+}
+
+int monitor_signal(struct monitor *m, uint32_t pid, int signo, bool all)
+{
+	struct proto_msg msg = {.type = PROTO_MSG_SIGNAL}, ans = {0};
+	int r;
+
+	if (m->exited)
+		return err_set(-ESRCH, "container not running");
+	msg.u.signal = (struct proto_signal){.pid = pid, .signo = (uint32_t)signo, .all = all};
+	if (m->paused && signo == SIGKILL) {
+		/* A frozen container still dies by SIGKILL (as a frozen cgroup's
+		 * tasks do): let the guest run to deliver it. */
+		vm_resume(m->sb->vm);
+		m->paused = false;
+	} else if (m->paused) {
+		/* Delivered when the container is resumed; the answer is
+		 * dropped then. */
+		msg.id = ++m->next_id;
+		r = proto_send(m->stream_fds[PORT_CTL], &msg);
+		return r < 0 ? err_setsys(r, "sending SIGNAL to guest-init") : 0;
+	}
+	r = monitor_request(m, &msg, REPLY_TIMEOUT_MS, &ans);
+	proto_msg_free(&ans);
+	return r;
+}
+
+int monitor_resize(struct monitor *m, uint32_t pid, unsigned rows, unsigned cols)
+{
+	struct proto_msg msg = {.type = PROTO_MSG_RESIZE}, ans = {0};
+	int r;
+
+	if (m->paused)
+		return err_set(-EBUSY, "container is paused");
+	msg.u.resize = (struct proto_resize){.pid = pid, .rows = (uint16_t)rows, .cols = (uint16_t)cols};
+	r = monitor_request(m, &msg, REPLY_TIMEOUT_MS, &ans);
+	proto_msg_free(&ans);
+	return r;
+}
+
+static int do_pause(struct monitor *m, bool pause)
+{
+	int r;
+
+	if (m->paused == pause)
+		return 0;
+	r = pause ? vm_pause(m->sb->vm) : vm_resume(m->sb->vm);
+	if (r < 0)
+		return err_setsys(r, "%s the VM", pause ? "pausing" : "resuming");
+	m->paused = pause;
+	log_debug("vCPUs %s", pause ? "paused" : "resumed");
+	return 0;
+}
+
+/* Host pids that belong to the container: ours, then the exec proxies'. */
+static int do_ps(struct monitor *m, char *detail, size_t size)
+{
+	size_t len = (size_t)snprintf(detail, size, "%d", (int)getpid());
+
+	for (int i = 0; i < MONITOR_MAX_EXECS && len < size; i++)
+		if (m->execs[i].fd >= 0 && m->execs[i].proxy_pid > 0)
+			len += (size_t)snprintf(detail + len, size - len, " %d", (int)m->execs[i].proxy_pid);
+	return len < size ? 0 : err_set(-ENOBUFS, "too many processes");
+}
+
+static int do_stats(struct monitor *m, char *detail, size_t size)
+{
+	struct proto_msg msg = {.type = PROTO_MSG_STATS}, ans = {0};
+	struct proto_stats *s = &ans.u.stats;
+	int r;
+
+	if (m->paused)
+		return err_set(-EBUSY, "container is paused");
+	r = monitor_request(m, &msg, REPLY_TIMEOUT_MS, &ans);
+	if (r < 0)
+		return r;
+	snprintf(detail, size,
+	         "cpu_usage_usec=%llu cpu_user_usec=%llu cpu_system_usec=%llu memory_current=%llu "
+	         "memory_max=%llu memory_total=%llu pids_current=%llu",
+	         (unsigned long long)s->cpu_usage_usec, (unsigned long long)s->cpu_user_usec,
+	         (unsigned long long)s->cpu_system_usec, (unsigned long long)s->memory_current,
+	         (unsigned long long)s->memory_max, (unsigned long long)s->memory_total,
+	         (unsigned long long)s->pids_current);
+	proto_msg_free(&ans);
+	return 0;
+}
+
+/* `exec`: an EXEC frame follows the line. On success the connection is
+ * kept (*keep) and answered "ok <guest pid>"; "exit <wait status>" follows
+ * when the process ends. */
+static int do_exec(struct monitor *m, int fd, bool *keep, char *detail, size_t size)
+{
+	struct proto_msg msg = {0}, ans = {0};
+	struct monitor_exec *e = NULL;
+	struct ucred cred = {0};
+	socklen_t len = sizeof(cred);
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int r;
+
+	if (m->exited)
+		return err_set(-ESRCH, "container not running");
+	if (m->paused)
+		return err_set(-EBUSY, "cannot exec in a paused container");
+	for (int i = 0; i < MONITOR_MAX_EXECS && !e; i++)
+		if (m->execs[i].fd < 0)
+			e = &m->execs[i];
+	if (!e)
+		return err_set(-EAGAIN, "too many exec'd processes (at most %d)", MONITOR_MAX_EXECS);
+	if (poll(&p, 1, CLIENT_WAIT_MS) <= 0)
+		return err_set(-ETIMEDOUT, "no process to exec");
+	r = proto_recv(fd, &msg);
+	if (r < 0)
+		return err_setsys(r, "reading the process to exec");
+	if (msg.type != PROTO_MSG_EXEC) {
+		proto_msg_free(&msg);
+		return err_set(-EINVAL, "expected EXEC, got %s", proto_type_name(msg.type));
+	}
+	r = monitor_request(m, &msg, monitor_boot_timeout_ms(), &ans);
+	if (r >= 0) {
+		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+		*e = (struct monitor_exec){
+		    .fd = fd, .id = msg.id, .guest_pid = ans.u.started.pid, .proxy_pid = cred.pid};
+		*keep = true;
+		snprintf(detail, size, "%u", ans.u.started.pid);
+		log_debug("exec: guest pid %u for proxy %d", e->guest_pid, (int)e->proxy_pid);
+	}
+	proto_msg_free(&msg);
+	proto_msg_free(&ans);
+	return r;
+}
+
+/* New limits for the guest's container cgroup (0 = max). */
+static int do_update(struct monitor *m, int has_pids, unsigned long long pids, int has_mem, unsigned long long mem)
+{
+	struct proto_msg msg = {.type = PROTO_MSG_UPDATE}, ans = {0};
+	int r;
+
+	if (m->exited)
+		return err_set(-ESRCH, "container not running");
+	if (m->paused)
+		return err_set(-EBUSY, "container is paused");
+	msg.u.update = (struct proto_update){has_pids != 0, pids, has_mem != 0, mem};
+	r = monitor_request(m, &msg, REPLY_TIMEOUT_MS, &ans);
+	proto_msg_free(&ans);
+	return r;
+}
+
+void monitor_exec_exited(struct monitor *m, uint64_t id, uint32_t status)
+{
+	char line[32];
+	int n = snprintf(line, sizeof(line), "exit %u\n", status);
+
+	(void)m;
+	for (int i = 0; i < MONITOR_MAX_EXECS; i++) {
+		struct monitor_exec *e = &m->execs[i];
+
+		if (e->fd < 0 || e->id != id)
+			continue;
+		(void)write_all(e->fd, line, (size_t)n);
+		close(e->fd);
+		e->fd = -1;
+	}
+}
+
+void monitor_exec_gone(struct monitor *m, struct monitor_exec *e)
+{
+	uint32_t pid = e->guest_pid;
+
+	close(e->fd);
+	e->fd = -1;
+	/* The proxy stood for the process (its pid is what callers kill):
+	 * with it gone, nobody could wait for the process any more. */
+	log_debug("exec proxy %d went away: killing guest pid %u", (int)e->proxy_pid, pid);
+	if (!m->exited && monitor_signal(m, pid, SIGKILL, false) < 0)
+		log_debug("killing guest pid %u: %s", pid, err_msg());
+}
+
+void monitor_oom(struct monitor *m, const struct proto_oom *oom)
+{
+	log_debug("guest: %llu OOM kill(s) in the container", (unsigned long long)oom->oom_kill);
+	for (; m->oom_kill < oom->oom_kill; m->oom_kill++)
+		for (int i = 0; i < MONITOR_MAX_SUBS; i++)
+			/* A subscriber that does not read loses events, never stalls us. */
+			if (m->subs[i] >= 0 && send(m->subs[i], "oom\n", 4, MSG_DONTWAIT | MSG_NOSIGNAL) != 4)
+				log_debug("events subscriber %d: an OOM event dropped", i);
+}
+
+void monitor_sub_gone(struct monitor *m, int i)
+{
+	close(m->subs[i]);
+	m->subs[i] = -1;
+}
+
+/* `events`: the connection is kept and hears of each event. */
+static int do_subscribe(struct monitor *m, int fd, bool *keep)
+{
+	if (m->exited)
+		return err_set(-ESRCH, "container not running");
+	for (int i = 0; i < MONITOR_MAX_SUBS; i++)
+		if (m->subs[i] < 0) {
+			m->subs[i] = fd;
+			*keep = true;
+			return 0;
+		}
+	return err_set(-EAGAIN, "too many events subscribers (at most %d)", MONITOR_MAX_SUBS);
+}
+
+/* "checkpoint <leave 0|1> <dir>" with the files for the VM and its disk. */
+static int do_checkpoint(struct monitor *m, bool leave_running, const char *dir, const struct req_fds *fds)
+{
+	if (fds->n != 2 || fds->truncated)
+		return err_set(-EINVAL, "checkpoint needs 2 files to write (the VM's and the disk's), got %d%s", fds->n,
+		               fds->truncated ? " and more" : "");
+	return monitor_checkpoint(m, leave_running, dir, fds->fd[0], fds->fd[1]);
+}
+
+void monitor_serve_client(struct monitor *m)
+{
+	_cleanup_(req_fds_close) struct req_fds fds = {.n = 0};
+	bool checkpoint;
+	_cleanup_close_ int fd = accept4(m->control_fd, NULL, NULL, SOCK_CLOEXEC);
+	char line[4200], detail[2048] = "";
+	unsigned pid, rows, cols;
+	unsigned long long pids, mem;
+	int signo, all, r, has_pids, has_mem;
+	bool keep = false;
+
+	if (fd < 0 || read_line(fd, line, sizeof(line), &fds) < 0)
+		return;
+	err_clear();
+	checkpoint = sscanf(line, "checkpoint %d %n", &all, &signo) == 1 && line[signo];
+	if ((fds.n > 0 || fds.truncated) && !checkpoint)
+		r = err_set(-EINVAL, "request \"%s\" takes no file descriptors", line);
+	else if (checkpoint)
+		r = do_checkpoint(m, all != 0, line + signo, &fds);
+	else if (strcmp(line, "start") == 0)
+		r = do_start(m, detail, sizeof(detail));
+	else if (sscanf(line, "kill %d %d", &signo, &all) == 2)
+		r = monitor_signal(m, 0, signo, all != 0);
+	else if (sscanf(line, "signal %u %d", &pid, &signo) == 2)
+		r = monitor_signal(m, pid, signo, false);
+	else if (sscanf(line, "resize %u %u %u", &pid, &rows, &cols) == 3)
+		r = monitor_resize(m, pid, rows, cols);
+	else if (strcmp(line, "exec") == 0)
+		r = do_exec(m, fd, &keep, detail, sizeof(detail));
+	else if (strcmp(line, "pause") == 0 || strcmp(line, "resume") == 0)
+		r = do_pause(m, line[0] == 'p');
+	else if (strcmp(line, "ps") == 0)
+		r = do_ps(m, detail, sizeof(detail));
+	else if (strcmp(line, "stats") == 0)
+		r = do_stats(m, detail, sizeof(detail));
+	else if (sscanf(line, "update %d %llu %d %llu", &has_pids, &pids, &has_mem, &mem) == 4)
+		r = do_update(m, has_pids, pids, has_mem, mem);
+	else if (strcmp(line, "events") == 0)
+		r = do_subscribe(m, fd, &keep);
+	else if (strcmp(line, "ping") == 0)
+		r = 0;
+	else
+		r = err_set(-EINVAL, "unknown request \"%s\"", line);
+	if (r < 0)
+		log_debug("request \"%s\": %s", line, err_msg());
+	answer(fd, r, detail);
+	if (keep)
+		fd = -1; /* now the exec's or the subscriber's */
+}
