@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/cleanup.h"
 #include "common/dbus.h"
 #include "common/error.h"
@@ -20,14 +21,6 @@ struct dbus_conn {
 	uint32_t serial;
 	char *unique_name;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int send_all(int fd, const void *buf, size_t len)
 {
@@ -52,7 +45,7 @@ static int recv_all(int fd, void *buf, size_t len, int64_t deadline)
 
 	while (len) {
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - clock_now_ms();
 		ssize_t n;
 		int q;
 
@@ -154,7 +147,7 @@ int dbus_open_fd(int fd, bool say_hello, int timeout_ms, struct dbus_conn **ret)
 		return -ENOMEM;
 	}
 	c->fd = fd;
-	q = authenticate(fd, now_ms() + timeout_ms);
+	q = authenticate(fd, clock_now_ms() + timeout_ms);
 	if (q >= 0 && say_hello)
 		q = hello(c, timeout_ms);
 	if (q < 0) {
@@ -244,7 +237,7 @@ int dbus_send(struct dbus_conn *c, struct dbus_writer *w, uint32_t *ret_serial)
 
 int dbus_recv(struct dbus_conn *c, int timeout_ms, struct dbus_incoming *ret)
 {
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = clock_now_ms() + timeout_ms;
 	uint8_t hdr[DBUS_HEADER_FIXED];
 	_cleanup_free_ uint8_t *buf = NULL;
 	struct dbus_msg m;
@@ -308,7 +301,7 @@ static int error_reply(const struct dbus_msg *m)
 int dbus_call(struct dbus_conn *c, struct dbus_writer *w, int timeout_ms, dbus_signal_fn on_signal, void *userdata,
               struct dbus_incoming *ret)
 {
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = clock_now_ms() + timeout_ms;
 	uint32_t serial;
 	int q;
 
@@ -317,7 +310,7 @@ int dbus_call(struct dbus_conn *c, struct dbus_writer *w, int timeout_ms, dbus_s
 		return q;
 	for (;;) {
 		struct dbus_incoming in = {0};
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - clock_now_ms();
 
 		if (left <= 0)
 			return err_set(-ETIMEDOUT, "D-Bus call: no reply in %d ms", timeout_ms);

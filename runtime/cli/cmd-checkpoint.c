@@ -22,18 +22,6 @@
 
 #define CHECKPOINT_TIMEOUT_MS (300 * 1000)
 
-int checkpoint_check_cgroups_mode(const char *mode)
-{
-	static const char *const modes[] = {"soft", "full", "strict", "ignore"};
-
-	if (!mode)
-		return 0;
-	for (size_t i = 0; i < ARRAY_SIZE(modes); i++)
-		if (!strcmp(mode, modes[i]))
-			return 0;
-	return err_set(-EINVAL, "Invalid manage cgroups mode");
-}
-
 /* What `checkpoint` creates in the image directory, so that a failure
  * removes exactly that. The jailed monitor creates no file: it writes the
  * VM and the disk into the first two, which it gets with the request. */

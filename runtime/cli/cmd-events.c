@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/cleanup.h"
 
 #include "common/error.h"
@@ -53,25 +54,17 @@ static int print_stats(const char *dir, const char *id)
 	return fflush(stdout) == 0 ? 0 : err_setsys(-errno, "write");
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Until the interval ends: each line from the monitor is an event, printed
  * as runc does ({"type":"oom","id":...}). Returns 1 when the monitor
  * closed the connection (the container's process ended). */
 static int wait_events(int sub, long long interval_ns, const char *id)
 {
-	int64_t deadline = now_ms() + interval_ns / 1000000;
+	int64_t deadline = clock_now_ms() + interval_ns / 1000000;
 	char line[64];
 	size_t len = 0;
 
 	for (;;) {
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - clock_now_ms();
 		struct pollfd p = {.fd = sub, .events = POLLIN};
 		ssize_t n;
 

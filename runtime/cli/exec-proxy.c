@@ -15,8 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/unix-socket.h"
 #include "common/fileio.h"
 #include "common/log.h"
 #include "runtime/host/console.h"
@@ -25,6 +27,7 @@
 #include "runtime/store/monitor-client.h"
 #include "runtime/monitor/monitor-relay.h"
 #include "runtime/monitor/monitor.h"
+#include "runtime/sandbox/guest-channel.h"
 
 /* Beyond the monitor's own wait for the guest. */
 #define EXEC_REPLY_MARGIN_MS (10 * 1000)
@@ -51,14 +54,6 @@ struct proxy {
 	struct relay *relays[NR_STREAMS];
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Ports unique on this host while we live: derived from our pid. */
 static uint32_t port_base(void)
 {
@@ -68,21 +63,11 @@ static uint32_t port_base(void)
 static int listen_streams(struct proxy *p, int n)
 {
 	for (int i = 0; i < n; i++) {
-		_cleanup_close_ int dirfd = -1;
-		struct sockaddr_un sa;
-		int r;
-
 		if (asprintf(&p->listen_paths[i], "%s/%s_%u", p->o->dir, MONITOR_VSOCK_SOCK, port_base() + i) < 0)
 			return -ENOMEM;
-		r = monitor_sockaddr(p->listen_paths[i], &sa, &dirfd);
-		if (r < 0)
-			return r;
-		p->listen_fds[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		p->listen_fds[i] = unix_listen(p->listen_paths[i], 1);
 		if (p->listen_fds[i] < 0)
-			return err_setsys(-errno, "socket");
-		unlink(p->listen_paths[i]);
-		if (bind(p->listen_fds[i], (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(p->listen_fds[i], 1) < 0)
-			return err_setsys(-errno, "listen on %s", p->listen_paths[i]);
+			return p->listen_fds[i];
 	}
 	return 0;
 }
@@ -117,12 +102,12 @@ static int accept_streams(struct proxy *p, int n)
 
 static int read_line(int fd, int timeout_ms, char *buf, size_t size)
 {
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = clock_now_ms() + timeout_ms;
 	size_t len = 0;
 
 	while (len + 1 < size) {
 		struct pollfd pf = {.fd = fd, .events = POLLIN};
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - clock_now_ms();
 		ssize_t n;
 
 		if (timeout_ms >= 0 && left <= 0)
@@ -150,28 +135,21 @@ static int send_exec(struct proxy *p)
 {
 	struct proto_msg msg = {.type = PROTO_MSG_EXEC};
 	_cleanup_free_ char *path = NULL;
-	_cleanup_close_ int dirfd = -1;
-	struct sockaddr_un sa;
 	char line[4096];
 	int r;
 
 	if (asprintf(&path, "%s/%s", p->o->dir, MONITOR_CONTROL_SOCK) < 0)
 		return -ENOMEM;
-	r = monitor_sockaddr(path, &sa, &dirfd);
-	if (r < 0)
-		return r;
-	p->ctl = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	p->ctl = unix_connect(path, 0, "the container's monitor");
 	if (p->ctl < 0)
-		return err_setsys(-errno, "socket");
-	if (connect(p->ctl, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return err_setsys(-errno, "connect to the container's monitor");
+		return p->ctl;
 	r = write_all(p->ctl, "exec\n", 5);
 	msg.u.exec = *p->o->proc;
 	if (r >= 0)
 		r = proto_send(p->ctl, &msg);
 	if (r < 0)
 		return err_setsys(r, "send the process to the container's monitor");
-	r = read_line(p->ctl, monitor_boot_timeout_ms() + EXEC_REPLY_MARGIN_MS, line, sizeof(line));
+	r = read_line(p->ctl, guest_boot_timeout_ms() + EXEC_REPLY_MARGIN_MS, line, sizeof(line));
 	if (r < 0)
 		return err_setsys(r, "no answer from the container's monitor");
 	if (strncmp(line, "error ", 6) == 0)

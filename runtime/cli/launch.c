@@ -22,6 +22,7 @@
 #include "runtime/cli/launch.h"
 #include "runtime/store/monitor-client.h"
 #include "runtime/monitor/monitor.h"
+#include "runtime/sandbox/guest-channel.h"
 #include "runtime/host/netns.h"
 #include "runtime/host/rootfs-cache.h"
 #include "runtime/sandbox/sandbox.h"
@@ -341,7 +342,7 @@ int launch_start(struct cli_context *ctx, const char *id)
 	if (r < 0)
 		return r;
 	/* The monitor waits for the guest as long as a boot may take. */
-	r = monitor_call(c->dir, "start", monitor_boot_timeout_ms() + REQUEST_TIMEOUT_MS, NULL);
+	r = monitor_call(c->dir, "start", guest_boot_timeout_ms() + REQUEST_TIMEOUT_MS, NULL);
 	if (r < 0)
 		return r;
 	return container_set_status(c, OCI_STATUS_RUNNING, 0);

@@ -12,14 +12,10 @@
 #include "oci-spec/spec.h"
 #include "oci-spec/state.h"
 #include "runtime/host/rootfs-image.h"
+#include "runtime/sandbox/guest-channel.h"
 
 /* Host files a bind mount may copy in (resolv.conf, hosts, hostname...). */
 #define GUEST_SPEC_MAX_COPIED_FILE (1u << 20)
-
-/* Host ports the guest's stdio streams connect to. */
-#define GUEST_PORT_STDIN 1025
-#define GUEST_PORT_STDOUT 1026
-#define GUEST_PORT_STDERR 1027
 
 /* Fill *ret from spec: the root disk is /dev/vda (ext4). Host bind mounts
  * of regular files are carried inline; any other host bind mount, and a

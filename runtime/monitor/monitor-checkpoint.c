@@ -18,13 +18,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/fs.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -34,44 +32,11 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "common/log.h"
-#include "runtime/store/checkpoint.h"
 #include "runtime/monitor/monitor-int.h"
 #include "runtime/monitor/monitor-relay.h"
 #include "runtime/sandbox/sandbox.h"
 
 #define STREAM_WAIT_MS (60 * 1000)
-
-int checkpoint_copy_file(const char *src, const char *dst)
-{
-	_cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC);
-	_cleanup_close_ int out = -1;
-	int r;
-
-	if (in < 0)
-		return err_setsys(-errno, "open %s", src);
-	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (out < 0)
-		return err_setsys(-errno, "create %s", dst);
-	if (ioctl(out, FICLONE, in) == 0)
-		return 0;
-	r = fd_copy_sparse(in, out);
-	if (r < 0) {
-		unlink(dst);
-		return err_setsys(r, "copy %s to %s", src, dst);
-	}
-	return 0;
-}
-
-int checkpoint_check_image(const char *dir)
-{
-	_cleanup_free_ char *mark = NULL;
-
-	if (asprintf(&mark, "%s/%s", dir, MONITOR_CHECKPOINT_MARK) < 0)
-		return -ENOMEM;
-	if (access(mark, F_OK) < 0)
-		return err_set(-EINVAL, "%s is not a complete kvrun checkpoint", dir);
-	return 0;
-}
 
 static int check_file(int fd, const char *what)
 {
@@ -125,29 +90,22 @@ int monitor_checkpoint(struct monitor *m, bool leave_running, const char *dir, i
 	return 0;
 }
 
-/* Whether a connection waits on listener i (guest-init opens stdin before
- * stdout, so once stdout came, a stdin stream is already queued). */
-static bool pending(struct monitor *m, int i)
-{
-	struct pollfd p = {.fd = m->listen_fds[i], .events = POLLIN};
-
-	return poll(&p, 1, 0) > 0;
-}
-
 static int resume_stdio(struct monitor *m)
 {
 	int r;
 
-	r = monitor_accept_stream(m, PORT_STDOUT, STREAM_WAIT_MS, "the container's stdout");
+	r = guest_channel_accept(&m->ch, CHAN_STDOUT, STREAM_WAIT_MS, "the container's stdout");
 	if (r >= 0)
-		r = monitor_accept_stream(m, PORT_STDERR, STREAM_WAIT_MS, "the container's stderr");
+		r = guest_channel_accept(&m->ch, CHAN_STDERR, STREAM_WAIT_MS, "the container's stderr");
 	if (r < 0)
 		return r;
-	if (pending(m, PORT_STDIN) && monitor_accept_stream(m, PORT_STDIN, 1000, "stdin") >= 0)
-		m->relays[PORT_STDIN] = relay_start(STDIN_FILENO, m->stream_fds[PORT_STDIN], true);
-	m->relays[PORT_STDOUT] = relay_start(m->stream_fds[PORT_STDOUT], STDOUT_FILENO, false);
-	m->relays[PORT_STDERR] = relay_start(m->stream_fds[PORT_STDERR], STDERR_FILENO, false);
-	if (!m->relays[PORT_STDOUT] || !m->relays[PORT_STDERR])
+	/* guest-init opens stdin before stdout: once stdout came, a stdin
+	 * stream is already queued if there is one. */
+	if (guest_channel_pending(&m->ch, CHAN_STDIN) && guest_channel_accept(&m->ch, CHAN_STDIN, 1000, "stdin") >= 0)
+		m->relays[CHAN_STDIN] = relay_start(STDIN_FILENO, m->ch.stream_fds[CHAN_STDIN], true);
+	m->relays[CHAN_STDOUT] = relay_start(m->ch.stream_fds[CHAN_STDOUT], STDOUT_FILENO, false);
+	m->relays[CHAN_STDERR] = relay_start(m->ch.stream_fds[CHAN_STDERR], STDERR_FILENO, false);
+	if (!m->relays[CHAN_STDOUT] || !m->relays[CHAN_STDERR])
 		return err_set(-ENOMEM, "cannot start the stdio relays");
 	return 0;
 }
@@ -175,7 +133,7 @@ static int send_network(struct monitor *m)
 	    .has_realtime = true,
 	    .realtime_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec,
 	};
-	r = monitor_request(m, &msg, REPLY_TIMEOUT_MS, &ans);
+	r = guest_channel_request(&m->ch, &msg, GUEST_REPLY_TIMEOUT_MS, &ans);
 	proto_msg_free(&msg);
 	proto_msg_free(&ans);
 	if (r < 0)
@@ -186,7 +144,7 @@ static int send_network(struct monitor *m)
 
 int monitor_resume_restored(struct monitor *m)
 {
-	int r = m->a->b->spec->process->terminal ? monitor_setup_terminal(m) : resume_stdio(m);
+	int r = m->a->b->spec->process->terminal ? monitor_terminal_setup(m) : resume_stdio(m);
 
 	return r < 0 ? r : send_network(m);
 }

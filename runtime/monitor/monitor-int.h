@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The monitor's internals, shared by monitor.c (bring-up, main loop, the
- * end) and monitor-serve.c (requests on control.sock, exec sessions).
+ * end), monitor-serve.c (requests on control.sock, exec sessions),
+ * monitor-checkpoint.c and terminal.c. Talking to guest-init goes through
+ * the guest channel (runtime/sandbox/guest-channel.h), whose notes (EXIT,
+ * OOM) monitor.c handles.
  */
 #ifndef KVRUN_RUNTIME_MONITOR_INT_H
 #define KVRUN_RUNTIME_MONITOR_INT_H
@@ -13,10 +16,7 @@
 
 #include "common/protocol.h"
 #include "runtime/monitor/monitor.h"
-
-enum { PORT_CTL, PORT_STDIN, PORT_STDOUT, PORT_STDERR, NR_PORTS };
-
-#define REPLY_TIMEOUT_MS (120 * 1000)
+#include "runtime/sandbox/guest-channel.h"
 
 /* Exec proxies connected at a time (each holds one control connection). */
 #define MONITOR_MAX_EXECS 64
@@ -36,21 +36,17 @@ struct monitor_exec {
 struct monitor {
 	struct monitor_args *a;
 	struct sandbox *sb;
-	char *vsock_path, *control_path;
+	struct guest_channel ch;
+	char *control_path;
 	char *cgroup_path; /* resolved linux.cgroupsPath we are in, or NULL */
 	char *cgroup_unit; /* the systemd scope holding it, or NULL */
-	int listen_fds[NR_PORTS];
-	int stream_fds[NR_PORTS]; /* accepted guest streams */
 	int control_fd; /* listener of control.sock */
 	int signal_fd;
-	bool serving; /* serve() forwards signals; before it they end the boot */
-	int stop_signal; /* the signal that ended the boot, or 0 */
-	uint64_t next_id;
 	bool exited; /* EXIT of the container's init received */
 	bool paused; /* vCPUs stopped by a pause request */
 	bool checkpointed; /* saved and ending: the VM goes before the relays */
 	uint32_t exit_status;
-	struct relay *relays[NR_PORTS];
+	struct relay *relays[CHAN_NR];
 	struct netns_setup own_net; /* new_netns: what the hooks left in ours */
 	struct proto_msg early_start; /* early_create: the START built in create */
 	struct monitor_exec execs[MONITOR_MAX_EXECS];
@@ -61,14 +57,6 @@ struct monitor {
 	int subs[MONITOR_MAX_SUBS]; /* `kvrun events` connections, or -1 */
 	uint64_t oom_kill; /* OOM kills in the container so far */
 };
-
-/* Send msg to guest-init and wait up to timeout_ms for the answer with its
- * id (ERROR with err 0 counts as success); *ret is the caller's to free.
- * Messages arriving in between (EXITs) are dispatched. */
-int monitor_request(struct monitor *m, struct proto_msg *msg, int timeout_ms, struct proto_msg *ret);
-
-/* Handle a message from the guest that is not an answer (EXIT). */
-void monitor_note(struct monitor *m, const struct proto_msg *msg);
 
 /* OOM from the guest: each new kill goes to the events subscribers. */
 void monitor_oom(struct monitor *m, const struct proto_oom *oom);
@@ -92,11 +80,16 @@ void monitor_exec_gone(struct monitor *m, struct monitor_exec *e);
 /* EXIT of an exec'd process: tell its proxy and forget it. */
 void monitor_exec_exited(struct monitor *m, uint64_t id, uint32_t status);
 
-/* Accept guest stream i (PORT_*) within timeout_ms into m->stream_fds[i]. */
-int monitor_accept_stream(struct monitor *m, int i, int timeout_ms, const char *what);
+/* terminal.c: the host end of the container's terminal, when it has one:
+ * a new pty whose master goes to the console socket, or our own stdin
+ * made raw (before the guest's stream exists; done once). */
+int monitor_terminal_host_side(struct monitor *m);
 
-/* The container's terminal: relay the guest's pty stream (monitor.c). */
-int monitor_setup_terminal(struct monitor *m);
+/* terminal.c: the host end, then the guest's pty stream relayed to it. */
+int monitor_terminal_setup(struct monitor *m);
+
+/* terminal.c: the size the guest's pty of process p starts with. */
+void monitor_terminal_start_size(struct monitor *m, struct proto_process *p);
 
 /* monitor-checkpoint.c: "checkpoint <leave 0|1> <dir>" with two fds: save
  * the VM into snap_fd and its root disk into disk_fd (empty regular files

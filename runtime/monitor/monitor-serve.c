@@ -115,7 +115,7 @@ static int do_start(struct monitor *m, char *detail, size_t size)
 	struct proto_msg msg = {.type = PROTO_MSG_GO}, ans = {0};
 	int r;
 
-	r = monitor_request(m, &msg, monitor_boot_timeout_ms(), &ans);
+	r = guest_channel_request(&m->ch, &msg, guest_boot_timeout_ms(), &ans);
 	if (r < 0)
 		return r;
 	snprintf(detail, size, "%u", ans.u.started.pid);
@@ -140,11 +140,9 @@ int monitor_signal(struct monitor *m, uint32_t pid, int signo, bool all)
 	} else if (m->paused) {
 		/* Delivered when the container is resumed; the answer is
 		 * dropped then. */
-		msg.id = ++m->next_id;
-		r = proto_send(m->stream_fds[PORT_CTL], &msg);
-		return r < 0 ? err_setsys(r, "sending SIGNAL to guest-init") : 0;
+		return guest_channel_send(&m->ch, &msg);
 	}
-	r = monitor_request(m, &msg, REPLY_TIMEOUT_MS, &ans);
+	r = guest_channel_request(&m->ch, &msg, GUEST_REPLY_TIMEOUT_MS, &ans);
 	proto_msg_free(&ans);
 	return r;
 }
@@ -157,7 +155,7 @@ int monitor_resize(struct monitor *m, uint32_t pid, unsigned rows, unsigned cols
 	if (m->paused)
 		return err_set(-EBUSY, "container is paused");
 	msg.u.resize = (struct proto_resize){.pid = pid, .rows = (uint16_t)rows, .cols = (uint16_t)cols};
-	r = monitor_request(m, &msg, REPLY_TIMEOUT_MS, &ans);
+	r = guest_channel_request(&m->ch, &msg, GUEST_REPLY_TIMEOUT_MS, &ans);
 	proto_msg_free(&ans);
 	return r;
 }
@@ -195,7 +193,7 @@ static int do_stats(struct monitor *m, char *detail, size_t size)
 
 	if (m->paused)
 		return err_set(-EBUSY, "container is paused");
-	r = monitor_request(m, &msg, REPLY_TIMEOUT_MS, &ans);
+	r = guest_channel_request(&m->ch, &msg, GUEST_REPLY_TIMEOUT_MS, &ans);
 	if (r < 0)
 		return r;
 	snprintf(detail, size,
@@ -239,7 +237,7 @@ static int do_exec(struct monitor *m, int fd, bool *keep, char *detail, size_t s
 		proto_msg_free(&msg);
 		return err_set(-EINVAL, "expected EXEC, got %s", proto_type_name(msg.type));
 	}
-	r = monitor_request(m, &msg, monitor_boot_timeout_ms(), &ans);
+	r = guest_channel_request(&m->ch, &msg, guest_boot_timeout_ms(), &ans);
 	if (r >= 0) {
 		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
 		*e = (struct monitor_exec){
@@ -264,7 +262,7 @@ static int do_update(struct monitor *m, int has_pids, unsigned long long pids, i
 	if (m->paused)
 		return err_set(-EBUSY, "container is paused");
 	msg.u.update = (struct proto_update){has_pids != 0, pids, has_mem != 0, mem};
-	r = monitor_request(m, &msg, REPLY_TIMEOUT_MS, &ans);
+	r = guest_channel_request(&m->ch, &msg, GUEST_REPLY_TIMEOUT_MS, &ans);
 	proto_msg_free(&ans);
 	return r;
 }

@@ -15,312 +15,26 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/protocol.h"
+#include "common/unix-socket.h"
 #include "runtime/host/cgroup.h"
 #include "runtime/host/console.h"
 #include "runtime/monitor/guest-spec.h"
 #include "runtime/store/hooks.h"
 #include "runtime/host/jail.h"
-#include "runtime/store/monitor-client.h"
 #include "runtime/monitor/monitor-relay.h"
 #include "runtime/monitor/monitor-int.h"
 #include "runtime/monitor/monitor.h"
 #include "runtime/sandbox/sandbox.h"
 
 #define EXIT_MONITOR_FAILED 255
-/* Under CPU emulation a Linux guest needs about two minutes to boot. */
-#define BOOT_TIMEOUT_S_DEFAULT 600
 #define POWEROFF_WAIT_MS 3000
 #define TTY_POLL_MS 250
-
-static const uint32_t ports[NR_PORTS] = {KVRUN_PROTO_CONTROL_PORT, GUEST_PORT_STDIN, GUEST_PORT_STDOUT,
-                                         GUEST_PORT_STDERR};
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int listen_unix(const char *path)
-{
-	_cleanup_close_ int dirfd = -1;
-	struct sockaddr_un sa;
-	int fd, r;
-
-	r = monitor_sockaddr(path, &sa, &dirfd);
-	if (r < 0)
-		return r;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return err_setsys(-errno, "socket");
-	unlink(path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0) {
-		r = err_setsys(-errno, "listen on %s", path);
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
-static void port_path(const struct monitor *m, int i, char *buf, size_t size)
-{
-	snprintf(buf, size, "%s_%u", m->vsock_path, ports[i]);
-}
-
-static int open_listeners(struct monitor *m)
-{
-	char path[256];
-
-	for (int i = 0; i < NR_PORTS; i++) {
-		port_path(m, i, path, sizeof(path));
-		m->listen_fds[i] = listen_unix(path);
-		if (m->listen_fds[i] < 0)
-			return m->listen_fds[i];
-	}
-	return 0;
-}
-
-static void remove_sockets(struct monitor *m)
-{
-	char path[256];
-
-	for (int i = 0; i < NR_PORTS; i++) {
-		if (m->listen_fds[i] >= 0) {
-			close(m->listen_fds[i]);
-			m->listen_fds[i] = -1;
-		}
-		port_path(m, i, path, sizeof(path));
-		unlink(path);
-	}
-	if (m->control_fd >= 0) {
-		close(m->control_fd);
-		m->control_fd = -1;
-		unlink(m->control_path);
-	}
-}
-
-/* A signal that asks us to end, read while the guest still boots (there
- * is no container process yet to forward it to): 0 when none came. */
-static int boot_stop_signal(struct monitor *m)
-{
-	struct signalfd_siginfo si;
-
-	while (read(m->signal_fd, &si, sizeof(si)) == sizeof(si))
-		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT || si.ssi_signo == SIGHUP ||
-		    si.ssi_signo == SIGQUIT)
-			return (int)si.ssi_signo;
-	return 0;
-}
-
-/* Wait until fd is readable, or the VM ended, or timeout_ms passed, or,
- * before serve(), a signal asked us to stop. */
-static int wait_readable(struct monitor *m, int fd, int timeout_ms, const char *what)
-{
-	struct pollfd p[3] = {{.fd = fd, .events = POLLIN},
-	                      {.fd = sandbox_done_fd(m->sb), .events = POLLIN},
-	                      {.fd = m->serving ? -1 : m->signal_fd, .events = POLLIN}};
-	int64_t deadline = now_ms() + timeout_ms;
-
-	for (;;) {
-		int64_t left = deadline - now_ms();
-		int n;
-
-		if (left <= 0)
-			return err_set(-ETIMEDOUT, "timed out after %d s waiting for %s", timeout_ms / 1000, what);
-		n = poll(p, 3, (int)left);
-		if (n < 0 && errno != EINTR)
-			return err_setsys(-errno, "poll");
-		if (n > 0 && p[0].revents)
-			return 0;
-		if (n > 0 && p[1].revents) {
-			struct vm_result res = m->sb->vm->result;
-
-			return err_set(-ECONNRESET, "the VM ended (%s%s%s) while waiting for %s",
-			               vm_exit_reason_name(res.reason), res.detail[0] ? ": " : "", res.detail, what);
-		}
-		if (n > 0 && p[2].revents && (m->stop_signal = boot_stop_signal(m)))
-			return err_set(-EINTR, "stopped by %s while waiting for %s", strsignal(m->stop_signal), what);
-	}
-}
-
-int monitor_accept_stream(struct monitor *m, int i, int timeout_ms, const char *what)
-{
-	int r, fd;
-
-	r = wait_readable(m, m->listen_fds[i], timeout_ms, what);
-	if (r < 0)
-		return r;
-	fd = accept4(m->listen_fds[i], NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return err_setsys(-errno, "accept %s", what);
-	m->stream_fds[i] = fd;
-	return 0;
-}
-
-/* Receive one message on the control stream, with a deadline. */
-static int recv_msg(struct monitor *m, int timeout_ms, struct proto_msg *ret)
-{
-	int r = wait_readable(m, m->stream_fds[PORT_CTL], timeout_ms, "guest-init");
-
-	if (r < 0)
-		return r;
-	r = proto_recv(m->stream_fds[PORT_CTL], ret);
-	if (r < 0)
-		return err_setsys(r, "reading from guest-init");
-	return 0;
-}
-
-void monitor_note(struct monitor *m, const struct proto_msg *msg)
-{
-	if (msg->type == PROTO_MSG_OOM)
-		monitor_oom(m, &msg->u.oom);
-	if (msg->type != PROTO_MSG_EXIT)
-		return;
-	if (msg->u.exit.init) {
-		m->exited = true;
-		m->exit_status = msg->u.exit.status;
-		log_debug("container process exited, wait status 0x%x", m->exit_status);
-		return;
-	}
-	monitor_exec_exited(m, msg->id, msg->u.exit.status);
-}
-
-/* Send msg and wait for the answer to it (READY/STARTED/ERROR with its id);
- * an EXIT of the init on the way is recorded. ERROR with err 0 is success. */
-int monitor_request(struct monitor *m, struct proto_msg *msg, int timeout_ms, struct proto_msg *ret)
-{
-	int64_t deadline = now_ms() + timeout_ms;
-	int r;
-
-	msg->id = ++m->next_id;
-	r = proto_send(m->stream_fds[PORT_CTL], msg);
-	if (r < 0)
-		return err_setsys(r, "sending %s to guest-init", proto_type_name(msg->type));
-	for (;;) {
-		struct proto_msg a = {0};
-
-		r = recv_msg(m, (int)(deadline - now_ms()), &a);
-		if (r < 0)
-			return r;
-		monitor_note(m, &a);
-		if (a.id == msg->id && a.type != PROTO_MSG_EXIT) {
-			if (a.type == PROTO_MSG_ERROR && a.u.error.err) {
-				r = err_set(-(int)a.u.error.err, "%s",
-				            a.u.error.message ? a.u.error.message : "guest error");
-				proto_msg_free(&a);
-				return r;
-			}
-			*ret = a;
-			return 0;
-		}
-		/* An EXIT of the init for START means the container died in setup. */
-		if (a.type == PROTO_MSG_EXIT && a.id == msg->id && msg->type == PROTO_MSG_START) {
-			proto_msg_free(&a);
-			return err_set(-ECHILD, "the container process exited during setup");
-		}
-		proto_msg_free(&a);
-	}
-}
-
-static int hello(struct monitor *m)
-{
-	struct proto_msg msg = {0};
-	int r;
-
-	r = recv_msg(m, REPLY_TIMEOUT_MS, &msg);
-	if (r < 0)
-		return r;
-	if (msg.type != PROTO_MSG_HELLO || msg.u.hello.version_min > KVRUN_PROTO_VERSION ||
-	    msg.u.hello.version_max < KVRUN_PROTO_VERSION) {
-		proto_msg_free(&msg);
-		return err_set(-EPROTONOSUPPORT, "guest-init does not speak protocol version %d", KVRUN_PROTO_VERSION);
-	}
-	log_debug("guest says hello: %s", msg.u.hello.agent ? msg.u.hello.agent : "?");
-	proto_msg_free(&msg);
-	msg = (struct proto_msg){.type = PROTO_MSG_HELLO};
-	msg.u.hello = (struct proto_hello){KVRUN_PROTO_VERSION, KVRUN_PROTO_VERSION, (char *)"kvrun"};
-	r = proto_send(m->stream_fds[PORT_CTL], &msg);
-	return r < 0 ? err_setsys(r, "sending HELLO") : 0;
-}
-
-int monitor_boot_timeout_ms(void)
-{
-	const char *s = getenv("KVRUN_BOOT_TIMEOUT");
-	long v = s ? strtol(s, NULL, 10) : 0;
-
-	return (int)((v > 0 && v < 86400 ? v : BOOT_TIMEOUT_S_DEFAULT) * 1000);
-}
-
-static void null_stdio(void)
-{
-	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-	if (fd < 0)
-		return;
-	for (int i = 0; i < 3; i++)
-		dup2(fd, i);
-	if (fd > 2)
-		close(fd);
-}
-
-/* A terminal: one pty stream from the guest (on the stdin port), relayed
- * to a new host pty whose master goes to the console socket, or to our
- * own stdin/stdout (the caller's tty, made raw: the guest's pty does the
- * line discipline, ^C included). */
-static int terminal_host_side(struct monitor *m)
-{
-	int master, r;
-	char name[128];
-
-	if (m->tty_fd >= 0 || !m->a->b->spec->process->terminal)
-		return 0;
-	if (m->a->console_socket) {
-		const struct oci_console_size *cs = &m->a->b->spec->process->console_size;
-
-		r = console_open_pty(&master, &m->tty_fd, name, sizeof(name));
-		if (r < 0)
-			return r;
-		/* As runc's pty: the size the engine asked for, which is also
-		 * the one the guest's pty starts with when nothing else is known. */
-		(void)console_set_size(master, cs->height, cs->width);
-		r = console_send_fd(m->a->console_socket, master, name);
-		close(master);
-		if (r < 0)
-			return r;
-		/* The caller's stdio is not the container's: holding it would
-		 * keep create's stdout/stderr pipes from reaching EOF. */
-		null_stdio();
-	} else if (isatty(STDIN_FILENO) && console_make_raw(STDIN_FILENO, &m->tty_saved) == 0) {
-		m->tty_raw = true;
-		m->tty_fd = STDIN_FILENO;
-	}
-	return 0;
-}
-
-int monitor_setup_terminal(struct monitor *m)
-{
-	int in = STDIN_FILENO, out = STDOUT_FILENO, r;
-
-	r = terminal_host_side(m);
-	if (r >= 0)
-		r = monitor_accept_stream(m, PORT_STDIN, REPLY_TIMEOUT_MS, "the container's terminal stream");
-	if (r < 0)
-		return r;
-	if (m->tty_fd >= 0)
-		in = out = m->tty_fd;
-	m->relays[PORT_STDIN] = relay_start(in, m->stream_fds[PORT_STDIN], true);
-	m->relays[PORT_STDOUT] = relay_start(m->stream_fds[PORT_STDIN], out, false);
-	if (!m->relays[PORT_STDIN] || !m->relays[PORT_STDOUT])
-		return err_set(-ENOMEM, "cannot start the terminal relays");
-	return 0;
-}
 
 /* The guest's pty follows the size of ours (no SIGWINCH reaches a monitor
  * in its own session: the size is looked at when idle). A paused guest
@@ -336,23 +50,6 @@ static void follow_size(struct monitor *m)
 	m->cols = cols;
 	if (monitor_resize(m, 0, rows, cols) < 0)
 		log_debug("resize: %s", err_msg());
-}
-
-/* The size the guest's pty starts with: that of our end of the terminal
- * when it has one already (early_create: the engine may have sized the
- * master while the guest booted), else process.consoleSize. What the
- * guest got is what follow_size() passes changes against. */
-static void start_size(struct monitor *m, struct proto_process *p)
-{
-	unsigned rows, cols;
-
-	if (m->tty_fd >= 0 && console_get_size(m->tty_fd, &rows, &cols) == 0 && rows && cols) {
-		p->rows = (uint16_t)rows;
-		p->cols = (uint16_t)cols;
-	}
-	/* The guest sizes its pty only when both are known. */
-	m->rows = p->terminal && p->rows && p->cols ? p->rows : 0;
-	m->cols = p->terminal && p->rows && p->cols ? p->cols : 0;
 }
 
 /* START with WAIT: the guest builds the container and answers READY. */
@@ -375,28 +72,46 @@ static int create_container(struct monitor *m)
 		proto_start_free(&msg.u.start);
 		return r;
 	}
-	start_size(m, &msg.u.start.process);
+	monitor_terminal_start_size(m, &msg.u.start.process);
 	/* The guest's first disk mount and setup run at boot speed: under
 	 * emulation on a loaded host that can take minutes, as the boot does. */
-	r = monitor_request(m, &msg, monitor_boot_timeout_ms(), &ans);
+	r = guest_channel_request(&m->ch, &msg, guest_boot_timeout_ms(), &ans);
 	proto_msg_free(&msg);
 	if (r < 0)
 		return err_prefix(r, "unable to start container process");
 	log_debug("container created in the guest, pid %u", ans.u.started.pid);
 	proto_msg_free(&ans);
 	if (m->a->b->spec->process->terminal)
-		return monitor_setup_terminal(m);
-	for (int i = PORT_STDIN; i < NR_PORTS; i++) {
-		r = monitor_accept_stream(m, i, REPLY_TIMEOUT_MS, "the container's stdio streams");
+		return monitor_terminal_setup(m);
+	for (int i = CHAN_STDIN; i < CHAN_NR; i++) {
+		r = guest_channel_accept(&m->ch, i, GUEST_REPLY_TIMEOUT_MS, "the container's stdio streams");
 		if (r < 0)
 			return r;
 	}
-	m->relays[PORT_STDIN] = relay_start(STDIN_FILENO, m->stream_fds[PORT_STDIN], true);
-	m->relays[PORT_STDOUT] = relay_start(m->stream_fds[PORT_STDOUT], STDOUT_FILENO, false);
-	m->relays[PORT_STDERR] = relay_start(m->stream_fds[PORT_STDERR], STDERR_FILENO, false);
-	if (!m->relays[PORT_STDIN] || !m->relays[PORT_STDOUT] || !m->relays[PORT_STDERR])
+	m->relays[CHAN_STDIN] = relay_start(STDIN_FILENO, m->ch.stream_fds[CHAN_STDIN], true);
+	m->relays[CHAN_STDOUT] = relay_start(m->ch.stream_fds[CHAN_STDOUT], STDOUT_FILENO, false);
+	m->relays[CHAN_STDERR] = relay_start(m->ch.stream_fds[CHAN_STDERR], STDERR_FILENO, false);
+	if (!m->relays[CHAN_STDIN] || !m->relays[CHAN_STDOUT] || !m->relays[CHAN_STDERR])
 		return err_set(-ENOMEM, "cannot start the stdio relays");
 	return 0;
+}
+
+/* A message from guest-init that answers no request (guest-channel.h). */
+static void note(void *opaque, const struct proto_msg *msg)
+{
+	struct monitor *m = opaque;
+
+	if (msg->type == PROTO_MSG_OOM)
+		monitor_oom(m, &msg->u.oom);
+	if (msg->type != PROTO_MSG_EXIT)
+		return;
+	if (msg->u.exit.init) {
+		m->exited = true;
+		m->exit_status = msg->u.exit.status;
+		log_debug("container process exited, wait status 0x%x", m->exit_status);
+		return;
+	}
+	monitor_exec_exited(m, msg->id, msg->u.exit.status);
 }
 
 static int write_pid_file(const char *path)
@@ -470,12 +185,18 @@ static int start_vm(struct monitor *m, const struct sandbox_opts *o)
 {
 	_cleanup_free_ char *snap = NULL;
 
-	if (!m->a->restore_dir)
-		return sandbox_launch(o, &m->sb);
-	if (asprintf(&snap, "%s/%s", m->a->restore_dir, MONITOR_CHECKPOINT_VM) < 0)
-		return -ENOMEM;
-	log_info("VM: restoring checkpoint %s", m->a->restore_dir);
-	return sandbox_restore(o, snap, 0, false, &m->sb);
+	int r;
+
+	if (!m->a->restore_dir) {
+		r = sandbox_launch(o, &m->sb);
+	} else {
+		if (asprintf(&snap, "%s/%s", m->a->restore_dir, MONITOR_CHECKPOINT_VM) < 0)
+			return -ENOMEM;
+		log_info("VM: restoring checkpoint %s", m->a->restore_dir);
+		r = sandbox_restore(o, snap, 0, false, &m->sb);
+	}
+	m->ch.sb = m->sb;
+	return r;
 }
 
 /* With new_netns, the hooks have now put the engine's interfaces (if any)
@@ -502,9 +223,9 @@ static int finish_boot(struct monitor *m)
 {
 	int r;
 
-	r = monitor_accept_stream(m, PORT_CTL, monitor_boot_timeout_ms(), "the guest to boot");
+	r = guest_channel_accept(&m->ch, CHAN_CTL, guest_boot_timeout_ms(), "the guest to boot");
 	if (r >= 0)
-		r = hello(m);
+		r = guest_channel_hello(&m->ch, GUEST_REPLY_TIMEOUT_MS);
 	if (r >= 0)
 		r = m->a->restore_dir ? monitor_resume_restored(m) : create_container(m);
 	return r;
@@ -525,7 +246,7 @@ static int bring_up(struct monitor *m)
 	if (r >= 0)
 		r = serve_own_netns(m);
 	if (r >= 0)
-		r = open_listeners(m);
+		r = guest_channel_listen(&m->ch, CHAN_NR);
 	/* Hooks have run; the VM's threads start with nothing to inherit. */
 	if (r >= 0 && jail_enabled())
 		r = jail_drop_caps();
@@ -534,7 +255,7 @@ static int bring_up(struct monitor *m)
 		                                       .disk = disk,
 		                                       .disk_base = base,
 		                                       .disk_read_only = a->b->spec->root && a->b->spec->root->readonly,
-		                                       .vsock_path = m->vsock_path,
+		                                       .vsock_path = m->ch.base,
 		                                       .console_path = a->console_path,
 		                                       .net = a->net});
 	/* The host's whole part of create, up to the guest's own work. */
@@ -549,14 +270,14 @@ static int bring_up(struct monitor *m)
 		if (r >= 0)
 			r = guest_spec_set_net(&m->early_start.u.start, a->net ? &a->net->cfg : NULL);
 		if (r >= 0)
-			r = terminal_host_side(m);
+			r = monitor_terminal_host_side(m);
 	} else if (r >= 0) {
 		r = finish_boot(m);
 	}
 	if (r >= 0 && a->pid_file)
 		r = write_pid_file(a->pid_file);
 	if (r >= 0)
-		m->control_fd = listen_unix(m->control_path);
+		m->control_fd = unix_listen(m->control_path, 16);
 	if (m->control_fd < 0 && r >= 0)
 		r = m->control_fd;
 	if (r >= 0)
@@ -602,7 +323,7 @@ static int serve(struct monitor *m)
 	struct pollfd p[P_EXECS + MONITOR_MAX_EXECS];
 	struct monitor_exec *who[MONITOR_MAX_EXECS];
 
-	m->serving = true;
+	m->ch.stop_fd = -1; /* signals now go to the container */
 	while (!m->exited) {
 		nfds_t n = P_EXECS;
 
@@ -610,7 +331,7 @@ static int serve(struct monitor *m)
 			p[P_SUBS + i] = (struct pollfd){.fd = m->subs[i], .events = POLLIN};
 
 		p[P_CONTROL] = (struct pollfd){.fd = m->control_fd, .events = POLLIN};
-		p[P_GUEST] = (struct pollfd){.fd = m->stream_fds[PORT_CTL], .events = POLLIN};
+		p[P_GUEST] = (struct pollfd){.fd = m->ch.stream_fds[CHAN_CTL], .events = POLLIN};
 		p[P_DONE] = (struct pollfd){.fd = sandbox_done_fd(m->sb), .events = POLLIN};
 		p[P_SIGNAL] = (struct pollfd){.fd = m->signal_fd, .events = POLLIN};
 		for (int i = 0; i < MONITOR_MAX_EXECS; i++)
@@ -625,11 +346,11 @@ static int serve(struct monitor *m)
 		}
 		if (p[P_GUEST].revents) {
 			struct proto_msg msg = {0};
-			int r = proto_recv(m->stream_fds[PORT_CTL], &msg);
+			int r = guest_channel_recv(&m->ch, GUEST_REPLY_TIMEOUT_MS, &msg);
 
 			if (r < 0)
-				return err_setsys(r, "guest-init closed the control stream");
-			monitor_note(m, &msg);
+				return err_prefix(r, "guest-init's control stream");
+			note(m, &msg);
 			proto_msg_free(&msg);
 			continue;
 		}
@@ -662,7 +383,7 @@ static int serve(struct monitor *m)
 static void end_vm(struct monitor *m)
 {
 	sandbox_free(m->sb, NULL);
-	m->sb = NULL;
+	m->sb = m->ch.sb = NULL;
 }
 
 static void shut_down(struct monitor *m)
@@ -672,24 +393,19 @@ static void shut_down(struct monitor *m)
 	/* A checkpointed VM is paused for good: its end is the streams' EOF. */
 	if (m->checkpointed) {
 		sandbox_free(m->sb, NULL);
-		m->sb = NULL;
+		m->sb = m->ch.sb = NULL;
 	}
 	/* Output relays end at the guest's EOF, which comes before EXIT. */
-	relay_join(m->relays[PORT_STDOUT]);
-	relay_join(m->relays[PORT_STDERR]);
+	relay_join(m->relays[CHAN_STDOUT]);
+	relay_join(m->relays[CHAN_STDERR]);
 	/* Closing the control stream lets guest-init sync and power off. */
-	if (m->stream_fds[PORT_CTL] >= 0 && m->sb) {
-		shutdown(m->stream_fds[PORT_CTL], SHUT_WR);
+	if (m->ch.stream_fds[CHAN_CTL] >= 0 && m->sb) {
+		shutdown(m->ch.stream_fds[CHAN_CTL], SHUT_WR);
 		p = (struct pollfd){.fd = sandbox_done_fd(m->sb), .events = POLLIN};
 		poll(&p, 1, POWEROFF_WAIT_MS);
 	}
 	sandbox_free(m->sb, NULL);
-	m->sb = NULL;
-	for (int i = 0; i < NR_PORTS; i++)
-		if (m->stream_fds[i] >= 0) {
-			close(m->stream_fds[i]);
-			m->stream_fds[i] = -1;
-		}
+	m->sb = m->ch.sb = NULL;
 	/* Exec'd processes died with the VM: their proxies see EOF. */
 	for (int i = 0; i < MONITOR_MAX_EXECS; i++)
 		if (m->execs[i].fd >= 0) {
@@ -699,7 +415,12 @@ static void shut_down(struct monitor *m)
 	for (int i = 0; i < MONITOR_MAX_SUBS; i++)
 		if (m->subs[i] >= 0)
 			monitor_sub_gone(m, i);
-	remove_sockets(m);
+	guest_channel_close(&m->ch);
+	if (m->control_fd >= 0) {
+		close(m->control_fd);
+		m->control_fd = -1;
+		unlink(m->control_path);
+	}
 	if (m->tty_raw)
 		console_restore(STDIN_FILENO, &m->tty_saved);
 	m->tty_raw = false;
@@ -738,28 +459,12 @@ static void enter_jail(void)
 		log_debug("monitor sandbox on: no capabilities, no_new_privs, seccomp allowlist");
 }
 
-/* The vsock device connects to "<base>_<port>" for each port: when the
- * container's directory makes that too long for sun_path, the base goes
- * through a descriptor of the directory that we hold until we exit. */
-static int vsock_base(struct monitor *m)
-{
-	const char *dir = m->a->c->dir;
-	int fd;
-
-	if (strlen(dir) + sizeof("/" MONITOR_VSOCK_SOCK "_4294967295") <= sizeof(((struct sockaddr_un *)0)->sun_path))
-		return asprintf(&m->vsock_path, "%s/%s", dir, MONITOR_VSOCK_SOCK) < 0 ? -ENOMEM : 0;
-	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	return asprintf(&m->vsock_path, "/proc/self/fd/%d/%s", fd, MONITOR_VSOCK_SOCK) < 0 ? -ENOMEM : 0;
-}
-
 /* The boot did not finish: a signal that stopped it ends us as it would
  * have ended the container's process (the caller sees 128+N). */
 static _Noreturn void exit_boot_failed(struct monitor *m)
 {
-	if (m->stop_signal)
-		monitor_exit_like((uint32_t)m->stop_signal);
+	if (m->ch.stop_signal)
+		monitor_exit_like((uint32_t)m->ch.stop_signal);
 	_exit(EXIT_MONITOR_FAILED);
 }
 
@@ -768,8 +473,6 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1};
 	int r;
 
-	for (int i = 0; i < NR_PORTS; i++)
-		m.listen_fds[i] = m.stream_fds[i] = -1;
 	for (int i = 0; i < MONITOR_MAX_EXECS; i++)
 		m.execs[i].fd = -1;
 	for (int i = 0; i < MONITOR_MAX_SUBS; i++)
@@ -777,8 +480,13 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	m.tty_fd = -1;
 	signal(SIGPIPE, SIG_IGN);
 	m.signal_fd = watch_signals();
-	if (vsock_base(&m) < 0 || asprintf(&m.control_path, "%s/%s", a->c->dir, MONITOR_CONTROL_SOCK) < 0)
+	if (guest_channel_init(&m.ch, a->c->dir, MONITOR_VSOCK_SOCK) < 0 ||
+	    asprintf(&m.control_path, "%s/%s", a->c->dir, MONITOR_CONTROL_SOCK) < 0)
 		_exit(EXIT_MONITOR_FAILED);
+	/* Until the container runs, a signal to us ends the boot. */
+	m.ch.stop_fd = m.signal_fd;
+	m.ch.on_note = note;
+	m.ch.opaque = &m;
 	r = bring_up(&m);
 	/* On failure our cgroup goes before create hears of it (create then
 	 * kills us and removes the state, which names the cgroup). */

@@ -18,28 +18,10 @@
 #include <stdint.h>
 
 #include "runtime/store/bundle.h"
+#include "runtime/store/layout.h"
 #include "runtime/host/netns.h"
 #include "runtime/store/state.h"
 #include "runtime/sandbox/vm-config.h"
-
-/* File names inside <root>/<id>. */
-#define MONITOR_CONTROL_SOCK "control.sock"
-#define MONITOR_VSOCK_SOCK "vsock"
-#define MONITOR_DISK "rootfs.img"
-/* Beside it when the disk is a copy-on-write overlay: a symlink to the
- * base image in the root disk cache (rootfs-cache.h). */
-#define MONITOR_DISK_BASE "rootfs.base"
-#define MONITOR_CONSOLE "console.log"
-/* File names inside a checkpoint's image directory. */
-#define MONITOR_CHECKPOINT_VM "vm.snap"
-#define MONITOR_CHECKPOINT_DISK "rootfs.img"
-#define MONITOR_CHECKPOINT_CONFIG "config.json"
-#define MONITOR_CHECKPOINT_MARK "kvrun-checkpoint"
-
-/* Key of the private state map: the host cgroup the monitor is in. */
-#define STATE_KEY_CGROUP "cgroup-path"
-/* ... and the systemd unit that holds it (--systemd-cgroup, systemd up). */
-#define STATE_KEY_CGROUP_UNIT "cgroup-unit"
 
 struct monitor_args {
 	struct container *c; /* locked; the monitor saves the created state, then unlocks */
@@ -67,13 +49,6 @@ struct monitor_args {
  * with the container process's status, or 255 (after reporting on
  * ready_fd or in the log) when the VM could not be brought up or died. */
 _Noreturn void monitor_main(struct monitor_args *a);
-
-/* How long the guest may take for anything that runs at its boot speed
- * ($KVRUN_BOOT_TIMEOUT seconds): booting, building the container, and
- * starting a process in it, which under emulation on a loaded host can take
- * minutes (the kernel checks a seccomp filter like docker's against every
- * syscall number when it is installed). */
-int monitor_boot_timeout_ms(void);
 
 /* Exit with wait status status: the same exit code, or death by the same
  * signal (default action restored, core dumps off). */

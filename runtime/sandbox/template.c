@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "common/clock.h"
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/hash.h"
@@ -118,21 +119,13 @@ struct build {
 	int64_t deadline_ms;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Until fd is readable; the VM ending or the deadline is an error. */
 static int wait_for(struct build *b, int fd, const char *what)
 {
 	struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = sandbox_done_fd(b->sb), .events = POLLIN}};
 
 	for (;;) {
-		int64_t left = b->deadline_ms - now_ms();
+		int64_t left = b->deadline_ms - clock_now_ms();
 		int n;
 
 		if (left <= 0)
@@ -227,8 +220,8 @@ static int boot_and_save(const struct vm_plan *p, unsigned int nics, const char 
                          const char *snap)
 {
 	_cleanup_free_ char *vsock = NULL;
-	struct build b = {.listen_fd = -1, .ctl = -1, .deadline_ms = now_ms() + build_timeout_ms()};
-	int64_t t0 = now_ms();
+	struct build b = {.listen_fd = -1, .ctl = -1, .deadline_ms = clock_now_ms() + build_timeout_ms()};
+	int64_t t0 = clock_now_ms();
 	int r;
 
 	if (asprintf(&vsock, "%s/v", work) < 0)
@@ -242,7 +235,7 @@ static int boot_and_save(const struct vm_plan *p, unsigned int nics, const char 
 	if (r >= 0)
 		r = reach_ready(&b);
 	if (r >= 0) {
-		log_debug("template VM ready after %lld ms", (long long)(now_ms() - t0));
+		log_debug("template VM ready after %lld ms", (long long)(clock_now_ms() - t0));
 		r = sandbox_save(b.sb, snap);
 	}
 	sandbox_free(b.sb, NULL);

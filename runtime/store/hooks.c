@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/fileio.h"
@@ -26,14 +27,6 @@ struct capture {
 	char buf[HOOK_OUTPUT_MAX + 1];
 	size_t len;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static _Noreturn void hook_child(const struct oci_hook *h, int in, int out, int err)
 {
@@ -78,7 +71,7 @@ static int collect(struct capture cap[2], int64_t deadline)
 	while (open[0] || open[1]) {
 		struct pollfd p[2] = {{.fd = open[0] ? cap[0].fd : -1, .events = POLLIN},
 		                      {.fd = open[1] ? cap[1].fd : -1, .events = POLLIN}};
-		int64_t left = deadline < 0 ? -1 : deadline - now_ms();
+		int64_t left = deadline < 0 ? -1 : deadline - clock_now_ms();
 
 		if (deadline >= 0 && left <= 0)
 			return -ETIMEDOUT;
@@ -114,7 +107,7 @@ static int run_one(const struct oci_hook *h, const char *kind, size_t idx, const
 {
 	struct capture cap[2] = {{.fd = -1}, {.fd = -1}};
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
-	int64_t deadline = h->has_timeout && h->timeout > 0 ? now_ms() + h->timeout * 1000 : -1;
+	int64_t deadline = h->has_timeout && h->timeout > 0 ? clock_now_ms() + h->timeout * 1000 : -1;
 	int status = 0, r = 0;
 	pid_t pid;
 

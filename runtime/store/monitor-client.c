@@ -10,58 +10,24 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/unix-socket.h"
 #include "common/fileio.h"
 #include "runtime/store/monitor-client.h"
-#include "runtime/monitor/monitor.h"
+#include "runtime/store/layout.h"
 
 #define REPLY_MAX 4096
 
-int monitor_sockaddr(const char *path, struct sockaddr_un *ret, int *ret_dirfd)
-{
-	_cleanup_free_ char *dir = NULL;
-	const char *slash = strrchr(path, '/');
-	int fd, n;
-
-	*ret = (struct sockaddr_un){.sun_family = AF_UNIX};
-	*ret_dirfd = -1;
-	if (strlen(path) < sizeof(ret->sun_path)) {
-		strcpy(ret->sun_path, path);
-		return 0;
-	}
-	if (!slash || slash == path || !(dir = strndup(path, (size_t)(slash - path))))
-		return err_set(-ENAMETOOLONG, "socket path %s is longer than %zu bytes", path,
-		               sizeof(ret->sun_path) - 1);
-	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return err_setsys(-errno, "open %s", dir);
-	n = snprintf(ret->sun_path, sizeof(ret->sun_path), "/proc/self/fd/%d/%s", fd, slash + 1);
-	if (n < 0 || (size_t)n >= sizeof(ret->sun_path)) {
-		close(fd);
-		return err_set(-ENAMETOOLONG, "socket name %s is longer than %zu bytes", slash + 1,
-		               sizeof(ret->sun_path) - 1);
-	}
-	*ret_dirfd = fd;
-	return 0;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int read_reply(int fd, int timeout_ms, char *buf, size_t size)
 {
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = clock_now_ms() + timeout_ms;
 	size_t len = 0;
 
 	for (;;) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - clock_now_ms();
 		ssize_t n;
 
 		if (left <= 0)
@@ -125,22 +91,12 @@ int monitor_call(const char *dir, const char *request, int timeout_ms, char **re
 /* A connection to the control socket of the container in dir. */
 static int connect_control(const char *dir)
 {
-	_cleanup_free_ char *path = NULL;
-	_cleanup_close_ int fd = -1, dirfd = -1;
-	struct sockaddr_un sa;
-	int r;
+	_cleanup_free_ char *path = NULL, *what = NULL;
 
-	if (asprintf(&path, "%s/%s", dir, MONITOR_CONTROL_SOCK) < 0)
+	if (asprintf(&path, "%s/%s", dir, MONITOR_CONTROL_SOCK) < 0 ||
+	    asprintf(&what, "the container's monitor at %s", path) < 0)
 		return -ENOMEM;
-	r = monitor_sockaddr(path, &sa, &dirfd);
-	if (r < 0)
-		return r;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return err_setsys(-errno, "socket");
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return err_setsys(-errno, "connect to the container's monitor at %s", path);
-	return TAKE_FD(fd);
+	return unix_connect(path, 0, what);
 }
 
 int monitor_call_fds(const char *dir, const char *request, const int *fds, size_t nfds, int timeout_ms,

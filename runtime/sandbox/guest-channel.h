@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The host end of guest-init's channel (docs/guest-init.md). guest-init
+ * connects over vsock to the host's ports: the control stream
+ * (KVRUN_PROTO_CONTROL_PORT, length-prefixed messages of
+ * common/protocol.h) and the container's stdio streams. The vsock device's
+ * unix-socket backend turns a connection to port P into one to the
+ * listener at "<base>_P", which this module owns: it listens, accepts
+ * streams, says HELLO and sends requests, each wait bounded by a deadline,
+ * by the VM's end and, while a stop fd is set, by a stop signal.
+ * Messages from the guest that answer nothing (EXIT, OOM) go to on_note.
+ * Used by the monitor (runtime/monitor/) and by template builds.
+ */
+#ifndef KVRUN_RUNTIME_SANDBOX_GUEST_CHANNEL_H
+#define KVRUN_RUNTIME_SANDBOX_GUEST_CHANNEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/protocol.h"
+
+/* Host ports the container's stdio streams connect to. */
+#define GUEST_PORT_STDIN 1025
+#define GUEST_PORT_STDOUT 1026
+#define GUEST_PORT_STDERR 1027
+
+/* The host ports guest-init connects to, in the order it connects. */
+enum { CHAN_CTL, CHAN_STDIN, CHAN_STDOUT, CHAN_STDERR, CHAN_NR };
+
+/* How long guest-init may take to answer a request. */
+#define GUEST_REPLY_TIMEOUT_MS (120 * 1000)
+
+struct sandbox;
+
+struct guest_channel {
+	char *base; /* "<base>_<port>" is a port's listener */
+	int base_dirfd; /* held while base goes through /proc/self/fd, or -1 */
+	int listen_fds[CHAN_NR];
+	int stream_fds[CHAN_NR]; /* accepted streams, or -1 */
+	struct sandbox *sb; /* the VM, once it exists: its end ends waits */
+	int stop_fd; /* a signalfd whose SIGTERM/SIGINT/SIGHUP/SIGQUIT end waits, or -1 */
+	int stop_signal; /* the signal that ended a wait, or 0 */
+	uint64_t next_id;
+	/* A message from the guest that answers no request. */
+	void (*on_note)(void *opaque, const struct proto_msg *msg);
+	void *opaque;
+};
+
+/* Set up ch for a VM whose vsock sockets live in dir as "<dir>/<name>_P"
+ * (a dir too long for sun_path goes through a descriptor held until
+ * guest_channel_close()). No listener yet. */
+int guest_channel_init(struct guest_channel *ch, const char *dir, const char *name);
+
+/* Listen on the first nports ports (CHAN_CTL ... CHAN_NR). */
+int guest_channel_listen(struct guest_channel *ch, unsigned int nports);
+
+/* Accept the stream of port i within timeout_ms into ch->stream_fds[i];
+ * what names it in errors. */
+int guest_channel_accept(struct guest_channel *ch, int i, int timeout_ms, const char *what);
+
+/* Whether a connection waits on port i's listener now. */
+bool guest_channel_pending(const struct guest_channel *ch, int i);
+
+/* Receive one message on the control stream within timeout_ms. */
+int guest_channel_recv(struct guest_channel *ch, int timeout_ms, struct proto_msg *ret);
+
+/* guest-init's HELLO, checked for the protocol version, and ours back. */
+int guest_channel_hello(struct guest_channel *ch, int timeout_ms);
+
+/* Send msg with a new id, not waiting for an answer. */
+int guest_channel_send(struct guest_channel *ch, struct proto_msg *msg);
+
+/* Send msg and wait up to timeout_ms for the answer with its id (ERROR with
+ * err 0 counts as success; ERROR with an errno is that error with the
+ * guest's message); *ret is the caller's to free. Messages in between go
+ * to on_note; an EXIT of the container's init with START's id means the
+ * container died in setup (-ECHILD). */
+int guest_channel_request(struct guest_channel *ch, struct proto_msg *msg, int timeout_ms, struct proto_msg *ret);
+
+/* Close the listeners and remove their sockets; streams stay open. */
+void guest_channel_unlisten(struct guest_channel *ch);
+
+/* Close everything; accepts a channel that was only zeroed by
+ * guest_channel_init()'s failure. */
+void guest_channel_close(struct guest_channel *ch);
+
+/* How long the guest may take for what runs at its boot speed
+ * ($KVRUN_BOOT_TIMEOUT seconds, default 600): booting, building the
+ * container, starting a process in it. Under emulation on a loaded host
+ * that can take minutes (the guest kernel checks a seccomp filter like
+ * docker's against every syscall number when it is installed). */
+int guest_boot_timeout_ms(void);
+
+#endif

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The names of what a container's state directory (<root>/<id>, see
+ * state.h) and a checkpoint's image directory hold, shared by the CLI, the
+ * monitor and the monitor's clients.
+ */
+#ifndef KVRUN_RUNTIME_STORE_LAYOUT_H
+#define KVRUN_RUNTIME_STORE_LAYOUT_H
+
+/* File names inside <root>/<id>. */
+#define MONITOR_CONTROL_SOCK "control.sock"
+#define MONITOR_VSOCK_SOCK "vsock"
+#define MONITOR_DISK "rootfs.img"
+/* Beside it when the disk is a copy-on-write overlay: a symlink to the
+ * base image in the root disk cache (rootfs-cache.h). */
+#define MONITOR_DISK_BASE "rootfs.base"
+#define MONITOR_CONSOLE "console.log"
+/* File names inside a checkpoint's image directory. */
+#define MONITOR_CHECKPOINT_VM "vm.snap"
+#define MONITOR_CHECKPOINT_DISK "rootfs.img"
+#define MONITOR_CHECKPOINT_CONFIG "config.json"
+#define MONITOR_CHECKPOINT_MARK "kvrun-checkpoint"
+
+/* Key of the private state map: the host cgroup the monitor is in. */
+#define STATE_KEY_CGROUP "cgroup-path"
+/* ... and the systemd unit that holds it (--systemd-cgroup, systemd up). */
+#define STATE_KEY_CGROUP_UNIT "cgroup-unit"
+
+#endif
