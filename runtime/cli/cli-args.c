@@ -182,6 +182,7 @@ static int flag_set(const struct cli_flag *f, int len, const char *name, const c
 			               name);
 		return 0;
 	case CLI_STRING:
+	case CLI_OPTSTRING:
 		*(const char **)f->ptr = value;
 		return 0;
 	case CLI_INT:
@@ -236,6 +237,8 @@ int cli_parse(const struct cli_command *cmd, const struct cli_flag *flags, int a
 		}
 		if (f->type == CLI_BOOL && !value)
 			value = "true";
+		if (f->type == CLI_OPTSTRING && !value)
+			value = "";
 		if (!value) {
 			if (i >= argc)
 				return err_set(-EINVAL, "flag needs an argument: -%.*s", (int)len, name);

@@ -21,6 +21,7 @@ enum cli_flag_type {
 	CLI_INT, /* long long *, Go strconv.ParseInt(s, 0, 64) syntax */
 	CLI_UINT, /* unsigned long long *, Go strconv.ParseUint(s, 0, 64) */
 	CLI_STRV, /* struct cli_strv *, repeated flag appends */
+	CLI_OPTSTRING, /* const char **: `--name=value`, or `--name` alone for "" (never the next word) */
 };
 
 /* A growable list of strings pointing into argv; free with cli_strv_free(). */

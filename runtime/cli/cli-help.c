@@ -9,7 +9,7 @@
 /* "--name value, -n value": one dash for one-letter names, as urfave does. */
 static int flag_label(const struct cli_flag *f, char *buf, size_t size)
 {
-	const char *val = f->type == CLI_BOOL ? "" : " value";
+	const char *val = f->type == CLI_BOOL ? "" : f->type == CLI_OPTSTRING ? "[=value]" : " value";
 	int n;
 
 	n = snprintf(buf, size, "%s%s%s", strlen(f->name) == 1 ? "-" : "--", f->name, val);

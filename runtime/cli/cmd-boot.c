@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * `kvrun boot`: boot a kernel in a microVM with no container around it, for
- * debugging the VMM and for the test guest. The exit status says how the VM
- * ended (see usage()).
+ * debugging the VMM and for the test guest. The VM is made by the same
+ * builder as a container's (runtime/sandbox/sandbox.h). The exit status
+ * says how the VM ended (see the command's text).
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,15 +16,12 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "runtime/sandbox/boot-disk.h"
-#include "runtime/sandbox/boot-vsock.h"
-#include "runtime/cli/cmd-boot.h"
+#include "runtime/cli/commands.h"
 #include "runtime/host/jail.h"
-#include "vmm/boot.h"
-#include "vmm/platform.h"
-#include "vmm/serial.h"
+#include "runtime/sandbox/sandbox.h"
 #include "vmm/snapshot.h"
 #include "vmm/test-device.h"
 #include "vmm/vm.h"
@@ -37,11 +34,15 @@
 #define BOOT_EXIT_ERROR 125
 #define BOOT_EXIT_SIGNAL_BASE 128
 
+#define BOOT_STR(x) #x
+#define BOOT_XSTR(x) BOOT_STR(x)
+
 struct boot_opts {
-	struct boot_config boot;
-	struct vm_config vm;
+	struct sandbox_opts vm; /* what the builder makes */
+	char *disk_paths[SANDBOX_MAX_DISKS]; /* --disk, strdup'd */
+	char disk_ids[SANDBOX_MAX_DISKS][16];
 	const char *console; /* NULL: off, "" : stderr, else a file */
-	bool test_device;
+	int console_fd;
 	bool timings;
 	double timeout_s;
 	const char *snapshot_path; /* --snapshot-on-port */
@@ -49,52 +50,8 @@ struct boot_opts {
 	const char *restore_path; /* --restore */
 	bool vm_shape_given; /* --cpus or --memory */
 	bool restore_trust;
-	char *disk_paths[BOOT_DISK_MAX]; /* --disk, strdup'd */
-	bool disk_ro[BOOT_DISK_MAX];
-	unsigned int ndisks;
-	const char *vsock_path; /* --vsock */
 	bool jail; /* --jail: the monitor's sandbox around the running VM */
 };
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-	        "Usage: kvrun boot --kernel FILE [options]\n"
-	        "       kvrun boot --restore FILE [options]\n"
-	        "Boot a Linux kernel (ELF vmlinux or bzImage) or a test guest in a microVM.\n\n"
-	        "  --kernel FILE        kernel to boot (required unless --restore)\n"
-	        "  --initrd FILE        initial ramdisk\n"
-	        "  --cmdline STRING     kernel command line\n"
-	        "  --cpus N             vCPUs (1-%d, default 1)\n"
-	        "  --memory SIZE        guest RAM, e.g. 128M, 2G (default 256M; no suffix: MiB)\n"
-	        "  --console[=FILE]     write the serial console to FILE (default stderr)\n"
-	        "  --acpi               give the guest ACPI tables (RSDP, XSDT, FADT, MADT, DSDT):\n"
-	        "                       virtio-mmio devices and COM1 in the DSDT, power-off through\n"
-	        "                       the FADT sleep register; without it: MP table, devices on the\n"
-	        "                       command line (virtio_mmio.device=) and acpi=off\n"
-	        "  --disk PATH[,ro]     attach a raw image as a virtio-blk disk (up to %d)\n"
-	        "  --vsock PATH         attach virtio-vsock (guest CID 3) with its host unix socket\n"
-	        "                       at PATH (a guest connect to port P reaches PATH_P)\n"
-	        "  --test-device        add the test device (exit/irq/ncpus ports, MMIO window)\n"
-	        "  --jail               run the VM in the container monitor's sandbox: no\n"
-	        "                       capabilities, no_new_privs, its seccomp allowlist\n"
-	        "  --timeout SECONDS    end the VM after this long\n"
-	        "  --timings            print a JSON line with setup/boot times and memory on stderr\n"
-	        "  --snapshot-on-port FILE  save the VM to FILE when the guest writes the test device's\n"
-	        "                       snapshot port (needs --test-device); the VM then goes on\n"
-	        "  --snapshot-stop      end the VM (status 0) once the snapshot is written\n"
-	        "  --restore FILE       run the VM saved in FILE instead of booting a kernel (no\n"
-	        "                       --kernel, --initrd, --cmdline, --cpus, --memory; the same\n"
-	        "                       --test-device as when it was saved)\n"
-	        "  --restore-trust-memory  skip the checksum of guest memory when restoring\n"
-	        "  --debug              debug logging, and every vCPU's RIP every 2 s\n\n"
-	        "Exit status: 0 power-off; the code written to the test device's exit port;\n"
-	        "  %d reboot (i8042, port 0xcf9, KVM reset); %d triple fault; %d crash\n"
-	        "  (KVM internal error, failed entry, unknown exit); %d timeout; %d kvrun error\n"
-	        "  (bad option, kernel, initrd, /dev/kvm); 128+N stopped by signal N (SIGINT, SIGTERM).\n",
-	        VM_MAX_CPUS, BOOT_DISK_MAX, BOOT_EXIT_REBOOT, BOOT_EXIT_TRIPLE_FAULT, BOOT_EXIT_CRASH,
-	        BOOT_EXIT_TIMEOUT, BOOT_EXIT_ERROR);
-}
 
 static int parse_size(const char *s, uint64_t *ret)
 {
@@ -137,22 +94,24 @@ static int parse_size(const char *s, uint64_t *ret)
 
 static int check_args(const struct boot_opts *o)
 {
-	if (o->restore_path && (o->boot.kernel_path || o->boot.initrd_path || o->boot.cmdline || o->vm_shape_given))
+	const struct boot_config *b = &o->vm.boot;
+
+	if (o->restore_path && (b->kernel_path || b->initrd_path || b->cmdline || o->vm_shape_given))
 		return err_set(-EINVAL, "--restore takes the kernel, command line, vCPUs and memory from the snapshot");
-	if (!o->restore_path && !o->boot.kernel_path)
+	if (!o->restore_path && !b->kernel_path)
 		return err_set(-EINVAL, "--kernel is required");
-	if (o->snapshot_path && !o->test_device)
+	if (o->snapshot_path && !o->vm.test_device)
 		return err_set(-EINVAL, "--snapshot-on-port needs --test-device");
 	if (o->snapshot_stop && !o->snapshot_path)
 		return err_set(-EINVAL, "--snapshot-stop needs --snapshot-on-port");
 	if (o->restore_trust && !o->restore_path)
 		return err_set(-EINVAL, "--restore-trust-memory needs --restore");
-	if (o->restore_path && o->boot.use_acpi)
+	if (o->restore_path && b->use_acpi)
 		return err_set(-EINVAL, "--acpi: a restored VM keeps the firmware tables it was saved with");
-	/* Snapshots hold no virtio device state. */
-	if (o->ndisks && (o->restore_path || o->snapshot_path))
+	/* The snapshot of a bare VM holds no disk or vsock backend to restore. */
+	if (o->vm.ndisks && (o->restore_path || o->snapshot_path))
 		return err_set(-EINVAL, "--disk cannot be combined with --snapshot-on-port or --restore");
-	if (o->vsock_path && (o->restore_path || o->snapshot_path))
+	if (o->vm.vsock_path && (o->restore_path || o->snapshot_path))
 		return err_set(-EINVAL, "--vsock cannot be combined with --snapshot-on-port or --restore");
 	/* The sandbox lets no file be written. */
 	if (o->jail && o->snapshot_path)
@@ -160,135 +119,72 @@ static int check_args(const struct boot_opts *o)
 	return 0;
 }
 
-static int parse_args(int argc, char **argv, struct boot_opts *o)
+/* "PATH[,ro]" of --disk i into o. */
+static int add_disk(struct boot_opts *o, const char *arg)
 {
-	enum {
-		OPT_KERNEL = 256,
-		OPT_INITRD,
-		OPT_CMDLINE,
-		OPT_CPUS,
-		OPT_MEMORY,
-		OPT_CONSOLE,
-		OPT_TEST,
-		OPT_TIMEOUT,
-		OPT_TIMINGS,
-		OPT_DEBUG,
-		OPT_SNAPSHOT,
-		OPT_SNAPSHOT_STOP,
-		OPT_RESTORE,
-		OPT_RESTORE_TRUST,
-		OPT_ACPI,
-		OPT_DISK,
-		OPT_VSOCK,
-		OPT_JAIL,
-		OPT_HELP
-	};
-	static const struct option longopts[] = {
-	    {"kernel", required_argument, NULL, OPT_KERNEL},
-	    {"initrd", required_argument, NULL, OPT_INITRD},
-	    {"cmdline", required_argument, NULL, OPT_CMDLINE},
-	    {"cpus", required_argument, NULL, OPT_CPUS},
-	    {"memory", required_argument, NULL, OPT_MEMORY},
-	    {"console", optional_argument, NULL, OPT_CONSOLE},
-	    {"test-device", no_argument, NULL, OPT_TEST},
-	    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-	    {"timings", no_argument, NULL, OPT_TIMINGS},
-	    {"debug", no_argument, NULL, OPT_DEBUG},
-	    {"snapshot-on-port", required_argument, NULL, OPT_SNAPSHOT},
-	    {"snapshot-stop", no_argument, NULL, OPT_SNAPSHOT_STOP},
-	    {"restore", required_argument, NULL, OPT_RESTORE},
-	    {"restore-trust-memory", no_argument, NULL, OPT_RESTORE_TRUST},
-	    {"acpi", no_argument, NULL, OPT_ACPI},
-	    {"disk", required_argument, NULL, OPT_DISK},
-	    {"vsock", required_argument, NULL, OPT_VSOCK},
-	    {"jail", no_argument, NULL, OPT_JAIL},
-	    {"help", no_argument, NULL, OPT_HELP},
-	    {0},
-	};
-	char *end;
-	int c;
+	unsigned int i = o->vm.ndisks;
+	char *path, *comma;
+	bool ro = false;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_KERNEL:
-			o->boot.kernel_path = optarg;
-			break;
-		case OPT_INITRD:
-			o->boot.initrd_path = optarg;
-			break;
-		case OPT_CMDLINE:
-			o->boot.cmdline = optarg;
-			break;
-		case OPT_CPUS:
-			o->vm.ncpus = (unsigned int)strtoul(optarg, &end, 10);
-			if (*end || o->vm.ncpus < 1 || o->vm.ncpus > VM_MAX_CPUS)
-				return err_set(-EINVAL, "--cpus: expected 1 to %d, got '%s'", VM_MAX_CPUS, optarg);
-			o->vm_shape_given = true;
-			break;
-		case OPT_MEMORY:
-			if (parse_size(optarg, &o->vm.mem_size) < 0 || (o->vm.mem_size & 0xfff))
-				return err_set(-EINVAL, "--memory: bad size '%s' (e.g. 128M, 2G)", optarg);
-			o->vm_shape_given = true;
-			break;
-		case OPT_CONSOLE:
-			o->console = optarg ? optarg : "";
-			break;
-		case OPT_TEST:
-			o->test_device = true;
-			break;
-		case OPT_TIMEOUT:
-			o->timeout_s = strtod(optarg, &end);
-			if (*end || o->timeout_s <= 0 || o->timeout_s > 1e7)
-				return err_set(-EINVAL, "--timeout: bad number of seconds '%s'", optarg);
-			break;
-		case OPT_TIMINGS:
-			o->timings = true;
-			break;
-		case OPT_DEBUG:
-			log_set_max_level(LOG_LEVEL_DEBUG);
-			break;
-		case OPT_SNAPSHOT:
-			o->snapshot_path = optarg;
-			break;
-		case OPT_SNAPSHOT_STOP:
-			o->snapshot_stop = true;
-			break;
-		case OPT_RESTORE:
-			o->restore_path = optarg;
-			break;
-		case OPT_RESTORE_TRUST:
-			o->restore_trust = true;
-			break;
-		case OPT_ACPI:
-			o->boot.use_acpi = true;
-			break;
-		case OPT_DISK:
-			if (o->ndisks == BOOT_DISK_MAX)
-				return err_set(-EINVAL, "--disk: at most %d disks", BOOT_DISK_MAX);
-			if (boot_disk_parse(optarg, &o->disk_paths[o->ndisks], &o->disk_ro[o->ndisks]) < 0)
-				return -EINVAL;
-			o->ndisks++;
-			break;
-		case OPT_VSOCK:
-			if (!*optarg)
-				return err_set(-EINVAL, "--vsock: empty path");
-			o->vsock_path = optarg;
-			break;
-		case OPT_JAIL:
-			o->jail = true;
-			break;
-		case OPT_HELP:
-		case 'h':
-			usage(stdout);
-			return 1;
-		default:
-			return err_set(-EINVAL, "unknown or incomplete option '%s'", argv[optind - 1]);
-		}
+	if (i == SANDBOX_MAX_DISKS)
+		return err_set(-EINVAL, "--disk: at most %d disks", SANDBOX_MAX_DISKS);
+	path = o->disk_paths[i] = strdup(arg);
+	if (!path)
+		return -ENOMEM;
+	comma = strrchr(path, ',');
+	if (comma) {
+		if (strcmp(comma + 1, "ro") != 0)
+			return err_set(-EINVAL, "--disk %s: unknown option '%s' (only ro)", arg, comma + 1);
+		*comma = '\0';
+		ro = true;
 	}
-	if (optind < argc)
-		return err_set(-EINVAL, "unexpected argument '%s'", argv[optind]);
+	if (!*path)
+		return err_set(-EINVAL, "--disk: empty path");
+	snprintf(o->disk_ids[i], sizeof(o->disk_ids[i]), "kvrun-disk%u", i);
+	o->vm.disks[i] = (struct sandbox_disk){.path = path, .read_only = ro, .id = o->disk_ids[i]};
+	o->vm.ndisks++;
+	return 0;
+}
+
+/* The flags' raw values, checked and moved into struct boot_opts. */
+struct boot_flags {
+	unsigned long long cpus;
+	const char *memory, *timeout, *vsock;
+	struct cli_strv disks;
+	bool debug;
+};
+
+static int apply_flags(struct boot_opts *o, struct boot_flags *f)
+{
+	char *end;
+	int r;
+
+	if (f->cpus) {
+		if (f->cpus > VM_MAX_CPUS)
+			return err_set(-EINVAL, "--cpus: expected 1 to %d, got '%llu'", VM_MAX_CPUS, f->cpus);
+		o->vm.vm.ncpus = (unsigned int)f->cpus;
+		o->vm_shape_given = true;
+	}
+	if (f->memory) {
+		if (parse_size(f->memory, &o->vm.vm.mem_size) < 0 || (o->vm.vm.mem_size & 0xfff))
+			return err_set(-EINVAL, "--memory: bad size '%s' (e.g. 128M, 2G)", f->memory);
+		o->vm_shape_given = true;
+	}
+	if (f->timeout) {
+		o->timeout_s = strtod(f->timeout, &end);
+		if (*end || o->timeout_s <= 0 || o->timeout_s > 1e7)
+			return err_set(-EINVAL, "--timeout: bad number of seconds '%s'", f->timeout);
+	}
+	if (f->vsock && !*f->vsock)
+		return err_set(-EINVAL, "--vsock: empty path");
+	o->vm.vsock_path = f->vsock;
+	for (size_t i = 0; i < f->disks.n; i++) {
+		r = add_disk(o, f->disks.v[i]);
+		if (r < 0)
+			return r;
+	}
+	if (f->debug)
+		log_set_max_level(LOG_LEVEL_DEBUG);
 	return check_args(o);
 }
 
@@ -369,30 +265,17 @@ static void read_rss(const struct vm *vm, uint64_t *ret_total, uint64_t *ret_gue
 	}
 }
 
-struct boot_devices {
-	struct serial *serial;
-	struct test_device *test;
-	struct platform *platform;
-	int console_fd, signal_fd;
-	struct boot_disk disks[BOOT_DISK_MAX];
-	struct acpi_virtio_mmio virtio[BOOT_DISK_MAX + 1];
-	unsigned int ndisks;
-	struct boot_vsock vsock;
-	bool has_vsock;
-};
-
-/* What --snapshot-on-port and --restore measured (0: not done). */
-struct boot_snap {
+/* The running VM, and what --snapshot-on-port and --restore measured
+ * (0: not done). */
+struct boot_run {
 	const struct boot_opts *o;
-	struct vm *vm;
-	struct boot_devices *devs;
+	struct sandbox *sb;
+	int signal_fd;
 	uint64_t snapshot_us, restore_load_us;
 	struct snapshot_stats stats;
-	int err;
-	char msg[256];
 };
 
-static void print_timings(const struct vm *vm, const struct vm_result *res, const struct boot_snap *sn)
+static void print_timings(const struct vm *vm, const struct vm_result *res, const struct boot_run *br)
 {
 	uint64_t start = vm_process_start_ns(), marker = atomic_load(&vm->t_boot_marker);
 	uint64_t total, guest, first_run = vm->t_first_run ? (vm->t_first_run - start) / 1000 : 0;
@@ -401,17 +284,17 @@ static void print_timings(const struct vm *vm, const struct vm_result *res, cons
 	read_rss(vm, &total, &guest);
 	if (marker)
 		snprintf(marker_s, sizeof(marker_s), "%" PRIu64, (marker - start) / 1000);
-	if (sn->snapshot_us)
+	if (br->snapshot_us)
 		snprintf(snap_s, sizeof(snap_s),
 		         ", \"snapshot_us\": %" PRIu64 ", \"snapshot_save_us\": %" PRIu64
 		         ", \"snapshot_bytes\": %" PRIu64 ", \"snapshot_mem_pages\": %" PRIu64,
-		         sn->snapshot_us, sn->stats.save_us, sn->stats.file_bytes, sn->stats.mem_pages);
+		         br->snapshot_us, br->stats.save_us, br->stats.file_bytes, br->stats.mem_pages);
 	/* restore_us: process start to the restored guest's first KVM_RUN;
 	 * restore_load_us: opening, checking and loading the snapshot, with
 	 * creating the VM and its devices. */
-	if (sn->o->restore_path)
+	if (br->o->restore_path)
 		snprintf(restore_s, sizeof(restore_s), ", \"restore_us\": %" PRIu64 ", \"restore_load_us\": %" PRIu64,
-		         first_run, sn->restore_load_us);
+		         first_run, br->restore_load_us);
 	fprintf(stderr,
 	        "{\"setup_us\": %" PRIu64 ", \"boot_marker_us\": %s, \"total_us\": %" PRIu64 ", \"rss_kib\": %" PRIu64
 	        ", \"guest_rss_kib\": %" PRIu64 ", \"monitor_rss_kib\": %" PRIu64 "%s%s"
@@ -420,229 +303,213 @@ static void print_timings(const struct vm *vm, const struct vm_result *res, cons
 	        vm_exit_reason_name(res->reason), res->code);
 }
 
-static int open_console(const char *console)
+static int open_console(struct boot_opts *o)
 {
-	int fd;
-
-	if (!console)
-		return -1;
-	if (!*console)
-		return STDERR_FILENO;
-	fd = open(console, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return err_setsys(-errno, "cannot open console file %s", console);
-	return fd;
-}
-
-static int setup_devices(struct vm *vm, const struct boot_opts *o, struct boot_devices *d)
-{
-	int r;
-
-	r = open_console(o->console);
-	if (r < 0 && o->console)
-		return r;
-	d->console_fd = r;
-	r = serial_create(vm, d->console_fd, &d->serial);
-	if (r >= 0)
-		r = platform_create(vm, &d->platform);
-	if (r >= 0 && o->test_device)
-		r = test_device_create(vm, &d->test);
-	for (unsigned int i = 0; r >= 0 && i < o->ndisks; i++) {
-		d->ndisks++;
-		r = boot_disk_attach(vm, i, o->disk_paths[i], o->disk_ro[i], &d->disks[i]);
-		d->virtio[i] = d->disks[i].where;
+	o->console_fd = -1;
+	if (!o->console)
+		return 0;
+	if (!*o->console) {
+		o->vm.console_fd = STDERR_FILENO;
+		return 0;
 	}
-	if (r >= 0 && o->vsock_path) {
-		d->has_vsock = true;
-		r = boot_vsock_attach(vm, o->ndisks, o->vsock_path, &d->vsock);
-		d->virtio[o->ndisks] = d->vsock.where;
-	}
-	if (r >= 0)
-		r = watch_signals(vm, &d->signal_fd);
-	/* --debug: where the guest is, every 2 s (System.map finds it). */
-	if (r >= 0 && log_get_max_level() >= LOG_LEVEL_DEBUG)
-		r = vm_set_rip_sampling(vm, 2000);
-	if (r >= 0 && o->timeout_s > 0)
-		r = vm_set_timeout(vm, (uint64_t)(o->timeout_s * 1000.0));
-	return r;
-}
-
-static void free_devices(struct vm *vm, struct boot_devices *d)
-{
-	for (unsigned int i = 0; i < d->ndisks; i++)
-		boot_disk_free(vm, &d->disks[i]);
-	if (d->has_vsock)
-		boot_vsock_free(vm, &d->vsock);
-	test_device_free(d->test);
-	if (d->signal_fd >= 0) {
-		event_loop_remove(vm->loop, d->signal_fd);
-		close(d->signal_fd);
-	}
-	serial_free(d->serial);
-	platform_free(d->platform);
-	if (d->console_fd > STDERR_FILENO)
-		close(d->console_fd);
-}
-
-/* The devices that take part in snapshots, in creation order. */
-static unsigned int snapshot_devs(const struct boot_devices *d, struct snapshot_dev out[3])
-{
-	unsigned int n = 0;
-
-	out[n++] = (struct snapshot_dev){"serial", serial_state_save, serial_state_load, d->serial};
-	out[n++] = (struct snapshot_dev){"platform", platform_state_save, platform_state_load, d->platform};
-	if (d->test)
-		out[n++] =
-		    (struct snapshot_dev){"test-device", test_device_state_save, test_device_state_load, d->test};
-	return n;
+	o->console_fd = open(o->console, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (o->console_fd < 0)
+		return err_setsys(-errno, "cannot open console file %s", o->console);
+	o->vm.console_fd = o->console_fd;
+	return 0;
 }
 
 /* On the event loop, when the guest asked through the test device. */
 static void take_snapshot(struct test_device *td, void *opaque)
 {
-	struct boot_snap *sn = opaque;
-	struct snapshot_dev devs[3];
-	unsigned int n = snapshot_devs(sn->devs, devs);
+	struct boot_run *br = opaque;
 	uint64_t t0 = vm_now_ns();
 	int r;
 
-	r = vm_pause(sn->vm);
-	if (r < 0)
+	r = sandbox_save(br->sb, br->o->snapshot_path, &br->stats);
+	br->snapshot_us = (vm_now_ns() - t0) / 1000;
+	if (r == -ESHUTDOWN)
 		return; /* the VM is ending */
-	r = vm_snapshot_save(sn->vm, sn->o->snapshot_path, devs, n, &sn->stats);
-	sn->snapshot_us = (vm_now_ns() - t0) / 1000;
 	if (r < 0) {
-		sn->err = r;
-		snprintf(sn->msg, sizeof(sn->msg), "%s", err_msg());
-		fprintf(stderr, "kvrun boot: %s\n", sn->msg);
+		fprintf(stderr, "kvrun boot: %s\n", err_msg());
 		test_device_set_snapshot_status(td, KVRUN_SNAPSHOT_FAILED);
 	} else {
 		test_device_set_snapshot_status(td, KVRUN_SNAPSHOT_DONE);
 	}
-	if (r < 0 && sn->o->snapshot_stop)
-		vm_stopf(sn->vm, VM_EXIT_CRASH, r, "snapshot failed");
-	else if (sn->o->snapshot_stop)
-		vm_stopf(sn->vm, VM_EXIT_POWEROFF, 0, "snapshot written");
+	if (r < 0 && br->o->snapshot_stop)
+		vm_stopf(br->sb->vm, VM_EXIT_CRASH, r, "snapshot failed");
+	else if (br->o->snapshot_stop)
+		vm_stopf(br->sb->vm, VM_EXIT_POWEROFF, 0, "snapshot written");
 	else
-		vm_resume(sn->vm);
+		sandbox_resume(br->sb);
 }
 
-static int restore_vm(struct vm_snapshot *snap, struct boot_snap *sn)
+/* Build the VM (booted, or restored) with its vCPUs stopped. */
+static int build_vm(const struct boot_opts *o, struct boot_run *br)
 {
-	struct snapshot_dev devs[3];
-	unsigned int n = snapshot_devs(sn->devs, devs);
+	uint64_t t0 = vm_now_ns();
+	struct test_device *td;
 	int r;
 
-	r = vm_snapshot_restore(snap, sn->vm, devs, n);
+	if (!o->restore_path)
+		return sandbox_start(&o->vm, &br->sb);
+	r = sandbox_restore(&o->vm, o->restore_path, o->restore_trust ? SNAPSHOT_OPEN_TRUST_MEMORY : 0, false, NULL,
+	                    &br->sb);
+	br->restore_load_us = (vm_now_ns() - t0) / 1000;
 	if (r < 0)
 		return r;
 	/* The guest asked for the snapshot and waits on the port: it now
 	 * learns that it runs in a restored VM. */
-	if (sn->devs->test && __atomic_load_n(&sn->devs->test->snap_status, __ATOMIC_ACQUIRE) == KVRUN_SNAPSHOT_PENDING)
-		test_device_set_snapshot_status(sn->devs->test, KVRUN_SNAPSHOT_RESTORED);
+	td = br->sb->test;
+	if (td && __atomic_load_n(&td->snap_status, __ATOMIC_ACQUIRE) == KVRUN_SNAPSHOT_PENDING)
+		test_device_set_snapshot_status(td, KVRUN_SNAPSHOT_RESTORED);
 	return 0;
 }
 
-static int boot_vm(struct vm *vm, const struct boot_opts *o, const struct boot_devices *d)
+/* What must be in place before the guest's first instruction. */
+static int prepare_vm(const struct boot_opts *o, struct boot_run *br)
 {
-	struct boot_config bc = o->boot;
-
-	bc.acpi_com1 = d->serial != NULL; /* the 16550 at 0x3f8 always exists here */
-	bc.virtio = d->virtio;
-	bc.nr_virtio = d->ndisks + (d->has_vsock ? 1 : 0);
-	return boot_linux(vm, &bc);
-}
-
-/* Boot the kernel, or restore the snapshot (snap non-NULL). */
-static int prepare_vm(const struct boot_opts *o, struct vm_snapshot *snap, struct boot_snap *sn)
-{
-	struct vm_config cfg = o->vm;
+	struct vm *vm = br->sb->vm;
 	int r;
 
-	if (snap)
-		vm_snapshot_config(snap, &cfg);
-	r = vm_create(&cfg, &sn->vm);
-	log_debug("boot: VM created at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
-	if (r >= 0)
-		r = setup_devices(sn->vm, o, sn->devs);
+	log_debug("boot: VM built at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
+	r = watch_signals(vm, &br->signal_fd);
+	/* --debug: where the guest is, every 2 s (System.map finds it). */
+	if (r >= 0 && log_get_max_level() >= LOG_LEVEL_DEBUG)
+		r = vm_set_rip_sampling(vm, 2000);
+	if (r >= 0 && o->timeout_s > 0)
+		r = vm_set_timeout(vm, (uint64_t)(o->timeout_s * 1000.0));
 	if (r >= 0 && o->snapshot_path)
-		test_device_on_snapshot(sn->devs->test, take_snapshot, sn);
-	if (r >= 0 && snap)
-		r = restore_vm(snap, sn);
-	else if (r >= 0)
-		r = boot_vm(sn->vm, o, sn->devs);
-	log_debug("boot: kernel loaded at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
+		test_device_on_snapshot(br->sb->test, take_snapshot, br);
 	return r;
 }
 
-static int run_vm(const struct boot_opts *o, struct vm_result *res)
+static int run_vm(struct boot_opts *o, struct vm_result *res)
 {
-	struct boot_devices d = {.console_fd = -1, .signal_fd = -1};
-	struct boot_snap sn = {.o = o, .devs = &d};
-	struct vm_snapshot *snap = NULL;
-	uint64_t t0 = vm_now_ns();
-	int r = 0;
+	struct boot_run br = {.o = o, .signal_fd = -1};
+	int r;
 
+	r = open_console(o);
 	/* Before the VM's threads exist, so that they inherit no capability. */
-	if (o->jail)
+	if (r >= 0 && o->jail)
 		r = jail_drop_caps();
-	if (r >= 0 && o->restore_path)
-		r = vm_snapshot_open(o->restore_path, o->restore_trust ? SNAPSHOT_OPEN_TRUST_MEMORY : 0, &snap);
+	o->vm.stopped = true;
 	if (r >= 0)
-		r = prepare_vm(o, snap, &sn);
-	vm_snapshot_close(snap);
-	if (o->restore_path)
-		sn.restore_load_us = (vm_now_ns() - t0) / 1000;
+		r = build_vm(o, &br);
 	if (r >= 0)
-		r = vm_start(sn.vm);
+		r = prepare_vm(o, &br);
+	if (r >= 0)
+		r = vm_start(br.sb->vm);
 	if (r >= 0 && o->jail)
 		r = jail_seccomp(JAIL_MONITOR);
-	if (r >= 0 || (sn.vm && sn.vm->started)) {
-		vm_wait(sn.vm, res);
+	if (br.sb && (r >= 0 || br.sb->vm->started)) {
+		vm_wait(br.sb->vm, res);
 		if (o->timings)
-			print_timings(sn.vm, res, &sn);
+			print_timings(br.sb->vm, res, &br);
 	}
-	if (sn.vm)
-		free_devices(sn.vm, &d);
-	vm_free(sn.vm);
+	if (br.signal_fd >= 0) {
+		event_loop_remove(br.sb->vm->loop, br.signal_fd);
+		close(br.signal_fd);
+	}
+	sandbox_free(br.sb, NULL);
+	if (o->console_fd >= 0)
+		close(o->console_fd);
 	return r;
 }
 
-int cmd_boot(int argc, char **argv)
+/* Errors are this verb's own: "kvrun boot: <message>" and status 125. */
+static int boot_failed(bool usage, const struct cli_flag *flags)
 {
-	struct boot_opts o = {.vm = {.ncpus = 1, .mem_size = 256ULL << 20}};
-	struct vm_result res = {0};
-	bool usage_error = false;
-	int r;
+	fprintf(stderr, "kvrun boot: %s\n", err_msg());
+	if (usage)
+		cli_print_help(&cli_cmd_boot, flags, stderr);
+	return BOOT_EXIT_ERROR;
+}
 
-	r = parse_args(argc, argv, &o);
-	if (r == 0)
-		r = run_vm(&o, &res);
-	else if (r < 0)
-		usage_error = true;
-	for (unsigned int i = 0; i < o.ndisks; i++)
-		free(o.disk_paths[i]);
-	if (r > 0)
-		return 0;
-	if (usage_error) {
-		fprintf(stderr, "kvrun boot: %s\n", err_msg());
-		usage(stderr);
-		return BOOT_EXIT_ERROR;
-	}
-	if (r < 0) {
-		fprintf(stderr, "kvrun boot: %s\n", err_msg());
-		return BOOT_EXIT_ERROR;
-	}
-	if (o.snapshot_stop && res.reason == VM_EXIT_POWEROFF)
-		fprintf(stderr, "kvrun boot: snapshot written to %s, VM stopped\n", o.snapshot_path);
-	if (res.reason != VM_EXIT_POWEROFF && res.reason != VM_EXIT_GUEST)
-		fprintf(stderr, "kvrun boot: VM ended: %s%s%s\n", vm_exit_reason_name(res.reason),
-		        res.detail[0] ? ": " : "", res.detail);
-	if (o.jail) {
+static int report(const struct boot_opts *o, const struct vm_result *res)
+{
+	if (o->snapshot_stop && res->reason == VM_EXIT_POWEROFF)
+		fprintf(stderr, "kvrun boot: snapshot written to %s, VM stopped\n", o->snapshot_path);
+	if (res->reason != VM_EXIT_POWEROFF && res->reason != VM_EXIT_GUEST)
+		fprintf(stderr, "kvrun boot: VM ended: %s%s%s\n", vm_exit_reason_name(res->reason),
+		        res->detail[0] ? ": " : "", res->detail);
+	if (o->jail) {
 		/* A jailed process cannot fork a leak checker's tracer (the
 		 * sanitizers' atexit work): end here, as the monitor does. */
 		fflush(NULL);
-		_exit(exit_status(&res));
+		_exit(exit_status(res));
 	}
-	return exit_status(&res);
+	return exit_status(res);
 }
+
+static int run_boot(struct cli_context *ctx, int argc, char **argv)
+{
+	struct boot_opts o = {.vm = {.vm = {.ncpus = 1, .mem_size = 256ULL << 20}}};
+	struct boot_flags f = {0};
+	const struct cli_flag flags[] = {
+	    {"kernel", NULL, CLI_STRING, &o.vm.boot.kernel_path, "kernel to boot (required unless --restore)"},
+	    {"initrd", NULL, CLI_STRING, &o.vm.boot.initrd_path, "initial ramdisk"},
+	    {"cmdline", NULL, CLI_STRING, &o.vm.boot.cmdline, "kernel command line"},
+	    {"cpus", NULL, CLI_UINT, &f.cpus, "vCPUs (1-" BOOT_XSTR(VM_MAX_CPUS) ", default 1)"},
+	    {"memory", NULL, CLI_STRING, &f.memory, "guest RAM, e.g. 128M, 2G (default 256M; no suffix: MiB)"},
+	    {"console", NULL, CLI_OPTSTRING, &o.console, "write the serial console to FILE (--console alone: stderr)"},
+	    {"acpi", NULL, CLI_BOOL, &o.vm.boot.use_acpi,
+	     "give the guest ACPI tables (virtio-mmio devices and COM1 in the DSDT, power-off through the FADT); "
+	     "without it: MP table, devices on the command line and acpi=off"},
+	    {"disk", NULL, CLI_STRV, &f.disks,
+	     "PATH[,ro]: attach a raw image as a virtio-blk disk (up to " BOOT_XSTR(SANDBOX_MAX_DISKS) ")"},
+	    {"vsock", NULL, CLI_STRING, &f.vsock,
+	     "attach virtio-vsock (guest CID 3) with its host unix socket at PATH (a guest connect to port P "
+	     "reaches PATH_P)"},
+	    {"test-device", NULL, CLI_BOOL, &o.vm.test_device, "add the test device (exit/irq/ncpus ports, MMIO window)"},
+	    {"jail", NULL, CLI_BOOL, &o.jail,
+	     "run the VM in the container monitor's sandbox: no capabilities, no_new_privs, its seccomp allowlist"},
+	    {"timeout", NULL, CLI_STRING, &f.timeout, "end the VM after this many seconds"},
+	    {"timings", NULL, CLI_BOOL, &o.timings, "print a JSON line with setup/boot times and memory on stderr"},
+	    {"snapshot-on-port", NULL, CLI_STRING, &o.snapshot_path,
+	     "save the VM to FILE when the guest writes the test device's snapshot port (needs --test-device); the "
+	     "VM then goes on"},
+	    {"snapshot-stop", NULL, CLI_BOOL, &o.snapshot_stop, "end the VM (status 0) once the snapshot is written"},
+	    {"restore", NULL, CLI_STRING, &o.restore_path,
+	     "run the VM saved in FILE instead of booting a kernel (no --kernel, --initrd, --cmdline, --cpus, "
+	     "--memory; the same --test-device as when it was saved)"},
+	    {"restore-trust-memory", NULL, CLI_BOOL, &o.restore_trust,
+	     "skip the checksum of guest memory when restoring"},
+	    {"debug", NULL, CLI_BOOL, &f.debug, "debug logging, and every vCPU's RIP every 2 s"},
+	    CLI_FLAG_END,
+	};
+	struct vm_result res = {0};
+	int r, i;
+
+	ctx->fail_status = BOOT_EXIT_ERROR;
+	r = cli_parse_args(&cli_cmd_boot, flags, argc, argv, CLI_ARGS_EXACT, 0, &i);
+	if (r >= 0 && r != CLI_HELP_SHOWN)
+		r = apply_flags(&o, &f);
+	cli_strv_free(&f.disks);
+	if (r == CLI_HELP_SHOWN)
+		r = 0;
+	else if (r < 0)
+		r = boot_failed(true, flags);
+	else if (run_vm(&o, &res) < 0)
+		r = boot_failed(false, flags);
+	else
+		r = report(&o, &res);
+	for (unsigned int d = 0; d < SANDBOX_MAX_DISKS; d++)
+		free(o.disk_paths[d]);
+	return r;
+}
+
+const struct cli_command cli_cmd_boot = {
+    .name = "boot",
+    .summary = "boot a kernel in a bare VM (debugging the VMM, no container)",
+    .args = "",
+    .text = "Boot a Linux kernel (ELF vmlinux or bzImage) or a test guest in a microVM:\n"
+	    "   kvrun boot --kernel FILE [options]\n"
+	    "   kvrun boot --restore FILE [options]\n\n"
+	    "EXIT STATUS:\n"
+	    "   0 power-off; the code written to the test device's exit port;\n"
+	    "   120 reboot (i8042, port 0xcf9, KVM reset); 121 triple fault; 122 crash\n"
+	    "   (KVM internal error, failed entry, unknown exit); 124 timeout; 125 kvrun error\n"
+	    "   (bad option, kernel, initrd, /dev/kvm); 128+N stopped by signal N (SIGINT, SIGTERM).",
+    .run = run_boot,
+};

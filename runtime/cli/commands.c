@@ -4,7 +4,6 @@
 
 #include "common/error.h"
 #include "config.h"
-#include "runtime/cli/cmd-boot.h"
 #include "runtime/cli/commands.h"
 #include "runtime/store/state.h"
 
@@ -16,19 +15,6 @@ const struct cli_command *const cli_commands[] = {
     &cli_cmd_spec,       &cli_cmd_start,    &cli_cmd_state,
     &cli_cmd_update,     &cli_cmd_features, &cli_cmd_boot,
     &cli_cmd_template,   &cli_cmd_help,     NULL,
-};
-
-/* The VMM parses its own flags; global ones were applied by main(). */
-static int run_boot(struct cli_context *ctx, int argc, char **argv)
-{
-	return cmd_boot(argc, argv);
-}
-
-const struct cli_command cli_cmd_boot = {
-    .name = "boot",
-    .summary = "boot a kernel in a bare VM (debugging the VMM, no container)",
-    .args = "--kernel <vmlinux> [--initrd <file>] [--cmdline <text>] ...",
-    .run = run_boot,
 };
 
 const struct cli_command *cli_command_find(const char *name)

@@ -31,6 +31,7 @@
 #include "runtime/monitor/monitor-int.h"
 #include "runtime/monitor/monitor.h"
 #include "runtime/sandbox/sandbox.h"
+#include "runtime/sandbox/template.h"
 
 #define EXIT_MONITOR_FAILED 255
 #define POWEROFF_WAIT_MS 3000
@@ -188,12 +189,12 @@ static int start_vm(struct monitor *m, const struct sandbox_opts *o)
 	int r;
 
 	if (!m->a->restore_dir) {
-		r = sandbox_launch(o, &m->sb);
+		r = template_launch(o, &m->sb);
 	} else {
 		if (asprintf(&snap, "%s/%s", m->a->restore_dir, MONITOR_CHECKPOINT_VM) < 0)
 			return -ENOMEM;
 		log_info("VM: restoring checkpoint %s", m->a->restore_dir);
-		r = sandbox_restore(o, snap, 0, false, &m->sb);
+		r = sandbox_restore(o, snap, 0, false, NULL, &m->sb);
 	}
 	m->ch.sb = m->sb;
 	return r;
@@ -251,13 +252,16 @@ static int bring_up(struct monitor *m)
 	if (r >= 0 && jail_enabled())
 		r = jail_drop_caps();
 	if (r >= 0)
-		r = start_vm(m, &(struct sandbox_opts){.plan = a->plan,
-		                                       .disk = disk,
-		                                       .disk_base = base,
-		                                       .disk_read_only = a->b->spec->root && a->b->spec->root->readonly,
-		                                       .vsock_path = m->ch.base,
-		                                       .console_path = a->console_path,
-		                                       .net = a->net});
+		r = start_vm(m, &(struct sandbox_opts){
+		                       .plan = a->plan,
+		                       .disks = {{.path = disk,
+		                                  .base = base,
+		                                  .read_only = a->b->spec->root && a->b->spec->root->readonly,
+		                                  .id = "rootfs"}},
+		                       .ndisks = 1,
+		                       .vsock_path = m->ch.base,
+		                       .console_path = a->console_path,
+		                       .net = a->net});
 	/* The host's whole part of create, up to the guest's own work. */
 	if (r >= 0)
 		log_info("VM: running: host_us=%llu disk_us=%llu",

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A container's VM saved to and restored from a snapshot (templates and
- * checkpoints). The restoring side creates the same devices in the same
+ * A VM saved to and restored from a snapshot: the builder's second entry
+ * point (sandbox.h). The restoring side makes the same devices in the same
  * order as the saved VM (so they get the same interrupt lines and MMIO
- * windows), loads the state, and only then gives the root disk its media
- * (a template's) and the network devices their TAPs.
+ * windows), loads the state, and only then gives a template's root disk
+ * its media and the network devices their TAPs.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,18 +14,22 @@
 #include "common/log.h"
 #include "runtime/sandbox/sandbox-int.h"
 #include "runtime/sandbox/sandbox.h"
-#include "runtime/sandbox/template.h"
 #include "virtio/blk/blk.h"
 #include "virtio/net/net.h"
 #include "virtio/net/tap.h"
 #include "virtio/vsock/vsock.h"
 #include "vmm/platform.h"
 #include "vmm/serial.h"
+#include "vmm/test-device.h"
 #include "vmm/snapshot.h"
 #include "vmm/vm.h"
 
-#define SANDBOX_SNAPSHOT_DEVS (4 + NET_CONFIG_MAX_IFACES)
+#define SANDBOX_SNAPSHOT_DEVS (3 + SANDBOX_MAX_DISKS + 1 + NET_CONFIG_MAX_IFACES)
 
+/* The first disk keeps the name it had when VMs had one. */
+static const char *const disk_names[] = {"virtio-blk",  "virtio-blk1", "virtio-blk2", "virtio-blk3",
+                                         "virtio-blk4", "virtio-blk5", "virtio-blk6", "virtio-blk7"};
+_Static_assert(SANDBOX_MAX_DISKS <= 8, "name every disk");
 static const char *const net_names[] = {"virtio-net0", "virtio-net1", "virtio-net2", "virtio-net3",
                                         "virtio-net4", "virtio-net5", "virtio-net6", "virtio-net7"};
 _Static_assert(NET_CONFIG_MAX_IFACES <= 8, "name every net device");
@@ -36,8 +40,15 @@ static unsigned int snapshot_devs(struct sandbox *s, struct snapshot_dev *out)
 
 	out[n++] = (struct snapshot_dev){"serial", serial_state_save, serial_state_load, s->serial};
 	out[n++] = (struct snapshot_dev){"platform", platform_state_save, platform_state_load, s->platform};
-	out[n++] = (struct snapshot_dev){"virtio-blk", virtio_blk_state_save, virtio_blk_state_load, s->blk};
-	out[n++] = (struct snapshot_dev){"virtio-vsock", virtio_vsock_state_save, virtio_vsock_state_load, s->vsock};
+	if (s->test)
+		out[n++] =
+		    (struct snapshot_dev){"test-device", test_device_state_save, test_device_state_load, s->test};
+	for (unsigned int i = 0; i < s->ndisks; i++)
+		out[n++] =
+		    (struct snapshot_dev){disk_names[i], virtio_blk_state_save, virtio_blk_state_load, s->disks[i]};
+	if (s->vsock)
+		out[n++] =
+		    (struct snapshot_dev){"virtio-vsock", virtio_vsock_state_save, virtio_vsock_state_load, s->vsock};
 	for (unsigned int i = 0; i < s->nr_nets; i++)
 		out[n++] =
 		    (struct snapshot_dev){net_names[i], virtio_net_state_save, virtio_net_state_load, s->nets[i]};
@@ -46,14 +57,16 @@ static unsigned int snapshot_devs(struct sandbox *s, struct snapshot_dev *out)
 
 static void pause_devices(struct sandbox *s, bool paused)
 {
-	virtio_blk_pause(s->blk, paused);
-	virtio_vsock_pause(s->vsock, paused);
+	for (unsigned int i = 0; i < s->ndisks; i++)
+		virtio_blk_pause(s->disks[i], paused);
+	if (s->vsock)
+		virtio_vsock_pause(s->vsock, paused);
 	for (unsigned int i = 0; i < s->nr_nets; i++)
 		virtio_net_pause(s->nets[i], paused);
 }
 
 /* Into path when fd < 0, else into fd (named path in messages). */
-static int save(struct sandbox *s, const char *path, int fd)
+static int save(struct sandbox *s, const char *path, int fd, struct snapshot_stats *ret_stats)
 {
 	struct snapshot_dev devs[SANDBOX_SNAPSHOT_DEVS];
 	struct snapshot_stats st;
@@ -62,7 +75,7 @@ static int save(struct sandbox *s, const char *path, int fd)
 
 	r = vm_pause(s->vm);
 	if (r < 0)
-		return err_prefix(r, "pause the VM");
+		return err_set(r, "the VM is ending");
 	pause_devices(s, true);
 	if (fd >= 0)
 		r = vm_snapshot_save_fd(s->vm, fd, devs, n, &st);
@@ -73,22 +86,24 @@ static int save(struct sandbox *s, const char *path, int fd)
 	log_debug("VM saved to %s in %llu ms: %llu guest pages, %llu bytes", path,
 	          (unsigned long long)(st.save_us / 1000), (unsigned long long)st.mem_pages,
 	          (unsigned long long)st.file_bytes);
+	if (ret_stats)
+		*ret_stats = st;
 	return 0;
 }
 
-int sandbox_save(struct sandbox *s, const char *path)
+int sandbox_save(struct sandbox *s, const char *path, struct snapshot_stats *ret_stats)
 {
-	return save(s, path, -1);
+	return save(s, path, -1, ret_stats);
 }
 
 int sandbox_save_fd(struct sandbox *s, int fd)
 {
-	return save(s, "the given file", fd);
+	return save(s, "the given file", fd, NULL);
 }
 
 int sandbox_export_disk(struct sandbox *s, int fd)
 {
-	int r = virtio_blk_export(s->blk, fd);
+	int r = s->ndisks ? virtio_blk_export(s->disks[0], fd) : -ENODEV;
 
 	return r < 0 ? err_setsys(r, "copy the root disk") : 0;
 }
@@ -175,16 +190,6 @@ static int saved_nets(struct vm_snapshot *snap, const struct sandbox_opts *o, st
 	return sandbox_check_saved_nets(saved, n, o->net ? &o->net->cfg : NULL);
 }
 
-/* Those devices, without a backend: their TAPs were the saving process's. */
-static int add_saved_nets(struct sandbox *s, const struct virtio_net_opts *saved, unsigned int n, char **frags)
-{
-	int r = 0;
-
-	for (unsigned int i = 0; r >= 0 && i < n; i++)
-		r = sandbox_add_detached_net(s, i, &saved[i], &frags[SANDBOX_SLOT_NET + i]);
-	return r;
-}
-
 /* Where a restore's time goes, CLOCK_MONOTONIC ns at the end of each step. */
 struct restore_times {
 	uint64_t t0, lookup, open, create, load, start;
@@ -205,27 +210,35 @@ static void log_restore(const char *what, const struct restore_times *t, const s
 	         (unsigned long long)(cfg->mem_size >> 20), cfg->ncpus);
 }
 
+/* The VM's shape is the snapshot's; a container's must be its plan's. */
+static int check_shape(const struct sandbox_opts *o, const struct vm_config *cfg)
+{
+	if (o->plan && (cfg->ncpus != o->plan->ncpus || cfg->mem_size != o->plan->mem_size))
+		return err_set(-EINVAL,
+		               "the snapshot is of a VM with %u vCPUs and %llu MiB, this one needs %u and %llu",
+		               cfg->ncpus, (unsigned long long)(cfg->mem_size >> 20), o->plan->ncpus,
+		               (unsigned long long)(o->plan->mem_size >> 20));
+	return 0;
+}
+
 static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_snapshot *snap, bool template,
                    struct restore_times *t, bool *ret_fatal)
 {
 	struct snapshot_dev devs[SANDBOX_SNAPSHOT_DEVS];
 	struct sandbox_opts empty = *o;
-	char *frags[SANDBOX_NR_VIRTIO] = {0};
 	struct virtio_net_opts saved[NET_CONFIG_MAX_IFACES];
 	unsigned int nsaved = 0;
 	struct vm_config cfg;
 	int r;
 
 	vm_snapshot_config(snap, &cfg);
-	if (cfg.ncpus != o->plan->ncpus || cfg.mem_size != o->plan->mem_size)
-		return err_set(-EINVAL,
-		               "the snapshot is of a VM with %u vCPUs and %llu MiB, this one needs %u and %llu",
-		               cfg.ncpus, (unsigned long long)(cfg.mem_size >> 20), o->plan->ncpus,
-		               (unsigned long long)(o->plan->mem_size >> 20));
-	/* A template's disk was saved without media: it gets it after the
-	 * load. A checkpoint's had its media all along. */
-	if (template)
-		empty.disk = NULL;
+	r = check_shape(o, &cfg);
+	if (r < 0)
+		return r;
+	/* A template's root disk was saved without media: it gets it after
+	 * the load. A checkpoint's had its media all along. */
+	if (template && o->ndisks)
+		empty.disks[0].path = empty.disks[0].base = NULL;
 	/* Its network devices had no backend either: the same, then TAPs. A
 	 * checkpoint's had their TAPs: made as saved, without, then TAPs. */
 	if (template && o->net)
@@ -233,27 +246,15 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 	empty.net = NULL;
 	r = template ? 0 : saved_nets(snap, o, saved, &nsaved);
 	if (r >= 0)
-		r = sandbox_open_console(s, o->console_path);
-	if (r >= 0)
-		r = vm_create(&cfg, &s->vm);
-	if (r >= 0)
-		r = platform_create(s->vm, &s->platform);
-	if (r >= 0)
-		r = serial_create(s->vm, s->console_fd, &s->serial);
-	if (r >= 0)
-		r = sandbox_add_disk_vsock(s, &empty, frags);
-	if (r >= 0)
-		r = template ? sandbox_add_nets(s, &empty, frags) : add_saved_nets(s, saved, nsaved, frags);
-	for (size_t i = 0; i < SANDBOX_NR_VIRTIO; i++)
-		free(frags[i]);
+		r = sandbox_make(s, &empty, &cfg, template ? NULL : saved, nsaved);
 	if (r < 0)
 		return r;
 	t->create = vm_now_ns();
 	r = vm_snapshot_restore(snap, s->vm, devs, snapshot_devs(s, devs));
 	if (r < 0)
 		return r;
-	if (template && o->disk) {
-		r = virtio_blk_attach_media(s->blk, o->disk, o->disk_base, o->disk_read_only);
+	if (template && o->ndisks && o->disks[0].path) {
+		r = virtio_blk_attach_media(s->disks[0], o->disks[0].path, o->disks[0].base, o->disks[0].read_only);
 		if (r < 0)
 			return err_prefix(r, "root disk");
 	}
@@ -263,7 +264,7 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 			return r;
 	}
 	t->load = vm_now_ns();
-	r = vm_start(s->vm);
+	r = o->stopped ? 0 : vm_start(s->vm);
 	t->start = vm_now_ns();
 	if (r >= 0)
 		log_restore(template ? "template" : "snapshot", t, &cfg);
@@ -289,58 +290,28 @@ static int restore_opened(const struct sandbox_opts *o, struct vm_snapshot *snap
 }
 
 int sandbox_restore(const struct sandbox_opts *o, const char *path, unsigned int flags, bool template,
-                    struct sandbox **ret)
+                    bool *ret_fatal, struct sandbox **ret)
 {
-	struct restore_times t = {.t0 = vm_now_ns()};
+	struct restore_times t = {.t0 = o->t_lookup_ns ? o->t_lookup_ns : vm_now_ns()};
 	struct vm_snapshot *snap = NULL;
-	bool fatal = false;
+	bool fatal = true;
 	int r;
 
+	if (o->t_lookup_ns)
+		t.lookup = vm_now_ns();
+	/* A file that cannot be opened or fails its checks is no host's
+	 * refusal: fatal. */
 	r = vm_snapshot_open(path, flags, &snap);
-	if (r < 0)
+	if (r < 0) {
+		if (ret_fatal)
+			*ret_fatal = true;
 		return r;
+	}
+	fatal = false;
 	t.open = vm_now_ns();
 	r = restore_opened(o, snap, template, &t, &fatal, ret);
 	vm_snapshot_close(snap);
+	if (ret_fatal)
+		*ret_fatal = fatal;
 	return r;
-}
-
-int sandbox_launch(const struct sandbox_opts *o, struct sandbox **ret)
-{
-	_cleanup_free_ char *path = NULL;
-	unsigned int nics = o->net ? o->net->cfg.nr_ifaces : 0;
-	struct restore_times t = {.t0 = vm_now_ns()};
-	struct vm_snapshot *snap = NULL;
-	bool fatal = false;
-	int r;
-
-	r = template_find(o->plan, nics, &path);
-	t.lookup = vm_now_ns();
-	if (r < 0) {
-		log_warn("looking for a template: %s", err_msg());
-		err_clear();
-		r = 0;
-	}
-	if (r == 0) {
-		log_info("VM: cold boot (%s)", o->plan->use_templates ? "no template" : "templates off");
-		return sandbox_start(o, ret);
-	}
-	log_info("VM: restoring template %s", path);
-	/* A damaged template file is an error the user must see. */
-	r = vm_snapshot_open(path, SNAPSHOT_OPEN_TRUST_MEMORY, &snap);
-	if (r < 0)
-		return err_prefix(r, "template %s", path);
-	t.open = vm_now_ns();
-	r = restore_opened(o, snap, true, &t, &fatal, ret);
-	vm_snapshot_close(snap);
-	if (r >= 0)
-		return r;
-	if (fatal)
-		return err_prefix(r, "template %s", path);
-	/* A sound file whose state this host's KVM refused (seen: now and
-	 * then an MSR value on nested hosts) costs a boot, not the container. */
-	log_warn("template %s could not be restored (%s): cold boot instead", path, err_msg());
-	err_clear();
-	log_info("VM: cold boot (template refused)");
-	return sandbox_start(o, ret);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,52 +20,53 @@
 #include "vmm/debug-port.h"
 #include "vmm/platform.h"
 #include "vmm/serial.h"
+#include "vmm/test-device.h"
 
 static uint64_t virtio_addr(unsigned int n)
 {
 	return KVRUN_MMIO_VIRTIO_BASE + n * KVRUN_MMIO_VIRTIO_STRIDE;
 }
 
-/* Put transport m at slot n: bus window, interrupt line, and (unless
- * doorbell is false: the caller binds per-queue ones) one doorbell. */
-static int attach_slot(struct sandbox *s, unsigned int n, struct virtio_mmio *m, bool doorbell, char **ret_frag)
+/* Put transport m at the next slot: bus window, interrupt line, and
+ * (unless doorbell is false: the caller binds per-queue ones) one doorbell.
+ * *ret_slot (may be NULL) is the slot. */
+static int attach(struct sandbox *s, struct virtio_mmio *m, bool doorbell, unsigned int *ret_slot)
 {
+	unsigned int n = s->nr_slots;
 	uint64_t addr = virtio_addr(n);
-	char frag[64];
 	int r, fd = -1;
 
+	if (n >= SANDBOX_NR_VIRTIO)
+		return err_set(-ENOSPC, "more than %d virtio devices", SANDBOX_NR_VIRTIO);
 	r = vm_irq_line_new(s->vm, &s->lines[n]);
 	if (r < 0)
-		return r;
+		return err_setsys(r, "no interrupt line for virtio device %u", n);
+	s->nr_slots++;
 	virtio_mmio_set_irq(m, &s->lines[n]);
 	r = bus_register(&s->vm->mmio, addr, VIRTIO_MMIO_SIZE, &virtio_mmio_bus_ops, m);
 	if (r < 0)
 		return err_setsys(r, "register virtio device at 0x%llx", (unsigned long long)addr);
 	/* Kicks through an ioeventfd cost no exit to userspace. */
-	if (doorbell)
+	if (doorbell) {
 		fd = vm_ioeventfd_add(s->vm, addr + VIRTIO_MMIO_QUEUE_NOTIFY, 4, false, false, 0);
-	if (fd >= 0) {
+		if (fd < 0)
+			return err_setsys(fd, "ioeventfd for virtio device %u", n);
 		s->notify_fds[n] = fd;
 		r = virtio_mmio_add_notify_fd(m, s->vm->loop, fd, VIRTIO_MMIO_ALL_QUEUES);
 		if (r < 0)
-			return r;
+			return err_setsys(r, "watching the doorbell of virtio device %u", n);
 	}
-	virtio_mmio_cmdline(frag, sizeof(frag), addr, s->lines[n].gsi);
-	*ret_frag = strdup(frag);
-	return *ret_frag ? 0 : -ENOMEM;
-}
-
-int sandbox_attach(struct sandbox *s, unsigned int n, struct virtio_mmio *m, char **ret_frag)
-{
-	return attach_slot(s, n, m, true, ret_frag);
+	if (ret_slot)
+		*ret_slot = n;
+	return 0;
 }
 
 /* vhost-net reads the doorbell of each data queue itself: one ioeventfd
  * per queue, told apart by the queue index the guest writes (KVM does not
  * mix a catch-all doorbell with per-queue ones on one address). */
-static int net_doorbells(struct sandbox *s, unsigned int i, unsigned int nr_queues)
+static int net_doorbells(struct sandbox *s, unsigned int i, unsigned int slot, unsigned int nr_queues)
 {
-	uint64_t notify = virtio_addr(SANDBOX_SLOT_NET + i) + VIRTIO_MMIO_QUEUE_NOTIFY;
+	uint64_t notify = virtio_addr(slot) + VIRTIO_MMIO_QUEUE_NOTIFY;
 	int r;
 
 	for (unsigned int q = 0; q < nr_queues; q++) {
@@ -82,7 +84,7 @@ static int net_doorbells(struct sandbox *s, unsigned int i, unsigned int nr_queu
 
 /* One virtio-net per linked interface, with its MAC and MTU, over the
  * TAP fds netns_setup() opened (one per queue pair). */
-static int add_net(struct sandbox *s, const struct sandbox_opts *o, unsigned int i, char **ret_frag)
+static int add_net(struct sandbox *s, const struct sandbox_opts *o, unsigned int i)
 {
 	const struct net_config_iface *ifc = &o->net->cfg.ifaces[i];
 	struct netns_link *l = &o->net->links[i];
@@ -92,7 +94,7 @@ static int add_net(struct sandbox *s, const struct sandbox_opts *o, unsigned int
 	    .no_vhost = o->no_vhost,
 	};
 	struct net_backend *be;
-	unsigned int nr_queues;
+	unsigned int slot;
 	bool vhost;
 	int r;
 
@@ -112,11 +114,10 @@ static int add_net(struct sandbox *s, const struct sandbox_opts *o, unsigned int
 	vhost = virtio_net_uses_vhost(s->nets[i]);
 	log_debug("network interface %s (TAP %s, %u queue pair(s), MTU %u): %s data path", ifc->name, l->tap, l->nr_fds,
 	          no.mtu, vhost ? "vhost-net" : "userspace");
-	r = attach_slot(s, SANDBOX_SLOT_NET + i, virtio_net_mmio(s->nets[i]), !vhost, ret_frag);
+	r = attach(s, virtio_net_mmio(s->nets[i]), !vhost, &slot);
 	if (r < 0 || !vhost)
 		return r;
-	nr_queues = 2 * l->nr_fds + (l->nr_fds > 1);
-	return net_doorbells(s, i, nr_queues);
+	return net_doorbells(s, i, slot, 2 * l->nr_fds + (l->nr_fds > 1));
 }
 
 void sandbox_template_mac(unsigned int i, uint8_t mac[6])
@@ -133,7 +134,10 @@ unsigned int sandbox_net_queue_pairs(const struct vm_plan *p)
 	return p->ncpus < NET_MAX_QUEUE_PAIRS ? p->ncpus : NET_MAX_QUEUE_PAIRS;
 }
 
-int sandbox_add_detached_net(struct sandbox *s, unsigned int i, const struct virtio_net_opts *no, char **ret_frag)
+/* Network device i without a backend, made as no says: a template's, or a
+ * checkpoint's as it was saved; a restore attaches the container's TAPs
+ * (sandbox-snapshot.c). */
+static int add_detached_net(struct sandbox *s, unsigned int i, const struct virtio_net_opts *no)
 {
 	int r;
 
@@ -141,128 +145,171 @@ int sandbox_add_detached_net(struct sandbox *s, unsigned int i, const struct vir
 	if (r < 0)
 		return err_prefix(r, "network device %u", i);
 	s->nr_nets = i + 1;
-	return attach_slot(s, SANDBOX_SLOT_NET + i, virtio_net_mmio(s->nets[i]), true, ret_frag);
+	return attach(s, virtio_net_mmio(s->nets[i]), true, NULL);
 }
 
-/* Network device i of a template: no backend, link down; a restore makes
- * the same one and attaches the container's TAP (sandbox-snapshot.c). */
-static int add_template_net(struct sandbox *s, const struct sandbox_opts *o, unsigned int i, char **ret_frag)
+static int add_template_net(struct sandbox *s, const struct sandbox_opts *o, unsigned int i)
 {
 	struct virtio_net_opts no = {.mtu = SANDBOX_TEMPLATE_MTU, .queue_pairs = sandbox_net_queue_pairs(o->plan)};
 
 	sandbox_template_mac(i, no.mac);
-	return sandbox_add_detached_net(s, i, &no, ret_frag);
+	return add_detached_net(s, i, &no);
 }
 
-int sandbox_add_nets(struct sandbox *s, const struct sandbox_opts *o, char **frags)
+static int add_nets(struct sandbox *s, const struct sandbox_opts *o, const struct virtio_net_opts *saved,
+                    unsigned int nr_saved)
 {
-	unsigned int n = o->template_nics ? o->template_nics : o->net ? o->net->cfg.nr_ifaces : 0;
+	unsigned int n = saved ? nr_saved : o->template_nics ? o->template_nics : o->net ? o->net->cfg.nr_ifaces : 0;
 	int r = 0;
 
 	if (o->template_nics && o->net)
 		return err_set(-EINVAL, "a template's VM has no network of a container");
+	if (o->template_nics && !o->plan)
+		return err_set(-EINVAL, "a template's network devices need the VM's plan");
 	if (n > NET_CONFIG_MAX_IFACES)
 		return err_set(-EINVAL, "%u network devices (at most %u)", n, NET_CONFIG_MAX_IFACES);
 	for (unsigned int i = 0; r >= 0 && i < n; i++)
-		r = o->template_nics ? add_template_net(s, o, i, &frags[SANDBOX_SLOT_NET + i])
-		                     : add_net(s, o, i, &frags[SANDBOX_SLOT_NET + i]);
+		r = saved             ? add_detached_net(s, i, &saved[i])
+		    : o->template_nics ? add_template_net(s, o, i)
+		                       : add_net(s, o, i);
 	return r;
 }
 
-int sandbox_add_disk_vsock(struct sandbox *s, const struct sandbox_opts *o, char **frags)
+static int add_disk(struct sandbox *s, const struct sandbox_disk *d, unsigned int i)
 {
+	char what[64];
 	int r;
 
-	if (o->disk)
+	if (i == 0 && d->id && !strcmp(d->id, "rootfs"))
+		snprintf(what, sizeof(what), "root disk");
+	else
+		snprintf(what, sizeof(what), "disk %s", d->path ? d->path : d->id ? d->id : "");
+	if (d->path)
 		r = virtio_blk_new(
 		    &s->vm->mem,
-		    &(struct virtio_blk_opts){
-			.path = o->disk, .base = o->disk_base, .read_only = o->disk_read_only, .id = "rootfs"},
-		    &s->blk);
+		    &(struct virtio_blk_opts){.path = d->path, .base = d->base, .read_only = d->read_only, .id = d->id},
+		    &s->disks[i]);
 	else
-		r = virtio_blk_new_empty(&s->vm->mem, "rootfs", &s->blk);
+		r = virtio_blk_new_empty(&s->vm->mem, d->id, &s->disks[i]);
 	if (r < 0)
-		return err_prefix(r, "root disk");
-	r = sandbox_attach(s, 0, virtio_blk_mmio(s->blk), &frags[0]);
-	if (r < 0)
-		return r;
-	r = virtio_vsock_new(&s->vm->mem, s->vm->loop, SANDBOX_GUEST_CID, o->vsock_path, &s->vsock);
-	if (r < 0)
-		return err_prefix(r, "vsock");
-	return sandbox_attach(s, 1, virtio_vsock_mmio(s->vsock), &frags[1]);
+		return err_prefix(r, "%s", what);
+	s->ndisks = i + 1;
+	return attach(s, virtio_blk_mmio(s->disks[i]), true, NULL);
 }
 
-static int add_devices(struct sandbox *s, const struct sandbox_opts *o, char **frags)
+static int add_virtio(struct sandbox *s, const struct sandbox_opts *o, const struct virtio_net_opts *saved,
+                      unsigned int nr_saved)
 {
-	int r;
+	int r = 0;
 
-	r = sandbox_add_disk_vsock(s, o, frags);
+	if (o->ndisks > SANDBOX_MAX_DISKS)
+		return err_set(-EINVAL, "%u disks (at most %d)", o->ndisks, SANDBOX_MAX_DISKS);
+	for (unsigned int i = 0; r >= 0 && i < o->ndisks; i++)
+		r = add_disk(s, &o->disks[i], i);
+	if (r >= 0 && o->vsock_path) {
+		r = virtio_vsock_new(&s->vm->mem, s->vm->loop, SANDBOX_GUEST_CID, o->vsock_path, &s->vsock);
+		if (r < 0)
+			return err_prefix(r, "vsock %s", o->vsock_path);
+		r = attach(s, virtio_vsock_mmio(s->vsock), true, NULL);
+	}
 	if (r >= 0)
-		r = sandbox_add_nets(s, o, frags);
+		r = add_nets(s, o, saved, nr_saved);
 	return r;
 }
 
-int sandbox_open_console(struct sandbox *s, const char *path)
+static int open_console(struct sandbox *s, const struct sandbox_opts *o)
 {
-	s->console_fd = -1;
-	if (!path)
+	if (o->console_fd > 0) {
+		s->console_fd = fcntl(o->console_fd, F_DUPFD_CLOEXEC, 3);
+		return s->console_fd < 0 ? err_setsys(-errno, "console") : 0;
+	}
+	if (!o->console_path)
 		return 0;
-	s->console_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	s->console_fd = open(o->console_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (s->console_fd < 0)
-		return err_setsys(-errno, "open console log %s", path);
+		return err_setsys(-errno, "open console log %s", o->console_path);
 	return 0;
 }
 
-/* With ACPI the DSDT describes the virtio-mmio devices (a stock kernel's
- * virtio_mmio binds only that way), so none go on the command line. */
-static unsigned int acpi_devices(const struct sandbox *s, struct acpi_virtio_mmio *out)
+int sandbox_make(struct sandbox *s, const struct sandbox_opts *o, const struct vm_config *cfg,
+                 const struct virtio_net_opts *saved, unsigned int nr_saved)
 {
-	unsigned int n = SANDBOX_SLOT_NET + s->nr_nets;
-
-	for (unsigned int i = 0; i < n; i++)
-		out[i] =
-		    (struct acpi_virtio_mmio){.base = virtio_addr(i), .size = VIRTIO_MMIO_SIZE, .gsi = s->lines[i].gsi};
-	return n;
-}
-
-static int build(struct sandbox *s, const struct sandbox_opts *o)
-{
-	struct vm_config cfg = {.ncpus = o->plan->ncpus, .mem_size = o->plan->mem_size};
-	char *frags[SANDBOX_NR_VIRTIO + 1] = {0};
-	struct acpi_virtio_mmio virtio[SANDBOX_NR_VIRTIO];
-	struct boot_config bc = {.kernel_path = o->plan->kernel, .initrd_path = o->plan->initrd};
-	_cleanup_free_ char *cmdline = NULL;
 	int r;
 
-	r = sandbox_open_console(s, o->console_path);
+	r = open_console(s, o);
 	if (r >= 0)
-		r = vm_create(&cfg, &s->vm);
+		r = vm_create(cfg, &s->vm);
 	if (r >= 0)
 		r = platform_create(s->vm, &s->platform);
 	if (r >= 0)
 		r = serial_create(s->vm, s->console_fd, &s->serial);
+	if (r >= 0 && o->test_device)
+		r = test_device_create(s->vm, &s->test);
 	if (r >= 0)
-		r = add_devices(s, o, frags);
-	if (r >= 0 && o->plan->use_acpi) {
-		bc.use_acpi = true;
-		bc.acpi_com1 = true; /* serial_create() made the 16550 at 0x3f8 */
-		bc.virtio = virtio;
-		bc.nr_virtio = acpi_devices(s, virtio);
+		r = add_virtio(s, o, saved, nr_saved);
+	return r;
+}
+
+/* Where each virtio device is, for the ACPI tables or the command line. */
+static unsigned int where(const struct sandbox *s, struct acpi_virtio_mmio *out)
+{
+	for (unsigned int i = 0; i < s->nr_slots; i++)
+		out[i] =
+		    (struct acpi_virtio_mmio){.base = virtio_addr(i), .size = VIRTIO_MMIO_SIZE, .gsi = s->lines[i].gsi};
+	return s->nr_slots;
+}
+
+/* A container's command line: the plan's, with the devices named (without
+ * ACPI) before the config file's extra words, so that a "--" there cannot
+ * make them init's arguments. */
+static int plan_cmdline(const struct sandbox *s, const struct vm_plan *p, const struct acpi_virtio_mmio *virtio,
+                        char **ret)
+{
+	char *frags[SANDBOX_NR_VIRTIO + 1] = {0};
+	int r = 0;
+
+	for (unsigned int i = 0; !p->use_acpi && r >= 0 && i < s->nr_slots; i++) {
+		char frag[64];
+
+		virtio_mmio_cmdline(frag, sizeof(frag), virtio[i].base, virtio[i].gsi);
+		frags[i] = strdup(frag);
+		if (!frags[i])
+			r = -ENOMEM;
 	}
 	if (r >= 0)
-		r = vm_plan_cmdline(o->plan, bc.use_acpi ? NULL : frags, &cmdline);
+		r = vm_plan_cmdline(p, frags, ret);
 	for (size_t i = 0; i < SANDBOX_NR_VIRTIO; i++)
 		free(frags[i]);
-	if (r < 0)
-		return r;
-	log_debug("kernel %s, initrd %s, %u vCPU, %llu MiB, %s, command line: %s", o->plan->kernel, o->plan->initrd,
-	          cfg.ncpus, (unsigned long long)(cfg.mem_size >> 20),
-	          bc.use_acpi ? "ACPI tables describe the devices" : "devices on the command line", cmdline);
-	bc.cmdline = cmdline;
-	r = boot_linux(s->vm, &bc);
-	if (r < 0)
-		return r;
-	return vm_start(s->vm);
+	return r;
+}
+
+static int boot(struct sandbox *s, const struct sandbox_opts *o)
+{
+	struct acpi_virtio_mmio virtio[SANDBOX_NR_VIRTIO];
+	struct boot_config bc = o->boot;
+	_cleanup_free_ char *cmdline = NULL;
+	int r;
+
+	bc.virtio = virtio;
+	bc.nr_virtio = where(s, virtio);
+	bc.acpi_com1 = true; /* serial_create() made the 16550 at 0x3f8 */
+	if (o->plan) {
+		bc.kernel_path = o->plan->kernel;
+		bc.initrd_path = o->plan->initrd;
+		bc.use_acpi = o->plan->use_acpi;
+		r = plan_cmdline(s, o->plan, virtio, &cmdline);
+		if (r < 0)
+			return r;
+		bc.cmdline = cmdline;
+		/* The plan's command line names the devices already. */
+		if (!bc.use_acpi)
+			bc.nr_virtio = 0;
+	}
+	log_debug("kernel %s, initrd %s, %u vCPU, %llu MiB, %s, command line: %s", bc.kernel_path,
+	          bc.initrd_path ? bc.initrd_path : "none", s->vm->ncpus, (unsigned long long)(s->vm->mem.ram_size >> 20),
+	          bc.use_acpi ? "ACPI tables describe the devices" : "devices on the command line",
+	          bc.cmdline ? bc.cmdline : "");
+	return boot_linux(s->vm, &bc);
 }
 
 struct sandbox *sandbox_alloc(void)
@@ -284,12 +331,18 @@ struct sandbox *sandbox_alloc(void)
 
 int sandbox_start(const struct sandbox_opts *o, struct sandbox **ret)
 {
+	struct vm_config cfg = o->plan ? (struct vm_config){.ncpus = o->plan->ncpus, .mem_size = o->plan->mem_size}
+	                               : o->vm;
 	struct sandbox *s = sandbox_alloc();
 	int r;
 
 	if (!s)
 		return -ENOMEM;
-	r = build(s, o);
+	r = sandbox_make(s, o, &cfg, NULL, 0);
+	if (r >= 0)
+		r = boot(s, o);
+	if (r >= 0 && !o->stopped)
+		r = vm_start(s->vm);
 	if (r < 0) {
 		sandbox_free(s, NULL);
 		return r;
@@ -317,7 +370,9 @@ void sandbox_free(struct sandbox *s, struct vm_result *ret)
 	for (unsigned int i = 0; i < s->nr_nets; i++)
 		virtio_net_free(s->nets[i]);
 	virtio_vsock_free(s->vsock);
-	virtio_blk_free(s->blk);
+	for (unsigned int i = 0; i < s->ndisks; i++)
+		virtio_blk_free(s->disks[i]);
+	test_device_free(s->test);
 	serial_free(s->serial);
 	platform_free(s->platform);
 	for (size_t i = 0; i < SANDBOX_NR_VIRTIO; i++) {

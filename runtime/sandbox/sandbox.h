@@ -1,10 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A container's VM as the monitor builds it: guest RAM and vCPUs, the
- * platform devices, the root disk (virtio-blk) and the host-guest channel
- * (virtio-vsock with unix-socket backends), one virtio-net per interface
- * of the container's network namespace (TAP backends, runtime/host/netns.h),
- * booted with kvrun-init.
+ * The VM builder: every VM kvrun runs is made here, in one order, by one of
+ * two entry points that share the device attachment (docs/architecture.md):
+ *   sandbox_start()    build the VM and boot a kernel in it;
+ *   sandbox_restore()  build the same VM and load a snapshot into it
+ *                      (sandbox-snapshot.c).
+ * A container's VM (create, run, restore, templates) has a plan
+ * (vm-config.h): its root disk (virtio-blk, slot 0), the host-guest channel
+ * (virtio-vsock with unix-socket backends, slot 1), one virtio-net per
+ * interface of the container's network namespace (TAP backends, netns.h),
+ * booted with kvrun-init. `kvrun boot` builds a bare VM from the same
+ * pieces: its kernel and command line as given, any disks, a vsock device,
+ * the test device.
+ *
+ * Made in this order (a restore makes them in the same one, so that they
+ * get the same interrupt lines and MMIO windows): the VM, the platform
+ * devices (reset, power-off, RTC), the 16550 serial port, the test device,
+ * the disks, the vsock device, the network devices. Virtio devices take
+ * consecutive slots at KVRUN_MMIO_VIRTIO_BASE + n * KVRUN_MMIO_VIRTIO_STRIDE.
  */
 #ifndef KVRUN_RUNTIME_SANDBOX_H
 #define KVRUN_RUNTIME_SANDBOX_H
@@ -15,22 +28,39 @@
 #include "runtime/host/netns.h"
 #include "runtime/sandbox/vm-config.h"
 #include "virtio/mmio.h"
+#include "vmm/boot.h"
 #include "vmm/irq.h"
 #include "vmm/vm.h"
 
 /* The guest's vsock CID (any value >= 3: each VM has its own device). */
 #define SANDBOX_GUEST_CID 3
-/* Slots: 0 root disk, 1 vsock, then one per network interface. */
-#define SANDBOX_SLOT_NET 2
-#define SANDBOX_NR_VIRTIO (SANDBOX_SLOT_NET + NET_CONFIG_MAX_IFACES)
+/* Disks a VM may have. */
+#define SANDBOX_MAX_DISKS 8
+/* Virtio slots: the disks, the vsock device, the network devices. */
+#define SANDBOX_NR_VIRTIO (SANDBOX_MAX_DISKS + 1 + NET_CONFIG_MAX_IFACES)
+
+struct sandbox_disk {
+	const char *path; /* image; NULL: a disk without media (a template's) */
+	const char *base; /* path is a copy-on-write overlay of this base, or NULL */
+	bool read_only;
+	const char *id; /* what the guest reads as the disk's serial */
+};
 
 struct sandbox_opts {
+	/* A container's VM: vCPUs, RAM, kernel, initrd and command line
+	 * (vm_plan_cmdline(), which names the devices) from its plan. */
 	const struct vm_plan *plan;
-	const char *disk; /* root disk image; NULL: a disk without media (templates) */
-	const char *disk_base; /* disk is a copy-on-write overlay of this base, or NULL */
-	bool disk_read_only;
-	const char *vsock_path; /* host side: guest port P reaches <vsock_path>_P */
-	const char *console_path; /* guest console log, NULL: off */
+	/* Without a plan (`kvrun boot`): the VM's shape, and what boots in it
+	 * (boot.virtio is filled by the builder; without use_acpi
+	 * boot_linux() adds the devices to boot.cmdline). */
+	struct vm_config vm;
+	struct boot_config boot;
+	struct sandbox_disk disks[SANDBOX_MAX_DISKS];
+	unsigned int ndisks;
+	const char *vsock_path; /* guest port P reaches <vsock_path>_P; NULL: no vsock device */
+	const char *console_path; /* guest console log (appended), NULL: off */
+	int console_fd; /* or this fd (borrowed), when > 0 (0: unset, never stdin) */
+	bool test_device; /* the freestanding test guest's device (vmm/test-device.h) */
 	/* From netns_setup(), or NULL (loopback only). The TAP fds of each
 	 * link a device took are set to -1 here (the device owns them). */
 	struct netns_setup *net;
@@ -39,6 +69,12 @@ struct sandbox_opts {
 	 * without a backend (link down), sandbox_template_mac(i) as MAC,
 	 * SANDBOX_TEMPLATE_MTU, sandbox_net_queue_pairs() pairs. */
 	unsigned int template_nics;
+	/* Leave the vCPUs stopped: the caller sets up what must be in place
+	 * before the guest runs, then calls vm_start(). */
+	bool stopped;
+	/* A restore: when looking for its snapshot began (CLOCK_MONOTONIC ns,
+	 * vm_now_ns()), for the restore's log line; 0: no lookup. */
+	uint64_t t_lookup_ns;
 };
 
 /* The MTU of a template's network devices: the most an interface can have,
@@ -59,10 +95,13 @@ struct sandbox {
 	struct vm *vm;
 	struct platform *platform;
 	struct serial *serial;
-	struct virtio_blk *blk;
+	struct test_device *test;
+	struct virtio_blk *disks[SANDBOX_MAX_DISKS];
+	unsigned int ndisks;
 	struct virtio_vsock *vsock;
 	struct virtio_net *nets[NET_CONFIG_MAX_IFACES];
 	unsigned int nr_nets;
+	unsigned int nr_slots; /* virtio slots taken */
 	struct irq_line lines[SANDBOX_NR_VIRTIO];
 	int notify_fds[SANDBOX_NR_VIRTIO];
 	/* Per-queue doorbells of the net devices that vhost-net serves. */
@@ -70,43 +109,39 @@ struct sandbox {
 	int console_fd;
 };
 
-/* Build the VM and boot it (vCPUs running on return). On failure
- * everything built is freed and err_msg() says what failed. */
+/* Build the VM and boot it (vCPUs running on return unless o->stopped).
+ * On failure everything built is freed and err_msg() says what failed. */
 int sandbox_start(const struct sandbox_opts *o, struct sandbox **ret);
 
-/* Restore the VM saved in the snapshot at path (vm_snapshot_open()
- * flags), with o's devices, and start the vCPUs. A template's root disk was
- * saved without media and gets o->disk after the load; a checkpoint's is
+/* Build the VM saved in the snapshot at path (vm_snapshot_open() flags)
+ * with o's devices, load it and start the vCPUs (unless o->stopped). A template's root disk was
+ * saved without media and gets o's after the load; a checkpoint's is
  * created with it. A checkpoint's network devices are made as saved (MAC,
  * MTU, queue pairs), without a backend, loaded, then given the TAPs of
- * o->net's links as a template's are (sandbox_launch()): o->net must have
- * as many interfaces as the checkpoint has devices, none with a larger MTU,
- * and o->net->cfg.ifaces[i].dev_mac is set to the device's MAC. The guest
- * sees its vsock streams reset (guest-init connects again). On failure
- * nothing is left and err_msg() says what failed. */
+ * o->net's links as a template's are: o->net must have as many interfaces
+ * as the checkpoint has devices, none with a larger MTU, and
+ * o->net->cfg.ifaces[i].dev_mac is set to the device's MAC. The guest sees
+ * its vsock streams reset (guest-init connects again). *ret_fatal (may be
+ * NULL) says, on failure, whether no cold boot would do better: the file
+ * could not be opened or is damaged, or the failure is o's (its TAPs);
+ * false when this host's KVM refused the saved state. On failure nothing is left and err_msg() says what
+ * failed. */
 int sandbox_restore(const struct sandbox_opts *o, const char *path, unsigned int flags, bool template,
-                    struct sandbox **ret);
+                    bool *ret_fatal, struct sandbox **ret);
 
-/* sandbox_restore() from the template for o's VM (runtime/sandbox/template.h)
- * when there is one and templates are on, else sandbox_start(); logs which.
- * A damaged template file is an error; one whose state KVM refuses costs a
- * cold boot. With network interfaces (o->net), the template is one with as
- * many devices: after the load each gets its link's TAP (its fds are then
- * the device's, set to -1 in o->net), and o->net->cfg.ifaces[i].dev_mac is
- * set to the template's MAC, which guest-init replaces with the
- * interface's. A TAP that cannot be attached is an error (no cold boot). */
-int sandbox_launch(const struct sandbox_opts *o, struct sandbox **ret);
-
-/* Pause the VM and its devices and save it to path (written atomically).
- * The VM stays paused: end it with sandbox_free() (or sandbox_resume()). */
-int sandbox_save(struct sandbox *s, const char *path);
+/* Pause the VM and its devices and save it to path (written atomically);
+ * *ret_stats (may be NULL) says what it took. The VM stays paused: end it
+ * with sandbox_free() (or sandbox_resume()). -ESHUTDOWN when the VM is
+ * ending. */
+struct snapshot_stats;
+int sandbox_save(struct sandbox *s, const char *path, struct snapshot_stats *ret_stats);
 /* The same into fd, an empty regular file open for writing that the
  * caller keeps (what a jailed monitor may write: vm_snapshot_save_fd). */
 int sandbox_save_fd(struct sandbox *s, int fd);
 int sandbox_resume(struct sandbox *s);
-/* Write the root disk as the guest reads it into fd (an empty regular
- * file), while the VM is paused after a save: the raw image copied with
- * its holes, or a copy-on-write disk's base and overlay merged. */
+/* Write the root disk (disk 0) as the guest reads it into fd (an empty
+ * regular file), while the VM is paused after a save: the raw image copied
+ * with its holes, or a copy-on-write disk's base and overlay merged. */
 int sandbox_export_disk(struct sandbox *s, int fd);
 
 /* The VM's done eventfd: readable once the VM ended. */

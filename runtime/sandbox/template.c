@@ -21,10 +21,11 @@
 #include "common/log.h"
 #include "common/protocol.h"
 #include "config.h"
+#include "runtime/sandbox/guest-channel.h"
 #include "runtime/sandbox/sandbox.h"
 #include "runtime/sandbox/template.h"
+#include "vmm/snapshot.h"
 
-#define BUILD_TIMEOUT_S_DEFAULT 600
 #define KEY_MAX 8192
 
 static int initrd_digest(const char *path, uint64_t *ret_size, uint32_t *ret_crc)
@@ -113,135 +114,48 @@ int template_find(const struct vm_plan *p, unsigned int nics, char **ret_path)
 
 /* ---- building ----------------------------------------------------------- */
 
-struct build {
-	struct sandbox *sb;
-	int listen_fd, ctl;
-	int64_t deadline_ms;
-};
-
-/* Until fd is readable; the VM ending or the deadline is an error. */
-static int wait_for(struct build *b, int fd, const char *what)
-{
-	struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = sandbox_done_fd(b->sb), .events = POLLIN}};
-
-	for (;;) {
-		int64_t left = b->deadline_ms - clock_now_ms();
-		int n;
-
-		if (left <= 0)
-			return err_set(-ETIMEDOUT, "timed out waiting for %s", what);
-		n = poll(p, 2, (int)left);
-		if (n < 0 && errno != EINTR)
-			return err_setsys(-errno, "poll");
-		if (n > 0 && p[0].revents)
-			return 0;
-		if (n > 0 && p[1].revents)
-			return err_set(-ECONNRESET, "the VM ended (%s) while waiting for %s",
-			               vm_exit_reason_name(b->sb->vm->result.reason), what);
-	}
-}
-
-static int recv_type(struct build *b, uint16_t type, struct proto_msg *m)
-{
-	int r = wait_for(b, b->ctl, "guest-init");
-
-	if (r >= 0)
-		r = proto_recv(b->ctl, m);
-	if (r < 0)
-		return err_prefix(r, "reading from guest-init");
-	if (m->type != type) {
-		proto_msg_free(m);
-		return err_set(-EPROTO, "guest-init sent %s, expected %s", proto_type_name(m->type),
-		               proto_type_name(type));
-	}
-	return 0;
-}
-
 /* HELLO both ways, then a STATS round trip: its answer comes from the loop
  * that waits for START, where the template is taken. */
-static int reach_ready(struct build *b)
+static int reach_ready(struct guest_channel *ch)
 {
-	struct proto_msg m = {0};
+	struct proto_msg m = {.type = PROTO_MSG_STATS}, ans = {0};
 	int r;
 
-	r = wait_for(b, b->listen_fd, "the guest to boot");
-	if (r < 0)
-		return r;
-	b->ctl = accept4(b->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-	if (b->ctl < 0)
-		return err_setsys(-errno, "accept the guest's control stream");
-	r = recv_type(b, PROTO_MSG_HELLO, &m);
-	if (r < 0)
-		return r;
-	proto_msg_free(&m);
-	m = (struct proto_msg){.type = PROTO_MSG_HELLO};
-	m.u.hello = (struct proto_hello){KVRUN_PROTO_VERSION, KVRUN_PROTO_VERSION, (char *)"kvrun"};
-	r = proto_send(b->ctl, &m);
-	if (r >= 0) {
-		m = (struct proto_msg){.type = PROTO_MSG_STATS, .id = 1};
-		r = proto_send(b->ctl, &m);
-	}
-	if (r < 0)
-		return err_setsys(r, "writing to guest-init");
-	r = recv_type(b, PROTO_MSG_STATS, &m);
-	proto_msg_free(&m);
+	r = guest_channel_accept(ch, CHAN_CTL, guest_boot_timeout_ms(), "the guest to boot");
+	if (r >= 0)
+		r = guest_channel_hello(ch, GUEST_REPLY_TIMEOUT_MS);
+	if (r >= 0)
+		r = guest_channel_request(ch, &m, GUEST_REPLY_TIMEOUT_MS, &ans);
+	proto_msg_free(&ans);
 	return r;
-}
-
-static int listen_ctl(const char *vsock_path)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
-
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_%u", vsock_path, KVRUN_PROTO_CONTROL_PORT) >=
-	    sizeof(sa.sun_path))
-		return err_set(-ENAMETOOLONG, "socket path %s too long", vsock_path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return err_setsys(-errno, "socket");
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0) {
-		int r = err_setsys(-errno, "listen on %s", sa.sun_path);
-
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
-static int build_timeout_ms(void)
-{
-	const char *s = getenv("KVRUN_BOOT_TIMEOUT");
-	long v = s ? strtol(s, NULL, 10) : 0;
-
-	return (int)((v > 0 && v < 86400 ? v : BUILD_TIMEOUT_S_DEFAULT) * 1000);
 }
 
 static int boot_and_save(const struct vm_plan *p, unsigned int nics, const char *work, const char *console,
                          const char *snap)
 {
-	_cleanup_free_ char *vsock = NULL;
-	struct build b = {.listen_fd = -1, .ctl = -1, .deadline_ms = clock_now_ms() + build_timeout_ms()};
+	struct guest_channel ch;
 	int64_t t0 = clock_now_ms();
 	int r;
 
-	if (asprintf(&vsock, "%s/v", work) < 0)
-		return -ENOMEM;
-	b.listen_fd = listen_ctl(vsock);
-	if (b.listen_fd < 0)
-		return b.listen_fd;
-	r = sandbox_start(
-	    &(struct sandbox_opts){.plan = p, .vsock_path = vsock, .console_path = console, .template_nics = nics},
-	    &b.sb);
+	r = guest_channel_init(&ch, work, "v");
 	if (r >= 0)
-		r = reach_ready(&b);
+		r = guest_channel_listen(&ch, 1);
+	if (r >= 0)
+		r = sandbox_start(&(struct sandbox_opts){.plan = p,
+		                                         .disks = {{.id = "rootfs"}},
+		                                         .ndisks = 1,
+		                                         .vsock_path = ch.base,
+		                                         .console_path = console,
+		                                         .template_nics = nics},
+		                  &ch.sb);
+	if (r >= 0)
+		r = reach_ready(&ch);
 	if (r >= 0) {
 		log_debug("template VM ready after %lld ms", (long long)(clock_now_ms() - t0));
-		r = sandbox_save(b.sb, snap);
+		r = sandbox_save(ch.sb, snap, NULL);
 	}
-	sandbox_free(b.sb, NULL);
-	if (b.ctl >= 0)
-		close(b.ctl);
-	close(b.listen_fd);
+	sandbox_free(ch.sb, NULL);
+	guest_channel_close(&ch);
 	return r;
 }
 
@@ -346,4 +260,41 @@ int template_remove(const char *dir, const char *id)
 	if (unlink(snap) < 0 && errno != ENOENT)
 		return err_setsys(-errno, "remove %s", snap);
 	return 0;
+}
+
+/* ---- launching ---------------------------------------------------------- */
+
+int template_launch(const struct sandbox_opts *o, struct sandbox **ret)
+{
+	_cleanup_free_ char *path = NULL;
+	unsigned int nics = o->net ? o->net->cfg.nr_ifaces : 0;
+	struct sandbox_opts ro = *o;
+	bool fatal = false;
+	int r;
+
+	ro.t_lookup_ns = vm_now_ns();
+	r = template_find(o->plan, nics, &path);
+	if (r < 0) {
+		log_warn("looking for a template: %s", err_msg());
+		err_clear();
+		r = 0;
+	}
+	if (r == 0) {
+		log_info("VM: cold boot (%s)", o->plan->use_templates ? "no template" : "templates off");
+		return sandbox_start(o, ret);
+	}
+	log_info("VM: restoring template %s", path);
+	r = sandbox_restore(&ro, path, SNAPSHOT_OPEN_TRUST_MEMORY, true, &fatal, ret);
+	if (r >= 0)
+		return r;
+	/* A damaged template file, or a failure that is the container's
+	 * (its TAPs), is an error the user must see. */
+	if (fatal)
+		return err_prefix(r, "template %s", path);
+	/* A sound file whose state this host's KVM refused (seen: now and
+	 * then an MSR value on nested hosts) costs a boot, not the container. */
+	log_warn("template %s could not be restored (%s): cold boot instead", path, err_msg());
+	err_clear();
+	log_info("VM: cold boot (template refused)");
+	return sandbox_start(o, ret);
 }

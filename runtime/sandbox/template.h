@@ -20,6 +20,7 @@
 
 #include <stdio.h>
 
+#include "runtime/sandbox/sandbox.h"
 #include "runtime/sandbox/vm-config.h"
 
 #define TEMPLATE_ID_LEN 16
@@ -38,6 +39,17 @@ int template_find(const struct vm_plan *p, unsigned int nics, char **ret_path);
  * *ret_path (malloc'd, may be NULL) is the snapshot. Nothing is left on
  * failure. */
 int template_build(const struct vm_plan *p, unsigned int nics, const char *console, char **ret_path);
+
+/* The VM of o (a container's: o->plan) restored from its template when
+ * there is one and templates are on, else booted (sandbox_start()); logs
+ * which. A damaged template file is an error; one whose state KVM refuses
+ * costs a cold boot. With network interfaces (o->net), the template is one
+ * with as many devices: after the load each gets its link's TAP (its fds
+ * are then the device's, set to -1 in o->net), and
+ * o->net->cfg.ifaces[i].dev_mac is set to the template's MAC, which
+ * guest-init replaces with the interface's. A TAP that cannot be attached
+ * is an error (no cold boot). */
+int template_launch(const struct sandbox_opts *o, struct sandbox **ret);
 
 /* One line per template in dir on f: id, vCPUs, memory, network
  * devices, size on disk, kernel. */
