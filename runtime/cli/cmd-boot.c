@@ -461,7 +461,8 @@ static int run_boot(struct cli_context *ctx, int argc, char **argv)
 	    {"vsock", NULL, CLI_STRING, &f.vsock,
 	     "attach virtio-vsock (guest CID 3) with its host unix socket at PATH (a guest connect to port P "
 	     "reaches PATH_P)"},
-	    {"test-device", NULL, CLI_BOOL, &o.vm.test_device, "add the test device (exit/irq/ncpus ports, MMIO window)"},
+	    {"test-device", NULL, CLI_BOOL, &o.vm.test_device,
+	     "add the test device (exit/irq/ncpus ports, MMIO window)"},
 	    {"jail", NULL, CLI_BOOL, &o.jail,
 	     "run the VM in the container monitor's sandbox: no capabilities, no_new_privs, its seccomp allowlist"},
 	    {"timeout", NULL, CLI_STRING, &f.timeout, "end the VM after this many seconds"},

@@ -252,16 +252,16 @@ static int bring_up(struct monitor *m)
 	if (r >= 0 && jail_enabled())
 		r = jail_drop_caps();
 	if (r >= 0)
-		r = start_vm(m, &(struct sandbox_opts){
-		                       .plan = a->plan,
-		                       .disks = {{.path = disk,
-		                                  .base = base,
-		                                  .read_only = a->b->spec->root && a->b->spec->root->readonly,
-		                                  .id = "rootfs"}},
-		                       .ndisks = 1,
-		                       .vsock_path = m->ch.base,
-		                       .console_path = a->console_path,
-		                       .net = a->net});
+		r = start_vm(
+		    m, &(struct sandbox_opts){.plan = a->plan,
+		                              .disks = {{.path = disk,
+		                                         .base = base,
+		                                         .read_only = a->b->spec->root && a->b->spec->root->readonly,
+		                                         .id = "rootfs"}},
+		                              .ndisks = 1,
+		                              .vsock_path = m->ch.base,
+		                              .console_path = a->console_path,
+		                              .net = a->net});
 	/* The host's whole part of create, up to the guest's own work. */
 	if (r >= 0)
 		log_info("VM: running: host_us=%llu disk_us=%llu",

@@ -183,7 +183,8 @@ static int answer(const struct proto_msg *msg, struct proto_msg *a, struct proto
 
 	if (a->id == msg->id && a->type != PROTO_MSG_EXIT) {
 		if (a->type == PROTO_MSG_ERROR && a->u.error.err) {
-			r = err_set(-(int)a->u.error.err, "%s", a->u.error.message ? a->u.error.message : "guest error");
+			r = err_set(-(int)a->u.error.err, "%s",
+			            a->u.error.message ? a->u.error.message : "guest error");
 			proto_msg_free(a);
 			return r;
 		}

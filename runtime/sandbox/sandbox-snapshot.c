@@ -289,8 +289,8 @@ static int restore_opened(const struct sandbox_opts *o, struct vm_snapshot *snap
 	return 0;
 }
 
-int sandbox_restore(const struct sandbox_opts *o, const char *path, unsigned int flags, bool template,
-                    bool *ret_fatal, struct sandbox **ret)
+int sandbox_restore(const struct sandbox_opts *o, const char *path, unsigned int flags, bool template, bool *ret_fatal,
+                    struct sandbox **ret)
 {
 	struct restore_times t = {.t0 = o->t_lookup_ns ? o->t_lookup_ns : vm_now_ns()};
 	struct vm_snapshot *snap = NULL;

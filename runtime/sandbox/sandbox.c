@@ -169,7 +169,7 @@ static int add_nets(struct sandbox *s, const struct sandbox_opts *o, const struc
 	if (n > NET_CONFIG_MAX_IFACES)
 		return err_set(-EINVAL, "%u network devices (at most %u)", n, NET_CONFIG_MAX_IFACES);
 	for (unsigned int i = 0; r >= 0 && i < n; i++)
-		r = saved             ? add_detached_net(s, i, &saved[i])
+		r = saved              ? add_detached_net(s, i, &saved[i])
 		    : o->template_nics ? add_template_net(s, o, i)
 		                       : add_net(s, o, i);
 	return r;
@@ -306,7 +306,8 @@ static int boot(struct sandbox *s, const struct sandbox_opts *o)
 			bc.nr_virtio = 0;
 	}
 	log_debug("kernel %s, initrd %s, %u vCPU, %llu MiB, %s, command line: %s", bc.kernel_path,
-	          bc.initrd_path ? bc.initrd_path : "none", s->vm->ncpus, (unsigned long long)(s->vm->mem.ram_size >> 20),
+	          bc.initrd_path ? bc.initrd_path : "none", s->vm->ncpus,
+	          (unsigned long long)(s->vm->mem.ram_size >> 20),
 	          bc.use_acpi ? "ACPI tables describe the devices" : "devices on the command line",
 	          bc.cmdline ? bc.cmdline : "");
 	return boot_linux(s->vm, &bc);
@@ -331,8 +332,8 @@ struct sandbox *sandbox_alloc(void)
 
 int sandbox_start(const struct sandbox_opts *o, struct sandbox **ret)
 {
-	struct vm_config cfg = o->plan ? (struct vm_config){.ncpus = o->plan->ncpus, .mem_size = o->plan->mem_size}
-	                               : o->vm;
+	struct vm_config cfg =
+	    o->plan ? (struct vm_config){.ncpus = o->plan->ncpus, .mem_size = o->plan->mem_size} : o->vm;
 	struct sandbox *s = sandbox_alloc();
 	int r;
 

@@ -126,8 +126,8 @@ int sandbox_start(const struct sandbox_opts *o, struct sandbox **ret);
  * could not be opened or is damaged, or the failure is o's (its TAPs);
  * false when this host's KVM refused the saved state. On failure nothing is left and err_msg() says what
  * failed. */
-int sandbox_restore(const struct sandbox_opts *o, const char *path, unsigned int flags, bool template,
-                    bool *ret_fatal, struct sandbox **ret);
+int sandbox_restore(const struct sandbox_opts *o, const char *path, unsigned int flags, bool template, bool *ret_fatal,
+                    struct sandbox **ret);
 
 /* Pause the VM and its devices and save it to path (written atomically);
  * *ret_stats (may be NULL) says what it took. The VM stays paused: end it
