@@ -276,3 +276,14 @@ int cli_parse_args(const struct cli_command *cmd, const struct cli_flag *flags, 
 	*ret_index = idx;
 	return 0;
 }
+
+const struct cli_command *cli_command_find(const struct cli_command *const *table, const char *name)
+{
+	for (size_t i = 0; table && table[i]; i++) {
+		const struct cli_command *c = table[i];
+
+		if (!strcmp(c->name, name) || (c->alias && !strcmp(c->alias, name)))
+			return c;
+	}
+	return NULL;
+}

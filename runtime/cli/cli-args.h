@@ -59,6 +59,14 @@ struct cli_command {
 	int (*run)(struct cli_context *ctx, int argc, char **argv);
 };
 
+/* The command in the NULL-terminated table called name (or by its alias),
+ * or NULL. */
+const struct cli_command *cli_command_find(const struct cli_command *const *table, const char *name);
+
+/* `kvrun --help`: description, usage, the commands of table and the
+ * global flags (cli-help.c). */
+void cli_print_main_help(const struct cli_command *const *table, const struct cli_flag *global_flags, FILE *f);
+
 /* Returned by cli_parse() when --help was given and help was printed. */
 #define CLI_HELP_SHOWN 1
 

@@ -43,7 +43,7 @@ static void global_flags(struct cli_context *ctx, struct global_raw *raw, struct
 	memcpy(out, flags, sizeof(flags));
 }
 
-/* The global "command": cli_parse() prints the main help for it. */
+/* The global "command" (its --help is a flag of its own). */
 static const struct cli_command global_cmd = {.name = ""};
 
 static int parse_rootless(const char *s, enum rootless_mode *ret)
@@ -87,14 +87,14 @@ int cli_global_parse(struct cli_context *ctx, int argc, char **argv, int *ret_in
 	return idx < argc ? CLI_GLOBAL_RUN : CLI_GLOBAL_HELP;
 }
 
-void cli_global_print_help(FILE *f)
+void cli_global_print_help(const struct cli_command *const *commands, FILE *f)
 {
 	struct cli_context ctx;
 	struct global_raw raw;
 	struct cli_flag flags[GLOBAL_NFLAGS];
 
 	global_flags(&ctx, &raw, flags);
-	cli_print_main_help(flags, f);
+	cli_print_main_help(commands, flags, f);
 }
 
 void cli_global_print_version(FILE *f)

@@ -18,7 +18,7 @@ enum cli_global_action {
 int cli_global_parse(struct cli_context *ctx, int argc, char **argv, int *ret_index);
 
 /* `kvrun --help`. */
-void cli_global_print_help(FILE *f);
+void cli_global_print_help(const struct cli_command *const *commands, FILE *f);
 
 /* `kvrun --version`: "kvrun version X.Y.Z", "commit: ...", "spec: ...". */
 void cli_global_print_version(FILE *f);

@@ -3,8 +3,9 @@
  * that read `runc <cmd> --help` find the same sections here. */
 #include <string.h>
 
+#include "config.h"
+
 #include "runtime/cli/cli-args.h"
-#include "runtime/cli/commands.h"
 
 /* "--name value, -n value": one dash for one-letter names, as urfave does. */
 static int flag_label(const struct cli_flag *f, char *buf, size_t size)
@@ -39,10 +40,6 @@ void cli_print_help(const struct cli_command *cmd, const struct cli_flag *flags,
 {
 	bool has_flags = flags && flags->name;
 
-	if (!cmd->name || !*cmd->name) { /* the global options */
-		cli_print_main_help(flags, f);
-		return;
-	}
 	fprintf(f, "NAME:\n   kvrun %s - %s\n\n", cmd->name, cmd->summary);
 	fprintf(f, "USAGE:\n   kvrun %s%s%s%s\n", cmd->name, has_flags ? " [command options]" : "",
 	        cmd->args && !*cmd->args ? "" : " ", cmd->args ? cmd->args : "[arguments...]");
@@ -52,4 +49,38 @@ void cli_print_help(const struct cli_command *cmd, const struct cli_flag *flags,
 		fprintf(f, "\nOPTIONS:\n");
 		cli_print_flags(flags, f);
 	}
+}
+
+void cli_print_main_help(const struct cli_command *const *table, const struct cli_flag *global_flags, FILE *f)
+{
+	int width = 0;
+
+	fprintf(f, "NAME:\n   kvrun - Open Container Initiative runtime that runs each container in a KVM virtual "
+	           "machine\n\n");
+	fprintf(f, "kvrun is a command line client for running applications packaged according to\n"
+	           "the Open Container Initiative (OCI) format. It accepts runc's commands and\n"
+	           "flags; each container runs in its own lightweight virtual machine.\n\n"
+	           "Containers are configured using bundles. A bundle for a container is a directory\n"
+	           "that includes a specification file named \"config.json\" and a root filesystem.\n\n"
+	           "To start a new instance of a container:\n\n"
+	           "    # kvrun run [ -b bundle ] <container-id>\n\n");
+	fprintf(f, "USAGE:\n   kvrun [global options] command [command options] [arguments...]\n\n");
+	fprintf(f, "VERSION:\n   %s\ncommit: %s\nspec: %s\n\n", KVRUN_VERSION, KVRUN_COMMIT, KVRUN_OCI_VERSION);
+	for (size_t i = 0; table && table[i]; i++) {
+		const struct cli_command *c = table[i];
+		int n = (int)strlen(c->name) + (c->alias ? (int)strlen(c->alias) + 2 : 0);
+
+		if (n > width)
+			width = n;
+	}
+	fprintf(f, "COMMANDS:\n");
+	for (size_t i = 0; table && table[i]; i++) {
+		const struct cli_command *c = table[i];
+		char label[64];
+
+		snprintf(label, sizeof(label), "%s%s%s", c->name, c->alias ? ", " : "", c->alias ? c->alias : "");
+		fprintf(f, "   %-*s  %s\n", width, label, c->summary);
+	}
+	fprintf(f, "\nGLOBAL OPTIONS:\n");
+	cli_print_flags(global_flags, f);
 }

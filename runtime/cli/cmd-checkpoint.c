@@ -275,7 +275,7 @@ static int run_checkpoint(struct cli_context *ctx, int argc, char **argv)
 	r = checkpoint_check_cgroups_mode(cgroups_mode);
 	if (r < 0)
 		return r;
-	r = cli_load_container(ctx, argv[i], CONTAINER_OP_CHECKPOINT, &c);
+	r = container_load_for(ctx->root, argv[i], CONTAINER_OP_CHECKPOINT, &c);
 	if (r < 0)
 		return r;
 	if (pre_dump || parent_path || page_server || lazy)

@@ -49,7 +49,7 @@ static int run_delete(struct cli_context *ctx, int argc, char **argv)
 	if (r != 0)
 		return r < 0 ? r : 0;
 	id = argv[i];
-	r = cli_load_container(ctx, id, force ? CONTAINER_OP_DELETE_FORCE : CONTAINER_OP_DELETE, &c);
+	r = container_load_for(ctx->root, id, force ? CONTAINER_OP_DELETE_FORCE : CONTAINER_OP_DELETE, &c);
 	if (r == -ENOENT) {
 		int q = container_remove_leftover(ctx->root, id);
 

@@ -264,8 +264,8 @@ static int exec_do(struct cli_context *ctx, const struct exec_opts *o, char **ar
 		return err_set(-EINVAL, "cannot allocate tty if kvrun will detach without setting console socket");
 	if (!terminal && have_socket)
 		return err_set(-EINVAL, "cannot use console socket if kvrun will not detach or allocate tty");
-	r = cli_load_container(ctx, argv[0], o->ignore_paused ? CONTAINER_OP_EXEC_IGNORE_PAUSED : CONTAINER_OP_EXEC,
-	                       &c);
+	r = container_load_for(ctx->root, argv[0],
+	                       o->ignore_paused ? CONTAINER_OP_EXEC_IGNORE_PAUSED : CONTAINER_OP_EXEC, &c);
 	if (r < 0)
 		return r;
 	dir = strdup(c->dir);

@@ -19,10 +19,10 @@ static int run_help(struct cli_context *ctx, int argc, char **argv)
 	if (r != 0)
 		return r < 0 ? r : 0;
 	if (i == argc) {
-		cli_global_print_help(stdout);
+		cli_global_print_help(ctx->commands, stdout);
 		return 0;
 	}
-	cmd = cli_command_find(argv[i]);
+	cmd = cli_command_find(ctx->commands, argv[i]);
 	if (!cmd)
 		return err_set(-EINVAL, "No help topic for '%s'", argv[i]);
 	/* Each verb prints its own help, flags included. */

@@ -15,7 +15,7 @@ static int run_pause(struct cli_context *ctx, int argc, char **argv)
 	r = cli_parse_args(&cli_cmd_pause, flags, argc, argv, CLI_ARGS_EXACT, 1, &i);
 	if (r != 0)
 		return r < 0 ? r : 0;
-	r = cli_load_container(ctx, argv[i], CONTAINER_OP_PAUSE, &c);
+	r = container_load_for(ctx->root, argv[i], CONTAINER_OP_PAUSE, &c);
 	if (r < 0)
 		return r;
 	r = monitor_call(c->dir, "pause", PAUSE_TIMEOUT_MS, NULL);

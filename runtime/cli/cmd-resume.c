@@ -15,7 +15,7 @@ static int run_resume(struct cli_context *ctx, int argc, char **argv)
 	r = cli_parse_args(&cli_cmd_resume, flags, argc, argv, CLI_ARGS_EXACT, 1, &i);
 	if (r != 0)
 		return r < 0 ? r : 0;
-	r = cli_load_container(ctx, argv[i], CONTAINER_OP_RESUME, &c);
+	r = container_load_for(ctx->root, argv[i], CONTAINER_OP_RESUME, &c);
 	if (r < 0)
 		return r;
 	r = monitor_call(c->dir, "resume", PAUSE_TIMEOUT_MS, NULL);

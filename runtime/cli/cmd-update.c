@@ -268,7 +268,7 @@ static int run_update(struct cli_context *ctx, int argc, char **argv)
 	if (r >= 0)
 		r = check_changeable(res);
 	if (r >= 0)
-		r = cli_load_container(ctx, argv[i], CONTAINER_OP_UPDATE, &c);
+		r = container_load_for(ctx->root, argv[i], CONTAINER_OP_UPDATE, &c);
 	if (r >= 0)
 		r = apply(c->dir, c, res);
 	oci_resources_free(res);

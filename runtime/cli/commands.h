@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The verbs of the kvrun command line and the options they share. Each verb
- * lives in runtime/cmd-<verb>.c and exports one `struct cli_command`; the
- * dispatch table in commands.c lists them in `kvrun --help` order.
+ * lives in runtime/cli/cmd-<verb>.c and exports one `struct cli_command`;
+ * the dispatch table in commands.c lists them in `kvrun --help` order.
+ * Nothing in the library refers to that table: main() hands it over in
+ * struct cli_context, so the verbs below it do not depend on each other.
  */
 #ifndef KVRUN_RUNTIME_COMMANDS_H
 #define KVRUN_RUNTIME_COMMANDS_H
@@ -34,6 +36,7 @@ struct cli_context {
 	const char *kernel; /* --kernel: the guest kernel for new containers (vm-config.h), or NULL */
 	int fail_status; /* exit status when the verb fails (0: 1); exec's is 255, as runc's */
 	uint64_t t_start_ns; /* CLOCK_MONOTONIC when main() began */
+	const struct cli_command *const *commands; /* every verb (cli_commands), for help */
 };
 
 extern const struct cli_command cli_cmd_checkpoint, cli_cmd_create, cli_cmd_delete, cli_cmd_events, cli_cmd_exec,
@@ -42,25 +45,5 @@ extern const struct cli_command cli_cmd_checkpoint, cli_cmd_create, cli_cmd_dele
 
 /* NULL-terminated, in help order. */
 extern const struct cli_command *const cli_commands[];
-
-/* The command called name (or by its alias), or NULL. */
-const struct cli_command *cli_command_find(const char *name);
-
-/* `kvrun --help`: description, usage, commands and the global flags. */
-void cli_print_main_help(const struct cli_flag *global_flags, FILE *f);
-
-struct container;
-
-/* Load container id from ctx->root, locked exclusively, and check that op is
- * allowed in its live status (runc's messages otherwise). On success *ret is
- * owned by the caller. */
-int cli_load_container(struct cli_context *ctx, const char *id, int op, struct container **ret);
-
-/* Fail with "container with id exists: <id>" unless id is valid and free. */
-int cli_check_new_id(struct cli_context *ctx, const char *id);
-
-/* The error for a verb whose work needs the VM monitor, which this build does
- * not have yet: -ENOTSUP with "<verb>: <what> is not implemented yet". */
-int cli_not_implemented(const char *verb, const char *what);
 
 #endif

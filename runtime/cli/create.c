@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "runtime/cli/create.h"
+#include "runtime/store/state.h"
 
 /* runc's rules: a terminal needs somewhere to send the pty when detached,
  * and a console socket is pointless without a terminal. */
@@ -32,7 +33,7 @@ int create_prepare(struct cli_context *ctx, const char *id, const struct create_
 	_cleanup_bundle_ struct bundle *b = NULL;
 	int r;
 
-	r = cli_check_new_id(ctx, id);
+	r = container_check_new_id(ctx->root, id);
 	if (r < 0)
 		return r;
 	r = bundle_load(o->bundle, &b);

@@ -338,7 +338,7 @@ int launch_start(struct cli_context *ctx, const char *id)
 	_cleanup_container_ struct container *c = NULL;
 	int r;
 
-	r = cli_load_container(ctx, id, CONTAINER_OP_START, &c);
+	r = container_load_for(ctx->root, id, CONTAINER_OP_START, &c);
 	if (r < 0)
 		return r;
 	/* The monitor waits for the guest as long as a boot may take. */
@@ -375,7 +375,7 @@ int launch_kill(struct cli_context *ctx, const char *id, int signo, bool all)
 	_cleanup_free_ char *req = NULL;
 	int r;
 
-	r = cli_load_container(ctx, id, CONTAINER_OP_KILL, &c);
+	r = container_load_for(ctx->root, id, CONTAINER_OP_KILL, &c);
 	if (r < 0)
 		return r;
 	if (asprintf(&req, "kill %d %d", signo, all ? 1 : 0) < 0)

@@ -23,7 +23,7 @@ static int report(int r)
 
 static int run_verb(struct cli_context *ctx, int argc, char **argv)
 {
-	const struct cli_command *cmd = cli_command_find(argv[0]);
+	const struct cli_command *cmd = cli_command_find(ctx->commands, argv[0]);
 	int r;
 
 	if (!cmd)
@@ -50,12 +50,13 @@ int main(int argc, char **argv)
 	if (r < 0)
 		return report(r);
 	ctx.t_start_ns = t_start_ns;
+	ctx.commands = cli_commands;
 	if (r == CLI_GLOBAL_VERSION) {
 		cli_global_print_version(stdout);
 		return 0;
 	}
 	if (r == CLI_GLOBAL_HELP) {
-		cli_global_print_help(stdout);
+		cli_global_print_help(cli_commands, stdout);
 		return 0;
 	}
 	r = log_sink_setup(ctx.log_path, ctx.log_format, ctx.debug);

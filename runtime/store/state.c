@@ -521,3 +521,37 @@ oom:
 	container_ids_free(ids);
 	return -ENOMEM;
 }
+
+int container_load_for(const char *root, const char *id, enum container_op op, struct container **ret)
+{
+	_cleanup_container_ struct container *c = NULL;
+	int r;
+
+	r = container_load(root, id, true, &c);
+	if (r < 0)
+		return r;
+	r = container_check(op, c->state->status, id);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(c);
+	return 0;
+}
+
+int container_check_new_id(const char *root, const char *id)
+{
+	struct container *c;
+	int r;
+
+	r = container_id_validate(id);
+	if (r < 0)
+		return r;
+	r = container_load(root, id, false, &c);
+	if (r == -ENOENT) {
+		err_clear();
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	container_free(c);
+	return err_set(-EEXIST, "container with id exists: %s", id);
+}

@@ -88,6 +88,15 @@ int container_state_init(struct oci_state *s, const char *id, const char *bundle
  * and compute the live status. -ENOENT: "container does not exist". */
 int container_load(const char *root, const char *id, bool exclusive, struct container **ret);
 
+/* container_load() locked exclusively, then container_check() that op is
+ * allowed in its live status (runc's messages otherwise). On success *ret
+ * is owned by the caller. */
+int container_load_for(const char *root, const char *id, enum container_op op, struct container **ret);
+
+/* Fail with "container with id exists: <id>" unless id is valid and no
+ * container under root has it. */
+int container_check_new_id(const char *root, const char *id);
+
 /* Change the status (checked with container_status_change_ok()), and for
  * pid > 0 also record pid and its start time; then save. Needs the
  * exclusive lock. */

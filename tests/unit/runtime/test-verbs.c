@@ -22,7 +22,7 @@ static char out[8192];
 /* Run a verb with its stdout captured in out[]. */
 static int verb(int argc, ...)
 {
-	struct cli_context ctx = {.root = root};
+	struct cli_context ctx = {.root = root, .commands = cli_commands};
 	char *argv[8], path[] = "/tmp/kvrun-verb-XXXXXX";
 	int fd = mkstemp(path), saved, r;
 	va_list ap;
@@ -37,7 +37,7 @@ static int verb(int argc, ...)
 	saved = dup(STDOUT_FILENO);
 	dup2(fd, STDOUT_FILENO);
 	err_clear();
-	r = cli_command_find(argv[0])->run(&ctx, argc, argv);
+	r = cli_command_find(cli_commands, argv[0])->run(&ctx, argc, argv);
 	fflush(stdout);
 	dup2(saved, STDOUT_FILENO);
 	close(saved);
