@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 
-HELPER = os.environ.get("KVRUN_NET_HELPER", "build/tests/unit/net/net-helper")
+HELPER = os.environ.get("KVRUN_NET_HELPER", "build/tests/unit/runtime/host/net-helper")
 _namespaces = []
 
 
