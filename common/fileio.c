@@ -250,3 +250,15 @@ int fd_copy_sparse(int in, int out)
 	}
 	return 0;
 }
+
+void stdio_to_null(void)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	for (int i = 0; i < 3; i++)
+		dup2(fd, i);
+	if (fd > 2)
+		close(fd);
+}

@@ -38,4 +38,8 @@ int fd_copy_range(int in, int out, off_t off, off_t len);
  * errno, no message, on failure. */
 int fd_copy_sparse(int in, int out);
 
+/* Point stdin, stdout and stderr at /dev/null (best effort): a process
+ * that must not hold the caller's stdio. */
+void stdio_to_null(void);
+
 #endif

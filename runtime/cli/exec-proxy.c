@@ -320,18 +320,6 @@ static void jail(struct proxy *p)
 		log_warn("exec proxy sandbox: %s: running without a seccomp filter", err_msg());
 }
 
-static void null_stdio(void)
-{
-	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-	if (fd < 0)
-		return;
-	for (int i = 0; i < 3; i++)
-		dup2(fd, i);
-	if (fd > 2)
-		close(fd);
-}
-
 static int write_pid(const char *path, pid_t pid)
 {
 	char buf[32];
@@ -399,7 +387,7 @@ int exec_proxy_run(const struct exec_proxy_opts *o)
 		 * nothing of the caller's (its stdout/stderr pipes must reach
 		 * EOF when it exits). */
 		if (o->proc->terminal && o->console_socket)
-			null_stdio();
+			stdio_to_null();
 		r = proxy_main(o, pfd[1]);
 		{
 			_cleanup_free_ char *msg = NULL;

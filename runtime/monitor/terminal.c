@@ -5,21 +5,10 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/fileio.h"
 #include "runtime/host/console.h"
 #include "runtime/monitor/monitor-int.h"
 #include "runtime/monitor/monitor-relay.h"
-
-static void null_stdio(void)
-{
-	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-	if (fd < 0)
-		return;
-	for (int i = 0; i < 3; i++)
-		dup2(fd, i);
-	if (fd > 2)
-		close(fd);
-}
 
 /* A terminal: one pty stream from the guest (on the stdin port), relayed
  * to a new host pty whose master goes to the console socket, or to our
@@ -47,7 +36,7 @@ int monitor_terminal_host_side(struct monitor *m)
 			return r;
 		/* The caller's stdio is not the container's: holding it would
 		 * keep create's stdout/stderr pipes from reaching EOF. */
-		null_stdio();
+		stdio_to_null();
 	} else if (isatty(STDIN_FILENO) && console_make_raw(STDIN_FILENO, &m->tty_saved) == 0) {
 		m->tty_raw = true;
 		m->tty_fd = STDIN_FILENO;
