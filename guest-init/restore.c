@@ -49,6 +49,12 @@ static int add_entropy(const uint8_t *seed, size_t len)
 	/* Credited, unlike a plain write: the pool is seeded for this VM. */
 	if (ioctl(fd, RNDADDENTROPY, &e.info) < 0)
 		return err_setsys(-errno, "RNDADDENTROPY");
+	/* A restored guest's generators are the saved VM's: an initialized
+	 * kernel only reseeds them from the pool on its own schedule (up to a
+	 * minute of its uptime later), so until then every VM restored from
+	 * one template would read the same bytes. Reseed now. */
+	if (ioctl(fd, RNDRESEEDCRNG) < 0)
+		return err_setsys(-errno, "RNDRESEEDCRNG");
 	return 0;
 }
 
