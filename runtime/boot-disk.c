@@ -11,7 +11,7 @@
 #include "runtime/boot-disk.h"
 #include "virtio/blk/blk.h"
 #include "virtio/mmio.h"
-#include "vmm/debug-port.h"
+#include "common/debug-port.h"
 #include "vmm/vm.h"
 
 int boot_disk_parse(const char *arg, char **ret_path, bool *ret_ro)

@@ -7,7 +7,7 @@
 #include "runtime/boot-vsock.h"
 #include "virtio/mmio.h"
 #include "virtio/vsock/vsock.h"
-#include "vmm/debug-port.h"
+#include "common/debug-port.h"
 #include "vmm/vm.h"
 
 int boot_vsock_attach(struct vm *vm, unsigned int n, const char *uds_path, struct boot_vsock *v)

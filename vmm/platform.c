@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "vmm/debug-port.h"
+#include "common/debug-port.h"
 #include "vmm/platform.h"
 #include "vmm/vm.h"
 
