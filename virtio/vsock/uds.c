@@ -31,7 +31,7 @@ struct vsock_uds {
 	uint32_t next_port;
 };
 
-uint64_t uds_guest_cid(const struct vsock_uds *u)
+static uint64_t uds_guest_cid(const struct vsock_uds *u)
 {
 	return u->guest_cid;
 }
@@ -54,7 +54,7 @@ static struct vsock_conn *uds_lookup(struct vsock_uds *u, uint32_t local_port, u
 	return NULL;
 }
 
-uint32_t uds_alloc_port(struct vsock_uds *u)
+static uint32_t uds_alloc_port(struct vsock_uds *u)
 {
 	struct vsock_conn *c;
 	bool used;
@@ -72,7 +72,7 @@ uint32_t uds_alloc_port(struct vsock_uds *u)
 	return u->next_port;
 }
 
-void uds_rx_queue(struct vsock_uds *u, struct vsock_conn *c)
+static void uds_rx_queue(struct vsock_uds *u, struct vsock_conn *c)
 {
 	if (c->rx_queued)
 		return;
@@ -88,21 +88,12 @@ static void uds_rx_dequeue(struct vsock_uds *u, struct vsock_conn *c)
 	c->rx_queued = false;
 }
 
-static struct vsock_conn *uds_conn_new(struct vsock_uds *u, int fd, enum conn_state state)
+static void uds_unwatch(struct vsock_uds *u, struct vsock_conn *c)
 {
-	struct vsock_conn *c;
-
-	if (u->nr_conns >= VSOCK_MAX_CONNS)
-		return NULL;
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return NULL;
-	c->u = u;
-	c->fd = fd;
-	c->state = state;
-	TAILQ_INSERT_TAIL(&u->conns, c, link);
-	u->nr_conns++;
-	return c;
+	if (!c->watched)
+		return;
+	event_loop_remove(u->loop, c->fd);
+	c->watched = false;
 }
 
 static void uds_conn_free(struct vsock_uds *u, struct vsock_conn *c)
@@ -138,7 +129,7 @@ static void uds_conn_handler(int fd, uint32_t revents, void *opaque)
 	pthread_mutex_unlock(u->lock);
 }
 
-int uds_watch(struct vsock_uds *u, struct vsock_conn *c, uint32_t events)
+static int uds_watch(struct vsock_uds *u, struct vsock_conn *c, uint32_t events)
 {
 	int r;
 
@@ -153,12 +144,30 @@ int uds_watch(struct vsock_uds *u, struct vsock_conn *c, uint32_t events)
 	return 0;
 }
 
-void uds_unwatch(struct vsock_uds *u, struct vsock_conn *c)
+static const struct vsock_conn_ops conn_ops = {
+    .guest_cid = uds_guest_cid,
+    .alloc_port = uds_alloc_port,
+    .watch = uds_watch,
+    .unwatch = uds_unwatch,
+    .rx_queue = uds_rx_queue,
+};
+
+static struct vsock_conn *uds_conn_new(struct vsock_uds *u, int fd, enum conn_state state)
 {
-	if (!c->watched)
-		return;
-	event_loop_remove(u->loop, c->fd);
-	c->watched = false;
+	struct vsock_conn *c;
+
+	if (u->nr_conns >= VSOCK_MAX_CONNS)
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->u = u;
+	c->ops = &conn_ops;
+	c->fd = fd;
+	c->state = state;
+	TAILQ_INSERT_TAIL(&u->conns, c, link);
+	u->nr_conns++;
+	return c;
 }
 
 /* Answer a packet that belongs to no connection with an RST (5.10.6.3). */
