@@ -140,6 +140,23 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret);
  * (the child then exits 126/127). Closes c->sync_fd either way. */
 int gi_go(struct gi_child *c);
 
+/* Signal every process in the pid namespace of init (kill --all). */
+int gi_kill_container(pid_t init, int signo);
+
+/* ---- cgroup.c: the container's cgroup ---- */
+
+/* STATS: CPU, memory and pids counters of the cgroup cg (none when cg is
+ * NULL; what cannot be read stays as it was) and the VM's memory. */
+void gi_cgroup_stats(const char *cg, struct proto_stats *s);
+/* Write v into the limit file of cg (0 is "max"). */
+int gi_cgroup_set_limit(const char *cg, const char *file, uint64_t v);
+/* cg's memory.events, open, with its counters read into *ret: an fd to
+ * poll for POLLPRI (the kernel flags it whenever a counter moves), or -1
+ * when there is none. */
+int gi_oom_open(const char *cg, struct proto_oom *ret);
+/* Read the OOM counters ("oom", "oom_kill") of memory.events again. */
+int gi_oom_read(int fd, struct proto_oom *ret);
+
 /* ---- restore.c: a VM restored from a template ---- */
 
 /* Set the clock and seed the entropy pool from START's identity fields

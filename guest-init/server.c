@@ -1,16 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -277,66 +274,12 @@ static int handle_exec(struct state *st, struct proto_msg *m)
 	return proc_go(st, p, m->id);
 }
 
-static int read_u64(const char *dir, const char *file, const char *key, uint64_t *ret)
-{
-	char path[512], line[256];
-	_cleanup_fclose_ FILE *f = NULL;
-	size_t klen = key ? strlen(key) : 0;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (key && (strncmp(line, key, klen) != 0 || line[klen] != ' '))
-			continue;
-		*ret = strtoull(line + (key ? klen + 1 : 0), NULL, 10); /* "max" reads as 0 */
-		return 0;
-	}
-	return -ENOENT;
-}
-
 static int handle_stats(struct state *st, uint64_t id)
 {
 	struct proto_msg m = {0};
-	struct proto_stats *s = &m.u.stats;
-	const char *cg = st->srv->cgroup_dir;
 
-	if (cg) {
-		read_u64(cg, "cpu.stat", "usage_usec", &s->cpu_usage_usec);
-		read_u64(cg, "cpu.stat", "user_usec", &s->cpu_user_usec);
-		read_u64(cg, "cpu.stat", "system_usec", &s->cpu_system_usec);
-		read_u64(cg, "memory.current", NULL, &s->memory_current);
-		read_u64(cg, "memory.max", NULL, &s->memory_max);
-		read_u64(cg, "pids.current", NULL, &s->pids_current);
-	}
-	if (read_u64("/proc", "meminfo", "MemTotal:", &s->memory_total) == 0)
-		s->memory_total *= 1024;
+	gi_cgroup_stats(st->srv->cgroup_dir, &m.u.stats);
 	return reply(st, PROTO_MSG_STATS, id, &m);
-}
-
-/* Signal every process in the container's pid namespace (kill --all).
- * Never kill(-1): the same code runs on the host in tests. */
-static int kill_container(pid_t init, int signo)
-{
-	_cleanup_closedir_ DIR *d = opendir("/proc");
-	struct stat ns, pns;
-	char path[64];
-	struct dirent *de;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)init);
-	if (!d || stat(path, &ns) < 0)
-		return -errno;
-	while ((de = readdir(d))) {
-		int pid = atoi(de->d_name);
-
-		if (pid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
-		if (stat(path, &pns) == 0 && pns.st_ino == ns.st_ino && pns.st_dev == ns.st_dev)
-			kill(pid, signo);
-	}
-	return 0;
 }
 
 static int handle_signal(struct state *st, const struct proto_msg *m)
@@ -350,7 +293,7 @@ static int handle_signal(struct state *st, const struct proto_msg *m)
 	if (!p || p->exited)
 		return reply_error(st, m->id, -ESRCH, "process not found");
 	if (s->all && st->init_pid && !st->init_done)
-		r = kill_container(st->init_pid, (int)s->signo);
+		r = gi_kill_container(st->init_pid, (int)s->signo);
 	else if (p->pid <= 0 || kill(p->pid, (int)s->signo) < 0)
 		r = -errno;
 	if (r < 0)
@@ -370,23 +313,7 @@ static int handle_resize(struct state *st, const struct proto_msg *m)
 	return reply_error(st, m->id, 0, "");
 }
 
-/* UPDATE: write the limits that can change at run time into the
- * container's cgroup (0 is "max"). */
-static int write_limit(const char *dir, const char *file, uint64_t v)
-{
-	char path[512], val[32];
-	int fd, n, r = 0;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	n = v ? snprintf(val, sizeof(val), "%llu", (unsigned long long)v) : snprintf(val, sizeof(val), "max");
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0 || write(fd, val, (size_t)n) < 0)
-		r = -errno;
-	if (fd >= 0)
-		close(fd);
-	return r;
-}
-
+/* UPDATE: the limits that can change at run time. */
 static int handle_update(struct state *st, const struct proto_msg *m)
 {
 	const struct proto_update *u = &m->u.update;
@@ -395,9 +322,9 @@ static int handle_update(struct state *st, const struct proto_msg *m)
 
 	if (!cg)
 		return reply_error(st, m->id, -ENOTSUP, "the container has no cgroup");
-	if (u->has_pids_max && (r = write_limit(cg, "pids.max", u->pids_max)) < 0)
+	if (u->has_pids_max && (r = gi_cgroup_set_limit(cg, "pids.max", u->pids_max)) < 0)
 		return reply_error(st, m->id, r, "set pids.max");
-	if (u->has_memory_max && (r = write_limit(cg, "memory.max", u->memory_max)) < 0)
+	if (u->has_memory_max && (r = gi_cgroup_set_limit(cg, "memory.max", u->memory_max)) < 0)
 		return reply_error(st, m->id, r, "set memory.max");
 	return reply_error(st, m->id, 0, "");
 }
@@ -422,42 +349,10 @@ static int handle_network(struct state *st, const struct proto_msg *m)
 	return reply_error(st, m->id, 0, "");
 }
 
-/* memory.events: "oom N" and "oom_kill N" among other lines. */
-static int read_oom(int fd, struct proto_oom *ret)
-{
-	char buf[512], *p;
-	ssize_t n;
-
-	if (lseek(fd, 0, SEEK_SET) < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	*ret = (struct proto_oom){0};
-	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		if (strncmp(p, "oom ", 4) == 0)
-			ret->oom = strtoull(p + 4, NULL, 10);
-		else if (strncmp(p, "oom_kill ", 9) == 0)
-			ret->oom_kill = strtoull(p + 9, NULL, 10);
-	}
-	return 0;
-}
-
 /* The kernel flags memory.events (POLLPRI) whenever a counter moves. */
 static void oom_watch(struct state *st)
 {
-	char path[512];
-
-	st->oom_fd = -1;
-	if (!st->srv->cgroup_dir)
-		return;
-	snprintf(path, sizeof(path), "%s/memory.events", st->srv->cgroup_dir);
-	st->oom_fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (st->oom_fd >= 0 && read_oom(st->oom_fd, &st->oom) < 0) {
-		close(st->oom_fd);
-		st->oom_fd = -1;
-	}
+	st->oom_fd = st->srv->cgroup_dir ? gi_oom_open(st->srv->cgroup_dir, &st->oom) : -1;
 }
 
 /* An OOM kill (or a failed reclaim at the limit) since the last look:
@@ -467,7 +362,7 @@ static void oom_check(struct state *st)
 	struct proto_msg m = {0};
 	struct proto_oom now;
 
-	if (read_oom(st->oom_fd, &now) < 0)
+	if (gi_oom_read(st->oom_fd, &now) < 0)
 		return;
 	if (now.oom_kill == st->oom.oom_kill && now.oom == st->oom.oom)
 		return;
