@@ -29,12 +29,6 @@
  * s->root_readonly) at target, creating target. */
 int gi_mount_root_disk(const struct proto_start *s, const char *target);
 
-/* Join root and unsafe (a path from the spec) without leaving root:
- * symlinks met on the way are resolved inside root, ".." stops at root.
- * Components that do not exist are appended as they are. *ret is
- * malloc'd and owned by the caller. */
-int gi_secure_join(const char *root, const char *unsafe, char **ret);
-
 /* Parse OCI mount options into mount(2) flags, propagation flags and the
  * remaining comma-joined data string (*ret_data malloc'd, may be ""). */
 int gi_mount_options(char *const *options, unsigned long *ret_flags, unsigned long *ret_propagation, char **ret_data);
