@@ -6,14 +6,13 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/unix-socket.h"
 #include "runtime/console.h"
-#include "runtime/monitor-client.h"
 
 int console_open_pty(int *ret_master, int *ret_slave, char *ret_name, size_t size)
 {
@@ -41,8 +40,7 @@ int console_open_pty(int *ret_master, int *ret_slave, char *ret_name, size_t siz
 
 int console_send_fd(const char *path, int fd, const char *name)
 {
-	_cleanup_close_ int sock = -1, dirfd = -1;
-	struct sockaddr_un sa;
+	_cleanup_close_ int sock = -1;
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
@@ -50,16 +48,10 @@ int console_send_fd(const char *path, int fd, const char *name)
 	struct iovec iov = {.iov_base = (void *)name, .iov_len = strlen(name)};
 	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
 	struct cmsghdr *cm;
-	int r;
 
-	r = monitor_sockaddr(path, &sa, &dirfd);
-	if (r < 0)
-		return r;
-	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	sock = unix_connect(path, SOCK_CLOEXEC);
 	if (sock < 0)
-		return err_setsys(-errno, "socket");
-	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return err_setsys(-errno, "connect to console socket %s", path);
+		return err_setsys(sock, "connect to console socket %s", path);
 	memset(u.buf, 0, sizeof(u.buf));
 	cm = CMSG_FIRSTHDR(&msg);
 	cm->cmsg_level = SOL_SOCKET;

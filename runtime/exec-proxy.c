@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "common/log.h"
+#include "common/unix-socket.h"
 #include "runtime/console.h"
 #include "runtime/exec-proxy.h"
 #include "runtime/jail.h"
@@ -68,21 +69,15 @@ static uint32_t port_base(void)
 static int listen_streams(struct proxy *p, int n)
 {
 	for (int i = 0; i < n; i++) {
-		_cleanup_close_ int dirfd = -1;
-		struct sockaddr_un sa;
 		int r;
 
 		if (asprintf(&p->listen_paths[i], "%s/%s_%u", p->o->dir, MONITOR_VSOCK_SOCK, port_base() + i) < 0)
 			return -ENOMEM;
-		r = monitor_sockaddr(p->listen_paths[i], &sa, &dirfd);
+		unlink(p->listen_paths[i]);
+		r = unix_listen(p->listen_paths[i], SOCK_CLOEXEC, 1);
 		if (r < 0)
 			return r;
-		p->listen_fds[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (p->listen_fds[i] < 0)
-			return err_setsys(-errno, "socket");
-		unlink(p->listen_paths[i]);
-		if (bind(p->listen_fds[i], (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(p->listen_fds[i], 1) < 0)
-			return err_setsys(-errno, "listen on %s", p->listen_paths[i]);
+		p->listen_fds[i] = r;
 	}
 	return 0;
 }
@@ -150,21 +145,15 @@ static int send_exec(struct proxy *p)
 {
 	struct proto_msg msg = {.type = PROTO_MSG_EXEC};
 	_cleanup_free_ char *path = NULL;
-	_cleanup_close_ int dirfd = -1;
-	struct sockaddr_un sa;
 	char line[4096];
 	int r;
 
 	if (asprintf(&path, "%s/%s", p->o->dir, MONITOR_CONTROL_SOCK) < 0)
 		return -ENOMEM;
-	r = monitor_sockaddr(path, &sa, &dirfd);
+	r = unix_connect(path, SOCK_CLOEXEC);
 	if (r < 0)
-		return r;
-	p->ctl = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (p->ctl < 0)
-		return err_setsys(-errno, "socket");
-	if (connect(p->ctl, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return err_setsys(-errno, "connect to the container's monitor");
+		return err_setsys(r, "connect to the container's monitor");
+	p->ctl = r;
 	r = write_all(p->ctl, "exec\n", 5);
 	msg.u.exec = *p->o->proc;
 	if (r >= 0)

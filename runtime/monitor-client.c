@@ -13,38 +13,11 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/unix-socket.h"
 #include "runtime/monitor-client.h"
 #include "runtime/monitor.h"
 
 #define REPLY_MAX 4096
-
-int monitor_sockaddr(const char *path, struct sockaddr_un *ret, int *ret_dirfd)
-{
-	_cleanup_free_ char *dir = NULL;
-	const char *slash = strrchr(path, '/');
-	int fd, n;
-
-	*ret = (struct sockaddr_un){.sun_family = AF_UNIX};
-	*ret_dirfd = -1;
-	if (strlen(path) < sizeof(ret->sun_path)) {
-		strcpy(ret->sun_path, path);
-		return 0;
-	}
-	if (!slash || slash == path || !(dir = strndup(path, (size_t)(slash - path))))
-		return err_set(-ENAMETOOLONG, "socket path %s is longer than %zu bytes", path,
-		               sizeof(ret->sun_path) - 1);
-	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return err_setsys(-errno, "open %s", dir);
-	n = snprintf(ret->sun_path, sizeof(ret->sun_path), "/proc/self/fd/%d/%s", fd, slash + 1);
-	if (n < 0 || (size_t)n >= sizeof(ret->sun_path)) {
-		close(fd);
-		return err_set(-ENAMETOOLONG, "socket name %s is longer than %zu bytes", slash + 1,
-		               sizeof(ret->sun_path) - 1);
-	}
-	*ret_dirfd = fd;
-	return 0;
-}
 
 static int64_t now_ms(void)
 {
@@ -126,21 +99,14 @@ int monitor_call(const char *dir, const char *request, int timeout_ms, char **re
 static int connect_control(const char *dir)
 {
 	_cleanup_free_ char *path = NULL;
-	_cleanup_close_ int fd = -1, dirfd = -1;
-	struct sockaddr_un sa;
-	int r;
+	int fd;
 
 	if (asprintf(&path, "%s/%s", dir, MONITOR_CONTROL_SOCK) < 0)
 		return -ENOMEM;
-	r = monitor_sockaddr(path, &sa, &dirfd);
-	if (r < 0)
-		return r;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = unix_connect(path, SOCK_CLOEXEC);
 	if (fd < 0)
-		return err_setsys(-errno, "socket");
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return err_setsys(-errno, "connect to the container's monitor at %s", path);
-	return TAKE_FD(fd);
+		return err_setsys(fd, "connect to the container's monitor at %s", path);
+	return fd;
 }
 
 int monitor_call_fds(const char *dir, const char *request, const int *fds, size_t nfds, int timeout_ms,

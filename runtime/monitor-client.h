@@ -24,11 +24,4 @@ int monitor_call_fds(const char *dir, const char *request, const int *fds, size_
  * when the container's process has exited. */
 int monitor_subscribe(const char *dir, int timeout_ms);
 
-/* Build the socket address of path. A path too long for sun_path (a long
- * --root with a 64-character id) is reached through an O_PATH descriptor
- * of its directory ("/proc/self/fd/N/name"): *ret_dirfd is then that
- * descriptor, to close after bind() or connect(), else -1. */
-struct sockaddr_un;
-int monitor_sockaddr(const char *path, struct sockaddr_un *ret, int *ret_dirfd);
-
 #endif

@@ -20,6 +20,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/protocol.h"
+#include "common/unix-socket.h"
 #include "runtime/cgroup.h"
 #include "runtime/console.h"
 #include "runtime/guest-spec.h"
@@ -50,23 +51,8 @@ static int64_t now_ms(void)
 
 static int listen_unix(const char *path)
 {
-	_cleanup_close_ int dirfd = -1;
-	struct sockaddr_un sa;
-	int fd, r;
-
-	r = monitor_sockaddr(path, &sa, &dirfd);
-	if (r < 0)
-		return r;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return err_setsys(-errno, "socket");
 	unlink(path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0) {
-		r = err_setsys(-errno, "listen on %s", path);
-		close(fd);
-		return r;
-	}
-	return fd;
+	return unix_listen(path, SOCK_CLOEXEC | SOCK_NONBLOCK, 16);
 }
 
 static void port_path(const struct monitor *m, int i, char *buf, size_t size)

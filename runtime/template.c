@@ -19,6 +19,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/protocol.h"
+#include "common/unix-socket.h"
 #include "config.h"
 #include "runtime/sandbox.h"
 #include "runtime/template.h"
@@ -197,22 +198,11 @@ static int reach_ready(struct build *b)
 
 static int listen_ctl(const char *vsock_path)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
+	_cleanup_free_ char *path = NULL;
 
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_%u", vsock_path, KVRUN_PROTO_CONTROL_PORT) >=
-	    sizeof(sa.sun_path))
-		return err_set(-ENAMETOOLONG, "socket path %s too long", vsock_path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return err_setsys(-errno, "socket");
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0) {
-		int r = err_setsys(-errno, "listen on %s", sa.sun_path);
-
-		close(fd);
-		return r;
-	}
-	return fd;
+	if (asprintf(&path, "%s_%u", vsock_path, KVRUN_PROTO_CONTROL_PORT) < 0)
+		return -ENOMEM;
+	return unix_listen(path, SOCK_CLOEXEC | SOCK_NONBLOCK, 1);
 }
 
 static int build_timeout_ms(void)

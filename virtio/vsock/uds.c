@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/unix-socket.h"
 #include "virtio/vsock/conn.h"
 #include "virtio/vsock/uds.h"
 
@@ -186,37 +188,15 @@ static void uds_reply_rst(struct vsock_uds *u, const struct vsock_hdr *h)
 	uds_rx_queue(u, c);
 }
 
-static int uds_connect(const char *path)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
-
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	/* A unix stream connect completes at once or fails (EAGAIN: the
-	 * listener's backlog is full, which is a refusal too). */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int r = -errno;
-
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
 /* Guest REQUEST to host port P: connect to "<path>_P". */
 static void uds_guest_connect(struct vsock_uds *u, const struct vsock_hdr *h)
 {
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 16];
+	char path[PATH_MAX];
 	struct vsock_conn *c;
-	int fd;
+	int fd = -ENAMETOOLONG;
 
-	snprintf(path, sizeof(path), "%s_%u", u->path, h->dst_port);
-	fd = uds_connect(path);
+	if (snprintf(path, sizeof(path), "%s_%u", u->path, h->dst_port) < (int)sizeof(path))
+		fd = unix_connect(path, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0) {
 		log_debug("vsock: guest connect to port %u: %s", h->dst_port, strerror(-fd));
 		uds_reply_rst(u, h);
@@ -314,27 +294,15 @@ static void uds_listen_handler(int fd, uint32_t revents, void *opaque)
 
 static int uds_listen(const char *path)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	_cleanup_close_ int fd = -1;
 	struct stat st;
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return err_set(-ENAMETOOLONG, "vsock socket path too long: %s", path);
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return err_setsys(-errno, "vsock socket");
 	/* Only a socket left by an earlier run is stale; anything else at
 	 * path is someone's file. */
 	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
 		return err_set(-EEXIST, "vsock socket path %s exists and is not a socket", path);
 	if (unlink(path) < 0 && errno != ENOENT)
 		return err_setsys(-errno, "remove stale %s", path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return err_setsys(-errno, "bind %s", path);
-	if (listen(fd, 64) < 0)
-		return err_setsys(-errno, "listen on %s", path);
-	return TAKE_FD(fd);
+	return unix_listen(path, SOCK_NONBLOCK | SOCK_CLOEXEC, 64);
 }
 
 int vsock_uds_new(struct event_loop *loop, const char *uds_path, uint64_t guest_cid, pthread_mutex_t *lock,
