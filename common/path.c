@@ -45,7 +45,7 @@ int path_resolve_in(const char *root, const char *unsafe, char *out, size_t outl
 		return -ENAMETOOLONG;
 	while (rest[0]) {
 		char *p = rest, *slash;
-		size_t clen;
+		size_t clen, olen;
 		ssize_t n;
 
 		while (*p == '/')
@@ -66,8 +66,10 @@ int path_resolve_in(const char *root, const char *unsafe, char *out, size_t outl
 			rest_skip(rest, p, clen);
 			continue;
 		}
-		strcat(out, "/");
-		strncat(out, p, clen);
+		olen = strlen(out);
+		out[olen] = '/';
+		memcpy(out + olen + 1, p, clen);
+		out[olen + 1 + clen] = '\0';
 		rest_skip(rest, p, clen);
 		if (snprintf(full, sizeof(full), "%s%s", root, out) >= (int)sizeof(full))
 			return -ENAMETOOLONG;
