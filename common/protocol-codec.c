@@ -11,6 +11,7 @@
 
 #include "common/cleanup.h"
 #include "common/fileio.h"
+#include "common/grow.h"
 #include "common/protocol-fields.h"
 #include "common/protocol.h"
 
@@ -50,19 +51,9 @@ static uint8_t *wbuf_reserve(struct wbuf *w, size_t n)
 		w->err = -EMSGSIZE;
 		return NULL;
 	}
-	if (w->len + n > w->cap) {
-		size_t cap = w->cap ? w->cap : 256;
-		uint8_t *np;
-
-		while (cap < w->len + n)
-			cap *= 2;
-		np = realloc(w->p, cap);
-		if (!np) {
-			w->err = -ENOMEM;
-			return NULL;
-		}
-		w->p = np;
-		w->cap = cap;
+	if (grow_bytes(&w->p, &w->cap, w->len + n, 256) < 0) {
+		w->err = -ENOMEM;
+		return NULL;
 	}
 	w->len += n;
 	return w->p + w->len - n;

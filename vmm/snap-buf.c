@@ -3,24 +3,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "vmm/snap-buf.h"
 
 int snap_buf_put(struct snap_buf *b, const void *p, size_t n)
 {
 	if (b->err)
 		return b->err;
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		uint8_t *d;
-
-		while (cap < b->len + n)
-			cap *= 2;
-		d = realloc(b->data, cap);
-		if (!d)
-			return b->err = -ENOMEM;
-		b->data = d;
-		b->cap = cap;
-	}
+	if (grow_bytes(&b->data, &b->cap, b->len + n, 4096) < 0)
+		return b->err = -ENOMEM;
 	memcpy(b->data + b->len, p, n);
 	b->len += n;
 	return 0;
