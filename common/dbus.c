@@ -167,7 +167,7 @@ int dbus_open_fd(int fd, bool say_hello, int timeout_ms, struct dbus_conn **ret)
 
 int dbus_open(const char *path, bool say_hello, int timeout_ms, struct dbus_conn **ret)
 {
-	int fd = unix_connect(path, SOCK_CLOEXEC);
+	int fd = unix_connect(path, 0, NULL);
 
 	if (fd < 0)
 		return fd;

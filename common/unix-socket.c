@@ -15,13 +15,12 @@ int unix_sockaddr(const char *path, struct sockaddr_un *ret, int *ret_dirfd)
 {
 	_cleanup_free_ char *dir = NULL;
 	const char *slash = strrchr(path, '/');
-	_cleanup_close_ int fd = -1;
-	int n;
+	int fd, n;
 
 	*ret = (struct sockaddr_un){.sun_family = AF_UNIX};
 	*ret_dirfd = -1;
 	if (strlen(path) < sizeof(ret->sun_path)) {
-		memcpy(ret->sun_path, path, strlen(path) + 1);
+		strcpy(ret->sun_path, path);
 		return 0;
 	}
 	if (!slash || slash == path || !(dir = strndup(path, (size_t)(slash - path))))
@@ -31,49 +30,49 @@ int unix_sockaddr(const char *path, struct sockaddr_un *ret, int *ret_dirfd)
 	if (fd < 0)
 		return err_setsys(-errno, "open %s", dir);
 	n = snprintf(ret->sun_path, sizeof(ret->sun_path), "/proc/self/fd/%d/%s", fd, slash + 1);
-	if (n < 0 || (size_t)n >= sizeof(ret->sun_path))
+	if (n < 0 || (size_t)n >= sizeof(ret->sun_path)) {
+		close(fd);
 		return err_set(-ENAMETOOLONG, "socket name %s is longer than %zu bytes", slash + 1,
 		               sizeof(ret->sun_path) - 1);
-	*ret_dirfd = TAKE_FD(fd);
+	}
+	*ret_dirfd = fd;
 	return 0;
 }
 
-/* A stream socket with flags, and the address of path for it (dirfd as
- * unix_sockaddr() gives it). */
-static int socket_for(const char *path, int flags, struct sockaddr_un *sa, int *dirfd)
+int unix_listen(const char *path, int backlog)
 {
-	int fd, r = unix_sockaddr(path, sa, dirfd);
+	_cleanup_close_ int dirfd = -1;
+	struct sockaddr_un sa;
+	int fd, r;
 
+	r = unix_sockaddr(path, &sa, &dirfd);
 	if (r < 0)
 		return r;
-	fd = socket(AF_UNIX, SOCK_STREAM | flags, 0);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return err_setsys(-errno, "socket");
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0) {
+		r = err_setsys(-errno, "listen on %s", path);
+		close(fd);
+		return r;
+	}
 	return fd;
 }
 
-int unix_connect(const char *path, int flags)
+int unix_connect(const char *path, int flags, const char *what)
 {
-	_cleanup_close_ int dirfd = -1;
+	_cleanup_close_ int dirfd = -1, fd = -1;
 	struct sockaddr_un sa;
-	_cleanup_close_ int fd = socket_for(path, flags, &sa, &dirfd);
+	int r;
 
+	r = unix_sockaddr(path, &sa, &dirfd);
+	if (r < 0)
+		return r;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
 	if (fd < 0)
-		return fd;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return err_setsys(-errno, "connect to %s", path);
-	return TAKE_FD(fd);
-}
-
-int unix_listen(const char *path, int flags, int backlog)
-{
-	_cleanup_close_ int dirfd = -1;
-	struct sockaddr_un sa;
-	_cleanup_close_ int fd = socket_for(path, flags, &sa, &dirfd);
-
-	if (fd < 0)
-		return fd;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, backlog) < 0)
-		return err_setsys(-errno, "listen on %s", path);
+		return err_setsys(-errno, "socket");
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS)
+		return err_setsys(-errno, "connect to %s", what ? what : path);
 	return TAKE_FD(fd);
 }

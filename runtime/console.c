@@ -48,10 +48,13 @@ int console_send_fd(const char *path, int fd, const char *name)
 	struct iovec iov = {.iov_base = (void *)name, .iov_len = strlen(name)};
 	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
 	struct cmsghdr *cm;
+	_cleanup_free_ char *what = NULL;
 
-	sock = unix_connect(path, SOCK_CLOEXEC);
+	if (asprintf(&what, "console socket %s", path) < 0)
+		return -ENOMEM;
+	sock = unix_connect(path, 0, what);
 	if (sock < 0)
-		return err_setsys(sock, "connect to console socket %s", path);
+		return sock;
 	memset(u.buf, 0, sizeof(u.buf));
 	cm = CMSG_FIRSTHDR(&msg);
 	cm->cmsg_level = SOL_SOCKET;

@@ -69,15 +69,11 @@ static uint32_t port_base(void)
 static int listen_streams(struct proxy *p, int n)
 {
 	for (int i = 0; i < n; i++) {
-		int r;
-
 		if (asprintf(&p->listen_paths[i], "%s/%s_%u", p->o->dir, MONITOR_VSOCK_SOCK, port_base() + i) < 0)
 			return -ENOMEM;
-		unlink(p->listen_paths[i]);
-		r = unix_listen(p->listen_paths[i], SOCK_CLOEXEC, 1);
-		if (r < 0)
-			return r;
-		p->listen_fds[i] = r;
+		p->listen_fds[i] = unix_listen(p->listen_paths[i], 1);
+		if (p->listen_fds[i] < 0)
+			return p->listen_fds[i];
 	}
 	return 0;
 }
@@ -150,10 +146,9 @@ static int send_exec(struct proxy *p)
 
 	if (asprintf(&path, "%s/%s", p->o->dir, MONITOR_CONTROL_SOCK) < 0)
 		return -ENOMEM;
-	r = unix_connect(path, SOCK_CLOEXEC);
-	if (r < 0)
-		return err_setsys(r, "connect to the container's monitor");
-	p->ctl = r;
+	p->ctl = unix_connect(path, 0, "the container's monitor");
+	if (p->ctl < 0)
+		return p->ctl;
 	r = write_all(p->ctl, "exec\n", 5);
 	msg.u.exec = *p->o->proc;
 	if (r >= 0)

@@ -98,15 +98,12 @@ int monitor_call(const char *dir, const char *request, int timeout_ms, char **re
 /* A connection to the control socket of the container in dir. */
 static int connect_control(const char *dir)
 {
-	_cleanup_free_ char *path = NULL;
-	int fd;
+	_cleanup_free_ char *path = NULL, *what = NULL;
 
-	if (asprintf(&path, "%s/%s", dir, MONITOR_CONTROL_SOCK) < 0)
+	if (asprintf(&path, "%s/%s", dir, MONITOR_CONTROL_SOCK) < 0 ||
+	    asprintf(&what, "the container's monitor at %s", path) < 0)
 		return -ENOMEM;
-	fd = unix_connect(path, SOCK_CLOEXEC);
-	if (fd < 0)
-		return err_setsys(fd, "connect to the container's monitor at %s", path);
-	return fd;
+	return unix_connect(path, 0, what);
 }
 
 int monitor_call_fds(const char *dir, const char *request, const int *fds, size_t nfds, int timeout_ms,

@@ -49,12 +49,6 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int listen_unix(const char *path)
-{
-	unlink(path);
-	return unix_listen(path, SOCK_CLOEXEC | SOCK_NONBLOCK, 16);
-}
-
 static void port_path(const struct monitor *m, int i, char *buf, size_t size)
 {
 	snprintf(buf, size, "%s_%u", m->vsock_path, ports[i]);
@@ -66,7 +60,7 @@ static int open_listeners(struct monitor *m)
 
 	for (int i = 0; i < NR_PORTS; i++) {
 		port_path(m, i, path, sizeof(path));
-		m->listen_fds[i] = listen_unix(path);
+		m->listen_fds[i] = unix_listen(path, 16);
 		if (m->listen_fds[i] < 0)
 			return m->listen_fds[i];
 	}
@@ -542,7 +536,7 @@ static int bring_up(struct monitor *m)
 	if (r >= 0 && a->pid_file)
 		r = write_pid_file(a->pid_file);
 	if (r >= 0)
-		m->control_fd = listen_unix(m->control_path);
+		m->control_fd = unix_listen(m->control_path, 16);
 	if (m->control_fd < 0 && r >= 0)
 		r = m->control_fd;
 	if (r >= 0)

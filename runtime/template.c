@@ -202,7 +202,7 @@ static int listen_ctl(const char *vsock_path)
 
 	if (asprintf(&path, "%s_%u", vsock_path, KVRUN_PROTO_CONTROL_PORT) < 0)
 		return -ENOMEM;
-	return unix_listen(path, SOCK_CLOEXEC | SOCK_NONBLOCK, 1);
+	return unix_listen(path, 1);
 }
 
 static int build_timeout_ms(void)

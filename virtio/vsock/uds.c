@@ -196,7 +196,7 @@ static void uds_guest_connect(struct vsock_uds *u, const struct vsock_hdr *h)
 	int fd = -ENAMETOOLONG;
 
 	if (snprintf(path, sizeof(path), "%s_%u", u->path, h->dst_port) < (int)sizeof(path))
-		fd = unix_connect(path, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		fd = unix_connect(path, SOCK_NONBLOCK, NULL);
 	if (fd < 0) {
 		log_debug("vsock: guest connect to port %u: %s", h->dst_port, strerror(-fd));
 		uds_reply_rst(u, h);
@@ -302,7 +302,7 @@ static int uds_listen(const char *path)
 		return err_set(-EEXIST, "vsock socket path %s exists and is not a socket", path);
 	if (unlink(path) < 0 && errno != ENOENT)
 		return err_setsys(-errno, "remove stale %s", path);
-	return unix_listen(path, SOCK_NONBLOCK | SOCK_CLOEXEC, 64);
+	return unix_listen(path, 64);
 }
 
 int vsock_uds_new(struct event_loop *loop, const char *uds_path, uint64_t guest_cid, pthread_mutex_t *lock,

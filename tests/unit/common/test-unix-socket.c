@@ -72,7 +72,7 @@ TEST(long_path_through_its_directory)
 	close(fd);
 	is_int(chdir(cwd), 0);
 
-	fd = unix_connect(path, SOCK_CLOEXEC);
+	fd = unix_connect(path, 0, NULL);
 	ok(fd >= 0, "unix_connect to the long path");
 	ok(fd >= 0 && passes_byte(l, fd), "and talks to the listener");
 	if (fd >= 0)
@@ -84,10 +84,10 @@ TEST(listen_on_a_long_path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX, .sun_path = "m.sock"};
 	char path[600], cwd[PATH_MAX];
-	int l, fd;
+	int l, l2, fd;
 
 	snprintf(path, sizeof(path), "%s/m.sock", deep);
-	l = unix_listen(path, SOCK_CLOEXEC, 4);
+	l = unix_listen(path, 4);
 	ok(l >= 0, "unix_listen on the long path");
 	ok(getcwd(cwd, sizeof(cwd)) && chdir(deep) == 0, "chdir into the directory");
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -95,10 +95,19 @@ TEST(listen_on_a_long_path)
 	ok(l >= 0 && passes_byte(l, fd), "a relative connect reaches the listener");
 	close(fd);
 	is_int(chdir(cwd), 0);
-	is_int(unix_listen(path, SOCK_CLOEXEC, 4), -EADDRINUSE);
-	ok(strstr(err_msg(), "listen on") != NULL, "says so: %s", err_msg());
-	if (l >= 0)
-		close(l);
+	/* A socket file left at the path is replaced. */
+	l2 = unix_listen(path, 4);
+	ok(l2 >= 0, "listening again at the path");
+	fd = unix_connect(path, 0, NULL);
+	ok(fd >= 0 && l2 >= 0 && passes_byte(l2, fd), "a connect reaches the new listener");
+	ok(accept4(l, NULL, NULL, SOCK_CLOEXEC) < 0 && errno == EAGAIN, "not the old one");
+	if (fd >= 0)
+		close(fd);
+	snprintf(path, sizeof(path), "%s/missing/m.sock", dir);
+	is_int(unix_listen(path, 4), -ENOENT);
+	ok(strstr(err_msg(), "listen on") && strstr(err_msg(), path), "says so: %s", err_msg());
+	close(l);
+	close(l2);
 }
 
 TEST(what_cannot_be_reached)
@@ -119,8 +128,10 @@ TEST(what_cannot_be_reached)
 	snprintf(path, sizeof(path), "%s/missing/l.sock", deep);
 	is_int(unix_sockaddr(path, &sa, &dirfd), -ENOENT);
 	snprintf(path, sizeof(path), "%s/none.sock", dir);
-	is_int(unix_connect(path, SOCK_CLOEXEC), -ENOENT);
+	is_int(unix_connect(path, 0, NULL), -ENOENT);
 	ok(strstr(err_msg(), "connect to") && strstr(err_msg(), path), "names the path: %s", err_msg());
+	is_int(unix_connect(path, 0, "the peer"), -ENOENT);
+	ok(strstr(err_msg(), "connect to the peer") != NULL, "or what it is: %s", err_msg());
 	rm_rf(dir);
 }
 
