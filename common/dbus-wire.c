@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/dbus-wire.h"
+#include "common/grow.h"
 
 #define MAX_DEPTH 64
 
@@ -31,18 +32,9 @@ static void put(struct dbus_writer *w, const void *p, size_t n)
 {
 	if (w->err)
 		return;
-	if (w->len + n > w->cap) {
-		size_t cap = w->cap ? w->cap : 256;
-		uint8_t *b;
-
-		while (cap < w->len + n)
-			cap *= 2;
-		b = realloc(w->buf, cap);
-		if (!b) {
-			w->err = -ENOMEM;
-			return;
-		}
-		w->buf = b, w->cap = cap;
+	if (grow_bytes(&w->buf, &w->cap, w->len + n, 256) < 0) {
+		w->err = -ENOMEM;
+		return;
 	}
 	memcpy(w->buf + w->len, p, n);
 	w->len += n;

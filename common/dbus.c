@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include "common/cleanup.h"
 #include "common/dbus.h"
 #include "common/error.h"
+#include "common/unix-socket.h"
 
 #define AUTH_LINE_MAX 512
 
@@ -160,21 +160,10 @@ int dbus_open_fd(int fd, bool say_hello, int timeout_ms, struct dbus_conn **ret)
 
 int dbus_open(const char *path, bool say_hello, int timeout_ms, struct dbus_conn **ret)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
+	int fd = unix_connect(path, 0, NULL);
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return err_set(-ENAMETOOLONG, "D-Bus socket path too long: %s", path);
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return err_setsys(-errno, "D-Bus socket");
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int q = -errno;
-
-		close(fd);
-		return err_setsys(q, "connect to %s", path);
-	}
+		return fd;
 	return dbus_open_fd(fd, say_hello, timeout_ms, ret);
 }
 

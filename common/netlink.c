@@ -216,3 +216,33 @@ int nl_dump(int fd, struct nl_msg *m, nl_dump_fn cb, void *opaque)
 		return r;
 	return nl_recv_until_done(fd, m->hdr.nlmsg_seq, cb, opaque);
 }
+
+int nl_route_change(int fd, int ifindex, const struct net_config_route *rt, uint8_t scope, bool add)
+{
+	struct rtmsg rtm = {
+	    .rtm_family = rt->family,
+	    .rtm_dst_len = rt->dst_len,
+	    .rtm_table = RT_TABLE_MAIN,
+	    .rtm_protocol = RTPROT_BOOT,
+	    .rtm_scope = scope,
+	    .rtm_type = RTN_UNICAST,
+	};
+	size_t alen = rt->family == AF_INET ? 4 : 16;
+	struct nl_msg m;
+	int r;
+
+	if (rt->family != AF_INET && rt->family != AF_INET6)
+		return -EAFNOSUPPORT;
+	nl_msg_init(&m, add ? RTM_NEWROUTE : RTM_DELROUTE, add ? NLM_F_CREATE | NLM_F_EXCL : 0, &rtm, sizeof(rtm));
+	if (rt->dst_len)
+		nl_attr_put(&m, RTA_DST, rt->dst, alen);
+	if (rt->has_gw)
+		nl_attr_put(&m, RTA_GATEWAY, rt->gw, alen);
+	nl_attr_put_u32(&m, RTA_OIF, (uint32_t)ifindex);
+	if (rt->metric)
+		nl_attr_put_u32(&m, RTA_PRIORITY, rt->metric);
+	r = nl_transact(fd, &m);
+	if ((add && r == -EEXIST) || (!add && (r == -ESRCH || r == -ENOENT)))
+		return 0;
+	return r;
+}

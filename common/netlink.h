@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/net-config.h"
+
 #define NL_MSG_MAX 4096
 
 struct nl_msg {
@@ -60,5 +62,11 @@ int nl_transact(int fd, struct nl_msg *m);
  * (remaining answers are read and dropped) and is returned. */
 typedef int (*nl_dump_fn)(const struct nlmsghdr *h, void *opaque);
 int nl_dump(int fd, struct nl_msg *m, nl_dump_fn cb, void *opaque);
+
+/* Add (add true) or delete route rt through link ifindex, in the main
+ * table, protocol "boot", with scope. Adding a route that is there, or
+ * deleting one that is not, succeeds. -EAFNOSUPPORT for a family other
+ * than AF_INET and AF_INET6; otherwise the kernel's negative errno. */
+int nl_route_change(int fd, int ifindex, const struct net_config_route *rt, uint8_t scope, bool add);
 
 #endif

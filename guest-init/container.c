@@ -3,8 +3,10 @@
  * Forking the container process. The child runs the whole setup, reports
  * "ready" over a SOCK_SEQPACKET pair (with its pty master when it has a
  * terminal), waits for "go", then execs; the pair is close-on-exec, so EOF
- * after "go" means the exec succeeded, as runc's exec fifo does.
+ * after "go" means the exec succeeded, as runc's exec fifo does. And
+ * signalling every process of the container (kill --all).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
@@ -298,4 +301,27 @@ int gi_go(struct gi_child *c)
 	if (r == 1 && m.type == SYNC_ERROR)
 		return err_set(m.err < 0 ? m.err : -EIO, "%s", m.msg);
 	return err_set(r < 0 ? r : -EPROTO, "container process sync failed");
+}
+
+/* Never kill(-1): the same code runs on the host in tests. */
+int gi_kill_container(pid_t init, int signo)
+{
+	_cleanup_closedir_ DIR *d = opendir("/proc");
+	struct stat ns, pns;
+	char path[64];
+	struct dirent *de;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)init);
+	if (!d || stat(path, &ns) < 0)
+		return -errno;
+	while ((de = readdir(d))) {
+		int pid = atoi(de->d_name);
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
+		if (stat(path, &pns) == 0 && pns.st_ino == ns.st_ino && pns.st_dev == ns.st_dev)
+			kill(pid, signo);
+	}
+	return 0;
 }

@@ -29,12 +29,6 @@
  * s->root_readonly) at target, creating target. */
 int gi_mount_root_disk(const struct proto_start *s, const char *target);
 
-/* Join root and unsafe (a path from the spec) without leaving root:
- * symlinks met on the way are resolved inside root, ".." stops at root.
- * Components that do not exist are appended as they are. *ret is
- * malloc'd and owned by the caller. */
-int gi_secure_join(const char *root, const char *unsafe, char **ret);
-
 /* Parse OCI mount options into mount(2) flags, propagation flags and the
  * remaining comma-joined data string (*ret_data malloc'd, may be ""). */
 int gi_mount_options(char *const *options, unsigned long *ret_flags, unsigned long *ret_propagation, char **ret_data);
@@ -139,6 +133,23 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret);
  * exec failure returns the negative errno with runc's message in err_msg()
  * (the child then exits 126/127). Closes c->sync_fd either way. */
 int gi_go(struct gi_child *c);
+
+/* Signal every process in the pid namespace of init (kill --all). */
+int gi_kill_container(pid_t init, int signo);
+
+/* ---- cgroup.c: the container's cgroup ---- */
+
+/* STATS: CPU, memory and pids counters of the cgroup cg (none when cg is
+ * NULL; what cannot be read stays as it was) and the VM's memory. */
+void gi_cgroup_stats(const char *cg, struct proto_stats *s);
+/* Write v into the limit file of cg (0 is "max"). */
+int gi_cgroup_set_limit(const char *cg, const char *file, uint64_t v);
+/* cg's memory.events, open, with its counters read into *ret: an fd to
+ * poll for POLLPRI (the kernel flags it whenever a counter moves), or -1
+ * when there is none. */
+int gi_oom_open(const char *cg, struct proto_oom *ret);
+/* Read the OOM counters ("oom", "oom_kill") of memory.events again. */
+int gi_oom_read(int fd, struct proto_oom *ret);
 
 /* ---- restore.c: a VM restored from a template ---- */
 

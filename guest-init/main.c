@@ -21,7 +21,7 @@
 #include "guest-init/guest-init.h"
 #include "guest-init/netcfg.h"
 #include "guest-init/server.h"
-#include "vmm/debug-port.h"
+#include "common/debug-port.h"
 
 static void boot_marker(void)
 {

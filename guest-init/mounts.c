@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/path.h"
 #include "guest-init/guest-init.h"
 
 int gi_mount_root_disk(const struct proto_start *s, const char *target)
@@ -30,73 +31,6 @@ int gi_mount_root_disk(const struct proto_start *s, const char *target)
 		return err_setsys(r, "mkdir %s", target);
 	if (mount(dev, target, type, flags, NULL) < 0)
 		return err_setsys(-errno, "mount %s (%s) on %s", dev, type, target);
-	return 0;
-}
-
-int gi_secure_join(const char *root, const char *unsafe, char **ret)
-{
-	char path[PATH_MAX], rest[PATH_MAX], link[PATH_MAX];
-	size_t rootlen = strlen(root);
-	int links = 0;
-
-	/* path = the resolved part (relative to root, starts with "/" or is
-	 * ""); rest = what is left to walk. */
-	path[0] = '\0';
-	if (snprintf(rest, sizeof(rest), "%s", unsafe) >= (int)sizeof(rest))
-		return -ENAMETOOLONG;
-	while (rest[0]) {
-		char comp[NAME_MAX + 1], full[PATH_MAX];
-		char *p = rest, *slash;
-		size_t clen;
-		ssize_t n;
-
-		while (*p == '/')
-			p++;
-		slash = strchr(p, '/');
-		clen = slash ? (size_t)(slash - p) : strlen(p);
-		if (clen > NAME_MAX)
-			return -ENAMETOOLONG;
-		memcpy(comp, p, clen);
-		comp[clen] = '\0';
-		memmove(rest, p + clen, strlen(p + clen) + 1);
-		if (clen == 0 || strcmp(comp, ".") == 0)
-			continue;
-		if (strcmp(comp, "..") == 0) {
-			char *last = strrchr(path, '/');
-
-			if (last)
-				*last = '\0';
-			continue;
-		}
-		if (strlen(path) + 1 + clen >= sizeof(path))
-			return -ENAMETOOLONG;
-		strcat(path, "/");
-		strcat(path, comp);
-		if (snprintf(full, sizeof(full), "%s%s", root, path) >= (int)sizeof(full))
-			return -ENAMETOOLONG;
-		n = readlink(full, link, sizeof(link) - 1);
-		if (n < 0)
-			continue; /* not a symlink, or not there yet */
-		link[n] = '\0';
-		if (++links > 40)
-			return -ELOOP;
-		/* Replace the component with the link target and walk again. */
-		*strrchr(path, '/') = '\0';
-		if (link[0] == '/')
-			path[0] = '\0';
-		size_t ll = (size_t)n, rl = strlen(rest);
-
-		if (ll + 1 + rl >= sizeof(full))
-			return -ENAMETOOLONG;
-		memcpy(full, link, ll);
-		full[ll] = '/';
-		memcpy(full + ll + 1, rest, rl + 1);
-		memcpy(rest, full, ll + rl + 2);
-	}
-	if (rootlen + strlen(path) + 2 > PATH_MAX)
-		return -ENAMETOOLONG;
-	if (asprintf(ret, "%s%s", root, path[0] ? path : "/") < 0)
-		return -ENOMEM;
 	return 0;
 }
 
@@ -253,7 +187,7 @@ static int mount_one(const struct proto_mount *m, size_t idx, const char *rootfs
 
 	if (!m->destination || m->destination[0] != '/')
 		return err_set(-EINVAL, "mount destination must be absolute: %s", m->destination ? m->destination : "");
-	r = gi_secure_join(rootfs, m->destination, &dest);
+	r = path_join_in(rootfs, m->destination, &dest);
 	if (r < 0)
 		return err_setsys(r, "mount destination %s", m->destination);
 	r = gi_mount_options(m->options, &flags, &prop, &data);
@@ -266,7 +200,7 @@ static int mount_one(const struct proto_mount *m, size_t idx, const char *rootfs
 		 * guest: inside the container's rootfs first, then the guest's. */
 		if (!m->source)
 			return err_set(-EINVAL, "bind mount of %s has no source", m->destination);
-		r = gi_secure_join(rootfs, m->source, &src);
+		r = path_join_in(rootfs, m->source, &src);
 		if (r < 0)
 			return r;
 		if (stat(src, &st) < 0) {

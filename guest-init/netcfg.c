@@ -137,34 +137,11 @@ static int add_addr(int nl, int ifindex, const struct net_config_addr *a)
 	return r == -EEXIST ? 0 : r;
 }
 
-static int add_route(int nl, int ifindex, const struct net_config_route *rt)
+/* On-link IPv4 routes are link-scoped; the rest (and every IPv6 route)
+ * universe. */
+static uint8_t route_scope(const struct net_config_route *rt)
 {
-	struct rtmsg rtm = {
-	    .rtm_family = rt->family,
-	    .rtm_dst_len = rt->dst_len,
-	    .rtm_table = RT_TABLE_MAIN,
-	    .rtm_protocol = RTPROT_BOOT,
-	    .rtm_scope = rt->has_gw ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK,
-	    .rtm_type = RTN_UNICAST,
-	};
-	size_t alen = rt->family == AF_INET ? 4 : 16;
-	struct nl_msg m;
-	int r;
-
-	if (rt->family != AF_INET && rt->family != AF_INET6)
-		return -EAFNOSUPPORT;
-	if (rt->family == AF_INET6)
-		rtm.rtm_scope = RT_SCOPE_UNIVERSE;
-	nl_msg_init(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &rtm, sizeof(rtm));
-	if (rt->dst_len)
-		nl_attr_put(&m, RTA_DST, rt->dst, alen);
-	if (rt->has_gw)
-		nl_attr_put(&m, RTA_GATEWAY, rt->gw, alen);
-	nl_attr_put_u32(&m, RTA_OIF, (uint32_t)ifindex);
-	if (rt->metric)
-		nl_attr_put_u32(&m, RTA_PRIORITY, rt->metric);
-	r = nl_transact(nl, &m);
-	return r == -EEXIST ? 0 : r;
+	return rt->has_gw || rt->family == AF_INET6 ? RT_SCOPE_UNIVERSE : RT_SCOPE_LINK;
 }
 
 /* Copies of dumped addresses or routes of one link, deleted after the
@@ -307,7 +284,7 @@ static int configure_iface(int nl, const struct net_config_iface *c, bool again)
 		for (unsigned int i = 0; i < c->nr_routes && i < NET_CONFIG_MAX_ROUTES; i++) {
 			if (!!c->routes[i].has_gw != pass)
 				continue;
-			r = add_route(nl, q.ifindex, &c->routes[i]);
+			r = nl_route_change(nl, q.ifindex, &c->routes[i], route_scope(&c->routes[i]), true);
 			if (r < 0)
 				return err_setsys(r, "adding route %u to %s", i, c->name);
 		}

@@ -1,7 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "common/log.h"
@@ -9,8 +18,316 @@
 #include "config.h"
 #include "guest-init/guest-init.h"
 #include "guest-init/relay.h"
-#include "guest-init/server-int.h"
 #include "guest-init/server.h"
+
+#define MAX_PROCS 64
+
+struct proc {
+	bool used, init, exited, reported;
+	pid_t pid;
+	int status;
+	uint64_t id; /* request that started it */
+	struct gi_child child;
+	int fds[6]; /* owned: sockets, pipe ends, pty master */
+	struct relay in, out, err;
+};
+
+struct state {
+	struct gi_server *srv;
+	struct proc procs[MAX_PROCS];
+	struct proto_msg start; /* kept: exec'd processes share its seccomp */
+	bool started;
+	pid_t init_pid;
+	int init_status;
+	bool init_done, host_gone;
+	int oom_fd; /* the container cgroup's memory.events, or -1 */
+	struct proto_oom oom; /* its counters last read */
+};
+
+static int reply(struct state *st, uint16_t type, uint64_t id, struct proto_msg *m)
+{
+	m->type = type;
+	m->id = id;
+	return proto_send(st->srv->ctl, m);
+}
+
+/* ERROR with err 0 acknowledges a request that has no other answer. */
+static int reply_error(struct state *st, uint64_t id, int negerr, const char *msg)
+{
+	struct proto_msg m = {.u.error = {(uint32_t)-negerr, (char *)msg}};
+
+	return reply(st, PROTO_MSG_ERROR, id, &m);
+}
+
+static void proc_close(struct proc *p)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(p->fds); i++)
+		if (p->fds[i] >= 0)
+			close(p->fds[i]);
+	if (p->child.sync_fd >= 0)
+		close(p->child.sync_fd);
+	memset(p, 0, sizeof(*p));
+}
+
+static struct proc *proc_new(struct state *st)
+{
+	for (size_t i = 0; i < MAX_PROCS; i++)
+		if (!st->procs[i].used) {
+			struct proc *p = &st->procs[i];
+
+			memset(p, 0, sizeof(*p));
+			p->used = true;
+			p->child.sync_fd = p->child.pty_master = -1;
+			for (size_t j = 0; j < ARRAY_SIZE(p->fds); j++)
+				p->fds[j] = -1;
+			return p;
+		}
+	return NULL;
+}
+
+static struct proc *proc_find(struct state *st, pid_t pid)
+{
+	if (pid == 0)
+		pid = st->init_pid;
+	for (size_t i = 0; i < MAX_PROCS; i++)
+		if (st->procs[i].used && st->procs[i].pid == pid)
+			return &st->procs[i];
+	return NULL;
+}
+
+static int nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
+}
+
+static int open_port(struct state *st, uint32_t port, int *ret)
+{
+	int fd;
+
+	if (!port) {
+		*ret = -1;
+		return 0;
+	}
+	fd = st->srv->connect_port(port, st->srv->opaque);
+	if (fd < 0)
+		return err_setsys(fd, "connect stdio port %u", port);
+	*ret = fd;
+	return nonblock(fd);
+}
+
+/* Connect the stdio streams and make the pipes the child gets. Slots:
+ * fds[0..2] = host streams, fds[3..5] = our pipe ends. */
+static int proc_stdio(struct state *st, struct proc *p, const struct proto_process *pp, int child_fds[3])
+{
+	int r, pfd[2];
+
+	child_fds[0] = child_fds[1] = child_fds[2] = -1;
+	if (pp->terminal)
+		return open_port(st, pp->stdin_port, &p->fds[0]);
+	const uint32_t ports[3] = {pp->stdin_port, pp->stdout_port, pp->stderr_port};
+	for (int i = 0; i < 3; i++) {
+		r = open_port(st, ports[i], &p->fds[i]);
+		if (r < 0)
+			return r;
+		if (p->fds[i] < 0)
+			continue;
+		if (pipe2(pfd, O_CLOEXEC) < 0)
+			return err_setsys(-errno, "pipe");
+		/* stdin: we write pfd[1], the child reads pfd[0]; outputs reverse. */
+		p->fds[3 + i] = i == 0 ? pfd[1] : pfd[0];
+		child_fds[i] = i == 0 ? pfd[0] : pfd[1];
+		nonblock(p->fds[3 + i]);
+	}
+	relay_init(&p->in, p->fds[0], p->fds[3], true);
+	relay_init(&p->out, p->fds[4], p->fds[1], true);
+	relay_init(&p->err, p->fds[5], p->fds[2], true);
+	return 0;
+}
+
+static void proc_terminal(struct proc *p)
+{
+	p->fds[3] = p->child.pty_master;
+	p->child.pty_master = -1;
+	if (p->fds[3] < 0)
+		return;
+	nonblock(p->fds[3]);
+	relay_init(&p->in, p->fds[0], p->fds[3], false);
+	relay_init(&p->out, p->fds[3], p->fds[0], false);
+}
+
+/* Spawn for START (join == 0) or EXEC; on failure the ERROR is sent and
+ * the proc stays to report the child's exit. */
+static int proc_spawn(struct state *st, const struct proto_msg *m, pid_t join, struct proc **ret)
+{
+	const struct proto_process *pp = join ? &m->u.exec : &m->u.start.process;
+	struct proc *p = proc_new(st);
+	int child_fds[3], r;
+
+	if (!p)
+		return reply_error(st, m->id, -EAGAIN, "too many processes");
+	p->id = m->id;
+	p->init = !join;
+	r = proc_stdio(st, p, pp, child_fds);
+	if (r >= 0) {
+		struct gi_spawn sp = {
+		    .start = join ? NULL : &m->u.start,
+		    .process = pp,
+		    .seccomp = st->start.u.start.seccomp,
+		    .rootfs = st->srv->rootfs_dir,
+		    .files_dir = st->srv->files_dir,
+		    .join_pid = join,
+		    .cgroup_dir = st->srv->cgroup_dir,
+		    .new_pidns = true,
+		    .stdio = {child_fds[0], child_fds[1], child_fds[2]},
+		};
+		r = gi_spawn(&sp, &p->child);
+		p->pid = p->child.pid;
+	}
+	for (int i = 0; i < 3; i++)
+		if (child_fds[i] >= 0)
+			close(child_fds[i]);
+	if (r >= 0 && pp->terminal)
+		proc_terminal(p);
+	if (p->init)
+		st->init_pid = p->pid;
+	*ret = p;
+	if (r < 0) {
+		reply_error(st, m->id, r, err_msg());
+		if (!p->pid) {
+			p->exited = true;
+			p->status = 1 << 8;
+		}
+		return r;
+	}
+	return 0;
+}
+
+static int proc_go(struct state *st, struct proc *p, uint64_t id)
+{
+	struct proto_msg m = {.u.started = {(uint32_t)p->pid}};
+	int r = gi_go(&p->child);
+
+	if (r < 0)
+		return reply_error(st, id, r, err_msg());
+	return reply(st, PROTO_MSG_STARTED, id, &m);
+}
+
+/* START failed before there was a process: the ERROR, then the EXIT of
+ * an init that never ran, so the host ends the VM. */
+static int start_failed(struct state *st, int r)
+{
+	struct proto_msg em = {.u.exit = {0, 1 << 8, true}};
+
+	st->init_done = true;
+	st->init_status = 1 << 8;
+	reply_error(st, st->start.id, r, err_msg());
+	return reply(st, PROTO_MSG_EXIT, st->start.id, &em);
+}
+
+static int handle_start(struct state *st, struct proto_msg *m)
+{
+	struct proto_start *s = &m->u.start;
+	struct proc *p;
+	int r;
+
+	if (st->started)
+		return reply_error(st, m->id, -EBUSY, "container already started");
+	st->started = true;
+	st->start = *m; /* take ownership */
+	memset(m, 0, sizeof(*m));
+	s = &st->start.u.start;
+	if (st->srv->apply_identity && st->srv->apply_identity(s) < 0)
+		log_warn("%s", err_msg()); /* a clock or seed problem must not stop the container */
+	if (s->root_device) {
+		err_clear();
+		r = gi_mount_root_disk(s, st->srv->rootfs_dir);
+		if (r < 0)
+			return start_failed(st, r);
+	}
+	if (st->srv->net_apply) {
+		err_clear();
+		r = st->srv->net_apply(s->net);
+		if (r < 0)
+			return start_failed(st, err_prefix(r, "network setup"));
+	}
+	r = proc_spawn(st, &st->start, 0, &p);
+	if (r < 0)
+		return 0;
+	if (st->start.flags & PROTO_START_F_WAIT) {
+		struct proto_msg rm = {.u.started = {(uint32_t)p->pid}};
+
+		return reply(st, PROTO_MSG_READY, st->start.id, &rm);
+	}
+	return proc_go(st, p, st->start.id);
+}
+
+static int handle_exec(struct state *st, struct proto_msg *m)
+{
+	struct proc *p;
+
+	if (!st->init_pid || st->init_done)
+		return reply_error(st, m->id, -ESRCH, "container is not running");
+	if (proc_spawn(st, m, st->init_pid, &p) < 0)
+		return 0;
+	return proc_go(st, p, m->id);
+}
+
+static int handle_stats(struct state *st, uint64_t id)
+{
+	struct proto_msg m = {0};
+
+	gi_cgroup_stats(st->srv->cgroup_dir, &m.u.stats);
+	return reply(st, PROTO_MSG_STATS, id, &m);
+}
+
+static int handle_signal(struct state *st, const struct proto_msg *m)
+{
+	const struct proto_signal *s = &m->u.signal;
+	struct proc *p = proc_find(st, (pid_t)s->pid);
+	int r = 0;
+
+	if (s->signo == 0 || s->signo >= 65)
+		return reply_error(st, m->id, -EINVAL, "invalid signal");
+	if (!p || p->exited)
+		return reply_error(st, m->id, -ESRCH, "process not found");
+	if (s->all && st->init_pid && !st->init_done)
+		r = gi_kill_container(st->init_pid, (int)s->signo);
+	else if (p->pid <= 0 || kill(p->pid, (int)s->signo) < 0)
+		r = -errno;
+	if (r < 0)
+		return reply_error(st, m->id, r, "kill");
+	return reply_error(st, m->id, 0, "");
+}
+
+static int handle_resize(struct state *st, const struct proto_msg *m)
+{
+	struct proc *p = proc_find(st, (pid_t)m->u.resize.pid);
+	struct winsize ws = {.ws_row = m->u.resize.rows, .ws_col = m->u.resize.cols};
+
+	if (!p || p->in.dst < 0 || !isatty(p->fds[3]))
+		return reply_error(st, m->id, -ENOTTY, "process has no terminal");
+	if (ioctl(p->fds[3], TIOCSWINSZ, &ws) < 0)
+		return reply_error(st, m->id, -errno, "resize");
+	return reply_error(st, m->id, 0, "");
+}
+
+/* UPDATE: the limits that can change at run time. */
+static int handle_update(struct state *st, const struct proto_msg *m)
+{
+	const struct proto_update *u = &m->u.update;
+	const char *cg = st->srv->cgroup_dir;
+	int r = 0;
+
+	if (!cg)
+		return reply_error(st, m->id, -ENOTSUP, "the container has no cgroup");
+	if (u->has_pids_max && (r = gi_cgroup_set_limit(cg, "pids.max", u->pids_max)) < 0)
+		return reply_error(st, m->id, r, "set pids.max");
+	if (u->has_memory_max && (r = gi_cgroup_set_limit(cg, "memory.max", u->memory_max)) < 0)
+		return reply_error(st, m->id, r, "set memory.max");
+	return reply_error(st, m->id, 0, "");
+}
 
 /* NETWORK: a checkpoint restored into another network namespace. The
  * clock first (it stood still while the VM was saved), then the
@@ -24,35 +341,63 @@ static int handle_network(struct state *st, const struct proto_msg *m)
 	    st->srv->apply_identity(&(struct proto_start){.has_realtime = true, .realtime_ns = n->realtime_ns}) < 0)
 		log_warn("%s", err_msg());
 	if (!st->srv->net_reapply)
-		return gi_reply_error(st, m->id, -EOPNOTSUPP, "no network configuration here");
+		return reply_error(st, m->id, -EOPNOTSUPP, "no network configuration here");
 	err_clear();
 	r = st->srv->net_reapply(n->net);
 	if (r < 0)
-		return gi_reply_error(st, m->id, r, err_msg());
-	return gi_reply_error(st, m->id, 0, "");
+		return reply_error(st, m->id, r, err_msg());
+	return reply_error(st, m->id, 0, "");
+}
+
+/* The kernel flags memory.events (POLLPRI) whenever a counter moves. */
+static void oom_watch(struct state *st)
+{
+	st->oom_fd = st->srv->cgroup_dir ? gi_oom_open(st->srv->cgroup_dir, &st->oom) : -1;
+}
+
+/* An OOM kill (or a failed reclaim at the limit) since the last look:
+ * tell the host, whose `kvrun events` reports it. */
+static void oom_check(struct state *st)
+{
+	struct proto_msg m = {0};
+	struct proto_oom now;
+
+	if (gi_oom_read(st->oom_fd, &now) < 0)
+		return;
+	if (now.oom_kill == st->oom.oom_kill && now.oom == st->oom.oom)
+		return;
+	st->oom = now;
+	m.u.oom = now;
+	if (!st->host_gone && reply(st, PROTO_MSG_OOM, 0, &m) < 0)
+		st->host_gone = true;
 }
 
 static int handle_msg(struct state *st, struct proto_msg *m)
 {
+	struct proc *p;
+
 	switch (m->type) {
 	case PROTO_MSG_START:
-		return gi_handle_start(st, m);
+		return handle_start(st, m);
 	case PROTO_MSG_GO:
-		return gi_handle_go(st, m);
+		p = proc_find(st, 0);
+		if (!p || p->child.sync_fd < 0)
+			return reply_error(st, m->id, -ESRCH, "no created container to start");
+		return proc_go(st, p, m->id);
 	case PROTO_MSG_EXEC:
-		return gi_handle_exec(st, m);
+		return handle_exec(st, m);
 	case PROTO_MSG_SIGNAL:
-		return gi_handle_signal(st, m);
+		return handle_signal(st, m);
 	case PROTO_MSG_RESIZE:
-		return gi_handle_resize(st, m);
+		return handle_resize(st, m);
 	case PROTO_MSG_STATS:
-		return gi_handle_stats(st, m->id);
+		return handle_stats(st, m->id);
 	case PROTO_MSG_UPDATE:
-		return gi_handle_update(st, m);
+		return handle_update(st, m);
 	case PROTO_MSG_NETWORK:
 		return handle_network(st, m);
 	default:
-		return gi_reply_error(st, m->id, -EOPNOTSUPP, proto_type_name(m->type));
+		return reply_error(st, m->id, -EOPNOTSUPP, proto_type_name(m->type));
 	}
 }
 
@@ -62,7 +407,7 @@ static void reap(struct state *st)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		struct proc *p = gi_proc_find(st, pid);
+		struct proc *p = proc_find(st, pid);
 
 		if (p) {
 			p->exited = true;
@@ -81,14 +426,14 @@ static int report_exits(struct state *st)
 		if (!p->used || !p->exited || p->out.active || p->err.active)
 			continue;
 		m = (struct proto_msg){.u.exit = {(uint32_t)p->pid, (uint32_t)p->status, p->init}};
-		if (!st->host_gone && gi_reply(st, PROTO_MSG_EXIT, p->id, &m) < 0)
+		if (!st->host_gone && reply(st, PROTO_MSG_EXIT, p->id, &m) < 0)
 			st->host_gone = true;
 		if (p->init) {
 			st->init_done = true;
 			st->init_status = p->status;
 			/* The kernel has already killed the rest of its pid namespace. */
 		}
-		gi_proc_close(p);
+		proc_close(p);
 	}
 	return 0;
 }
@@ -152,7 +497,7 @@ static void reopen_streams(struct state *st)
 
 			if (p->fds[j] < 0 || (j == 0 && !tty && p->fds[3] < 0))
 				continue; /* stdin already at EOF */
-			if (gi_open_port(st, ports[j], &fd) < 0) {
+			if (open_port(st, ports[j], &fd) < 0) {
 				log_error("%s", err_msg());
 				continue;
 			}
@@ -231,7 +576,7 @@ static int poll_once(struct state *st, int sfd)
 		}
 	}
 	if (pfd[2].revents)
-		gi_oom_check(st);
+		oom_check(st);
 	for (size_t i = 3; i < n; i++) {
 		if (!pfd[i].revents)
 			continue;
@@ -263,7 +608,7 @@ int gi_serve(struct gi_server *srv)
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		return err_setsys(-errno, "signalfd");
-	gi_oom_watch(&st);
+	oom_watch(&st);
 	while (r >= 0 && busy(&st) && !(st.host_gone && !st.init_pid))
 		r = poll_once(&st, sfd);
 	/* Half-close and let the host read the last EXIT before power-off. */
@@ -277,7 +622,7 @@ int gi_serve(struct gi_server *srv)
 	}
 	for (size_t i = 0; i < MAX_PROCS; i++)
 		if (st.procs[i].used)
-			gi_proc_close(&st.procs[i]);
+			proc_close(&st.procs[i]);
 	proto_msg_free(&st.start);
 	if (st.oom_fd >= 0)
 		close(st.oom_fd);

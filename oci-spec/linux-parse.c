@@ -5,6 +5,20 @@
 
 #include "oci-spec/parse.h"
 
+/* linux.uidMappings and gidMappings, and a mount's (spec-parse.c). */
+int parse_id_mapping(struct jctx *c, json_t *v, void *elem)
+{
+	struct oci_id_mapping *m = elem;
+	int r;
+
+	r = jget_u32(c, v, "containerID", &m->container_id, NULL);
+	if (r >= 0)
+		r = jget_u32(c, v, "hostID", &m->host_id, NULL);
+	if (r >= 0)
+		r = jget_u32(c, v, "size", &m->size, NULL);
+	return r;
+}
+
 static int parse_namespace(struct jctx *c, json_t *v, void *elem)
 {
 	struct oci_namespace *ns = elem;

@@ -152,19 +152,6 @@ static int parse_root(struct jctx *c, json_t *v, struct oci_root *root)
 	return r;
 }
 
-int parse_id_mapping(struct jctx *c, json_t *v, void *elem)
-{
-	struct oci_id_mapping *m = elem;
-	int r;
-
-	r = jget_u32(c, v, "containerID", &m->container_id, NULL);
-	if (r >= 0)
-		r = jget_u32(c, v, "hostID", &m->host_id, NULL);
-	if (r >= 0)
-		r = jget_u32(c, v, "size", &m->size, NULL);
-	return r;
-}
-
 static int parse_mount(struct jctx *c, json_t *v, void *elem)
 {
 	struct oci_mount *m = elem;

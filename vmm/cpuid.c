@@ -6,10 +6,11 @@
  */
 #include <errno.h>
 #include <linux/kvm.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmm/vcpu.h"
+#include "vmm/cpuid.h"
 
 #define CPUID_MAX_ENTRIES 256
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Creating and freeing a KVM VM: /dev/kvm checks, RAM, irqchip, vCPUs. */
+/* Creating and freeing a KVM VM: /dev/kvm checks, RAM, irqchip, vCPUs, the
+ * boot-time marker port. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -10,6 +11,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "common/debug-port.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "vmm/vcpu.h"
@@ -75,54 +77,13 @@ static int kvm_get_supported_cpuid(struct vm *vm)
 	return err_set(-E2BIG, "KVM_GET_SUPPORTED_CPUID: too many entries");
 }
 
-/* Registering a memory slot costs a host SRCU grace period (several ms on
- * a busy host) however small the slot: it runs on its own thread while the
- * rest of the VM, the devices and the kernel are set up; vm_start() (or
- * vm_free()) joins it. */
-static void *memslot_thread(void *arg)
-{
-	struct vm *vm = arg;
-
-	for (unsigned int i = 0; i < vm->mem.nr_regions; i++) {
-		struct guest_mem_region *g = &vm->mem.regions[i];
-		struct kvm_userspace_memory_region slot = {
-		    .slot = i,
-		    .guest_phys_addr = g->gpa,
-		    .memory_size = g->size,
-		    .userspace_addr = (uintptr_t)g->host,
-		};
-
-		if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &slot) < 0) {
-			vm->memslot_err = -errno;
-			break;
-		}
-	}
-	log_debug("vm: memory slots at %" PRIu64 " us", (vm_now_ns() - vm_process_start_ns()) / 1000);
-	return NULL;
-}
-
 static int vm_setup_memory(struct vm *vm, uint64_t size)
 {
 	int r = guest_mem_init(&vm->mem, size);
 
 	if (r < 0)
 		return err_setsys(r, "allocating %llu MiB of guest RAM", (unsigned long long)(size >> 20));
-	r = pthread_create(&vm->memslot_thread, NULL, memslot_thread, vm);
-	if (r)
-		return err_setsys(-r, "starting the memory slot thread");
-	vm->memslot_pending = true;
-	return 0;
-}
-
-int vm_memslots_wait(struct vm *vm)
-{
-	if (vm->memslot_pending) {
-		pthread_join(vm->memslot_thread, NULL);
-		vm->memslot_pending = false;
-	}
-	if (vm->memslot_err)
-		return err_setsys(vm->memslot_err, "KVM_SET_USER_MEMORY_REGION");
-	return 0;
+	return vm_memslots_start(vm);
 }
 
 static int vm_setup_irqchip(struct vm *vm)
@@ -153,6 +114,28 @@ static int vm_setup_vcpus(struct vm *vm)
 			return r;
 	}
 	return 0;
+}
+
+/* The boot-time marker port: the first write records the time. */
+static void marker_write(void *opaque, uint64_t offset, const void *data, uint32_t len)
+{
+	struct vm *vm = opaque;
+	uint_fast64_t expected = 0;
+	uint64_t now = vm_now_ns();
+
+	atomic_compare_exchange_strong(&vm->t_boot_marker, &expected, now);
+}
+
+static void marker_read(void *opaque, uint64_t offset, void *data, uint32_t len)
+{
+	memset(data, 0, len);
+}
+
+static const struct bus_dev_ops marker_ops = {.read = marker_read, .write = marker_write};
+
+int vm_boot_marker_register(struct vm *vm)
+{
+	return bus_register(&vm->pio, KVRUN_PORT_BOOT_MARKER, 1, &marker_ops, vm);
 }
 
 static int vm_setup(struct vm *vm, const struct vm_config *cfg)

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The small fixed ports of the platform: the boot-time marker, and the two
- * ways an x86 guest asks for a reset (i8042 command 0xfe, port 0xcf9).
+ * The small fixed ports of the platform: the two ways an x86 guest asks
+ * for a reset (i8042 command 0xfe, port 0xcf9), the CMOS clock and the
+ * ACPI sleep register; and the platform's part of a snapshot.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/error.h"
-#include "vmm/debug-port.h"
 #include "vmm/platform.h"
 #include "vmm/vm.h"
 
@@ -18,25 +18,9 @@
 #define RST_CNT_PORT 0xcf9
 #define RST_CNT_RESET 0x04
 
-static void marker_write(void *opaque, uint64_t offset, const void *data, uint32_t len)
-{
-	struct vm *vm = opaque;
-	uint_fast64_t expected = 0;
-	uint64_t now = vm_now_ns();
-
-	atomic_compare_exchange_strong(&vm->t_boot_marker, &expected, now);
-}
-
 static void zero_read(void *opaque, uint64_t offset, void *data, uint32_t len)
 {
 	memset(data, 0, len);
-}
-
-static const struct bus_dev_ops marker_ops = {.read = zero_read, .write = marker_write};
-
-int vm_boot_marker_register(struct vm *vm)
-{
-	return bus_register(&vm->pio, KVRUN_PORT_BOOT_MARKER, 1, &marker_ops, vm);
 }
 
 /* i8042: no keyboard behind it. The status register always says "output
@@ -124,4 +108,18 @@ void platform_free(struct platform *p)
 		return;
 	rtc_free(p->rtc);
 	free(p);
+}
+
+int platform_state_save(void *opaque, struct snap_buf *out)
+{
+	struct platform *p = opaque;
+
+	return rtc_state_save(p->rtc, out);
+}
+
+int platform_state_load(void *opaque, const void *data, size_t len)
+{
+	struct platform *p = opaque;
+
+	return rtc_state_load(p->rtc, data, len);
 }

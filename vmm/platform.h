@@ -10,10 +10,10 @@
 #include <stdint.h>
 
 #include "vmm/acpi.h"
+#include "vmm/rtc.h"
 
 struct vm;
 
-struct rtc;
 struct platform {
 	struct rtc *rtc;
 	struct acpi_sleep_dev sleep;
@@ -27,14 +27,6 @@ struct platform {
  * platform_free() after the VM stopped. */
 int platform_create(struct vm *vm, struct platform **ret);
 void platform_free(struct platform *p);
-
-/* The CMOS clock alone (used by platform_create). */
-int rtc_create(struct vm *vm, struct rtc **ret);
-void rtc_free(struct rtc *rtc);
-
-struct tm;
-/* The value of CMOS register reg for time tm (unit tests). */
-uint8_t rtc_time_register(uint8_t reg, const struct tm *tm);
 
 struct snap_buf;
 /* Snapshot state of the platform (the CMOS index and NVRAM; the clock is

@@ -13,8 +13,8 @@
 #include <time.h>
 
 #include "common/error.h"
-#include "vmm/platform.h"
-#include "vmm/snapshot.h"
+#include "vmm/rtc.h"
+#include "vmm/snap-buf.h"
 #include "vmm/vm.h"
 
 #define RTC_PORT 0x70
@@ -151,31 +151,29 @@ struct rtc_state {
 
 _Static_assert(sizeof(((struct rtc *)0)->cmos) == sizeof(((struct rtc_state *)0)->cmos), "same NVRAM");
 
-int platform_state_save(void *opaque, struct snap_buf *out)
+int rtc_state_save(struct rtc *rtc, struct snap_buf *out)
 {
-	struct platform *p = opaque;
 	struct rtc_state st;
 
-	pthread_mutex_lock(&p->rtc->lock);
-	st.index = p->rtc->index;
+	pthread_mutex_lock(&rtc->lock);
+	st.index = rtc->index;
 	for (size_t i = 0; i < sizeof(st.cmos); i++)
-		st.cmos[i] = p->rtc->cmos[i];
-	pthread_mutex_unlock(&p->rtc->lock);
+		st.cmos[i] = rtc->cmos[i];
+	pthread_mutex_unlock(&rtc->lock);
 	return snap_buf_put(out, &st, sizeof(st));
 }
 
-int platform_state_load(void *opaque, const void *data, size_t len)
+int rtc_state_load(struct rtc *rtc, const void *data, size_t len)
 {
-	struct platform *p = opaque;
 	struct rtc_state st;
 
 	if (len != sizeof(st))
 		return err_set(-EBADMSG, "CMOS state has %zu bytes, expected %zu", len, sizeof(st));
 	memcpy(&st, data, sizeof(st));
-	pthread_mutex_lock(&p->rtc->lock);
-	p->rtc->index = st.index & 0x7f;
+	pthread_mutex_lock(&rtc->lock);
+	rtc->index = st.index & 0x7f;
 	for (size_t i = 0; i < sizeof(st.cmos); i++)
-		p->rtc->cmos[i] = st.cmos[i];
-	pthread_mutex_unlock(&p->rtc->lock);
+		rtc->cmos[i] = st.cmos[i];
+	pthread_mutex_unlock(&rtc->lock);
 	return 0;
 }

@@ -32,31 +32,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vmm/snap-buf.h"
+
 struct vm;
 struct vm_config;
 
 #define SNAPSHOT_FORMAT_VERSION 1
 #define SNAPSHOT_NAME_MAX 16 /* section names, NUL included */
-
-/* Growable byte buffer that device save functions append to. The first
- * failure (-ENOMEM) sticks in err and later puts do nothing. */
-struct snap_buf {
-	uint8_t *data;
-	size_t len, cap;
-	int err;
-};
-
-int snap_buf_put(struct snap_buf *b, const void *p, size_t n);
-void snap_buf_free(struct snap_buf *b);
-
-/* Bounds-checked reading of a saved section. */
-struct snap_reader {
-	const uint8_t *p;
-	size_t len, off;
-};
-
-/* Copy the next n bytes to dst; -EBADMSG when fewer are left. */
-int snap_get(struct snap_reader *r, void *dst, size_t n);
 
 /* A device's part of a snapshot. name is its section name (< 16 bytes,
  * unique in a VM). save appends the state to out; load gets back exactly

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The test device of vmm/debug-port.h (`kvrun boot --test-device`): exit
+ * The test device of common/debug-port.h (`kvrun boot --test-device`): exit
  * port, interrupt port, vCPU count port and the MMIO test window.
  */
 #ifndef KVRUN_VMM_TEST_DEVICE_H
@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/debug-port.h"
+#include "common/debug-port.h"
 #include "vmm/irq.h"
 
 struct vm;

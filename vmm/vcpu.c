@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <linux/kvm.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "vmm/cpuid.h"
 #include "vmm/vcpu.h"
 #include "vmm/vm.h"
 
@@ -50,6 +52,19 @@ static int install_kick_handler(void)
 	if (sigaction(VCPU_KICK_SIGNAL, &sa, NULL) < 0)
 		return -errno;
 	return 0;
+}
+
+/* End the VM with a detail made from fmt. */
+__attribute__((format(printf, 4, 5))) static void vcpu_exitf(struct vcpu *v, enum vm_exit_reason reason, int code,
+                                                             const char *fmt, ...)
+{
+	char detail[128];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	v->exit(v->vm, reason, code, detail);
 }
 
 static int vcpu_set_cpuid(struct vcpu *v)
@@ -254,18 +269,18 @@ static void crash(struct vcpu *v, const char *what, unsigned long long detail)
 		rip = regs.rip;
 	log_debug("vcpu%u: %s 0x%llx", v->id, what, detail);
 	vcpu_dump_regs(v);
-	vm_stopf(v->vm, VM_EXIT_CRASH, (int)v->run->exit_reason, "vcpu%u: %s 0x%llx at rip 0x%llx", v->id, what, detail,
-	         rip);
+	vcpu_exitf(v, VM_EXIT_CRASH, (int)v->run->exit_reason, "vcpu%u: %s 0x%llx at rip 0x%llx", v->id, what, detail,
+	           rip);
 }
 
 static void handle_system_event(struct vcpu *v)
 {
 	switch (v->run->system_event.type) {
 	case KVM_SYSTEM_EVENT_SHUTDOWN:
-		vm_stop(v->vm, VM_EXIT_POWEROFF, 0);
+		v->exit(v->vm, VM_EXIT_POWEROFF, 0, NULL);
 		break;
 	case KVM_SYSTEM_EVENT_RESET:
-		vm_stop(v->vm, VM_EXIT_REBOOT, 0);
+		v->exit(v->vm, VM_EXIT_REBOOT, 0, NULL);
 		break;
 	default:
 		crash(v, "system event", v->run->system_event.type);
@@ -298,7 +313,7 @@ static bool handle_exit(struct vcpu *v)
 	case KVM_EXIT_SHUTDOWN:
 		log_debug("vcpu%u: triple fault", v->id);
 		vcpu_dump_regs(v);
-		vm_stopf(v->vm, VM_EXIT_TRIPLE_FAULT, 0, "vcpu%u: triple fault", v->id);
+		vcpu_exitf(v, VM_EXIT_TRIPLE_FAULT, 0, "vcpu%u: triple fault", v->id);
 		return false;
 	case KVM_EXIT_SYSTEM_EVENT:
 		handle_system_event(v);
@@ -389,7 +404,7 @@ static void *vcpu_thread(void *arg)
 				continue;
 			}
 			log_debug("vcpu%u: KVM_RUN: %s", v->id, strerror(errno));
-			vm_stopf(vm, VM_EXIT_CRASH, -errno, "vcpu%u: KVM_RUN: %s", v->id, strerror(errno));
+			vcpu_exitf(v, VM_EXIT_CRASH, -errno, "vcpu%u: KVM_RUN: %s", v->id, strerror(errno));
 			break;
 		}
 		v->io_pending = run_exit_is_io(v->run);
@@ -403,10 +418,12 @@ static void *vcpu_thread(void *arg)
 	return NULL;
 }
 
-int vcpu_start(struct vcpu *v)
+int vcpu_start(struct vcpu *v, vcpu_exit_fn exit)
 {
-	int r = pthread_create(&v->thread, NULL, vcpu_thread, v);
+	int r;
 
+	v->exit = exit;
+	r = pthread_create(&v->thread, NULL, vcpu_thread, v);
 	if (r)
 		return err_setsys(-r, "starting vCPU %u", v->id);
 	v->thread_started = true;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * vCPUs: one KVM vCPU and one thread running KVM_RUN each. Exits are
- * dispatched to the VM's buses; anything the VMM cannot handle ends the VM
- * through vm_stop() (never abort()).
+ * dispatched to the VM's buses; a guest power-off, reset or triple fault,
+ * and anything the VMM cannot handle, end the VM through the exit callback
+ * given to vcpu_start() (never abort()).
  */
 #ifndef KVRUN_VMM_VCPU_H
 #define KVRUN_VMM_VCPU_H
@@ -12,12 +13,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct vm;
+#include "vmm/vm.h"
+
 struct kvm_run;
-struct kvm_cpuid2;
+
+/* How a vCPU thread ends the VM (its thread then leaves its loop): the
+ * reason, a code, and what happened (NULL when there is nothing to add).
+ * Called on the vCPU thread; must not block. */
+typedef void (*vcpu_exit_fn)(struct vm *vm, enum vm_exit_reason reason, int code, const char *detail);
 
 struct vcpu {
 	struct vm *vm;
+	vcpu_exit_fn exit;
 	unsigned int id; /* also its APIC id */
 	int fd;
 	struct kvm_run *run; /* mmap'd, vm->vcpu_mmap_size bytes */
@@ -45,7 +52,8 @@ void vcpu_free(struct vcpu *v);
  * program the PIC (see boot_linux()). Before the vCPU runs. */
 int vcpu_mask_lint0(struct vcpu *v);
 
-int vcpu_start(struct vcpu *v);
+/* Start the vCPU thread; it ends the VM through exit. */
+int vcpu_start(struct vcpu *v, vcpu_exit_fn exit);
 /* Make the thread leave KVM_RUN soon (it then sees vm->stopping). */
 void vcpu_kick(struct vcpu *v);
 void vcpu_join(struct vcpu *v);
@@ -55,14 +63,5 @@ void vcpu_request_sample(struct vcpu *v);
 
 /* Log the registers at debug level (crash diagnostics). */
 void vcpu_dump_regs(struct vcpu *v);
-
-/* Build the CPUID table for vCPU id of ncpus from KVM's supported table:
- * APIC ids and topology (leaves 1, 4, 0xb, 0x1f, 0x80000008 on AMD), the
- * hypervisor bit and the KVM signature leaves, without the paravirtual
- * features that need hypercalls. Pure: no KVM needed. *ret is malloc'd. */
-int cpuid_build(const struct kvm_cpuid2 *supported, unsigned int ncpus, unsigned int id, struct kvm_cpuid2 **ret);
-
-/* Find an entry (NULL when absent). */
-struct kvm_cpuid_entry2 *cpuid_find(struct kvm_cpuid2 *c, uint32_t function, uint32_t index);
 
 #endif

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Running a VM: threads, how it ends, timeouts, timestamps. */
+/* Running a VM: threads, how it ends, pause, timeouts. */
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -7,35 +7,12 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/error.h"
 #include "common/log.h"
 #include "vmm/vcpu.h"
 #include "vmm/vm.h"
-
-static uint64_t process_start_ns;
-
-uint64_t vm_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-/* The earliest point this process can observe without changing main():
- * constructors run after the dynamic loader, before main(). */
-__attribute__((constructor(101))) static void record_process_start(void)
-{
-	process_start_ns = vm_now_ns();
-}
-
-uint64_t vm_process_start_ns(void)
-{
-	return process_start_ns;
-}
 
 const char *vm_exit_reason_name(enum vm_exit_reason r)
 {
@@ -119,7 +96,7 @@ int vm_start(struct vm *vm)
 	pthread_sigmask(SIG_BLOCK, &set, &old);
 	pthread_mutex_lock(&vm->lock);
 	for (unsigned int i = 0; i < vm->ncpus && !atomic_load(&vm->stopping); i++) {
-		r = vcpu_start(vm->vcpus[i]);
+		r = vcpu_start(vm->vcpus[i], vm_stop_detail);
 		if (r < 0)
 			break;
 		/* Counted here, not by the thread: a vm_pause() right after

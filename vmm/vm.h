@@ -121,8 +121,10 @@ void vm_free(struct vm *vm);
  * the background). */
 int vm_start(struct vm *vm);
 
-/* Wait until guest RAM is registered with KVM (vm_start() does this; only
- * needed by code that must have it earlier). */
+/* Register guest RAM with KVM on a thread of its own (vm_create() does
+ * this), and wait until it is done (vm_start() does this; only needed by
+ * code that must have it earlier). */
+int vm_memslots_start(struct vm *vm);
 int vm_memslots_wait(struct vm *vm);
 
 /* End the VM with this result (first caller wins; later calls are ignored).
@@ -156,7 +158,7 @@ int vm_wait(struct vm *vm, struct vm_result *ret);
 uint64_t vm_now_ns(void);
 uint64_t vm_process_start_ns(void);
 
-/* Boot-marker port (vmm/debug-port.h): registered by vm_create(). */
+/* Boot-marker port (common/debug-port.h): registered by vm_create(). */
 int vm_boot_marker_register(struct vm *vm);
 
 #endif

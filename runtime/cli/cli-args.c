@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "runtime/cli/cli-args.h"
+#include "runtime/cli/cli-help.h"
 
 int cli_parse_bool(const char *s, bool *ret)
 {

@@ -4,7 +4,9 @@
 
 #include "common/error.h"
 #include "config.h"
+#include "runtime/cli/cli-args.h"
 #include "runtime/cli/cli-global.h"
+#include "runtime/cli/cli-help.h"
 
 /* Raw strings as given; checked after parsing. */
 struct global_raw {

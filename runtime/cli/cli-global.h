@@ -3,7 +3,7 @@
 #ifndef KVRUN_RUNTIME_CLI_GLOBAL_H
 #define KVRUN_RUNTIME_CLI_GLOBAL_H
 
-#include "runtime/cli/commands.h"
+#include "runtime/cli/cli.h"
 
 /* What the global flags asked for besides filling the context. */
 enum cli_global_action {

@@ -5,7 +5,7 @@
 
 #include "config.h"
 
-#include "runtime/cli/cli-args.h"
+#include "runtime/cli/cli-help.h"
 
 /* "--name value, -n value": one dash for one-letter names, as urfave does. */
 static int flag_label(const struct cli_flag *f, char *buf, size_t size)

@@ -17,7 +17,7 @@
 #include "runtime/monitor/monitor.h"
 #include "runtime/store/monitor-client.h"
 #include "runtime/store/checkpoint.h"
-#include "runtime/cli/commands.h"
+#include "runtime/cli/cli-args.h"
 #include "runtime/store/state.h"
 
 #define CHECKPOINT_TIMEOUT_MS (300 * 1000)

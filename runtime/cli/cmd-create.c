@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `kvrun create <id>`: create a container from a bundle, stopped before its
  * process starts. */
+#include "runtime/cli/cli-args.h"
 #include "runtime/cli/launch.h"
 
 static int run_create(struct cli_context *ctx, int argc, char **argv)

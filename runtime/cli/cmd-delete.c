@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "runtime/cli/cli-args.h"
 #include "runtime/host/cgroup.h"
 #include "runtime/store/hooks.h"
 #include "runtime/cli/launch.h"

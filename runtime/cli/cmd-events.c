@@ -12,7 +12,7 @@
 #include "common/cleanup.h"
 
 #include "common/error.h"
-#include "runtime/cli/commands.h"
+#include "runtime/cli/cli-args.h"
 #include "runtime/store/monitor-client.h"
 #include "runtime/store/state.h"
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "oci-spec/features.h"
-#include "runtime/cli/commands.h"
+#include "runtime/cli/cli-args.h"
 
 static int run_features(struct cli_context *ctx, int argc, char **argv)
 {

@@ -5,7 +5,7 @@
 
 #include "common/error.h"
 #include "runtime/cli/cli-global.h"
-#include "runtime/cli/commands.h"
+#include "runtime/cli/cli-args.h"
 
 static int run_help(struct cli_context *ctx, int argc, char **argv)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `kvrun pause <id>`: pause suspends all processes inside the container. */
-#include "runtime/cli/commands.h"
+#include "runtime/cli/cli-args.h"
 #include "runtime/store/monitor-client.h"
 #include "runtime/store/state.h"
 

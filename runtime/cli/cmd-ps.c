@@ -10,7 +10,7 @@
 
 #include "common/cleanup.h"
 #include "common/error.h"
-#include "runtime/cli/commands.h"
+#include "runtime/cli/cli-args.h"
 #include "runtime/cli/exec-proxy.h"
 #include "runtime/monitor/guest-spec.h"
 #include "runtime/store/monitor-client.h"

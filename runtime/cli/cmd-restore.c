@@ -3,6 +3,7 @@
 #include <errno.h>
 
 #include "common/error.h"
+#include "runtime/cli/cli-args.h"
 #include "runtime/store/checkpoint.h"
 #include "runtime/cli/create.h"
 #include "runtime/cli/launch.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `kvrun resume <id>`: resumes all processes that have been previously paused. */
-#include "runtime/cli/commands.h"
+#include "runtime/cli/cli-args.h"
 #include "runtime/store/monitor-client.h"
 #include "runtime/store/state.h"
 

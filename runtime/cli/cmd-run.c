@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "runtime/cli/cli-args.h"
 #include "runtime/store/hooks.h"
 #include "runtime/cli/launch.h"
 #include "runtime/store/state.h"

@@ -9,7 +9,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "oci-spec/defaults.h"
-#include "runtime/cli/commands.h"
+#include "runtime/cli/cli-args.h"
 
 /* O_EXCL: never replace a config.json, even one that appears meanwhile. */
 static int write_new_file(const char *path, const char *data)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `kvrun start <id>`: executes the user defined process in a created container. */
+#include "runtime/cli/cli-args.h"
 #include "runtime/store/hooks.h"
 #include "runtime/cli/launch.h"
 

@@ -2,7 +2,7 @@
 /* `kvrun state <id>`: the container's state as runc prints it. */
 #include <stdio.h>
 
-#include "runtime/cli/commands.h"
+#include "runtime/cli/cli-args.h"
 #include "runtime/store/state.h"
 
 static int run_state(struct cli_context *ctx, int argc, char **argv)

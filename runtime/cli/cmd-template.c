@@ -9,7 +9,8 @@
 #include <time.h>
 
 #include "common/error.h"
-#include "runtime/cli/commands.h"
+#include "runtime/cli/cli-args.h"
+#include "runtime/cli/cli-help.h"
 #include "runtime/sandbox/template.h"
 
 static const struct cli_command template_build_cmd = {

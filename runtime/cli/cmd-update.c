@@ -10,7 +10,7 @@
 #include "common/fileio.h"
 #include "oci-spec/spec.h"
 #include "runtime/host/cgroup.h"
-#include "runtime/cli/commands.h"
+#include "runtime/cli/cli-args.h"
 #include "runtime/store/monitor-client.h"
 #include "runtime/monitor/monitor.h"
 #include "runtime/store/state.h"

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 
 #include "runtime/store/bundle.h"
-#include "runtime/cli/commands.h"
+#include "runtime/cli/cli.h"
 
 /* The flags of create, run and restore (each verb uses a subset). */
 struct create_opts {

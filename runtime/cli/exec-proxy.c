@@ -18,16 +18,16 @@
 #include "common/clock.h"
 #include "common/cleanup.h"
 #include "common/error.h"
-#include "common/unix-socket.h"
 #include "common/fileio.h"
 #include "common/log.h"
-#include "runtime/host/console.h"
+#include "common/unix-socket.h"
 #include "runtime/cli/exec-proxy.h"
+#include "runtime/host/console.h"
 #include "runtime/host/jail.h"
-#include "runtime/store/monitor-client.h"
 #include "runtime/monitor/monitor-relay.h"
 #include "runtime/monitor/monitor.h"
 #include "runtime/sandbox/guest-channel.h"
+#include "runtime/store/monitor-client.h"
 
 /* Beyond the monitor's own wait for the guest. */
 #define EXEC_REPLY_MARGIN_MS (10 * 1000)

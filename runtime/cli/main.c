@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "runtime/cli/cli-args.h"
 #include "runtime/cli/cli-global.h"
 #include "runtime/cli/commands.h"
 #include "runtime/cli/log-sink.h"

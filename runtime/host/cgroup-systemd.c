@@ -11,7 +11,6 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "runtime/host/cgroup-systemd.h"
-#include "runtime/host/cgroup.h"
 
 const char *cgroup_systemd_dir = "/run/systemd/system";
 const char *cgroup_systemd_private = "/run/systemd/private";

@@ -30,6 +30,10 @@ extern const char *cgroup_system_bus;
  * host tasks; the guest's own cgroup enforces the limit on them). */
 #define CGROUP_MONITOR_TASKS_ALLOWANCE 128
 
+/* Host memory allowed to a monitor beyond the guest's memory: the VMM's
+ * own code, threads and device buffers (both drivers set it). */
+#define CGROUP_MONITOR_ALLOWANCE ((int64_t)64 << 20)
+
 /* Whether systemd is the init system (cgroup_systemd_dir is a directory). */
 bool cgroup_systemd_running(void);
 

@@ -29,10 +29,6 @@
 extern const char *cgroup_mount_root;
 extern const char *cgroup_self_file;
 
-/* Host memory allowed to a monitor beyond the guest's memory: the VMM's
- * own code, threads and device buffers. */
-#define CGROUP_MONITOR_ALLOWANCE ((int64_t)64 << 20)
-
 /* The cgroup path (starting with '/') for cgroups_path, as above. *ret is
  * malloc'd. -EINVAL with a message for a malformed systemd path. */
 int cgroup_resolve(const char *cgroups_path, bool systemd, char **ret);

@@ -230,34 +230,6 @@ int rtnl_addr(int nl, int ifindex, const struct net_config_addr *a, bool add)
 	return r;
 }
 
-int rtnl_route(int nl, int ifindex, const struct net_config_route *rt, bool add)
-{
-	struct rtmsg rtm = {
-	    .rtm_family = rt->family,
-	    .rtm_dst_len = rt->dst_len,
-	    .rtm_table = RT_TABLE_MAIN,
-	    .rtm_protocol = RTPROT_BOOT,
-	    .rtm_scope = rt->scope,
-	    .rtm_type = RTN_UNICAST,
-	};
-	size_t alen = rt->family == AF_INET ? 4 : 16;
-	struct nl_msg m;
-	int r;
-
-	nl_msg_init(&m, add ? RTM_NEWROUTE : RTM_DELROUTE, add ? NLM_F_CREATE | NLM_F_EXCL : 0, &rtm, sizeof(rtm));
-	if (rt->dst_len)
-		nl_attr_put(&m, RTA_DST, rt->dst, alen);
-	if (rt->has_gw)
-		nl_attr_put(&m, RTA_GATEWAY, rt->gw, alen);
-	nl_attr_put_u32(&m, RTA_OIF, (uint32_t)ifindex);
-	if (rt->metric)
-		nl_attr_put_u32(&m, RTA_PRIORITY, rt->metric);
-	r = nl_transact(nl, &m);
-	if ((add && r == -EEXIST) || (!add && (r == -ESRCH || r == -ENOENT)))
-		return 0;
-	return r;
-}
-
 int rtnl_tc(int nl, struct nl_msg *m)
 {
 	return nl_transact(nl, m);

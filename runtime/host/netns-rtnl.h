@@ -47,10 +47,9 @@ int rtnl_no_ipv6_ll(int nl, int ifindex);
 /* alias "" clears it. */
 int rtnl_set_alias(int nl, int ifindex, const char *alias);
 int rtnl_del_link(int nl, int ifindex);
-/* add: RTM_NEWADDR/RTM_NEWROUTE (EEXIST is success); otherwise delete
- * (ENOENT/ESRCH/EADDRNOTAVAIL are success). */
+/* add: RTM_NEWADDR (EEXIST is success); otherwise delete
+ * (ENOENT/ESRCH/EADDRNOTAVAIL are success). Routes: nl_route_change(). */
 int rtnl_addr(int nl, int ifindex, const struct net_config_addr *a, bool add);
-int rtnl_route(int nl, int ifindex, const struct net_config_route *rt, bool add);
 /* Run a tc message built by netns_build_*(). */
 int rtnl_tc(int nl, struct nl_msg *m);
 

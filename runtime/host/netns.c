@@ -260,7 +260,7 @@ static int teardown_in_ns(int nl, const char *hash)
 				first = err_setsys(r, "restoring an address of %s", l->name);
 		}
 		for (unsigned int j = 0; j < rec->nr_routes; j++) {
-			r = rtnl_route(nl, l->ifindex, &rec->routes[j], true);
+			r = nl_route_change(nl, l->ifindex, &rec->routes[j], rec->routes[j].scope, true);
 			if (r < 0 && !first)
 				first = err_setsys(r, "restoring a route of %s", l->name);
 		}
@@ -320,7 +320,7 @@ static int link_iface(int nl, const char *hash, const struct netns_link_info *l,
 	    (r = rtnl_set_up(nl, l->ifindex)) < 0)
 		return err_setsys(r, "bringing up %s and %s", out->tap, l->name);
 	for (unsigned int i = 0; i < iface->nr_routes; i++)
-		if ((r = rtnl_route(nl, l->ifindex, &iface->routes[i], false)) < 0)
+		if ((r = nl_route_change(nl, l->ifindex, &iface->routes[i], iface->routes[i].scope, false)) < 0)
 			return err_setsys(r, "removing a route of %s", l->name);
 	for (unsigned int i = 0; i < iface->nr_addrs; i++)
 		if ((r = rtnl_addr(nl, l->ifindex, &iface->addrs[i], false)) < 0)

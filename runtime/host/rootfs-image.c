@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "common/log.h"
+#include "common/path.h"
 #include "runtime/host/rootfs-image.h"
 
 #define FREE_SPACE_MIN (256ULL << 20)
@@ -188,66 +189,6 @@ static int run_mke2fs(const char *dir, const char *image, uint64_t inodes)
 	return 0;
 }
 
-/* Resolve unsafe inside dir as guest-init resolves mount destinations
- * (symlinks followed, absolute ones from dir, ".." stopping at dir):
- * out gets the path relative to dir, "" for dir itself. */
-static int resolve_in(const char *dir, const char *unsafe, char *out, size_t outlen)
-{
-	char rest[PATH_MAX], link[PATH_MAX], full[PATH_MAX];
-	int links = 0;
-
-	out[0] = '\0';
-	if (snprintf(rest, sizeof(rest), "%s", unsafe) >= (int)sizeof(rest))
-		return -ENAMETOOLONG;
-	while (rest[0]) {
-		char *p = rest, *slash;
-		size_t clen, ll, rl;
-		ssize_t n;
-
-		while (*p == '/')
-			p++;
-		slash = strchr(p, '/');
-		clen = slash ? (size_t)(slash - p) : strlen(p);
-		if (clen > NAME_MAX || strlen(out) + 1 + clen >= outlen)
-			return -ENAMETOOLONG;
-		if (clen == 0 || (clen == 1 && p[0] == '.')) {
-			memmove(rest, p + clen, strlen(p + clen) + 1);
-			continue;
-		}
-		if (clen == 2 && p[0] == '.' && p[1] == '.') {
-			char *last = strrchr(out, '/');
-
-			if (last)
-				*last = '\0';
-			memmove(rest, p + clen, strlen(p + clen) + 1);
-			continue;
-		}
-		strcat(out, "/");
-		strncat(out, p, clen);
-		memmove(rest, p + clen, strlen(p + clen) + 1);
-		if (snprintf(full, sizeof(full), "%s%s", dir, out) >= (int)sizeof(full))
-			return -ENAMETOOLONG;
-		n = readlink(full, link, sizeof(link) - 1);
-		if (n < 0)
-			continue; /* not a symlink, or missing */
-		link[n] = '\0';
-		if (++links > 40)
-			return -ELOOP;
-		*strrchr(out, '/') = '\0';
-		if (link[0] == '/')
-			out[0] = '\0';
-		ll = (size_t)n;
-		rl = strlen(rest);
-		if (ll + 1 + rl >= sizeof(full))
-			return -ENAMETOOLONG;
-		memcpy(full, link, ll);
-		full[ll] = '/';
-		memcpy(full + ll + 1, rest, rl + 1);
-		memcpy(rest, full, ll + rl + 2);
-	}
-	return 0;
-}
-
 struct made {
 	char **paths;
 	size_t n;
@@ -295,7 +236,7 @@ static int plan_point(const char *dir, const struct rootfs_mount_point *pt, stru
 	char *p;
 	int r;
 
-	r = resolve_in(dir, pt->path, path, sizeof(path));
+	r = path_resolve_in(dir, pt->path, path, sizeof(path));
 	if (r < 0 || !path[0] || !quotable(path))
 		return 0;
 	for (p = path + 1;; p++) {

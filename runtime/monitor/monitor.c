@@ -24,14 +24,14 @@
 #include "common/unix-socket.h"
 #include "runtime/host/cgroup.h"
 #include "runtime/host/console.h"
-#include "runtime/monitor/guest-spec.h"
-#include "runtime/store/hooks.h"
 #include "runtime/host/jail.h"
-#include "runtime/monitor/monitor-relay.h"
+#include "runtime/monitor/guest-spec.h"
 #include "runtime/monitor/monitor-int.h"
+#include "runtime/monitor/monitor-relay.h"
 #include "runtime/monitor/monitor.h"
 #include "runtime/sandbox/sandbox.h"
 #include "runtime/sandbox/template.h"
+#include "runtime/store/hooks.h"
 
 #define EXIT_MONITOR_FAILED 255
 #define POWEROFF_WAIT_MS 3000

@@ -17,7 +17,7 @@
 #include "virtio/net/tap.h"
 #include "virtio/vsock/vsock.h"
 #include "vmm/boot.h"
-#include "vmm/debug-port.h"
+#include "common/debug-port.h"
 #include "vmm/platform.h"
 #include "vmm/serial.h"
 #include "vmm/test-device.h"

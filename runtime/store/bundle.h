@@ -4,6 +4,7 @@
 #ifndef KVRUN_RUNTIME_BUNDLE_H
 #define KVRUN_RUNTIME_BUNDLE_H
 
+#include "common/cleanup.h"
 #include "oci-spec/spec.h"
 
 struct bundle {

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/debug-port.h"
+#include "common/debug-port.h"
 
 #define MiB (1024ULL * 1024)
 #define GiB (1024ULL * MiB)

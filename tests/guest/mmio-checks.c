@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* MMIO exits: the test device's window (vmm/debug-port.h) and reads of
+/* MMIO exits: the test device's window (common/debug-port.h) and reads of
  * addresses no device claims. */
 #include "guest.h"
 #include "hw.h"

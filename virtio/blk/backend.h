@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Storage behind a virtio-blk device. The device speaks only this interface,
- * so other image formats can sit behind it; file-backend.c is the raw file
- * (or block device) one. I/O goes straight between the backing store and
- * guest memory iovecs, without bounce buffers. Calls may block: the device
- * makes them on its worker thread.
+ * so other image formats can sit behind it: file-backend.c is the raw file
+ * (or block device) one, cow-backend.c the copy-on-write disk of a base
+ * image, and backend-open.c picks one. I/O goes straight between the
+ * backing store and guest memory iovecs, without bounce buffers. Calls may
+ * block: the device makes them on its worker thread.
  */
 #ifndef KVRUN_VIRTIO_BLK_BACKEND_H
 #define KVRUN_VIRTIO_BLK_BACKEND_H

@@ -122,18 +122,3 @@ int blk_file_open(const char *path, bool read_only, struct blk_backend **ret)
 	*ret = &f->b;
 	return 0;
 }
-
-int blk_open(const char *path, const char *base, bool read_only, struct blk_backend **ret)
-{
-	if (!base)
-		return blk_file_open(path, read_only, ret);
-	if (read_only)
-		return blk_file_open(base, true, ret);
-	return blk_cow_open(base, path, ret);
-}
-
-void blk_backend_close(struct blk_backend *b)
-{
-	if (b)
-		b->ops->close(b);
-}

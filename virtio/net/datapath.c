@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "virtio/net/net-dev.h"
@@ -15,6 +16,15 @@
 #define NUM_BUFFERS_OFF offsetof(struct virtio_net_hdr_v1, num_buffers)
 /* A GSO frame from a TAP: 64 KiB of IP plus the Ethernet header and a tag. */
 #define GSO_FRAME_MAX (65535 + 14 + 4)
+
+void net_kick(struct virtio_net *n, uint32_t queues)
+{
+	uint64_t one = 1;
+
+	__atomic_fetch_or(&n->pending, queues, __ATOMIC_SEQ_CST);
+	if (write(n->kick_fd, &one, sizeof(one)) < 0)
+		log_debug("virtio-net: kick: %m");
+}
 
 void net_update_watch(struct virtio_net *n, unsigned int p)
 {

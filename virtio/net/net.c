@@ -49,15 +49,6 @@ static void net_config_read(struct virtio_mmio *m, uint32_t off, void *data, uin
 	memcpy(data, (const uint8_t *)&to_net(m)->config + off, len);
 }
 
-void net_kick(struct virtio_net *n, uint32_t queues)
-{
-	uint64_t one = 1;
-
-	__atomic_fetch_or(&n->pending, queues, __ATOMIC_SEQ_CST);
-	if (write(n->kick_fd, &one, sizeof(one)) < 0)
-		log_debug("virtio-net: kick: %m");
-}
-
 static void net_queue_notify(struct virtio_mmio *m, uint32_t q)
 {
 	struct virtio_net *n = to_net(m);

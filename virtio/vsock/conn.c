@@ -10,7 +10,6 @@
 #include "common/log.h"
 #include "virtio/virtqueue.h"
 #include "virtio/vsock/conn.h"
-#include "virtio/vsock/uds.h"
 
 static uint32_t conn_peer_credit(const struct vsock_conn *c)
 {
@@ -54,17 +53,17 @@ static uint32_t conn_events(const struct vsock_conn *c)
 void conn_update(struct vsock_conn *c)
 {
 	if (c->fd >= 0 && !c->sock_hup && (!c->watched || conn_events(c) != c->events)) {
-		if (uds_watch(c->u, c, conn_events(c)) < 0)
+		if (c->ops->watch(c->u, c, conn_events(c)) < 0)
 			conn_reset(c);
 	}
 	if (conn_has_rx(c))
-		uds_rx_queue(c->u, c);
+		c->ops->rx_queue(c->u, c);
 }
 
 void conn_reset(struct vsock_conn *c)
 {
 	if (c->fd >= 0) {
-		uds_unwatch(c->u, c);
+		c->ops->unwatch(c->u, c);
 		close(c->fd);
 		c->fd = -1;
 	}
@@ -75,7 +74,7 @@ void conn_reset(struct vsock_conn *c)
 	c->buf = NULL;
 	c->buf_len = 0;
 	if (c->pending)
-		uds_rx_queue(c->u, c);
+		c->ops->rx_queue(c->u, c);
 }
 
 /* Both directions are finished and flushed: close with an RST, which is
@@ -238,7 +237,7 @@ static void conn_fill_hdr(struct vsock_conn *c, struct vsock_hdr *h, enum vsock_
 {
 	*h = (struct vsock_hdr){
 	    .src_cid = VSOCK_HOST_CID,
-	    .dst_cid = uds_guest_cid(c->u),
+	    .dst_cid = c->ops->guest_cid(c->u),
 	    .src_port = c->local_port,
 	    .dst_port = c->peer_port,
 	    .type = VSOCK_TYPE_STREAM,
@@ -348,7 +347,7 @@ static int conn_read_line(struct vsock_conn *c)
 	if (errno || *end || port > UINT32_MAX)
 		return -EINVAL;
 	c->peer_port = (uint32_t)port;
-	c->local_port = uds_alloc_port(c->u);
+	c->local_port = c->ops->alloc_port(c->u);
 	c->state = CONN_CONNECTING;
 	c->pending |= CONN_P_REQUEST;
 	return 1;
@@ -374,7 +373,7 @@ void conn_sock_event(struct vsock_conn *c, uint32_t revents)
 			/* Fully closed: reported whatever the interest, so
 			 * stop watching; data still queued is read out. */
 			c->sock_hup = true;
-			uds_unwatch(c->u, c);
+			c->ops->unwatch(c->u, c);
 			if (c->sock_eof) {
 				c->shutdown_flags = VSOCK_SHUTDOWN_RCV | VSOCK_SHUTDOWN_SEND;
 				c->pending |= CONN_P_SHUTDOWN;

@@ -15,6 +15,7 @@
 #include "virtio/vsock/packet.h"
 
 struct vsock_uds;
+struct vsock_conn;
 
 enum conn_state {
 	CONN_HANDSHAKE, /* host socket accepted, reading "CONNECT <port>\n" */
@@ -31,8 +32,22 @@ enum conn_state {
 #define CONN_P_CREDIT_UPDATE 0x10u
 #define CONN_P_CREDIT_REQUEST 0x20u
 
+/* What a connection asks of the backend that owns it (uds.c), so that
+ * connections never call into the backend's file. */
+struct vsock_conn_ops {
+	uint64_t (*guest_cid)(const struct vsock_uds *u);
+	/* A host port no other connection uses, for a host-initiated stream. */
+	uint32_t (*alloc_port)(struct vsock_uds *u);
+	/* Change the epoll interest of c->fd (adding it to the loop if needed). */
+	int (*watch)(struct vsock_uds *u, struct vsock_conn *c, uint32_t events);
+	void (*unwatch)(struct vsock_uds *u, struct vsock_conn *c);
+	/* c may have packets for the guest: queue it for the rx queue. */
+	void (*rx_queue)(struct vsock_uds *u, struct vsock_conn *c);
+};
+
 struct vsock_conn {
 	struct vsock_uds *u;
+	const struct vsock_conn_ops *ops; /* of u */
 	TAILQ_ENTRY(vsock_conn) link; /* all connections */
 	TAILQ_ENTRY(vsock_conn) rx_link; /* connections with rx work */
 	bool rx_queued;
@@ -77,13 +92,5 @@ bool conn_produce(struct vsock_conn *c, struct vsock_hdr *h, const struct iovec 
 bool conn_has_rx(const struct vsock_conn *c);
 /* Re-evaluate epoll interest and rx queueing after a state change. */
 void conn_update(struct vsock_conn *c);
-
-/* Backend services used by connections (uds.c). */
-uint64_t uds_guest_cid(const struct vsock_uds *u);
-uint32_t uds_alloc_port(struct vsock_uds *u);
-/* Change the epoll interest of c->fd (adding it to the loop if needed). */
-int uds_watch(struct vsock_uds *u, struct vsock_conn *c, uint32_t events);
-void uds_unwatch(struct vsock_uds *u, struct vsock_conn *c);
-void uds_rx_queue(struct vsock_uds *u, struct vsock_conn *c);
 
 #endif

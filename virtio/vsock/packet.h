@@ -7,6 +7,9 @@
 
 #define VSOCK_HOST_CID 2
 
+/* Per-connection receive buffer advertised to the guest (buf_alloc). */
+#define VSOCK_BUF_ALLOC (256u * 1024)
+
 #define VSOCK_TYPE_STREAM 1
 
 enum vsock_op {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/unix-socket.h"
 #include "virtio/vsock/conn.h"
 #include "virtio/vsock/uds.h"
 
@@ -31,7 +33,7 @@ struct vsock_uds {
 	uint32_t next_port;
 };
 
-uint64_t uds_guest_cid(const struct vsock_uds *u)
+static uint64_t uds_guest_cid(const struct vsock_uds *u)
 {
 	return u->guest_cid;
 }
@@ -54,7 +56,7 @@ static struct vsock_conn *uds_lookup(struct vsock_uds *u, uint32_t local_port, u
 	return NULL;
 }
 
-uint32_t uds_alloc_port(struct vsock_uds *u)
+static uint32_t uds_alloc_port(struct vsock_uds *u)
 {
 	struct vsock_conn *c;
 	bool used;
@@ -72,7 +74,7 @@ uint32_t uds_alloc_port(struct vsock_uds *u)
 	return u->next_port;
 }
 
-void uds_rx_queue(struct vsock_uds *u, struct vsock_conn *c)
+static void uds_rx_queue(struct vsock_uds *u, struct vsock_conn *c)
 {
 	if (c->rx_queued)
 		return;
@@ -88,21 +90,12 @@ static void uds_rx_dequeue(struct vsock_uds *u, struct vsock_conn *c)
 	c->rx_queued = false;
 }
 
-static struct vsock_conn *uds_conn_new(struct vsock_uds *u, int fd, enum conn_state state)
+static void uds_unwatch(struct vsock_uds *u, struct vsock_conn *c)
 {
-	struct vsock_conn *c;
-
-	if (u->nr_conns >= VSOCK_MAX_CONNS)
-		return NULL;
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return NULL;
-	c->u = u;
-	c->fd = fd;
-	c->state = state;
-	TAILQ_INSERT_TAIL(&u->conns, c, link);
-	u->nr_conns++;
-	return c;
+	if (!c->watched)
+		return;
+	event_loop_remove(u->loop, c->fd);
+	c->watched = false;
 }
 
 static void uds_conn_free(struct vsock_uds *u, struct vsock_conn *c)
@@ -138,7 +131,7 @@ static void uds_conn_handler(int fd, uint32_t revents, void *opaque)
 	pthread_mutex_unlock(u->lock);
 }
 
-int uds_watch(struct vsock_uds *u, struct vsock_conn *c, uint32_t events)
+static int uds_watch(struct vsock_uds *u, struct vsock_conn *c, uint32_t events)
 {
 	int r;
 
@@ -153,12 +146,30 @@ int uds_watch(struct vsock_uds *u, struct vsock_conn *c, uint32_t events)
 	return 0;
 }
 
-void uds_unwatch(struct vsock_uds *u, struct vsock_conn *c)
+static const struct vsock_conn_ops conn_ops = {
+    .guest_cid = uds_guest_cid,
+    .alloc_port = uds_alloc_port,
+    .watch = uds_watch,
+    .unwatch = uds_unwatch,
+    .rx_queue = uds_rx_queue,
+};
+
+static struct vsock_conn *uds_conn_new(struct vsock_uds *u, int fd, enum conn_state state)
 {
-	if (!c->watched)
-		return;
-	event_loop_remove(u->loop, c->fd);
-	c->watched = false;
+	struct vsock_conn *c;
+
+	if (u->nr_conns >= VSOCK_MAX_CONNS)
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->u = u;
+	c->ops = &conn_ops;
+	c->fd = fd;
+	c->state = state;
+	TAILQ_INSERT_TAIL(&u->conns, c, link);
+	u->nr_conns++;
+	return c;
 }
 
 /* Answer a packet that belongs to no connection with an RST (5.10.6.3). */
@@ -177,37 +188,15 @@ static void uds_reply_rst(struct vsock_uds *u, const struct vsock_hdr *h)
 	uds_rx_queue(u, c);
 }
 
-static int uds_connect(const char *path)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
-
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	/* A unix stream connect completes at once or fails (EAGAIN: the
-	 * listener's backlog is full, which is a refusal too). */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int r = -errno;
-
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
 /* Guest REQUEST to host port P: connect to "<path>_P". */
 static void uds_guest_connect(struct vsock_uds *u, const struct vsock_hdr *h)
 {
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 16];
+	char path[PATH_MAX];
 	struct vsock_conn *c;
-	int fd;
+	int fd = -ENAMETOOLONG;
 
-	snprintf(path, sizeof(path), "%s_%u", u->path, h->dst_port);
-	fd = uds_connect(path);
+	if (snprintf(path, sizeof(path), "%s_%u", u->path, h->dst_port) < (int)sizeof(path))
+		fd = unix_connect(path, SOCK_NONBLOCK, NULL);
 	if (fd < 0) {
 		log_debug("vsock: guest connect to port %u: %s", h->dst_port, strerror(-fd));
 		uds_reply_rst(u, h);
@@ -305,27 +294,15 @@ static void uds_listen_handler(int fd, uint32_t revents, void *opaque)
 
 static int uds_listen(const char *path)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	_cleanup_close_ int fd = -1;
 	struct stat st;
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return err_set(-ENAMETOOLONG, "vsock socket path too long: %s", path);
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return err_setsys(-errno, "vsock socket");
 	/* Only a socket left by an earlier run is stale; anything else at
 	 * path is someone's file. */
 	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
 		return err_set(-EEXIST, "vsock socket path %s exists and is not a socket", path);
 	if (unlink(path) < 0 && errno != ENOENT)
 		return err_setsys(-errno, "remove stale %s", path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return err_setsys(-errno, "bind %s", path);
-	if (listen(fd, 64) < 0)
-		return err_setsys(-errno, "listen on %s", path);
-	return TAKE_FD(fd);
+	return unix_listen(path, 64);
 }
 
 int vsock_uds_new(struct event_loop *loop, const char *uds_path, uint64_t guest_cid, pthread_mutex_t *lock,

@@ -24,8 +24,6 @@
 #include "virtio/vsock/packet.h"
 #include "vmm/event-loop.h"
 
-/* Per-connection receive buffer advertised to the guest (buf_alloc). */
-#define VSOCK_BUF_ALLOC (256u * 1024)
 /* Most connections (including ones waiting to deliver an RST). */
 #define VSOCK_MAX_CONNS 1024
 

@@ -14,36 +14,12 @@
 #include "virtio/vsock/vsock-dev.h"
 
 #define VSOCK_STATE_MAGIC 0x314b5356u /* "VSK1" */
-#define VIRTIO_VSOCK_EVENT_TRANSPORT_RESET 0
 
 struct vsock_state {
 	uint32_t magic;
 	uint32_t pad;
 	uint64_t guest_cid;
 };
-
-void vsock_send_reset_event(struct virtio_vsock *v)
-{
-	struct virtq *vq = &v->mmio.vqs[VSOCK_EVENT];
-	uint32_t id = VIRTIO_VSOCK_EVENT_TRANSPORT_RESET;
-	int r;
-
-	r = virtq_pop(vq, &v->req);
-	if (r == 0) {
-		/* No buffer yet: the driver's next kick of the event queue
-		 * brings us back here. */
-		virtq_enable_notify(vq);
-		return;
-	}
-	if (r < 0 || v->req.nr_out || v->req.in_len < sizeof(id)) {
-		virtio_mmio_set_broken(&v->mmio);
-		return;
-	}
-	iov_from_buf(v->req.iov, v->req.nr_in, 0, &id, sizeof(id));
-	virtq_push(vq, v->req.head, sizeof(id));
-	__atomic_store_n(&v->event_pending, false, __ATOMIC_RELEASE);
-	virtio_mmio_notify_used(&v->mmio, vq);
-}
 
 void virtio_vsock_pause(struct virtio_vsock *v, bool paused)
 {

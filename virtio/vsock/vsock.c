@@ -13,6 +13,8 @@
 #include "virtio/vsock/vsock-dev.h"
 #include "virtio/vsock/vsock.h"
 
+#define VIRTIO_VSOCK_EVENT_TRANSPORT_RESET 0
+
 static struct virtio_vsock *to_vsock(struct virtio_mmio *m)
 {
 	return m->dev;
@@ -112,6 +114,29 @@ static void vsock_process_rx(struct virtio_vsock *v)
 static void vsock_rx_ready(void *opaque)
 {
 	vsock_process_rx(opaque);
+}
+
+void vsock_send_reset_event(struct virtio_vsock *v)
+{
+	struct virtq *vq = &v->mmio.vqs[VSOCK_EVENT];
+	uint32_t id = VIRTIO_VSOCK_EVENT_TRANSPORT_RESET;
+	int r;
+
+	r = virtq_pop(vq, &v->req);
+	if (r == 0) {
+		/* No buffer yet: the driver's next kick of the event queue
+		 * brings us back here. */
+		virtq_enable_notify(vq);
+		return;
+	}
+	if (r < 0 || v->req.nr_out || v->req.in_len < sizeof(id)) {
+		virtio_mmio_set_broken(&v->mmio);
+		return;
+	}
+	iov_from_buf(v->req.iov, v->req.nr_in, 0, &id, sizeof(id));
+	virtq_push(vq, v->req.head, sizeof(id));
+	__atomic_store_n(&v->event_pending, false, __ATOMIC_RELEASE);
+	virtio_mmio_notify_used(&v->mmio, vq);
 }
 
 static void vsock_kick_handler(int fd, uint32_t revents, void *opaque)

@@ -4,13 +4,17 @@
  * reply turned into the error message, signals passed on while waiting,
  * and a peer that rejects us, answers garbage, hangs up or never answers. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/dbus.h"
 #include "common/error.h"
+#include "common/fileio.h"
 #include "fake-peer.h"
 #include "tap.h"
 
@@ -194,6 +198,32 @@ TEST(no_socket)
 
 	is_int(dbus_open("/nonexistent/dbus.sock", false, 1000, &c), -ENOENT);
 	ok(strstr(err_msg(), "/nonexistent/dbus.sock") != NULL, "names the socket: %s", err_msg());
+}
+
+/* A bus socket path longer than sun_path holds: reached through its
+ * directory. The peer listens by a relative name from inside it. */
+TEST(long_socket_path)
+{
+	char dir[] = "/tmp/kvrun-dbus-XXXXXX", sub[151], path[512], cwd[PATH_MAX];
+	struct fake_peer p = {.handler = handler};
+	struct dbus_conn *c = NULL;
+
+	memset(sub, 'd', sizeof(sub) - 1);
+	sub[sizeof(sub) - 1] = '\0';
+	ok(mkdtemp(dir) != NULL && getcwd(cwd, sizeof(cwd)) != NULL, "mkdtemp, getcwd");
+	snprintf(path, sizeof(path), "%s/%s", dir, sub);
+	is_int(mkdir(path, 0700), 0);
+	is_int(chdir(path), 0);
+	is_int(fake_peer_start_listen(&p, "bus"), 0);
+	is_int(chdir(cwd), 0);
+	strcat(path, "/bus");
+	ok(strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path), "socket path of %zu bytes", strlen(path));
+	is_int(dbus_open(path, true, 5000, &c), 0);
+	is_str(c ? dbus_unique_name(c) : NULL, ":1.42");
+	dbus_close(c);
+	fake_peer_stop(&p);
+	is_int(p.connections, 1);
+	rm_rf(dir);
 }
 
 TAP_MAIN()

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "vmm/vcpu.h"
+#include "vmm/cpuid.h"
 
 static struct kvm_cpuid2 *fake_supported(void)
 {

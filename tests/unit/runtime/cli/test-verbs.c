@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/fileio.h"
+#include "runtime/cli/cli-args.h"
 #include "runtime/cli/commands.h"
 #include "runtime/store/state.h"
 #include "tap.h"

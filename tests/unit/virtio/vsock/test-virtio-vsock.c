@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -31,7 +33,7 @@ struct vt {
 	struct fake_drv d;
 	struct event_loop *loop;
 	struct virtio_vsock *v;
-	char dir[64], path[96];
+	char dir[64], path[320];
 	uint64_t rxgpa[QSIZE];
 	uint64_t rxpool[NR_RX];
 	uint64_t tx_hdr, tx_data;
@@ -69,13 +71,21 @@ static void vt_bringup(struct vt *t)
 	pump(t);
 }
 
-static void vt_setup(struct vt *t)
+/* The device's socket is <dir>/v.sock, or <dir>/<sub>/v.sock. */
+static void vt_setup_sub(struct vt *t, const char *sub)
 {
 	memset(t, 0, sizeof(*t));
 	strcpy(t->dir, "/tmp/kvrun-vsock-XXXXXX");
 	if (!mkdtemp(t->dir))
 		abort();
-	snprintf(t->path, sizeof(t->path), "%s/v.sock", t->dir);
+	if (sub) {
+		snprintf(t->path, sizeof(t->path), "%s/%s", t->dir, sub);
+		if (mkdir(t->path, 0700) < 0)
+			abort();
+		snprintf(t->path, sizeof(t->path), "%s/%s/v.sock", t->dir, sub);
+	} else {
+		snprintf(t->path, sizeof(t->path), "%s/v.sock", t->dir);
+	}
 	fake_drv_init(&t->d);
 	if (event_loop_new(&t->loop) < 0 || virtio_vsock_new(&t->d.mem, t->loop, CID, t->path, &t->v) < 0)
 		abort();
@@ -85,6 +95,11 @@ static void vt_setup(struct vt *t)
 	for (int i = 0; i < NR_RX; i++)
 		t->rxpool[i] = fake_alloc(&t->d, RX_LEN);
 	vt_bringup(t);
+}
+
+static void vt_setup(struct vt *t)
+{
+	vt_setup_sub(t, NULL);
 }
 
 static void vt_teardown(struct vt *t)
@@ -158,7 +173,8 @@ static int host_listen(struct vt *t, uint32_t port)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_%u", t->path, port);
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_%u", t->path, port) >= (int)sizeof(sa.sun_path))
+		abort();
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 8) < 0)
 		abort();
 	return fd;
@@ -169,7 +185,8 @@ static int host_connect(struct vt *t)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", t->path);
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", t->path) >= (int)sizeof(sa.sun_path))
+		abort();
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		abort();
 	return fd;
@@ -194,6 +211,47 @@ static int connect_from_guest(struct vt *t, int listener, uint32_t buf_alloc)
 	   "RESPONSE addressed to the guest");
 	is_int(p.h.buf_alloc, VSOCK_BUF_ALLOC);
 	return fd;
+}
+
+/* A socket path longer than sun_path holds (a deep --root): the device
+ * listens on it and connects to "<path>_P" through its directory. The host
+ * side reaches both by relative names from inside that directory. */
+TEST(long_socket_path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char sub[151], cwd[PATH_MAX];
+	int listener, fd;
+	struct vt t;
+	struct pkt p;
+
+	memset(sub, 'd', sizeof(sub) - 1);
+	sub[sizeof(sub) - 1] = '\0';
+	vt_setup_sub(&t, sub);
+	ok(strlen(t.path) >= sizeof(sa.sun_path), "socket path of %zu bytes", strlen(t.path));
+	ok(getcwd(cwd, sizeof(cwd)) != NULL, "getcwd");
+	*strrchr(t.path, '/') = '\0';
+	is_int(chdir(t.path), 0);
+	strcat(t.path, "/v.sock");
+
+	/* Guest to host port 1234: the device connects to "<path>_1234". */
+	listener = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	strcpy(sa.sun_path, "v.sock_1234");
+	ok(bind(listener, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(listener, 8) == 0, "host listens");
+	fd = connect_from_guest(&t, listener, 65536);
+	close(fd);
+	close(listener);
+	while (guest_recv(&t, &p))
+		; /* the SHUTDOWN of that stream */
+
+	/* Host to guest: the device listens on path. */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	strcpy(sa.sun_path, "v.sock");
+	is_int(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	is_int(write(fd, "CONNECT 52\n", 11), 11);
+	ok(guest_recv(&t, &p) && p.h.op == VSOCK_OP_REQUEST && p.h.dst_port == 52, "guest got REQUEST for port 52");
+	close(fd);
+	is_int(chdir(cwd), 0);
+	vt_teardown(&t);
 }
 
 TEST(config_and_identity)

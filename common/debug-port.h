@@ -4,8 +4,8 @@
  * constants, safe to include from freestanding guest code (tests/guest) and
  * from guest-init.
  */
-#ifndef KVRUN_VMM_DEBUG_PORT_H
-#define KVRUN_VMM_DEBUG_PORT_H
+#ifndef KVRUN_COMMON_DEBUG_PORT_H
+#define KVRUN_COMMON_DEBUG_PORT_H
 
 /* Boot-time marker: the guest's first action (guest-init, the test guest)
  * is a 1-byte write of any value here; the VMM records the time since its

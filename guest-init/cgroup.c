@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The container's cgroup inside the VM: STATS read it, UPDATE writes its
+ * run-time limits, and its memory.events tells of OOM kills. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "guest-init/guest-init.h"
+
+static int read_u64(const char *dir, const char *file, const char *key, uint64_t *ret)
+{
+	char path[512], line[256];
+	_cleanup_fclose_ FILE *f = NULL;
+	size_t klen = key ? strlen(key) : 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (key && (strncmp(line, key, klen) != 0 || line[klen] != ' '))
+			continue;
+		*ret = strtoull(line + (key ? klen + 1 : 0), NULL, 10); /* "max" reads as 0 */
+		return 0;
+	}
+	return -ENOENT;
+}
+
+void gi_cgroup_stats(const char *cg, struct proto_stats *s)
+{
+	if (cg) {
+		read_u64(cg, "cpu.stat", "usage_usec", &s->cpu_usage_usec);
+		read_u64(cg, "cpu.stat", "user_usec", &s->cpu_user_usec);
+		read_u64(cg, "cpu.stat", "system_usec", &s->cpu_system_usec);
+		read_u64(cg, "memory.current", NULL, &s->memory_current);
+		read_u64(cg, "memory.max", NULL, &s->memory_max);
+		read_u64(cg, "pids.current", NULL, &s->pids_current);
+	}
+	if (read_u64("/proc", "meminfo", "MemTotal:", &s->memory_total) == 0)
+		s->memory_total *= 1024;
+}
+
+int gi_cgroup_set_limit(const char *cg, const char *file, uint64_t v)
+{
+	char path[512], val[32];
+	int fd, n, r = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", cg, file);
+	n = v ? snprintf(val, sizeof(val), "%llu", (unsigned long long)v) : snprintf(val, sizeof(val), "max");
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, val, (size_t)n) < 0)
+		r = -errno;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+/* memory.events: "oom N" and "oom_kill N" among other lines. */
+int gi_oom_read(int fd, struct proto_oom *ret)
+{
+	char buf[512], *p;
+	ssize_t n;
+
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	*ret = (struct proto_oom){0};
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (strncmp(p, "oom ", 4) == 0)
+			ret->oom = strtoull(p + 4, NULL, 10);
+		else if (strncmp(p, "oom_kill ", 9) == 0)
+			ret->oom_kill = strtoull(p + 9, NULL, 10);
+	}
+	return 0;
+}
+
+int gi_oom_open(const char *cg, struct proto_oom *ret)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/memory.events", cg);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && gi_oom_read(fd, ret) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd < 0 ? -1 : fd;
+}
