@@ -18,6 +18,11 @@ enum { PORT_CTL, PORT_STDIN, PORT_STDOUT, PORT_STDERR, NR_PORTS };
 
 #define REPLY_TIMEOUT_MS (120 * 1000)
 
+/* A frame from guest-init that stops growing for this long is given up
+ * on, and the guest's control stream with it (while the VM runs: a paused
+ * guest cannot send). */
+#define GUEST_FRAME_STALL_MS (30 * 1000)
+
 /* Exec proxies connected at a time (each holds one control connection). */
 #define MONITOR_MAX_EXECS 64
 
@@ -41,6 +46,7 @@ struct monitor {
 	char *cgroup_unit; /* the systemd scope holding it, or NULL */
 	int listen_fds[NR_PORTS];
 	int stream_fds[NR_PORTS]; /* accepted guest streams */
+	struct proto_reader ctl_reader; /* frames on stream_fds[PORT_CTL] */
 	int control_fd; /* listener of control.sock */
 	int signal_fd;
 	bool serving; /* serve() forwards signals; before it they end the boot */

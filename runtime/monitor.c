@@ -164,17 +164,26 @@ int monitor_accept_stream(struct monitor *m, int i, int timeout_ms, const char *
 	return 0;
 }
 
-/* Receive one message on the control stream, with a deadline. */
+/* Receive one message on the control stream, the whole frame within the
+ * deadline (the serve loop may have read part of it already). */
 static int recv_msg(struct monitor *m, int timeout_ms, struct proto_msg *ret)
 {
-	int r = wait_readable(m, m->stream_fds[PORT_CTL], timeout_ms, "guest-init");
+	int64_t deadline = now_ms() + timeout_ms;
+	int r;
 
-	if (r < 0)
-		return r;
-	r = proto_recv(m->stream_fds[PORT_CTL], ret);
-	if (r < 0)
-		return err_setsys(r, "reading from guest-init");
-	return 0;
+	for (;;) {
+		r = wait_readable(m, m->stream_fds[PORT_CTL], (int)(deadline - now_ms()), "guest-init");
+		if (r == -ETIMEDOUT)
+			return err_set(r, "timed out after %d s waiting for guest-init%s", timeout_ms / 1000,
+			               proto_reader_partial(&m->ctl_reader) ? " (in the middle of a frame)" : "");
+		if (r < 0)
+			return r;
+		r = proto_reader_feed(&m->ctl_reader, m->stream_fds[PORT_CTL], ret);
+		if (r < 0)
+			return err_setsys(r, "reading from guest-init");
+		if (r > 0)
+			return 0;
+	}
 }
 
 void monitor_note(struct monitor *m, const struct proto_msg *msg)
@@ -200,7 +209,7 @@ int monitor_request(struct monitor *m, struct proto_msg *msg, int timeout_ms, st
 	int r;
 
 	msg->id = ++m->next_id;
-	r = proto_send(m->stream_fds[PORT_CTL], msg);
+	r = proto_send_timeout(m->stream_fds[PORT_CTL], msg, timeout_ms);
 	if (r < 0)
 		return err_setsys(r, "sending %s to guest-init", proto_type_name(msg->type));
 	for (;;) {
@@ -246,7 +255,7 @@ static int hello(struct monitor *m)
 	proto_msg_free(&msg);
 	msg = (struct proto_msg){.type = PROTO_MSG_HELLO};
 	msg.u.hello = (struct proto_hello){KVRUN_PROTO_VERSION, KVRUN_PROTO_VERSION, (char *)"kvrun"};
-	r = proto_send(m->stream_fds[PORT_CTL], &msg);
+	r = proto_send_timeout(m->stream_fds[PORT_CTL], &msg, REPLY_TIMEOUT_MS);
 	return r < 0 ? err_setsys(r, "sending HELLO") : 0;
 }
 
@@ -595,6 +604,25 @@ static void forward_signal(struct monitor *m)
 			log_debug("forwarding signal %u: %s", si.ssi_signo, err_msg());
 }
 
+/* A frame from guest-init that stopped mid-way is given a deadline; the
+ * loop serves everything else meanwhile. A paused guest cannot send: its
+ * clock restarts. */
+static bool guest_stalled(struct monitor *m)
+{
+	if (m->paused)
+		proto_reader_touch(&m->ctl_reader);
+	return proto_reader_timeout(&m->ctl_reader, GUEST_FRAME_STALL_MS) == 0;
+}
+
+static int serve_timeout(struct monitor *m)
+{
+	int t = proto_reader_timeout(&m->ctl_reader, GUEST_FRAME_STALL_MS);
+
+	if (m->tty_fd >= 0 && (t < 0 || t > TTY_POLL_MS))
+		t = TTY_POLL_MS;
+	return t;
+}
+
 /* Until the container's init exits (or the VM ends). */
 static int serve(struct monitor *m)
 {
@@ -618,21 +646,31 @@ static int serve(struct monitor *m)
 				who[n - P_EXECS] = &m->execs[i];
 				p[n++] = (struct pollfd){.fd = m->execs[i].fd, .events = POLLIN};
 			}
-		if (poll(p, n, m->tty_fd >= 0 ? TTY_POLL_MS : -1) < 0) {
+		if (poll(p, n, serve_timeout(m)) < 0) {
 			if (errno == EINTR)
 				continue;
 			return err_setsys(-errno, "poll");
 		}
 		if (p[P_GUEST].revents) {
 			struct proto_msg msg = {0};
-			int r = proto_recv(m->stream_fds[PORT_CTL], &msg);
+			int r = proto_reader_feed(&m->ctl_reader, m->stream_fds[PORT_CTL], &msg);
 
 			if (r < 0)
-				return err_setsys(r, "guest-init closed the control stream");
-			monitor_note(m, &msg);
-			proto_msg_free(&msg);
-			continue;
+				return err_setsys(r, "%s",
+				                  r == -ECONNRESET ? "guest-init closed the control stream"
+				                                   : "reading from guest-init");
+			if (r > 0) {
+				monitor_note(m, &msg);
+				proto_msg_free(&msg);
+				/* Clients are served in the same turn: a guest
+				 * that sends without a pause cannot starve them. */
+				if (m->exited)
+					continue;
+			}
 		}
+		if (guest_stalled(m))
+			return err_set(-ETIMEDOUT, "guest-init sent part of a frame and nothing for %d s: %s",
+			               GUEST_FRAME_STALL_MS / 1000, "dropping its control stream");
 		if (p[P_DONE].revents) {
 			struct vm_result res = m->sb->vm->result;
 
@@ -690,6 +728,7 @@ static void shut_down(struct monitor *m)
 			close(m->stream_fds[i]);
 			m->stream_fds[i] = -1;
 		}
+	proto_reader_reset(&m->ctl_reader);
 	/* Exec'd processes died with the VM: their proxies see EOF. */
 	for (int i = 0; i < MONITOR_MAX_EXECS; i++)
 		if (m->execs[i].fd >= 0) {
@@ -815,8 +854,12 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	}
 	enter_jail();
 	r = serve(&m);
-	if (r < 0)
+	if (r < 0) {
 		log_error("%s", err_msg());
+		/* guest-init may be alive and silent (a dropped stream), its
+		 * output streams open: the relays end with the VM. */
+		end_vm(&m);
+	}
 	shut_down(&m);
 	if (r < 0 || !m.exited)
 		_exit(EXIT_MONITOR_FAILED);

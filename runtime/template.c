@@ -152,8 +152,9 @@ static int recv_type(struct build *b, uint16_t type, struct proto_msg *m)
 {
 	int r = wait_for(b, b->ctl, "guest-init");
 
+	/* The whole frame by the build's deadline, however the guest sends it. */
 	if (r >= 0)
-		r = proto_recv(b->ctl, m);
+		r = proto_recv_timeout(b->ctl, (int)(b->deadline_ms - now_ms()), m);
 	if (r < 0)
 		return err_prefix(r, "reading from guest-init");
 	if (m->type != type) {
@@ -183,10 +184,10 @@ static int reach_ready(struct build *b)
 	proto_msg_free(&m);
 	m = (struct proto_msg){.type = PROTO_MSG_HELLO};
 	m.u.hello = (struct proto_hello){KVRUN_PROTO_VERSION, KVRUN_PROTO_VERSION, (char *)"kvrun"};
-	r = proto_send(b->ctl, &m);
+	r = proto_send_timeout(b->ctl, &m, (int)(b->deadline_ms - now_ms()));
 	if (r >= 0) {
 		m = (struct proto_msg){.type = PROTO_MSG_STATS, .id = 1};
-		r = proto_send(b->ctl, &m);
+		r = proto_send_timeout(b->ctl, &m, (int)(b->deadline_ms - now_ms()));
 	}
 	if (r < 0)
 		return err_setsys(r, "writing to guest-init");
