@@ -289,10 +289,62 @@ int proto_decode(const void *buf, size_t len, struct proto_msg *ret);
 /* Free everything m owns and zero it. Accepts a zeroed or partial message. */
 void proto_msg_free(struct proto_msg *m);
 
-/* Blocking helpers for a stream fd (guest-init, tests): write one frame;
- * read exactly one frame. proto_recv returns -ECONNRESET on EOF. */
+/* Blocking helpers for a stream fd whose peer is trusted (guest-init
+ * talking to the host, tests): write one frame; read exactly one frame.
+ * proto_recv returns -ECONNRESET on EOF. A peer that stops mid-frame
+ * blocks them forever: the host reads what the guest sends with the
+ * helpers below. */
 int proto_send(int fd, const struct proto_msg *m);
 int proto_recv(int fd, struct proto_msg *ret);
+
+/*
+ * Framing for a stream whose peer may misbehave (common/proto-stream.c):
+ * the guest's control stream, a control.sock client. Nothing here blocks
+ * past a deadline, so a peer that sends a header and then nothing cannot
+ * freeze the loop that serves it.
+ *
+ * struct proto_reader is an incremental frame reader: a serve loop feeds
+ * it each time the stream is readable. It reads no byte past the frame it
+ * is assembling (the next frame stays in the socket) and remembers when the
+ * partial frame last grew, so that the loop can drop a peer stalled
+ * mid-frame (proto_reader_timeout()).
+ */
+struct proto_reader {
+	uint8_t hdr[KVRUN_PROTO_HEADER_SIZE];
+	uint8_t *frame; /* header and body, once the header is known */
+	size_t have; /* bytes of the frame read so far */
+	size_t need; /* bytes of the whole frame; 0 until the header is read */
+	int64_t progress_ms; /* CLOCK_MONOTONIC ms of the partial frame's last byte */
+};
+
+/* Start empty (a zeroed struct is the same). */
+void proto_reader_init(struct proto_reader *r);
+/* Forget and free a partial frame. */
+void proto_reader_reset(struct proto_reader *r);
+/* Read what fd holds, without blocking. Returns 1 and a message in *ret
+ * (the caller frees it with proto_msg_free()) when a frame is complete; 0
+ * when more is needed; -ECONNRESET at EOF; a negative errno from the header
+ * (proto_header_parse()) or the body (proto_decode()) or the read. After an
+ * error the reader is reset and the stream cannot be resynchronized. */
+int proto_reader_feed(struct proto_reader *r, int fd, struct proto_msg *ret);
+/* Whether part of a frame has been read. */
+bool proto_reader_partial(const struct proto_reader *r);
+/* Milliseconds left before a partial frame counts as stalled (no byte for
+ * stall_ms): -1 with no partial frame (a poll() timeout of "forever"), 0
+ * once it stalled. */
+int proto_reader_timeout(const struct proto_reader *r, int stall_ms);
+/* Restart the stall clock of a partial frame, for a peer that could not
+ * send meanwhile (its VM was paused). */
+void proto_reader_touch(struct proto_reader *r);
+
+/* Read one whole frame from fd within timeout_ms, however the peer trickles
+ * it: as proto_reader_feed(), or -ETIMEDOUT. For a peer that must answer
+ * now (the EXEC an exec proxy sends after its request line). */
+int proto_recv_timeout(int fd, int timeout_ms, struct proto_msg *ret);
+/* Write one frame within timeout_ms: -ETIMEDOUT when the peer does not take
+ * it (a guest that stopped reading its control stream), -EPIPE when it is
+ * gone. On a socket only; other fds are written as proto_send() does. */
+int proto_send_timeout(int fd, const struct proto_msg *m, int timeout_ms);
 
 /* Encode/free helpers for callers that build messages. */
 const char *proto_type_name(uint16_t type);

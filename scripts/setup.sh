@@ -34,6 +34,7 @@ pkgs=(
 	runc crun tmux python3
 )
 pkgs+=(acpica-tools)         # iasl, for the ACPI table tests
+pkgs+=(clang libclang-rt-14-dev) # libFuzzer, for the fuzz targets (tests/fuzz/run.sh)
 pkgs+=(xz-utils zstd)        # decompressing distro-kernel modules (runtime/host/kmod-resolve.c) and its test
 pkgs+=(linux-source-6.12 flex bison) # the kernel config check (tests/integration/test_kernel_config.py)
 if [ "$bench" = 1 ]; then

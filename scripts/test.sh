@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Run kvrun's whole test suite from ./build: first the unit and integration
-# suites, then the slow Linux-guest suite (own time budget, one test at a
-# time so that no other test sees its VMs), then the engines suite (docker,
-# podman and containerd running kvrun; one at a time too), then print one
-# summary line.
+# suites, then the fuzz targets (tests/fuzz/run.sh: each libFuzzer target
+# for $KVRUN_FUZZ_SECONDS, default 40, two at a time, in a clang build of
+# its own; 0 skips them), then the slow Linux-guest suite (own time budget,
+# one test at a time so that no other test sees its VMs), then the engines
+# suite (docker, podman and containerd running kvrun; one at a time too),
+# then print one summary line (a fuzz target counts as one test).
 # Extra arguments go to every `meson test` run (for example --no-rebuild).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -11,14 +13,27 @@ cd "$(dirname "$0")/.."
 meson compile -C build || exit 1
 meson test -C build --print-errorlogs --num-processes 2 --no-suite slow --no-suite engines --logbase fast "$@"
 rc_fast=$?
+rc_fuzz=0
+rm -f build-fuzz/fuzz-out/results
+if [ "${KVRUN_FUZZ_SECONDS:-40}" != 0 ]; then
+	tests/fuzz/run.sh -t "${KVRUN_FUZZ_SECONDS:-40}" -j 2
+	rc_fuzz=$?
+	[ "$rc_fuzz" = 77 ] && rc_fuzz=0 # no clang with libFuzzer: said so, skipped
+fi
 meson test -C build --print-errorlogs --num-processes 1 --suite slow --logbase slow "$@"
 rc_slow=$?
 meson test -C build --print-errorlogs --num-processes 1 --suite engines --logbase engines "$@"
 rc_engines=$?
-python3 - build/meson-logs/fast.json build/meson-logs/slow.json build/meson-logs/engines.json <<'PY'
+python3 - build-fuzz/fuzz-out/results build/meson-logs/fast.json build/meson-logs/slow.json \
+	build/meson-logs/engines.json <<'PY'
 import json, sys
 counts = {"passed": 0, "failed": 0, "skipped": 0}
-for path in sys.argv[1:]:
+try:
+    for line in open(sys.argv[1]):
+        counts["passed" if line.split()[1] == "ok" else "failed"] += 1
+except OSError:
+    pass
+for path in sys.argv[2:]:
     try:
         lines = open(path).readlines()
     except OSError:
@@ -33,4 +48,4 @@ for path in sys.argv[1:]:
             counts["failed"] += 1
 print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
 PY
-[ "$rc_fast" = 0 ] && [ "$rc_slow" = 0 ] && [ "$rc_engines" = 0 ]
+[ "$rc_fast" = 0 ] && [ "$rc_fuzz" = 0 ] && [ "$rc_slow" = 0 ] && [ "$rc_engines" = 0 ]

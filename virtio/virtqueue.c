@@ -103,14 +103,13 @@ static int virtq_add_seg(struct virtq *vq, struct virtq_req *req, const struct v
 	return 0;
 }
 
-/* Switch the walk to the indirect table d describes (2.7.5.3). */
+/* Switch the walk to the indirect table d describes (2.7.5.3). The caller
+ * makes sure this happens at most once per chain. */
 static int virtq_enter_indirect(struct virtq *vq, const struct virtq_desc *d, const uint8_t **table,
                                 uint32_t *table_len)
 {
 	if (!vq->indirect)
 		return virtq_fail(vq, -EINVAL, "indirect descriptor not negotiated");
-	if (*table != (const uint8_t *)vq->desc)
-		return virtq_fail(vq, -EINVAL, "nested indirect descriptor");
 	if (d->flags & VIRTQ_DESC_F_NEXT)
 		return virtq_fail(vq, -EINVAL, "indirect descriptor with NEXT");
 	if (d->len == 0 || d->len % sizeof(struct virtq_desc) || d->len / sizeof(struct virtq_desc) > VIRTQ_MAX_SEGS)
@@ -122,10 +121,20 @@ static int virtq_enter_indirect(struct virtq *vq, const struct virtq_desc *d, co
 	return 0;
 }
 
+/*
+ * Walk the chain at head. The rules of 2.7.5.3.1 bound the walk whatever
+ * the guest wrote: a chain is zero or more descriptors of the ring, each
+ * visited at most once, then at most one indirect descriptor (no NEXT), then
+ * each entry of its table at most once, none of them indirect. So at most
+ * num + VIRTQ_MAX_SEGS descriptors are read, counted in `left`, which is
+ * refilled once, when the one indirect table is entered. Where the table
+ * lies (even over the ring itself) does not matter.
+ */
 static int virtq_walk(struct virtq *vq, uint16_t head, struct virtq_req *req)
 {
 	const uint8_t *table = (const uint8_t *)vq->desc;
-	uint32_t table_len = vq->num, idx = head, budget = vq->num;
+	uint32_t table_len = vq->num, idx = head, left = vq->num;
+	bool in_indirect = false;
 	struct virtq_desc d;
 	int r;
 
@@ -133,18 +142,20 @@ static int virtq_walk(struct virtq *vq, uint16_t head, struct virtq_req *req)
 	req->nr_out = req->nr_in = 0;
 	req->out_len = req->in_len = 0;
 	for (;;) {
-		/* A chain visits each descriptor of its table at most once,
-		 * so a longer walk is a loop (2.7.4.2). */
-		if (budget-- == 0)
+		/* More descriptors than the table holds means a loop (2.7.4.2). */
+		if (left-- == 0)
 			return virtq_fail(vq, -ELOOP, "descriptor chain loops");
 		/* Indirect tables need not be aligned: copy bytes. */
 		memcpy(&d, table + (size_t)idx * sizeof(d), sizeof(d));
 		if (d.flags & VIRTQ_DESC_F_INDIRECT) {
+			if (in_indirect)
+				return virtq_fail(vq, -EINVAL, "indirect descriptor inside an indirect table");
 			r = virtq_enter_indirect(vq, &d, &table, &table_len);
 			if (r < 0)
 				return r;
+			in_indirect = true;
 			idx = 0;
-			budget = table_len;
+			left = table_len;
 			continue;
 		}
 		r = virtq_add_seg(vq, req, &d);

@@ -447,10 +447,14 @@ static void fill_rsdp(uint8_t *r, uint64_t xsdt)
 	r[32] = (uint8_t)-acpi_checksum(r, RSDP_LEN); /* whole structure */
 }
 
-static int check_config(const struct acpi_config *cfg, uint64_t gpa)
+static int check_config(const struct acpi_config *cfg, uint64_t gpa, size_t len)
 {
 	if (gpa % 16)
 		return err_set(-EINVAL, "ACPI tables at %#llx: not 16-byte aligned", (unsigned long long)gpa);
+	/* The tables point at each other by GPA: none may wrap past 2^64. */
+	if (len && gpa > UINT64_MAX - (len - 1))
+		return err_set(-EINVAL, "ACPI tables at %#llx: %zu bytes wrap around the address space",
+		               (unsigned long long)gpa, len);
 	if (cfg->ncpus < 1 || cfg->ncpus > ACPI_MAX_CPUS)
 		return err_set(-EINVAL, "ACPI: %u vCPUs (1..%d)", cfg->ncpus, ACPI_MAX_CPUS);
 	for (unsigned int i = 0; cfg->apic_ids && i < cfg->ncpus; i++)
@@ -482,7 +486,7 @@ int acpi_build_tables(const struct acpi_config *cfg, uint64_t gpa, void *buf, si
 	size_t xsdt_off, dsdt_off, fadt_off, madt_off;
 	int r;
 
-	r = check_config(cfg, gpa);
+	r = check_config(cfg, gpa, len);
 	if (r < 0)
 		return r;
 	buf_reserve(&b, RSDP_LEN);

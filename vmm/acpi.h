@@ -102,7 +102,8 @@ struct acpi_layout {
  * layout.rsdp == gpa. Pointers inside the tables are GPAs. Pure: touches
  * nothing but buf and *ret_layout (written only on success).
  * Returns 0; -EINVAL for a bad config (no CPUs, too many, an APIC id > 254,
- * a device above 4 GiB or with a GSI >= ACPI_IOAPIC_PINS, an unaligned gpa),
+ * a device above 4 GiB or with a GSI >= ACPI_IOAPIC_PINS, an unaligned gpa,
+ * a buffer whose GPA range wraps past 2^64),
  * -ENOSPC when buf is too small. Records a message with err_set().
  */
 int acpi_build_tables(const struct acpi_config *cfg, uint64_t gpa, void *buf, size_t len,

@@ -146,7 +146,7 @@ static int send_exec(struct proxy *p)
 	r = write_all(p->ctl, "exec\n", 5);
 	msg.u.exec = *p->o->proc;
 	if (r >= 0)
-		r = proto_send(p->ctl, &msg);
+		r = proto_send_timeout(p->ctl, &msg, CALL_TIMEOUT_MS);
 	if (r < 0)
 		return err_setsys(r, "send the process to the container's monitor");
 	r = read_line(p->ctl, guest_boot_timeout_ms() + EXEC_REPLY_MARGIN_MS, line, sizeof(line));

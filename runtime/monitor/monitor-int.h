@@ -18,6 +18,11 @@
 #include "runtime/monitor/monitor.h"
 #include "runtime/sandbox/guest-channel.h"
 
+/* A frame from guest-init that stops growing for this long is given up
+ * on, and the guest's control stream with it (while the VM runs: a paused
+ * guest cannot send). */
+#define GUEST_FRAME_STALL_MS (30 * 1000)
+
 /* Exec proxies connected at a time (each holds one control connection). */
 #define MONITOR_MAX_EXECS 64
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -80,8 +81,10 @@ static void take_fds(struct msghdr *msg, struct req_fds *f)
  * EXEC frame) stays in the socket; descriptors sent with it go to *fds. */
 static int read_line(int fd, char *line, size_t size, struct req_fds *fds)
 {
+	struct timespec t0, t;
 	size_t len = 0;
 
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (len + 1 < size) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		union {
@@ -92,9 +95,13 @@ static int read_line(int fd, char *line, size_t size, struct req_fds *fds)
 		struct msghdr msg = {
 		    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
 		ssize_t n;
+		long left;
 
-		/* A client that connects and says nothing must not stall us. */
-		if (poll(&p, 1, CLIENT_WAIT_MS) <= 0)
+		/* A client that connects and says nothing, or a byte at a
+		 * time, must not stall us: the whole line within the wait. */
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		left = CLIENT_WAIT_MS - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
 			return -ETIMEDOUT;
 		n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
 		if (n < 0 && errno == EINTR)
@@ -140,7 +147,7 @@ int monitor_signal(struct monitor *m, uint32_t pid, int signo, bool all)
 	} else if (m->paused) {
 		/* Delivered when the container is resumed; the answer is
 		 * dropped then. */
-		return guest_channel_send(&m->ch, &msg);
+		return guest_channel_send(&m->ch, &msg, GUEST_REPLY_TIMEOUT_MS);
 	}
 	r = guest_channel_request(&m->ch, &msg, GUEST_REPLY_TIMEOUT_MS, &ans);
 	proto_msg_free(&ans);
@@ -216,7 +223,6 @@ static int do_exec(struct monitor *m, int fd, bool *keep, char *detail, size_t s
 	struct monitor_exec *e = NULL;
 	struct ucred cred = {0};
 	socklen_t len = sizeof(cred);
-	struct pollfd p = {.fd = fd, .events = POLLIN};
 	int r;
 
 	if (m->exited)
@@ -228,9 +234,11 @@ static int do_exec(struct monitor *m, int fd, bool *keep, char *detail, size_t s
 			e = &m->execs[i];
 	if (!e)
 		return err_set(-EAGAIN, "too many exec'd processes (at most %d)", MONITOR_MAX_EXECS);
-	if (poll(&p, 1, CLIENT_WAIT_MS) <= 0)
-		return err_set(-ETIMEDOUT, "no process to exec");
-	r = proto_recv(fd, &msg);
+	/* The whole frame within the wait: a client that stops half-way is
+	 * dropped, not waited for. */
+	r = proto_recv_timeout(fd, CLIENT_WAIT_MS, &msg);
+	if (r == -ETIMEDOUT)
+		return err_set(r, "no process to exec (no whole EXEC within %d s)", CLIENT_WAIT_MS / 1000);
 	if (r < 0)
 		return err_setsys(r, "reading the process to exec");
 	if (msg.type != PROTO_MSG_EXEC) {

@@ -320,6 +320,17 @@ static void forward_signal(struct monitor *m)
 			log_debug("forwarding signal %u: %s", si.ssi_signo, err_msg());
 }
 
+/* A frame from guest-init that stopped mid-way is given a deadline
+ * (guest_channel_stalled()); the loop serves everything else meanwhile. */
+static int serve_timeout(struct monitor *m)
+{
+	int t = guest_channel_poll_ms(&m->ch);
+
+	if (m->tty_fd >= 0 && (t < 0 || t > TTY_POLL_MS))
+		t = TTY_POLL_MS;
+	return t;
+}
+
 /* Until the container's init exits (or the VM ends). */
 static int serve(struct monitor *m)
 {
@@ -343,21 +354,29 @@ static int serve(struct monitor *m)
 				who[n - P_EXECS] = &m->execs[i];
 				p[n++] = (struct pollfd){.fd = m->execs[i].fd, .events = POLLIN};
 			}
-		if (poll(p, n, m->tty_fd >= 0 ? TTY_POLL_MS : -1) < 0) {
+		if (poll(p, n, serve_timeout(m)) < 0) {
 			if (errno == EINTR)
 				continue;
 			return err_setsys(-errno, "poll");
 		}
 		if (p[P_GUEST].revents) {
 			struct proto_msg msg = {0};
-			int r = guest_channel_recv(&m->ch, GUEST_REPLY_TIMEOUT_MS, &msg);
+			int r = guest_channel_feed(&m->ch, &msg);
 
 			if (r < 0)
-				return err_prefix(r, "guest-init's control stream");
-			note(m, &msg);
-			proto_msg_free(&msg);
-			continue;
+				return r;
+			if (r > 0) {
+				note(m, &msg);
+				proto_msg_free(&msg);
+				/* Clients are served in the same turn: a guest
+				 * that sends without a pause cannot starve them. */
+				if (m->exited)
+					continue;
+			}
 		}
+		if (guest_channel_stalled(&m->ch, m->paused))
+			return err_set(-ETIMEDOUT, "guest-init sent part of a frame and nothing for %d s: %s",
+			               GUEST_FRAME_STALL_MS / 1000, "dropping its control stream");
 		if (p[P_DONE].revents) {
 			struct vm_result res = m->sb->vm->result;
 
@@ -527,8 +546,12 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	}
 	enter_jail();
 	r = serve(&m);
-	if (r < 0)
+	if (r < 0) {
 		log_error("%s", err_msg());
+		/* guest-init may be alive and silent (a dropped stream), its
+		 * output streams open: the relays end with the VM. */
+		end_vm(&m);
+	}
 	shut_down(&m);
 	if (r < 0 || !m.exited)
 		_exit(EXIT_MONITOR_FAILED);

@@ -128,16 +128,42 @@ bool guest_channel_pending(const struct guest_channel *ch, int i)
 	return ch->listen_fds[i] >= 0 && poll(&p, 1, 0) > 0;
 }
 
+int guest_channel_feed(struct guest_channel *ch, struct proto_msg *ret)
+{
+	int r = proto_reader_feed(&ch->reader, ch->stream_fds[CHAN_CTL], ret);
+
+	if (r == -ECONNRESET)
+		return err_set(r, "guest-init closed the control stream");
+	return r < 0 ? err_setsys(r, "reading from guest-init") : r;
+}
+
+/* The whole frame by deadline_ms (a loop may have read part of it). */
 static int recv_until(struct guest_channel *ch, int64_t deadline_ms, int timeout_ms, struct proto_msg *ret)
 {
-	int r = wait_readable(ch, ch->stream_fds[CHAN_CTL], deadline_ms, timeout_ms, "guest-init");
+	for (;;) {
+		int r = wait_readable(ch, ch->stream_fds[CHAN_CTL], deadline_ms, timeout_ms, "guest-init");
 
-	if (r < 0)
-		return r;
-	r = proto_recv(ch->stream_fds[CHAN_CTL], ret);
-	if (r < 0)
-		return err_setsys(r, "reading from guest-init");
-	return 0;
+		if (r == -ETIMEDOUT && proto_reader_partial(&ch->reader))
+			return err_set(r, "timed out after %d s waiting for guest-init (in the middle of a frame)",
+			               timeout_ms / 1000);
+		if (r < 0)
+			return r;
+		r = guest_channel_feed(ch, ret);
+		if (r != 0)
+			return r < 0 ? r : 0;
+	}
+}
+
+bool guest_channel_stalled(struct guest_channel *ch, bool paused)
+{
+	if (paused)
+		proto_reader_touch(&ch->reader);
+	return proto_reader_timeout(&ch->reader, GUEST_FRAME_STALL_MS) == 0;
+}
+
+int guest_channel_poll_ms(const struct guest_channel *ch)
+{
+	return proto_reader_timeout(&ch->reader, GUEST_FRAME_STALL_MS);
 }
 
 int guest_channel_recv(struct guest_channel *ch, int timeout_ms, struct proto_msg *ret)
@@ -162,16 +188,16 @@ int guest_channel_hello(struct guest_channel *ch, int timeout_ms)
 	proto_msg_free(&msg);
 	msg = (struct proto_msg){.type = PROTO_MSG_HELLO};
 	msg.u.hello = (struct proto_hello){KVRUN_PROTO_VERSION, KVRUN_PROTO_VERSION, (char *)"kvrun"};
-	r = proto_send(ch->stream_fds[CHAN_CTL], &msg);
+	r = proto_send_timeout(ch->stream_fds[CHAN_CTL], &msg, timeout_ms);
 	return r < 0 ? err_setsys(r, "sending HELLO") : 0;
 }
 
-int guest_channel_send(struct guest_channel *ch, struct proto_msg *msg)
+int guest_channel_send(struct guest_channel *ch, struct proto_msg *msg, int timeout_ms)
 {
 	int r;
 
 	msg->id = ++ch->next_id;
-	r = proto_send(ch->stream_fds[CHAN_CTL], msg);
+	r = proto_send_timeout(ch->stream_fds[CHAN_CTL], msg, timeout_ms);
 	return r < 0 ? err_setsys(r, "sending %s to guest-init", proto_type_name(msg->type)) : 0;
 }
 
@@ -205,7 +231,7 @@ int guest_channel_request(struct guest_channel *ch, struct proto_msg *msg, int t
 	int64_t deadline = clock_now_ms() + timeout_ms;
 	int r;
 
-	r = guest_channel_send(ch, msg);
+	r = guest_channel_send(ch, msg, timeout_ms);
 	while (r >= 0) {
 		struct proto_msg a = {0};
 
@@ -243,6 +269,7 @@ void guest_channel_close(struct guest_channel *ch)
 			close(ch->stream_fds[i]);
 			ch->stream_fds[i] = -1;
 		}
+	proto_reader_reset(&ch->reader);
 	if (ch->base_dirfd >= 0)
 		close(ch->base_dirfd);
 	ch->base_dirfd = -1;

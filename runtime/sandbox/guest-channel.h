@@ -30,6 +30,11 @@ enum { CHAN_CTL, CHAN_STDIN, CHAN_STDOUT, CHAN_STDERR, CHAN_NR };
 /* How long guest-init may take to answer a request. */
 #define GUEST_REPLY_TIMEOUT_MS (120 * 1000)
 
+/* A frame from guest-init that stops growing for this long is given up
+ * on, and the control stream with it (while the VM runs: a paused guest
+ * cannot send). */
+#define GUEST_FRAME_STALL_MS (30 * 1000)
+
 struct sandbox;
 
 struct guest_channel {
@@ -37,6 +42,7 @@ struct guest_channel {
 	int base_dirfd; /* held while base goes through /proc/self/fd, or -1 */
 	int listen_fds[CHAN_NR];
 	int stream_fds[CHAN_NR]; /* accepted streams, or -1 */
+	struct proto_reader reader; /* frames on stream_fds[CHAN_CTL], read without blocking */
 	struct sandbox *sb; /* the VM, once it exists: its end ends waits */
 	int stop_fd; /* a signalfd whose SIGTERM/SIGINT/SIGHUP/SIGQUIT end waits, or -1 */
 	int stop_signal; /* the signal that ended a wait, or 0 */
@@ -61,14 +67,28 @@ int guest_channel_accept(struct guest_channel *ch, int i, int timeout_ms, const 
 /* Whether a connection waits on port i's listener now. */
 bool guest_channel_pending(const struct guest_channel *ch, int i);
 
-/* Receive one message on the control stream within timeout_ms. */
+/* Receive one message on the control stream, the whole frame within
+ * timeout_ms (however guest-init trickles it). */
 int guest_channel_recv(struct guest_channel *ch, int timeout_ms, struct proto_msg *ret);
+
+/* For a loop that polls the control stream: read what it holds without
+ * blocking. 1 and a message in *ret, 0 when a frame is still partial, or a
+ * negative errno with err_set() (the stream is then unusable). */
+int guest_channel_feed(struct guest_channel *ch, struct proto_msg *ret);
+
+/* Whether a partial frame has had no byte for GUEST_FRAME_STALL_MS; a
+ * paused guest (paused true) restarts the clock. */
+bool guest_channel_stalled(struct guest_channel *ch, bool paused);
+
+/* The poll() timeout until a partial frame would stall: -1 (none), or ms. */
+int guest_channel_poll_ms(const struct guest_channel *ch);
 
 /* guest-init's HELLO, checked for the protocol version, and ours back. */
 int guest_channel_hello(struct guest_channel *ch, int timeout_ms);
 
-/* Send msg with a new id, not waiting for an answer. */
-int guest_channel_send(struct guest_channel *ch, struct proto_msg *msg);
+/* Send msg with a new id within timeout_ms (guest-init may have stopped
+ * reading), not waiting for an answer. */
+int guest_channel_send(struct guest_channel *ch, struct proto_msg *msg, int timeout_ms);
 
 /* Send msg and wait up to timeout_ms for the answer with its id (ERROR with
  * err 0 counts as success; ERROR with an errno is that error with the

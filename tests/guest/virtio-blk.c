@@ -260,6 +260,14 @@ void check_virtio_blk_bad(void)
 	vq_kick(&d, 0, 0);
 	bad_case(&d, "a nested indirect descriptor", seed);
 
+	/* An indirect descriptor whose table is the descriptor ring itself:
+	 * entry 0 of that "table" is the indirect descriptor again. The walk
+	 * must end (it once spun forever, and the reset below hung with it). */
+	blk_header();
+	d.q[0].desc[0] = (struct vdesc){(uint64_t)(uintptr_t)d.q[0].desc, QSIZE * 16, D_INDIRECT, 0};
+	vq_kick(&d, 0, 0);
+	bad_case(&d, "an indirect table that is the ring itself", seed);
+
 	/* A data buffer far outside guest RAM. */
 	blk_header();
 	struct seg s[3] = {{BUF_BASE, 16, false}, {0x4000000000ULL, 512, true}, {STATUS_ADDR, 1, true}};

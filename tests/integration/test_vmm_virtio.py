@@ -90,8 +90,8 @@ with tempfile.TemporaryDirectory() as tmp:
     r = guestlib.boot(boot_args("virtio-blk-bad", f"blk_seed={SEED}", ["--disk", img]),
                       timeout=VM_TIMEOUT_S + 30)
     passed = check_run("blk-bad", r)
-    t.eq(sum(1 for d in passed if d.endswith("-> DEVICE_NEEDS_RESET")), 4,
-         "blk-bad: four malformed requests each set DEVICE_NEEDS_RESET")
+    t.eq(sum(1 for d in passed if d.endswith("-> DEVICE_NEEDS_RESET")), 5,
+         "blk-bad: five malformed requests each set DEVICE_NEEDS_RESET")
     t.ok(not r.timed_out and "crash" not in r.err, "blk-bad: kvrun ended normally", r.describe())
 
     # --- virtio-vsock ---

@@ -64,6 +64,12 @@ struct virtio_blk {
 	bool worker_started;
 	int kick_fd;
 	pthread_mutex_t lock;
+	/* Threads in blk_lock(): the worker ends its batch and lets them in
+	 * first, so that a driver keeping the queue full cannot starve a
+	 * reset or a pause (an unfair mutex would let the worker take it
+	 * back every time). */
+	unsigned int lock_waiters; /* atomic */
+	pthread_cond_t lock_turn;
 	bool running; /* under lock: activated and not reset */
 	bool stop; /* atomic */
 	bool paused; /* under lock: virtio_blk_pause(), no request is touched */
@@ -72,5 +78,10 @@ struct virtio_blk {
 
 /* Ring the worker's doorbell. */
 void blk_kick(struct virtio_blk *b);
+
+/* Take and release b->lock from any thread but the worker, which yields
+ * it to them between requests. */
+void blk_lock(struct virtio_blk *b);
+void blk_unlock(struct virtio_blk *b);
 
 #endif

@@ -82,11 +82,11 @@ int virtio_blk_attach_media(struct virtio_blk *b, const char *path, const char *
 	if (r < 0)
 		return r;
 	/* The worker holds the lock for a whole batch: none is in flight. */
-	pthread_mutex_lock(&b->lock);
+	blk_lock(b);
 	old = b->backend;
 	b->backend = be;
 	b->config.capacity = be->size / SECTOR_SIZE;
-	pthread_mutex_unlock(&b->lock);
+	blk_unlock(b);
 	blk_backend_close(old);
 	/* The driver reads the new capacity on the config change (Linux:
 	 * virtblk_config_changed_work revalidates the disk size). */
@@ -98,17 +98,17 @@ int virtio_blk_export(struct virtio_blk *b, int out)
 {
 	int r;
 
-	pthread_mutex_lock(&b->lock);
+	blk_lock(b);
 	r = b->backend->ops->export(b->backend, out);
-	pthread_mutex_unlock(&b->lock);
+	blk_unlock(b);
 	return r;
 }
 
 void virtio_blk_pause(struct virtio_blk *b, bool paused)
 {
-	pthread_mutex_lock(&b->lock);
+	blk_lock(b);
 	b->paused = paused;
-	pthread_mutex_unlock(&b->lock);
+	blk_unlock(b);
 	/* Kicks that came while paused were consumed without work. */
 	if (!paused)
 		blk_kick(b);
@@ -121,11 +121,11 @@ int virtio_blk_state_save(void *opaque, struct snap_buf *out)
 
 	memset(&st, 0, sizeof(st));
 	st.magic = BLK_STATE_MAGIC;
-	pthread_mutex_lock(&b->lock);
+	blk_lock(b);
 	st.read_only = b->backend->read_only;
 	st.has_media = !is_empty(b);
 	st.capacity = b->config.capacity;
-	pthread_mutex_unlock(&b->lock);
+	blk_unlock(b);
 	memcpy(st.id, b->id, sizeof(st.id));
 	snap_buf_put(out, &st, sizeof(st));
 	if (out->err)

@@ -11,6 +11,10 @@
 #include "virtio/blk/blk-dev.h"
 #include "virtio/blk/blk.h"
 
+/* Requests handled per turn of the worker (it holds the device lock for a
+ * turn). */
+#define BLK_BATCH_MAX (2 * BLK_QUEUE_SIZE)
+
 /* A parsed request: data buffers and where the status byte goes. */
 struct blk_io {
 	struct iovec data[VIRTQ_MAX_SEGS];
@@ -68,9 +72,10 @@ static uint8_t blk_do_io(struct virtio_blk *b, const struct virtio_blk_outhdr *h
 	return VIRTIO_BLK_S_OK;
 }
 
-/* Run one request; returns the bytes written into the chain, or -EINVAL
- * when the chain cannot carry a request (the driver is broken). */
-static int blk_handle(struct virtio_blk *b, struct virtq_req *req)
+/* Run one request; *ret_written gets the bytes written into the chain
+ * (data and status byte, less than 4 GiB as the chain is). Returns 0, or
+ * -EINVAL when the chain cannot carry a request (the driver is broken). */
+static int blk_handle(struct virtio_blk *b, struct virtq_req *req, uint32_t *ret_written)
 {
 	const struct iovec *in = req->iov + req->nr_out;
 	struct virtio_blk_outhdr hdr;
@@ -93,6 +98,7 @@ static int blk_handle(struct virtio_blk *b, struct virtq_req *req)
 	switch (hdr.type) {
 	case VIRTIO_BLK_T_IN:
 		*io.status = blk_do_io(b, &hdr, &io);
+		/* io.len < in_len: no overflow. */
 		if (*io.status == VIRTIO_BLK_S_OK)
 			written += (uint32_t)io.len;
 		break;
@@ -111,28 +117,55 @@ static int blk_handle(struct virtio_blk *b, struct virtq_req *req)
 		*io.status = VIRTIO_BLK_S_UNSUPP;
 		break;
 	}
-	return (int)written;
+	*ret_written = written;
+	return 0;
 }
 
-/* Drain the queue: pop many, push many, one interrupt decision. */
+void blk_lock(struct virtio_blk *b)
+{
+	__atomic_add_fetch(&b->lock_waiters, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&b->lock);
+	__atomic_sub_fetch(&b->lock_waiters, 1, __ATOMIC_SEQ_CST);
+}
+
+void blk_unlock(struct virtio_blk *b)
+{
+	pthread_cond_broadcast(&b->lock_turn);
+	pthread_mutex_unlock(&b->lock);
+}
+
+static bool blk_lock_wanted(struct virtio_blk *b)
+{
+	return __atomic_load_n(&b->lock_waiters, __ATOMIC_SEQ_CST) > 0;
+}
+
+/* Drain the queue: pop many, push many, one interrupt decision. A driver
+ * that refills the ring as fast as it is drained would keep the worker
+ * here, holding the device lock that its own reset waits for: after
+ * BLK_BATCH_MAX requests, or as soon as another thread wants the lock,
+ * the worker lets go and kicks itself to go on. */
 static void blk_process(struct virtio_blk *b)
 {
 	struct virtq *vq = &b->mmio.vqs[0];
-	int r;
+	unsigned int budget = BLK_BATCH_MAX;
+	uint32_t len;
+	int r = 0;
 
 	do {
 		virtq_disable_notify(vq);
-		while ((r = virtq_pop(vq, &b->req)) > 0) {
-			int len = blk_handle(b, &b->req);
-
-			if (len < 0) {
-				r = len;
+		while (budget && !blk_lock_wanted(b) && (r = virtq_pop(vq, &b->req)) > 0) {
+			r = blk_handle(b, &b->req, &len);
+			if (r < 0)
 				break;
-			}
-			virtq_push(vq, b->req.head, (uint32_t)len);
+			virtq_push(vq, b->req.head, len);
+			budget--;
 		}
 		if (r < 0) {
 			virtio_mmio_set_broken(&b->mmio);
+			break;
+		}
+		if (!budget || blk_lock_wanted(b)) {
+			blk_kick(b);
 			break;
 		}
 	} while (virtq_enable_notify(vq));
@@ -150,6 +183,9 @@ static void *blk_worker(void *arg)
 		if (__atomic_load_n(&b->stop, __ATOMIC_ACQUIRE))
 			break;
 		pthread_mutex_lock(&b->lock);
+		/* blk_lock() callers first (cond_wait lets go of the lock). */
+		while (blk_lock_wanted(b))
+			pthread_cond_wait(&b->lock_turn, &b->lock);
 		if (b->running && !b->paused && virtio_mmio_active(&b->mmio))
 			blk_process(b);
 		pthread_mutex_unlock(&b->lock);
@@ -175,9 +211,9 @@ static int blk_activate(struct virtio_mmio *m)
 {
 	struct virtio_blk *b = to_blk(m);
 
-	pthread_mutex_lock(&b->lock);
+	blk_lock(b);
 	b->running = true;
-	pthread_mutex_unlock(&b->lock);
+	blk_unlock(b);
 	/* Buffers may have been queued before DRIVER_OK. */
 	blk_kick(b);
 	return 0;
@@ -188,9 +224,9 @@ static void blk_reset(struct virtio_mmio *m)
 	struct virtio_blk *b = to_blk(m);
 
 	/* Waits for the batch in flight: afterwards the queue is untouched. */
-	pthread_mutex_lock(&b->lock);
+	blk_lock(b);
 	b->running = false;
-	pthread_mutex_unlock(&b->lock);
+	blk_unlock(b);
 }
 
 static void blk_config_read(struct virtio_mmio *m, uint32_t off, void *data, uint32_t len)
@@ -229,6 +265,11 @@ static int blk_start(struct virtio_blk *b, const struct guest_mem *mem, const ch
 	if (r < 0)
 		return err_set(r, "virtio-blk transport");
 	r = pthread_mutex_init(&b->lock, NULL);
+	if (!r) {
+		r = pthread_cond_init(&b->lock_turn, NULL);
+		if (r)
+			pthread_mutex_destroy(&b->lock);
+	}
 	if (r)
 		return err_set(-r, "virtio-blk lock");
 	b->kick_fd = eventfd(0, EFD_CLOEXEC);
@@ -291,6 +332,7 @@ void virtio_blk_free(struct virtio_blk *b)
 		__atomic_store_n(&b->stop, true, __ATOMIC_RELEASE);
 		blk_kick(b);
 		pthread_join(b->worker, NULL);
+		pthread_cond_destroy(&b->lock_turn);
 		pthread_mutex_destroy(&b->lock);
 		virtio_mmio_destroy(&b->mmio);
 	}

@@ -16,6 +16,8 @@
 #define NUM_BUFFERS_OFF offsetof(struct virtio_net_hdr_v1, num_buffers)
 /* A GSO frame from a TAP: 64 KiB of IP plus the Ethernet header and a tag. */
 #define GSO_FRAME_MAX (65535 + 14 + 4)
+/* Looks at the rx ring per turn once it seemed empty (see process_rx()). */
+#define NET_RX_ROUNDS 4
 
 void net_kick(struct virtio_net *n, uint32_t queues)
 {
@@ -231,10 +233,16 @@ static void process_rx(struct virtio_net *n, unsigned int p)
 		return;
 	/* Refills need no kick while we are reading. */
 	virtq_disable_notify(vq);
-	for (;;) {
+	for (unsigned int round = 0;; round++) {
 		r = rx_drain(n, p, vq, mrg);
 		if (r <= 0)
 			break;
+		/* A driver that keeps moving avail idx without giving room for
+		 * a frame would keep us here: the next look is a turn later. */
+		if (round == NET_RX_ROUNDS) {
+			net_kick(n, 1u << (2 * p));
+			break;
+		}
 		/* Out of buffers: stop reading until the guest kicks. Buffers
 		 * we put back count only once more were added meanwhile. */
 		virtq_enable_notify(vq);
@@ -285,9 +293,10 @@ static uint8_t ctrl_command(struct virtio_net *n, const struct virtq_req *req)
 static void process_ctrl(struct virtio_net *n)
 {
 	struct virtq *vq = &n->mmio.vqs[2 * n->pairs];
-	int r;
+	unsigned int budget = NET_BUDGET;
+	int r = 0;
 
-	while ((r = virtq_pop(vq, &n->req)) > 0) {
+	while (budget && (r = virtq_pop(vq, &n->req)) > 0) {
 		uint8_t ack;
 
 		if (n->req.out_len < 2 || n->req.in_len < 1) {
@@ -297,10 +306,13 @@ static void process_ctrl(struct virtio_net *n)
 		ack = ctrl_command(n, &n->req);
 		iov_from_buf(n->req.iov + n->req.nr_out, n->req.nr_in, 0, &ack, 1);
 		virtq_push(vq, n->req.head, 1);
+		budget--;
 	}
 	virtio_mmio_notify_used(&n->mmio, vq);
 	if (r < 0)
 		virtio_mmio_set_broken(&n->mmio);
+	else if (!budget)
+		net_kick(n, 1u << (2 * n->pairs)); /* more next turn */
 }
 
 void net_process(struct virtio_net *n, uint32_t queues)

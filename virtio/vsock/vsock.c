@@ -42,22 +42,34 @@ static int vsock_tx_one(struct virtio_vsock *v, struct virtq_req *req)
 	return 0;
 }
 
+/* Packets each queue moves per turn of the event loop: a driver that
+ * keeps its tx ring full, or a flood of host data, cannot hold the loop
+ * (and the device lock) for longer; the rest waits for a kick we send
+ * ourselves, after the loop's other work. */
+#define VSOCK_BUDGET 256
+
 static void vsock_process_tx(struct virtio_vsock *v)
 {
 	struct virtq *vq = &v->mmio.vqs[VSOCK_TX];
-	int r;
+	unsigned int budget = VSOCK_BUDGET;
+	int r = 0;
 
 	do {
 		virtq_disable_notify(vq);
-		while ((r = virtq_pop(vq, &v->req)) > 0) {
+		while (budget && (r = virtq_pop(vq, &v->req)) > 0) {
 			r = vsock_tx_one(v, &v->req);
 			if (r < 0)
 				break;
 			virtq_push(vq, v->req.head, 0);
+			budget--;
 		}
 		if (r < 0) {
 			virtio_mmio_set_broken(&v->mmio);
 			return;
+		}
+		if (!budget) {
+			vsock_kick(v);
+			break;
 		}
 	} while (virtq_enable_notify(vq));
 	virtio_mmio_notify_used(&v->mmio, vq);
@@ -73,7 +85,11 @@ static int vsock_rx_fill(struct virtio_vsock *v, struct virtq *vq)
 	unsigned int n;
 	int r;
 
-	while (vsock_uds_has_rx(v->uds)) {
+	for (unsigned int budget = VSOCK_BUDGET; vsock_uds_has_rx(v->uds); budget--) {
+		if (!budget) {
+			vsock_kick(v);
+			return 0;
+		}
 		r = virtq_pop(vq, req);
 		if (r < 0)
 			return r;

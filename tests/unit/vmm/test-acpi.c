@@ -10,6 +10,7 @@
 
 #include "vmm/acpi.h"
 #include "aml-reader.h"
+#include "common/error.h"
 #include "tap.h"
 
 #define GPA 0xe0000ULL
@@ -431,6 +432,22 @@ TEST(bad_configs)
 	size_t need = l.size;
 	is_int(acpi_build_tables(&cfg, GPA, buf, need, &l), 0);
 	is_int(acpi_build_tables(&cfg, GPA, buf, need - 1, &l), -ENOSPC);
+}
+
+/* Found by fuzz-boot-tables: tables at the top of the address space were
+ * built with pointers that wrapped past 2^64 (the MADT at "0xc0"). */
+TEST(gpa_range_wraps)
+{
+	struct acpi_config cfg = base_config(2);
+	struct acpi_layout l = {.size = 12345};
+
+	is_int(acpi_build_tables(&cfg, 0xffffffffffffff00ULL, buf, sizeof(buf), &l), -EINVAL);
+	ok(strstr(err_msg(), "wrap") != NULL, "the error says why: %s", err_msg());
+	is_int(l.size, 12345);
+	is_int(acpi_build_tables(&cfg, UINT64_MAX - sizeof(buf) + 1 + 16, buf, sizeof(buf), &l), -EINVAL);
+	/* The last range that fits. */
+	is_int(acpi_build_tables(&cfg, (UINT64_MAX - sizeof(buf) + 1) & ~15ULL, buf, sizeof(buf), &l), 0);
+	ok(l.madt > l.rsdp && l.dsdt > l.rsdp && l.size <= sizeof(buf), "no pointer wrapped");
 }
 
 static int events[4];

@@ -2,8 +2,10 @@
 /* virtio-blk on temporary image files, driven through the fake driver. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -259,6 +261,136 @@ TEST(malformed_request)
 	fake_bringup(&k.d, FEATURES, 1, 128);
 	is_int(blk_req(&k, 4, 0, 0, 0, false).status, 0);
 	disk_close(&k);
+}
+
+/* An indirect descriptor whose table is the descriptor ring itself, run in
+ * a child under an alarm: the worker once walked it forever holding the
+ * device lock, so the reset below (a vCPU's STATUS write) hung too. Exit
+ * status: 0 all well, 1 no DEVICE_NEEDS_RESET, 2 the request after the
+ * reset failed; SIGALRM: something never returned. */
+static int ring_as_table_child(void)
+{
+	struct disk k;
+	bool broken = false;
+
+	alarm(10);
+	if (disk_open(&k, 0, false, "x", FEATURES) < 0)
+		return 3;
+	fake_set_desc(&k.d, 0, 0, 0, k.d.vqs[0].desc, 16 * 128, VIRTQ_DESC_F_INDIRECT, 0);
+	fake_publish(&k.d, 0, 0);
+	k.d.vqs[0].next_desc = 1;
+	fake_kick(&k.d, 0);
+	for (int i = 0; i < 4000 && !broken; i++) {
+		broken = fake_read(&k.d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET;
+		if (!broken)
+			usleep(1000);
+	}
+	/* Reset either way: with the worker stuck this blocks. */
+	fake_bringup(&k.d, FEATURES, 1, 128);
+	if (!broken)
+		return 1;
+	if (blk_req(&k, 8, 0, fake_alloc(&k.d, 20), 20, false).status != 0)
+		return 2;
+	disk_close(&k);
+	return 0;
+}
+
+TEST(indirect_table_is_the_ring)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(ring_as_table_child());
+	ok(pid > 0 && waitpid(pid, &status, 0) == pid, "child ran");
+	ok(!WIFSIGNALED(status), "the walk ended and the reset did not block (%s)",
+	   WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "returned");
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "needs reset, then works after the reset (exit %d)",
+	   WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/* A driver that refills the ring as fast as the worker drains it, made
+ * exact: a backend whose every read makes the same request available again
+ * (as a vCPU refilling the ring meanwhile would), so the worker never sees
+ * the ring empty. Another thread then resets the device: the reset gets the
+ * device lock between two requests instead of waiting for an empty ring. */
+struct refill {
+	struct blk_backend be;
+	struct fake_drv *d;
+	unsigned int reads; /* atomic */
+};
+
+static ssize_t refill_read(struct blk_backend *be, const struct iovec *iov, int n, uint64_t off)
+{
+	struct refill *f = (struct refill *)be;
+	size_t len = 0;
+
+	for (int i = 0; i < n; i++) {
+		memset(iov[i].iov_base, 0, iov[i].iov_len);
+		len += iov[i].iov_len;
+	}
+	fake_publish(f->d, 0, 0);
+	__atomic_add_fetch(&f->reads, 1, __ATOMIC_SEQ_CST);
+	return (ssize_t)len;
+}
+
+static int refill_flush(struct blk_backend *be)
+{
+	return 0;
+}
+
+static void refill_close(struct blk_backend *be)
+{
+}
+
+static const struct blk_backend_ops refill_ops = {
+    .preadv = refill_read, .pwritev = refill_read, .flush = refill_flush, .close = refill_close};
+
+static int refill_child(void)
+{
+	struct {
+		uint32_t type, reserved;
+		uint64_t sector;
+	} hdr = {0, 0, 0};
+	struct refill f = {.be = {.ops = &refill_ops, .size = 1 << 20}};
+	struct virtio_blk *b;
+	struct fake_drv d;
+	uint64_t h, data, st;
+
+	alarm(10);
+	fake_drv_init(&d);
+	f.d = &d;
+	if (virtio_blk_new_backend(&d.mem, &f.be, "refill", &b) < 0)
+		return 3;
+	fake_drv_attach(&d, virtio_blk_mmio(b));
+	fake_bringup(&d, FEATURES, 1, 128);
+	h = fake_alloc(&d, 16);
+	data = fake_alloc(&d, 512);
+	st = fake_alloc(&d, 1);
+	memcpy(fake_ptr(&d, h), &hdr, sizeof(hdr));
+	fake_add(&d, 0, (struct fbuf[]){{h, 16, false}, {data, 512, true}, {st, 1, true}}, 3, false);
+	fake_kick(&d, 0);
+	while (__atomic_load_n(&f.reads, __ATOMIC_SEQ_CST) < 10000)
+		usleep(100);
+	/* A vCPU's reset: waits for the worker's lock. */
+	fake_write(&d, VIRTIO_MMIO_STATUS, 0);
+	if (fake_read(&d, VIRTIO_MMIO_STATUS) != 0)
+		return 1;
+	virtio_blk_free(b);
+	fake_drv_free(&d);
+	return 0;
+}
+
+TEST(reset_during_flood)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(refill_child());
+	ok(pid > 0 && waitpid(pid, &status, 0) == pid, "child ran");
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the reset got in while the ring never ran empty (%s %d)",
+	   WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "exit", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
 TEST(open_errors)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fake-driver.h"
@@ -665,6 +666,33 @@ TEST(checkpoint_state_opts_then_attach)
 	nt_free(&b);
 	nt_free(&a);
 	snap_buf_free(&sb);
+}
+
+/* An indirect descriptor whose table is the tx ring itself: the walk on
+ * the event loop thread once never ended. In a child under an alarm, so
+ * that a walk that does not end is a failed line. */
+TEST(indirect_table_is_the_ring)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct nt t;
+
+		alarm(10);
+		nt_setup(&t, 1, 1500);
+		bringup(&t, BASE | VIRTIO_BIT(VIRTIO_F_INDIRECT_DESC));
+		fake_set_desc(&t.d, 1, 0, 0, t.d.vqs[1].desc, 16 * QSIZE, VIRTQ_DESC_F_INDIRECT, 0);
+		fake_publish(&t.d, 1, 0);
+		fake_kick(&t.d, 1);
+		pump(&t);
+		status = needs_reset(&t) ? 0 : 1;
+		nt_free(&t);
+		_exit(status);
+	}
+	ok(pid > 0 && waitpid(pid, &status, 0) == pid, "child ran");
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "refused, device needs reset (%s %d)",
+	   WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "exit", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
 TAP_MAIN()

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -580,6 +581,32 @@ TEST(malformed_tx)
 	pump(&t);
 	ok(fake_read(&t.d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET, "overlong len breaks the device");
 	vt_teardown(&t);
+}
+
+/* An indirect descriptor whose table is the tx ring itself: the walk on
+ * the event loop thread once never ended. In a child under an alarm, so
+ * that a walk that does not end is a failed line. */
+TEST(indirect_table_is_the_ring)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct vt t;
+
+		alarm(10);
+		vt_setup(&t);
+		fake_set_desc(&t.d, 1, 0, 0, t.d.vqs[1].desc, 16 * QSIZE, VIRTQ_DESC_F_INDIRECT, 0);
+		fake_publish(&t.d, 1, 0);
+		fake_kick(&t.d, 1);
+		pump(&t);
+		status = fake_read(&t.d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET ? 0 : 1;
+		vt_teardown(&t);
+		_exit(status);
+	}
+	ok(pid > 0 && waitpid(pid, &status, 0) == pid, "child ran");
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "refused, device needs reset (%s %d)",
+	   WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "exit", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
 TAP_MAIN()
