@@ -123,25 +123,26 @@ def product_objects(source, build):
 
 
 def read_symbols(objs):
-    """defs: symbol -> set of sources; needs: source -> set of symbols."""
+    """defs: symbol -> set of sources; needs: source -> set of symbols. One
+    nm run per batch of objects (a run per object is slow on a busy host)."""
     defs = collections.defaultdict(set)
     needs = collections.defaultdict(set)
-    missing = []
-    for src, paths in objs.items():
-        for o in paths:
-            if not os.path.exists(o):
-                missing.append(o)
+    src_of = {o: src for src, paths in objs.items() for o in paths}
+    present = sorted(o for o in src_of if os.path.exists(o))
+    missing = sorted(set(src_of) - set(present))
+    for i in range(0, len(present), 200):
+        out = subprocess.run(["nm", "-A", "-P", *present[i:i + 200]], capture_output=True, text=True,
+                             check=True).stdout
+        for line in out.splitlines():
+            obj, _, rest = line.partition(": ")
+            p = rest.split()
+            if obj not in src_of or len(p) < 2:
                 continue
-            out = subprocess.run(["nm", "-P", o], capture_output=True, text=True, check=True).stdout
-            for line in out.splitlines():
-                p = line.split()
-                if len(p) < 2:
-                    continue
-                name, kind = p[0], p[1]
-                if kind in ("U", "w", "v"):
-                    needs[src].add(name)
-                elif kind.isupper():
-                    defs[name].add(src)
+            src, name, kind = src_of[obj], p[0], p[1]
+            if kind in ("U", "w", "v"):
+                needs[src].add(name)
+            elif kind.isupper():
+                defs[name].add(src)
     return defs, needs, missing
 
 
