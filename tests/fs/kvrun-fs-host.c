@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kvrun-fs-host: kvrun's virtio-fs file server (virtio/fs/fuse-server.h)
+ * answering the host kernel's /dev/fuse instead of a guest, so that the
+ * server can be tested and measured at native speed with the host's own
+ * FUSE client (pjdfstest, benchmarks).
+ *
+ *   kvrun-fs-host [options] SHARED_DIR MOUNTPOINT
+ *
+ * Mounts a FUSE file system at MOUNTPOINT (mount(2): fd=, rootmode,
+ * user_id, group_id, default_permissions, allow_other; nosuid, nodev),
+ * prints "ready" on stdout, and serves it with N threads until it is
+ * unmounted (umount MOUNTPOINT) or until SIGINT/SIGTERM, which unmount it.
+ * Needs root. Exit status: 0 after an unmount, 1 on an error, 2 on a bad
+ * command line.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "virtio/fs/fuse-server.h"
+
+#define MAX_THREADS 64
+
+struct host {
+	struct fs_server *server;
+	int fuse_fd;
+	const char *mountpoint;
+	size_t bufsize;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: kvrun-fs-host [options] SHARED_DIR MOUNTPOINT\n"
+	           "Serve SHARED_DIR at MOUNTPOINT through /dev/fuse with kvrun's virtio-fs server.\n\n"
+	           "  --threads N            worker threads (default 4, at most 64)\n"
+	           "  --max-write BYTES      largest READ/WRITE (default 1048576)\n"
+	           "  --max-inodes N         inodes the kernel may know at once (default 65536)\n"
+	           "  --max-inode-fds N      O_PATH descriptors kept (default 1024)\n"
+	           "  --max-handles N        open files and directories (default 1024)\n"
+	           "  --entry-timeout S      name cache timeout in seconds (default 1)\n"
+	           "  --attr-timeout S       attribute cache timeout (default 1)\n"
+	           "  --negative-timeout S   cache of missing names (default 0)\n"
+	           "  --read-only            refuse every change with EROFS\n");
+}
+
+static bool parse_u32(const char *s, uint32_t *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || end == s || v > UINT32_MAX)
+		return false;
+	*ret = (uint32_t)v;
+	return true;
+}
+
+static bool parse_secs(const char *s, double *ret)
+{
+	char *end;
+
+	*ret = strtod(s, &end);
+	return *end == '\0' && end != s && *ret >= 0 && *ret < 1e6;
+}
+
+static int parse_args(int argc, char **argv, struct fs_server_opts *o, unsigned int *threads)
+{
+	static const struct option longopts[] = {
+	    {"threads", required_argument, NULL, 't'},
+	    {"max-write", required_argument, NULL, 'w'},
+	    {"max-inodes", required_argument, NULL, 'i'},
+	    {"max-inode-fds", required_argument, NULL, 'f'},
+	    {"max-handles", required_argument, NULL, 'h'},
+	    {"entry-timeout", required_argument, NULL, 'e'},
+	    {"attr-timeout", required_argument, NULL, 'a'},
+	    {"negative-timeout", required_argument, NULL, 'n'},
+	    {"read-only", no_argument, NULL, 'r'},
+	    {"help", no_argument, NULL, 'H'},
+	    {0},
+	};
+	uint32_t v;
+	bool ok = true;
+	int c;
+
+	while (ok && (c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			ok = parse_u32(optarg, &v) && v >= 1 && v <= MAX_THREADS;
+			*threads = v;
+			break;
+		case 'w':
+			ok = parse_u32(optarg, &o->max_write);
+			break;
+		case 'i':
+			ok = parse_u32(optarg, &o->max_inodes);
+			break;
+		case 'f':
+			ok = parse_u32(optarg, &o->max_inode_fds);
+			break;
+		case 'h':
+			ok = parse_u32(optarg, &o->max_handles);
+			break;
+		case 'e':
+			ok = parse_secs(optarg, &o->entry_timeout);
+			break;
+		case 'a':
+			ok = parse_secs(optarg, &o->attr_timeout);
+			break;
+		case 'n':
+			ok = parse_secs(optarg, &o->negative_timeout);
+			break;
+		case 'r':
+			o->read_only = true;
+			break;
+		case 'H':
+			usage(stdout);
+			exit(0);
+		default:
+			ok = false;
+		}
+	}
+	if (!ok || optind + 2 != argc) {
+		if (!ok && optind > 0)
+			fprintf(stderr, "kvrun-fs-host: bad option or value near '%s'\n", argv[optind - 1]);
+		usage(stderr);
+		return -EINVAL;
+	}
+	o->root = argv[optind];
+	return 0;
+}
+
+/* One thread: read a request, run it, write the reply, until the file
+ * system is unmounted (ENODEV). */
+static void *serve(void *arg)
+{
+	struct host *h = arg;
+	struct fs_worker *w = NULL;
+	uint8_t *in = malloc(h->bufsize), *out = malloc(h->bufsize);
+
+	if (!in || !out || fs_worker_new(h->server, &w) < 0) {
+		fprintf(stderr, "kvrun-fs-host: out of memory\n");
+		goto out;
+	}
+	for (;;) {
+		ssize_t n = read(h->fuse_fd, in, h->bufsize);
+		size_t len;
+
+		if (n < 0) {
+			/* ENOENT: the request was interrupted before we read it. */
+			if (errno == EINTR || errno == EAGAIN || errno == ENOENT)
+				continue;
+			if (errno != ENODEV)
+				fprintf(stderr, "kvrun-fs-host: reading /dev/fuse: %s\n", strerror(errno));
+			break;
+		}
+		len = fs_server_handle(h->server, w, &(struct iovec){in, (size_t)n}, 1,
+		                       &(struct iovec){out, h->bufsize}, 1);
+		/* ENOENT: the request was interrupted and is gone. */
+		if (len && write(h->fuse_fd, out, len) < 0 && errno != ENOENT && errno != ENODEV)
+			fprintf(stderr, "kvrun-fs-host: writing a reply: %s\n", strerror(errno));
+	}
+out:
+	fs_worker_free(w);
+	free(in);
+	free(out);
+	return NULL;
+}
+
+/* SIGINT/SIGTERM: unmount, which ends the serving threads. */
+static void *signals(void *arg)
+{
+	struct host *h = arg;
+	sigset_t set;
+	int sig;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	if (sigwait(&set, &sig) == 0)
+		umount2(h->mountpoint, MNT_DETACH);
+	return NULL;
+}
+
+static int do_mount(struct host *h)
+{
+	char opts[256];
+
+	h->fuse_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (h->fuse_fd < 0)
+		return err_setsys(-errno, "/dev/fuse");
+	snprintf(opts, sizeof(opts), "fd=%d,rootmode=%o,user_id=%u,group_id=%u,default_permissions,allow_other",
+	         h->fuse_fd, S_IFDIR, getuid(), getgid());
+	if (mount("kvrun-fs", h->mountpoint, "fuse.kvrun-fs", MS_NOSUID | MS_NODEV, opts) < 0)
+		return err_setsys(-errno, "mounting FUSE at %s", h->mountpoint);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct fs_server_opts o;
+	struct host h = {.fuse_fd = -1};
+	pthread_t th[MAX_THREADS], sig_th;
+	unsigned int threads = 4, started = 0;
+	sigset_t set;
+	int r;
+
+	fs_server_opts_default(&o);
+	if (parse_args(argc, argv, &o, &threads) < 0)
+		return 2;
+	h.mountpoint = argv[argc - 1];
+	h.bufsize = o.max_write + FS_REPLY_OVERHEAD;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	/* The client applied its umask already. */
+	umask(0);
+	r = fs_server_new(&o, &h.server);
+	if (r >= 0)
+		r = do_mount(&h);
+	if (r < 0) {
+		fprintf(stderr, "kvrun-fs-host: %s\n", err_msg());
+		fs_server_free(h.server);
+		return 1;
+	}
+	pthread_create(&sig_th, NULL, signals, &h);
+	pthread_detach(sig_th);
+	for (; started < threads; started++)
+		if (pthread_create(&th[started], NULL, serve, &h) != 0)
+			break;
+	printf("ready\n");
+	fflush(stdout);
+	for (unsigned int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	close(h.fuse_fd);
+	fs_server_free(h.server);
+	return started ? 0 : 1;
+}
