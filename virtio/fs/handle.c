@@ -93,6 +93,16 @@ int fs_handle_add(struct fs_server *s, int fd, struct fs_inode *ino, bool dir, u
 	return 0;
 }
 
+bool fs_handle_room(struct fs_server *s)
+{
+	bool room;
+
+	pthread_mutex_lock(&s->ht.lock);
+	room = s->ht.used < s->ht.max;
+	pthread_mutex_unlock(&s->ht.lock);
+	return room;
+}
+
 static struct fs_handle *find(struct fs_htable *h, uint64_t fh, bool dir)
 {
 	uint32_t slot = (uint32_t)fh, gen = (uint32_t)(fh >> 32);

@@ -412,7 +412,7 @@ static void probe_handles(struct fs_itable *t)
 	t->handles_ok = true;
 }
 
-int fs_itable_init(struct fs_itable *t, int root_fd, const struct stat *st, size_t max, size_t max_fds)
+int fs_itable_init(struct fs_itable *t, int root_fd, int mount_fd, const struct stat *st, size_t max, size_t max_fds)
 {
 	struct fs_inode *root;
 	int r;
@@ -451,7 +451,7 @@ int fs_itable_init(struct fs_itable *t, int root_fd, const struct stat *st, size
 	t->count = 1;
 	t->nfds = 1;
 	t->root = root;
-	t->mount_fd = root_fd;
+	t->mount_fd = mount_fd;
 	probe_handles(t);
 	return 0;
 }

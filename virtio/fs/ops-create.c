@@ -151,8 +151,12 @@ static int make_node(struct fs_ctx *c, size_t off, uint32_t mode, uint32_t rdev,
 		r = r < 0 ? -errno : 0;
 		fs_creds_leave(c);
 	}
-	if (r >= 0)
+	if (r >= 0) {
 		r = new_entry(c, dir, name, -1, true, target ? S_IFLNK | 0777 : mode, NULL, &e);
+		/* Made, but the client cannot be told of it: undone. */
+		if (r < 0)
+			unlinkat(dir->fd, name, S_ISDIR(mode) ? AT_REMOVEDIR : 0);
+	}
 	fs_inode_put(&c->s->it, dir);
 	return r < 0 ? r : fs_reply(c, &e, sizeof(e));
 }
@@ -266,7 +270,7 @@ static int create_open(struct fs_ctx *c, struct fs_inode *dir, const char *name,
 {
 	int r, fd;
 
-	*ret_made = true;
+	*ret_made = false;
 	if (fs_needs_override(S_IFREG | mode)) {
 		r = make_override(c, dir, name, S_IFREG | (mode & 07777), 0, oflags, ret_fd);
 	} else {
@@ -277,9 +281,9 @@ static int create_open(struct fs_ctx *c, struct fs_inode *dir, const char *name,
 		if (fd >= 0)
 			*ret_fd = fd;
 	}
+	*ret_made = r >= 0;
 	if (r != -EEXIST || excl)
 		return r;
-	*ret_made = false;
 	return open_existing(dir, name, oflags, ret_fd);
 }
 
@@ -293,7 +297,7 @@ int fs_op_create(struct fs_ctx *c)
 	struct fs_inode *dir, *ino = NULL;
 	const char *name;
 	int oflags, fd = -1, r;
-	bool made;
+	bool made = false;
 
 	r = fs_arg_name(c, sizeof(*in), &name, NULL);
 	if (r >= 0)
@@ -303,21 +307,29 @@ int fs_op_create(struct fs_ctx *c)
 	r = fs_dir_get(c, c->h.nodeid, &dir);
 	if (r < 0)
 		return r;
-	r = create_open(c, dir, name, oflags, in->mode, in->flags & O_EXCL, &fd, &made);
-	if (r >= 0)
+	/* No handle to give: refused before anything is made. */
+	r = fs_handle_room(c->s) ? create_open(c, dir, name, oflags, in->mode, in->flags & O_EXCL, &fd, &made)
+	                         : -EMFILE;
+	if (r >= 0) {
 		r = new_entry(c, dir, name, fd, made, S_IFREG | (in->mode & 07777), &ino, &out.e);
+		if (r >= 0) {
+			uint64_t id = ino->nodeid;
+
+			r = fs_handle_add(c->s, fd, ino, false, &out.o.fh);
+			fd = -1;
+			if (r < 0) {
+				fs_inode_put(&c->s->it, ino);
+				fs_inode_forget(&c->s->it, id, 1);
+			}
+		}
+		/* Made, but the client cannot be told of it: undone. */
+		if (r < 0 && made)
+			unlinkat(dir->fd, name, 0);
+	}
 	fs_inode_put(&c->s->it, dir);
-	if (r < 0) {
-		if (fd >= 0)
-			close(fd);
-		return r;
-	}
-	r = fs_handle_add(c->s, fd, ino, false, &out.o.fh);
-	if (r < 0) {
-		fs_inode_forget(&c->s->it, ino->nodeid, 1);
-		return r;
-	}
-	return fs_reply(c, &out, sizeof(out));
+	if (fd >= 0)
+		close(fd);
+	return r < 0 ? r : fs_reply(c, &out, sizeof(out));
 }
 
 static int remove_name(struct fs_ctx *c, int flags)

@@ -53,7 +53,7 @@ struct fs_itable {
 	struct fs_inode *lru_head, *lru_tail; /* head: most recently used */
 	uint64_t next_id;
 	struct fs_inode *root;
-	int mount_fd; /* the root's descriptor, for open_by_handle_at */
+	int mount_fd; /* the root opened for reading (borrowed), for open_by_handle_at */
 	int mount_id; /* the root's mount: handles of other mounts are not kept */
 	bool handles_ok; /* name_to_handle_at and open_by_handle_at work here */
 	uint64_t evictions, reopens;
@@ -61,8 +61,9 @@ struct fs_itable {
 	void *opaque;
 };
 
-/* root_fd (O_PATH, taken also on failure) becomes node 1. */
-int fs_itable_init(struct fs_itable *t, int root_fd, const struct stat *st, size_t max, size_t max_fds);
+/* root_fd (O_PATH, taken also on failure) becomes node 1; mount_fd (not
+ * O_PATH: open_by_handle_at refuses those) stays the caller's. */
+int fs_itable_init(struct fs_itable *t, int root_fd, int mount_fd, const struct stat *st, size_t max, size_t max_fds);
 void fs_itable_destroy(struct fs_itable *t);
 /* Drop every inode but the root (no request running). */
 void fs_itable_clear(struct fs_itable *t);
@@ -114,6 +115,9 @@ void fs_htable_clear(struct fs_server *s);
 /* Enter fd (taken, also on failure) for ino (its reference taken); the
  * client's fh through ret_fh. -EMFILE past the bound. */
 int fs_handle_add(struct fs_server *s, int fd, struct fs_inode *ino, bool dir, uint64_t *ret_fh);
+/* Whether a handle could be added now (a hint: racing requests may take
+ * the room). */
+bool fs_handle_room(struct fs_server *s);
 /* A reference to the open handle fh of the given kind; -EBADF otherwise. */
 int fs_handle_get(struct fs_server *s, uint64_t fh, bool dir, struct fs_handle **ret);
 void fs_handle_put(struct fs_server *s, struct fs_handle *h);

@@ -362,7 +362,7 @@ int fs_server_new(const struct fs_server_opts *opts, struct fs_server **ret)
 		r = open_proc(s);
 	fd = r >= 0 ? open_root(s, &st) : r;
 	if (fd >= 0)
-		r = fs_itable_init(&s->it, fd, &st, opts->max_inodes, opts->max_inode_fds);
+		r = fs_itable_init(&s->it, fd, s->root_dir_fd, &st, opts->max_inodes, opts->max_inode_fds);
 	else
 		r = fd;
 	if (r < 0) {
