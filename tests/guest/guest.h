@@ -71,6 +71,7 @@ __attribute__((noreturn)) void check_acpi(void);
 void check_virtio_blk(void);
 void check_virtio_blk_bad(void);
 void check_virtio_vsock(void);
+void check_virtio_fs(void);
 __attribute__((noreturn)) void do_reset(void);
 __attribute__((noreturn)) void do_triple_fault(void);
 

@@ -16,8 +16,8 @@
  *               expected in the DSDT), then powers off through the FADT
  *               sleep register (or resets through RESET_REG with
  *               acpi_action=reset)
- *   virtio-blk, virtio-blk-bad, virtio-vsock  kvrun's virtio devices
- *               (virtio-blk.c, virtio-vsock.c) */
+ *   virtio-blk, virtio-blk-bad, virtio-vsock, virtio-fs  kvrun's virtio
+ *               devices (virtio-blk.c, virtio-vsock.c, virtio-fs.c) */
 #include "guest.h"
 #include "hw.h"
 
@@ -211,6 +211,10 @@ void guest_main(uint64_t boot_params)
 			check_virtio_blk_bad();
 		else
 			check_virtio_blk();
+		known = true;
+	}
+	if (streq(test, "virtio-fs")) {
+		check_virtio_fs();
 		known = true;
 	}
 	if (streq(test, "snapshot")) {
