@@ -36,6 +36,7 @@ pkgs=(
 pkgs+=(acpica-tools)         # iasl, for the ACPI table tests
 pkgs+=(xz-utils zstd)        # decompressing distro-kernel modules (runtime/kmod-resolve.c) and its test
 pkgs+=(linux-source-6.12 flex bison) # the kernel config check (tests/integration/test_kernel_config.py)
+pkgs+=(bindfs)               # pjdfstest and the fs benchmark beside kvrun's virtio-fs server (docs/virtio-fs.md)
 if [ "$bench" = 1 ]; then
 	pkgs+=(qemu-system-x86 gnuplot-nox hyperfine postgresql-15 nginx-light wrk iperf3 fio bc)
 fi

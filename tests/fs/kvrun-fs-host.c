@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,17 +37,35 @@ struct host {
 	int fuse_fd;
 	const char *mountpoint;
 	size_t bufsize;
+	/* Threads start one at a time, a new one when none is left waiting
+	 * for a request (libfuse's way): a client with one request at a time
+	 * is served by one warm thread, not handed from thread to thread. */
+	pthread_mutex_t lock;
+	unsigned int nthreads, max_threads, idle;
+	pthread_t threads[MAX_THREADS];
 };
+
+static void *serve(void *arg);
+
+/* Under the lock: one more thread, if allowed. */
+static void spawn_locked(struct host *h)
+{
+	if (h->nthreads < h->max_threads && pthread_create(&h->threads[h->nthreads], NULL, serve, h) == 0) {
+		h->nthreads++;
+		h->idle++;
+	}
+}
 
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: kvrun-fs-host [options] SHARED_DIR MOUNTPOINT\n"
 	           "Serve SHARED_DIR at MOUNTPOINT through /dev/fuse with kvrun's virtio-fs server.\n\n"
-	           "  --threads N            worker threads (default 4, at most 64)\n"
+	           "  --threads N            worker threads at most (default 4, at most 64); they\n"
+	           "                         start one at a time, when all are busy\n"
 	           "  --max-write BYTES      largest READ/WRITE (default 1048576)\n"
-	           "  --max-inodes N         inodes the kernel may know at once (default 65536)\n"
-	           "  --max-inode-fds N      O_PATH descriptors kept (default 1024)\n"
-	           "  --max-handles N        open files and directories (default 1024)\n"
+	           "  --max-inodes N         inodes the kernel may know at once (default 262144)\n"
+	           "  --max-inode-fds N      O_PATH descriptors kept (default 65536)\n"
+	           "  --max-handles N        open files and directories (default 4096)\n"
 	           "  --entry-timeout S      name cache timeout in seconds (default 1)\n"
 	           "  --attr-timeout S       attribute cache timeout (default 1)\n"
 	           "  --negative-timeout S   cache of missing names (default 0)\n"
@@ -140,6 +159,20 @@ static int parse_args(int argc, char **argv, struct fs_server_opts *o, unsigned 
 	return 0;
 }
 
+/* A waiting lock the server keeps: its reply is written when it comes. */
+static void *defer_reply(void *opaque)
+{
+	return opaque;
+}
+
+static void write_reply(void *token, const void *reply, size_t len)
+{
+	struct host *h = token;
+
+	if (write(h->fuse_fd, reply, len) < 0 && errno != ENOENT && errno != ENODEV)
+		fprintf(stderr, "kvrun-fs-host: writing a reply: %s\n", strerror(errno));
+}
+
 /* One thread: read a request, run it, write the reply, until the file
  * system is unmounted (ENODEV). */
 static void *serve(void *arg)
@@ -156,19 +189,36 @@ static void *serve(void *arg)
 		ssize_t n = read(h->fuse_fd, in, h->bufsize);
 		size_t len;
 
+		pthread_mutex_lock(&h->lock);
+		if (--h->idle == 0 && n >= 0)
+			spawn_locked(h);
+		pthread_mutex_unlock(&h->lock);
 		if (n < 0) {
 			/* ENOENT: the request was interrupted before we read it. */
-			if (errno == EINTR || errno == EAGAIN || errno == ENOENT)
+			if (errno == EINTR || errno == EAGAIN || errno == ENOENT) {
+				pthread_mutex_lock(&h->lock);
+				h->idle++;
+				pthread_mutex_unlock(&h->lock);
 				continue;
+			}
 			if (errno != ENODEV)
 				fprintf(stderr, "kvrun-fs-host: reading /dev/fuse: %s\n", strerror(errno));
 			break;
 		}
-		len = fs_server_handle(h->server, w, &(struct iovec){in, (size_t)n}, 1,
-		                       &(struct iovec){out, h->bufsize}, 1);
+		len = fs_server_run(h->server, w,
+		                    &(struct fs_request){.in = &(struct iovec){in, (size_t)n},
+		                                         .nin = 1,
+		                                         .out = &(struct iovec){out, h->bufsize},
+		                                         .nout = 1,
+		                                         .defer = defer_reply,
+		                                         .complete = write_reply,
+		                                         .opaque = h});
 		/* ENOENT: the request was interrupted and is gone. */
-		if (len && write(h->fuse_fd, out, len) < 0 && errno != ENOENT && errno != ENODEV)
-			fprintf(stderr, "kvrun-fs-host: writing a reply: %s\n", strerror(errno));
+		if (len && len != FS_DEFERRED)
+			write_reply(h, out, len);
+		pthread_mutex_lock(&h->lock);
+		h->idle++;
+		pthread_mutex_unlock(&h->lock);
 	}
 out:
 	fs_worker_free(w);
@@ -209,9 +259,10 @@ static int do_mount(struct host *h)
 int main(int argc, char **argv)
 {
 	struct fs_server_opts o;
-	struct host h = {.fuse_fd = -1};
-	pthread_t th[MAX_THREADS], sig_th;
-	unsigned int threads = 4, started = 0;
+	struct host h = {.fuse_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+	unsigned int threads = 4, joined = 0;
+	pthread_t sig_th;
+	struct rlimit rl;
 	sigset_t set;
 	int r;
 
@@ -226,6 +277,11 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	/* The client applied its umask already. */
 	umask(0);
+	/* Room for the server's descriptor bounds. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	r = fs_server_new(&o, &h.server);
 	if (r >= 0)
 		r = do_mount(&h);
@@ -236,14 +292,27 @@ int main(int argc, char **argv)
 	}
 	pthread_create(&sig_th, NULL, signals, &h);
 	pthread_detach(sig_th);
-	for (; started < threads; started++)
-		if (pthread_create(&th[started], NULL, serve, &h) != 0)
-			break;
+	h.max_threads = threads;
+	pthread_mutex_lock(&h.lock);
+	spawn_locked(&h);
+	pthread_mutex_unlock(&h.lock);
 	printf("ready\n");
 	fflush(stdout);
-	for (unsigned int i = 0; i < started; i++)
-		pthread_join(th[i], NULL);
-	close(h.fuse_fd);
+	/* Threads may start while others end: join until none is left. */
+	for (;;) {
+		pthread_t t;
+
+		pthread_mutex_lock(&h.lock);
+		if (joined == h.nthreads) {
+			pthread_mutex_unlock(&h.lock);
+			break;
+		}
+		t = h.threads[joined++];
+		pthread_mutex_unlock(&h.lock);
+		pthread_join(t, NULL);
+	}
+	/* First: the server's lock thread may still answer deferred locks. */
 	fs_server_free(h.server);
-	return started ? 0 : 1;
+	close(h.fuse_fd);
+	return joined ? 0 : 1;
 }

@@ -152,6 +152,37 @@ def locks(mnt):
     t.eq(locker(path, "try-flock"), f"errno {errno.EWOULDBLOCK}", "flock held here blocks another process")
     os.close(fd)
     t.eq(locker(path, "try-flock"), "locked", "flock released by the close")
+    # More processes waiting for one lock than the server has threads: the
+    # waits are kept by the server, so each unlock still gets through.
+    counter = os.path.join(mnt, "counter")
+    with open(counter, "w") as f:
+        f.write("0")
+    procs = [subprocess.Popen([sys.executable, "-c", CONTENDER, counter], stdout=subprocess.PIPE, text=True)
+             for _ in range(10)]
+    outs = []
+    for p in procs:
+        try:
+            outs.append(p.communicate(timeout=60)[0].strip())
+        except subprocess.TimeoutExpired:
+            p.kill()
+            outs.append("timeout")
+    with open(counter) as f:
+        final = f.read()
+    t.ok(outs == ["ok"] * 10 and final == "100",
+         f"10 processes contending for one POSIX lock, 4 server threads: no deadlock ({final}, {outs})")
+
+
+CONTENDER = r"""
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+for _ in range(10):
+    fcntl.lockf(fd, fcntl.LOCK_EX)
+    n = int(os.pread(fd, 32, 0))
+    time.sleep(0.005)
+    os.pwrite(fd, str(n + 1).encode(), 0)
+    fcntl.lockf(fd, fcntl.LOCK_UN)
+print("ok")
+"""
 
 
 def bounds(mnt, share, pid):

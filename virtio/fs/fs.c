@@ -29,7 +29,16 @@ struct fs_dev_worker {
 	struct fs_worker *w;
 	pthread_t thread;
 	bool started;
+	unsigned int q; /* of the chain in req */
 	struct virtq_req req;
+};
+
+/* A chain whose reply comes later (a waiting lock): where it goes. */
+struct fs_ticket {
+	struct virtio_fs *fs;
+	unsigned int q, nout;
+	uint16_t head;
+	struct iovec out[];
 };
 
 struct virtio_fs {
@@ -97,9 +106,53 @@ static bool rearm(struct virtio_fs *fs)
 	return more;
 }
 
+static bool any_avail(const struct virtio_fs *fs)
+{
+	for (unsigned int q = 0; q < fs->nqueues; q++)
+		if (virtq_has_avail(&fs->mmio.vqs[q]))
+			return true;
+	return false;
+}
+
 static bool can_work(const struct virtio_fs *fs)
 {
 	return fs->running && !fs->paused && fs->kicked && virtio_mmio_active(&fs->mmio);
+}
+
+/* The server keeps the request: note where its reply goes (the guest's
+ * buffers stay put). It still counts as in flight. */
+static void *fs_defer(void *opaque)
+{
+	struct fs_dev_worker *wk = opaque;
+	struct fs_ticket *t = malloc(sizeof(*t) + wk->req.nr_in * sizeof(struct iovec));
+
+	if (!t)
+		return NULL;
+	t->fs = wk->fs;
+	t->q = wk->q;
+	t->head = wk->req.head;
+	t->nout = wk->req.nr_in;
+	memcpy(t->out, wk->req.iov + wk->req.nr_out, t->nout * sizeof(struct iovec));
+	return t;
+}
+
+/* On the server's thread: the deferred reply, returned unless a reset
+ * came first. */
+static void fs_complete(void *token, const void *reply, size_t len)
+{
+	struct fs_ticket *t = token;
+	struct virtio_fs *fs = t->fs;
+
+	pthread_mutex_lock(&fs->lock);
+	if (fs->running) {
+		len = iov_from_buf(t->out, t->nout, 0, reply, len);
+		virtq_push(&fs->mmio.vqs[t->q], t->head, (uint32_t)len);
+		virtio_mmio_notify_used(&fs->mmio, &fs->mmio.vqs[t->q]);
+	}
+	if (--fs->inflight == 0)
+		pthread_cond_broadcast(&fs->idle);
+	pthread_mutex_unlock(&fs->lock);
+	free(t);
 }
 
 /* One chain: run it unlocked, return it locked. */
@@ -107,14 +160,28 @@ static void run_one(struct fs_dev_worker *wk, unsigned int q)
 {
 	struct virtio_fs *fs = wk->fs;
 	struct virtq_req *req = &wk->req;
+	struct fs_request fr = {.in = req->iov,
+	                        .nin = req->nr_out,
+	                        .out = req->iov + req->nr_out,
+	                        .nout = req->nr_in,
+	                        .defer = fs_defer,
+	                        .complete = fs_complete,
+	                        .opaque = wk};
 	size_t len;
 
 	fs->inflight++;
-	/* Another worker may take the next chain meanwhile. */
-	pthread_cond_signal(&fs->work);
+	/* Another worker takes the next chain meanwhile, if there is one (a
+	 * driver with one request at a time keeps one worker, not two).
+	 * Otherwise ask for kicks again now: the next chain, which may be the
+	 * one this request waits for (an unlock), must wake a worker. */
+	if (any_avail(fs) || rearm(fs))
+		pthread_cond_signal(&fs->work);
 	pthread_mutex_unlock(&fs->lock);
-	len = fs_server_handle(fs->server, wk->w, req->iov, req->nr_out, req->iov + req->nr_out, req->nr_in);
+	wk->q = q;
+	len = fs_server_run(fs->server, wk->w, &fr);
 	pthread_mutex_lock(&fs->lock);
+	if (len == FS_DEFERRED)
+		return; /* fs_complete() returns it */
 	if (fs->running) {
 		virtq_push(&fs->mmio.vqs[q], req->head, (uint32_t)len);
 		virtio_mmio_notify_used(&fs->mmio, &fs->mmio.vqs[q]);

@@ -58,9 +58,11 @@ struct fs_server_opts {
 	double entry_timeout, attr_timeout, negative_timeout;
 };
 
-/* Defaults: writable, 1 MiB transfers, 65536 inodes, 1024 inode
- * descriptors, 1024 handles, 1 s entry and attribute timeouts, no negative
- * entries cached. */
+/* Defaults: writable, 1 MiB transfers, 262144 inodes, 65536 inode
+ * descriptors, 4096 handles, 1 s entry and attribute timeouts, no negative
+ * entries cached. fs_server_new() lowers the descriptor bounds to what
+ * the process's RLIMIT_NOFILE allows (leaving 64 descriptors): raise the
+ * limit first to keep them. */
 void fs_server_opts_default(struct fs_server_opts *o);
 
 struct fs_server;
@@ -69,7 +71,8 @@ struct fs_worker;
 /* Open the shared directory and set up the tables. Returns 0, or -errno
  * with err_set() context (not a directory, no /proc, bad options). */
 int fs_server_new(const struct fs_server_opts *opts, struct fs_server **ret);
-/* Close every descriptor. No request may be running. Accepts NULL. */
+/* Close every descriptor; deferred requests are completed with EINTR
+ * first. No request may be running. Accepts NULL. */
 void fs_server_free(struct fs_server *s);
 
 /* Scratch space for one request at a time (argument copies, replies). */
@@ -81,17 +84,40 @@ void fs_worker_free(struct fs_worker *w);
  * INTERRUPT) or when out cannot hold even a reply header, or when the
  * request has no readable header. Malformed requests are answered with
  * EINVAL, unknown opcodes with ENOSYS; nothing a client sends makes the
- * server fail. */
+ * server fail. A lock that must wait (SETLKW) waits in this call. */
 size_t fs_server_handle(struct fs_server *s, struct fs_worker *w, const struct iovec *in, unsigned int nin,
                         const struct iovec *out, unsigned int nout);
+
+/* A request whose transport can take its reply later. */
+struct fs_request {
+	const struct iovec *in, *out;
+	unsigned int nin, nout;
+	/* A lock that must wait (SETLKW) is kept by the server instead of
+	 * blocking the caller (which a pool of workers could not afford: the
+	 * unlock it waits for needs a worker too). defer(opaque) runs inside
+	 * fs_server_run() and returns the transport's token for the request
+	 * (NULL: wait in the call instead); fs_server_run() then returns
+	 * FS_DEFERRED. Later, once, on a thread of the server,
+	 * complete(token, reply, len) hands over the whole reply: the lock
+	 * granted, an error, or EINTR after an INTERRUPT or
+	 * fs_server_cancel_waits(). Both NULL: as fs_server_handle(). */
+	void *(*defer)(void *opaque);
+	void (*complete)(void *token, const void *reply, size_t len);
+	void *opaque;
+};
+
+#define FS_DEFERRED ((size_t)-1)
+
+size_t fs_server_run(struct fs_server *s, struct fs_worker *w, const struct fs_request *req);
 
 /* Forget everything the client was told: inodes but the root, open files,
  * locks; the next request must be INIT again. For a device reset: no
  * request may be running. */
 void fs_server_reset(struct fs_server *s);
 
-/* Make requests that wait (SETLKW) give up with EINTR now and until
- * called with false: before a reset, so that no worker stays blocked. */
+/* Make requests that wait (SETLKW, in a call or deferred) give up with
+ * EINTR now and until called with false: before a reset, so that no
+ * worker stays blocked and every deferred request is completed. */
 void fs_server_cancel_waits(struct fs_server *s, bool cancel);
 
 struct fs_server_stats {
@@ -99,9 +125,11 @@ struct fs_server_stats {
 	uint64_t inode_fds; /* O_PATH descriptors open */
 	uint64_t handles; /* open files and directories */
 	uint64_t plocks; /* POSIX lock owners with a descriptor */
+	uint64_t deferred; /* waiting locks the server keeps */
 	uint64_t evictions; /* O_PATH descriptors closed for the bound */
 	uint64_t reopens; /* ... and opened again by file handle */
 	bool initialized; /* INIT answered */
+	uint32_t max_inode_fds, max_handles; /* the bounds in force (RLIMIT_NOFILE) */
 	uint32_t minor; /* the protocol minor version agreed */
 };
 

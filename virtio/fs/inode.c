@@ -372,6 +372,25 @@ out:
 	return r;
 }
 
+int fs_inode_find(struct fs_itable *t, const struct stat *st, struct fs_inode **ret)
+{
+	struct fs_inode *i;
+
+	pthread_mutex_lock(&t->lock);
+	i = find_key(t, st->st_dev, st->st_ino);
+	/* Only while a descriptor holds it: the inode number is not reused. */
+	if (i && i->fd >= 0 && i->type == (st->st_mode & S_IFMT)) {
+		lru_remove(t, i);
+		i->nlookup++;
+		i->refs++;
+		*ret = i;
+	} else {
+		i = NULL;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return i ? 0 : -ENOENT;
+}
+
 void fs_inode_forget(struct fs_itable *t, uint64_t nodeid, uint64_t n)
 {
 	struct fs_inode *i;

@@ -12,6 +12,30 @@
 
 #include "virtio/fs/server-int.h"
 
+/* A name whose inode the server holds already (the client revalidating
+ * its cache): one fstatat, no new descriptor. -ENOENT when not known. */
+static int lookup_known(struct fs_ctx *c, struct fs_inode *parent, const char *name, struct fuse_entry_out *e)
+{
+	struct fs_inode *ino;
+	struct stat st;
+	int r;
+
+	if (fstatat(parent->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? -ENOENT : -errno;
+	r = fs_inode_find(&c->s->it, &st, &ino);
+	if (r < 0)
+		return -EAGAIN;
+	/* The override, if any, is read from the inode the server holds. */
+	if (S_ISREG(st.st_mode) && !(st.st_mode & 07777))
+		r = fs_stat(c->s, ino->fd, &st, NULL);
+	if (r >= 0)
+		fs_fill_entry(c->s, ino, &st, e);
+	else
+		fs_inode_forget(&c->s->it, ino->nodeid, 1);
+	fs_inode_put(&c->s->it, ino);
+	return r;
+}
+
 int fs_do_lookup(struct fs_ctx *c, struct fs_inode *parent, const char *name, struct fuse_entry_out *e)
 {
 	struct fs_inode *ino;
@@ -19,6 +43,9 @@ int fs_do_lookup(struct fs_ctx *c, struct fs_inode *parent, const char *name, st
 	uint32_t type;
 	int fd, r;
 
+	r = lookup_known(c, parent, name, e);
+	if (r != -EAGAIN)
+		return r;
 	r = fs_fd_reserve(&c->s->it);
 	if (r < 0)
 		return r;

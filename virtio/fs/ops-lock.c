@@ -9,8 +9,11 @@
  * at its first lock and closed at the owner's FLUSH (a close() in the
  * client), which releases its locks as POSIX requires. flock locks belong
  * to the open file, the client's handle: flock() on the handle's
- * descriptor. Waiting locks poll (the host call would block a worker that
- * nothing could wake), so an INTERRUPT or a device reset ends the wait.
+ * descriptor. A lock that must wait is kept by the server (fs_request's
+ * defer/complete) and retried by the lock thread, so no worker waits for
+ * an unlock that needs a worker; a transport without deferral waits in
+ * the call. Both poll (the host call would block a thread that nothing
+ * could wake), so an INTERRUPT or a reset ends the wait.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -243,6 +246,145 @@ static int wait_lock(struct fs_ctx *c, struct lock_try *t)
 	return r;
 }
 
+/* A deferred lock: retried by the lock thread until granted, refused or
+ * interrupted, then answered through the transport. */
+struct fs_parked {
+	struct lock_try t; /* holds a reference to the handle */
+	struct fuse_lk_in in;
+	uint64_t unique;
+	bool interrupted;
+	int result; /* once finished */
+	void *token;
+	void (*complete)(void *token, const void *reply, size_t len);
+	struct fs_parked *next;
+};
+
+static void parked_finish(struct fs_server *s, struct fs_parked *p, int r)
+{
+	struct fuse_out_header oh = {.len = sizeof(oh), .error = r, .unique = p->unique};
+
+	fs_handle_put(s, p->t.h);
+	p->complete(p->token, &oh, sizeof(oh));
+	free(p);
+}
+
+/* One pass over the deferred locks (intr_lock held): those finished move
+ * to *done, to be completed without the lock. */
+static void lock_pass(struct fs_server *s, struct fs_parked **done)
+{
+	struct fs_parked **pp = &s->parked;
+
+	while (*pp) {
+		struct fs_parked *p = *pp;
+		int r = p->interrupted || s->cancel || s->lock_thread_stop ? -EINTR : try_lock(&p->t);
+
+		if (r == -EAGAIN) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		s->nparked--;
+		p->result = r;
+		p->next = *done;
+		*done = p;
+	}
+}
+
+static void *lock_thread(void *arg)
+{
+	struct fs_server *s = arg;
+	long delay_ms = 1;
+
+	pthread_mutex_lock(&s->intr_lock);
+	for (;;) {
+		struct fs_parked *done = NULL;
+		struct timespec until;
+
+		lock_pass(s, &done);
+		if (done) {
+			pthread_mutex_unlock(&s->intr_lock);
+			while (done) {
+				struct fs_parked *p = done;
+
+				done = p->next;
+				parked_finish(s, p, p->result);
+			}
+			pthread_mutex_lock(&s->intr_lock);
+			delay_ms = 1;
+			continue;
+		}
+		if (s->lock_thread_stop && !s->parked)
+			break;
+		if (!s->parked) {
+			pthread_cond_wait(&s->intr_cond, &s->intr_lock);
+			delay_ms = 1;
+			continue;
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += delay_ms * 1000000;
+		until.tv_sec += until.tv_nsec / 1000000000;
+		until.tv_nsec %= 1000000000;
+		pthread_cond_timedwait(&s->intr_cond, &s->intr_lock, &until);
+		delay_ms = delay_ms < 64 ? delay_ms * 2 : 100;
+	}
+	pthread_mutex_unlock(&s->intr_lock);
+	return NULL;
+}
+
+/* Keep t for the lock thread; 0, or -errno when it cannot be kept (the
+ * caller then waits in place). */
+static int park(struct fs_ctx *c, struct lock_try *t)
+{
+	struct fs_server *s = c->s;
+	struct fs_parked *p;
+	int r = 0;
+
+	pthread_mutex_lock(&s->intr_lock);
+	if (s->nparked >= FS_MAX_PARKED)
+		r = -ENOLCK;
+	else if (!s->lock_thread_started && !s->lock_thread_stop) {
+		r = -pthread_create(&s->lock_thread, NULL, lock_thread, s);
+		s->lock_thread_started = r == 0;
+	}
+	pthread_mutex_unlock(&s->intr_lock);
+	if (r < 0)
+		return r;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->in = *t->in;
+	p->t = *t;
+	p->t.in = &p->in;
+	p->unique = c->h.unique;
+	p->complete = c->req->complete;
+	p->token = c->req->defer(c->req->opaque);
+	if (!p->token) {
+		free(p);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&s->intr_lock);
+	p->interrupted = was_interrupted(s, p->unique);
+	p->next = s->parked;
+	s->parked = p;
+	s->nparked++;
+	pthread_cond_broadcast(&s->intr_cond);
+	pthread_mutex_unlock(&s->intr_lock);
+	return 0;
+}
+
+void fs_locks_stop(struct fs_server *s)
+{
+	bool started;
+
+	pthread_mutex_lock(&s->intr_lock);
+	s->lock_thread_stop = true;
+	started = s->lock_thread_started;
+	pthread_cond_broadcast(&s->intr_cond);
+	pthread_mutex_unlock(&s->intr_lock);
+	if (started)
+		pthread_join(s->lock_thread, NULL);
+}
+
 static int do_setlk(struct fs_ctx *c, bool wait)
 {
 	struct lock_try t = {.s = c->s, .in = fs_arg(c, 0)};
@@ -253,7 +395,14 @@ static int do_setlk(struct fs_ctx *c, bool wait)
 		r = lock_target(c, t.in, &t.h);
 	if (r < 0)
 		return r;
-	r = wait && t.fl.l_type != F_UNLCK ? wait_lock(c, &t) : try_lock(&t);
+	r = try_lock(&t);
+	if (r == -EAGAIN && wait && t.fl.l_type != F_UNLCK) {
+		/* The handle's reference goes with a parked lock. */
+		if (c->req->defer && c->req->complete && (r = park(c, &t)) == 0)
+			return FS_LATER;
+		if (r != -ENOLCK)
+			r = wait_lock(c, &t);
+	}
 	fs_handle_put(c->s, t.h);
 	return r < 0 ? r : fs_reply(c, NULL, 0);
 }
@@ -276,10 +425,13 @@ int fs_op_interrupt(struct fs_ctx *c)
 
 	pthread_mutex_lock(&s->intr_lock);
 	for (struct fs_intr *w = s->waits; w; w = w->next)
-		if (w->unique == in->unique) {
+		if (w->unique == in->unique)
 			w->interrupted = found = true;
-			pthread_cond_broadcast(&s->intr_cond);
-		}
+	for (struct fs_parked *p = s->parked; p; p = p->next)
+		if (p->unique == in->unique)
+			p->interrupted = found = true;
+	if (found)
+		pthread_cond_broadcast(&s->intr_cond);
 	/* The request may not have started waiting yet. */
 	if (!found) {
 		s->recent_intr[s->recent_next] = in->unique;

@@ -20,6 +20,9 @@
 /* Largest arguments a request other than WRITE carries: SETXATTR with a
  * 64 KiB value and its name. */
 #define FS_ARGS_MAX (65536 + 4096)
+/* Descriptors left to the rest of the process when the bounds are fitted
+ * to RLIMIT_NOFILE. */
+#define FS_FD_RESERVE 64
 /* Largest reply built in the worker's buffer (READDIR, GETXATTR...). */
 #define FS_REPLY_MAX (128 * 1024)
 /* The xattr that holds what the client asked for a device node or a
@@ -84,6 +87,9 @@ void fs_fd_unreserve(struct fs_itable *t);
  * or a new one. Adds one client reference and one server reference.
  * -ENFILE past max. */
 int fs_inode_add(struct fs_itable *t, int fd, const struct stat *st, uint32_t type, struct fs_inode **ret);
+/* The known inode with st's identity whose descriptor is open: one client
+ * and one server reference, as fs_inode_add(); -ENOENT otherwise. */
+int fs_inode_find(struct fs_itable *t, const struct stat *st, struct fs_inode **ret);
 /* The client drops n references to nodeid (unknown nodes are ignored). */
 void fs_inode_forget(struct fs_itable *t, uint64_t nodeid, uint64_t n);
 
@@ -131,6 +137,7 @@ void fs_dirbuf_free(struct fs_dirbuf *d);
 /* ---- the server ---------------------------------------------------- */
 
 struct fs_intr;
+struct fs_parked;
 
 struct fs_server {
 	struct fs_server_opts opts; /* root points to our copy */
@@ -149,7 +156,11 @@ struct fs_server {
 	uint32_t nplocks;
 	pthread_mutex_t intr_lock; /* waits that an INTERRUPT can end */
 	pthread_cond_t intr_cond;
-	struct fs_intr *waits;
+	struct fs_intr *waits; /* locks waiting in a call */
+	struct fs_parked *parked; /* deferred locks, retried by the lock thread */
+	uint32_t nparked;
+	pthread_t lock_thread;
+	bool lock_thread_started, lock_thread_stop;
 	uint64_t recent_intr[16]; /* INTERRUPTs that found no wait yet */
 	unsigned int recent_next;
 	bool cancel; /* under intr_lock */
@@ -175,11 +186,15 @@ struct fs_ctx {
 	unsigned int nout;
 	size_t out_len;
 	size_t reply_len; /* set once replied */
+	const struct fs_request *req; /* how the transport takes deferred replies */
 };
 
-/* Handlers return 0 once they replied (fs_reply*), FS_NO_REPLY, or a
- * negative errno that becomes the reply. */
+/* Handlers return 0 once they replied (fs_reply*), FS_NO_REPLY, FS_LATER
+ * (the request was deferred), or a negative errno that becomes the reply. */
 #define FS_NO_REPLY 1
+#define FS_LATER 2
+/* Deferred locks at most (then ENOLCK). */
+#define FS_MAX_PARKED 1024
 
 int fs_reply(struct fs_ctx *c, const void *p, size_t n);
 /* Reply with n bytes that the handler already wrote into the out iovecs
@@ -277,6 +292,8 @@ int fs_op_getlk(struct fs_ctx *c);
 int fs_op_setlk(struct fs_ctx *c);
 int fs_op_setlkw(struct fs_ctx *c);
 int fs_op_interrupt(struct fs_ctx *c);
+/* Stop the lock thread, completing what it keeps with EINTR. */
+void fs_locks_stop(struct fs_server *s);
 /* Close the lock descriptors of ino (it is being freed, or on reset). */
 void fs_plocks_drop(struct fs_inode *ino, void *server);
 /* FLUSH: the POSIX locks of owner on ino are released. */

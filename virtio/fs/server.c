@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/resource.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -88,9 +89,9 @@ void fs_server_opts_default(struct fs_server_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->max_write = FS_DEFAULT_MAX_WRITE;
-	o->max_inodes = 65536;
-	o->max_inode_fds = 1024;
-	o->max_handles = 1024;
+	o->max_inodes = 262144;
+	o->max_inode_fds = 65536;
+	o->max_handles = 4096;
 	o->entry_timeout = 1.0;
 	o->attr_timeout = 1.0;
 }
@@ -189,8 +190,8 @@ static int fs_op_init(struct fs_ctx *c)
 		pthread_mutex_unlock(&s->state_lock);
 		return -EINVAL;
 	}
-	s->initialized = true;
 	s->minor = minor;
+	__atomic_store_n(&s->initialized, true, __ATOMIC_RELEASE);
 	s->max_write = s->opts.max_write;
 	pthread_mutex_unlock(&s->state_lock);
 	out.minor = minor;
@@ -211,7 +212,7 @@ static int fs_op_destroy(struct fs_ctx *c)
 	fs_htable_clear(c->s);
 	fs_itable_clear(&c->s->it);
 	pthread_mutex_lock(&c->s->state_lock);
-	c->s->initialized = false;
+	__atomic_store_n(&c->s->initialized, false, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&c->s->state_lock);
 	return fs_reply(c, NULL, 0);
 }
@@ -257,9 +258,8 @@ static int dispatch(struct fs_ctx *c)
 		return r;
 	if (c->arg_len < op->arg_size)
 		return -EINVAL;
-	pthread_mutex_lock(&c->s->state_lock);
-	init = c->s->initialized;
-	pthread_mutex_unlock(&c->s->state_lock);
+	/* INIT set it under the lock; a request after it sees it set. */
+	init = __atomic_load_n(&c->s->initialized, __ATOMIC_ACQUIRE);
 	if (!init && c->h.opcode != FUSE_INIT)
 		return -EIO;
 	if ((op->flags & FS_OP_WRITES) && c->s->opts.read_only)
@@ -270,7 +270,17 @@ static int dispatch(struct fs_ctx *c)
 size_t fs_server_handle(struct fs_server *s, struct fs_worker *w, const struct iovec *in, unsigned int nin,
                         const struct iovec *out, unsigned int nout)
 {
-	struct fs_ctx c = {.s = s, .w = w, .in = in, .nin = nin, .out = out, .nout = nout};
+	struct fs_request req = {.in = in, .nin = nin, .out = out, .nout = nout};
+
+	return fs_server_run(s, w, &req);
+}
+
+size_t fs_server_run(struct fs_server *s, struct fs_worker *w, const struct fs_request *req)
+{
+	struct fs_ctx c = {
+	    .s = s, .w = w, .in = req->in, .nin = req->nin, .out = req->out, .nout = req->nout, .req = req};
+	const struct iovec *in = req->in, *out = req->out;
+	unsigned int nin = req->nin, nout = req->nout;
 	int r;
 
 	c.in_len = iov_total(in, nin);
@@ -282,6 +292,8 @@ size_t fs_server_handle(struct fs_server *s, struct fs_worker *w, const struct i
 	r = dispatch(&c);
 	if (r == FS_NO_REPLY)
 		return 0;
+	if (r == FS_LATER)
+		return FS_DEFERRED;
 	if (c.out_len < sizeof(struct fuse_out_header))
 		return 0;
 	if (r < 0) {
@@ -304,6 +316,30 @@ static int check_opts(const struct fs_server_opts *o)
 	if (o->entry_timeout < 0 || o->attr_timeout < 0 || o->negative_timeout < 0)
 		return err_set(-EINVAL, "virtio-fs: negative cache timeout");
 	return 0;
+}
+
+/* The descriptor bounds must fit RLIMIT_NOFILE: inode descriptors, a
+ * handle and a lock descriptor per handle, and room for the rest of the
+ * process. What does not fit is cut (a client past a cut bound gets
+ * ENFILE or EMFILE, not a server out of descriptors). */
+static void fit_rlimit(struct fs_server_opts *o)
+{
+	struct rlimit rl;
+	uint64_t avail;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	avail = rl.rlim_cur > FS_FD_RESERVE + 8 ? rl.rlim_cur - FS_FD_RESERVE : 8;
+	if ((uint64_t)o->max_inode_fds + 2ULL * o->max_handles <= avail)
+		return;
+	if (o->max_handles > avail / 4)
+		o->max_handles = avail / 4 ? (uint32_t)(avail / 4) : 1;
+	if ((uint64_t)o->max_inode_fds > avail - 2ULL * o->max_handles)
+		o->max_inode_fds = (uint32_t)(avail - 2ULL * o->max_handles);
+	if (o->max_inode_fds < 2)
+		o->max_inode_fds = 2;
+	log_debug("virtio-fs: RLIMIT_NOFILE %llu: at most %u inode descriptors and %u handles",
+	          (unsigned long long)rl.rlim_cur, o->max_inode_fds, o->max_handles);
 }
 
 static int open_root(struct fs_server *s, struct stat *st)
@@ -350,6 +386,8 @@ int fs_server_new(const struct fs_server_opts *opts, struct fs_server **ret)
 		return -ENOMEM;
 	s->opts = *opts;
 	s->opts.root = s->root = strdup(opts->root);
+	fit_rlimit(&s->opts);
+	opts = &s->opts;
 	s->proc_fd = s->root_dir_fd = -1;
 	s->uid = (uid_t)setfsuid((uid_t)-1);
 	s->gid = (gid_t)setfsgid((gid_t)-1);
@@ -379,6 +417,7 @@ void fs_server_free(struct fs_server *s)
 {
 	if (!s)
 		return;
+	fs_locks_stop(s);
 	if (s->ht.slots || s->ht.max)
 		fs_htable_destroy(s);
 	fs_itable_destroy(&s->it);
@@ -399,7 +438,7 @@ void fs_server_reset(struct fs_server *s)
 	fs_htable_clear(s);
 	fs_itable_clear(&s->it);
 	pthread_mutex_lock(&s->state_lock);
-	s->initialized = false;
+	__atomic_store_n(&s->initialized, false, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&s->state_lock);
 }
 
@@ -444,8 +483,13 @@ void fs_server_get_stats(struct fs_server *s, struct fs_server_stats *ret)
 	pthread_mutex_lock(&s->plock_lock);
 	ret->plocks = s->nplocks;
 	pthread_mutex_unlock(&s->plock_lock);
+	pthread_mutex_lock(&s->intr_lock);
+	ret->deferred = s->nparked;
+	pthread_mutex_unlock(&s->intr_lock);
 	pthread_mutex_lock(&s->state_lock);
 	ret->initialized = s->initialized;
+	ret->max_inode_fds = s->opts.max_inode_fds;
+	ret->max_handles = s->opts.max_handles;
 	ret->minor = s->minor;
 	pthread_mutex_unlock(&s->state_lock);
 }

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -777,6 +778,114 @@ TEST(bad_options)
 	o.attr_timeout = -1;
 	is_int(fs_server_new(&o, &s), -EINVAL);
 	ok(s == NULL, "no server made");
+}
+
+/* Deferred locks: what the transport's complete() received. */
+struct done {
+	int calls;
+	struct fuse_out_header oh;
+};
+
+static struct done dn;
+
+static void *t_defer(void *opaque)
+{
+	return opaque;
+}
+
+static void t_complete(void *token, const void *reply, size_t len)
+{
+	struct done *d = token;
+
+	if (len == sizeof(d->oh))
+		memcpy(&d->oh, reply, len);
+	__atomic_fetch_add(&d->calls, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A SETLKW run with deferral; the server's return and the unique used. */
+static size_t setlkw_deferred(uint64_t node, uint64_t fh, uint64_t owner, uint64_t unique)
+{
+	struct {
+		struct fuse_in_header h;
+		struct fuse_lk_in lk;
+	} req = {{.len = sizeof(req), .opcode = FUSE_SETLKW, .unique = unique, .nodeid = node},
+	         {.fh = fh, .owner = owner, .lk = {0, INT64_MAX, F_WRLCK, 1}}};
+	uint8_t out[64];
+	struct fs_request fr = {.in = &(struct iovec){&req, sizeof(req)},
+	                        .nin = 1,
+	                        .out = &(struct iovec){out, sizeof(out)},
+	                        .nout = 1,
+	                        .defer = t_defer,
+	                        .complete = t_complete,
+	                        .opaque = &dn};
+
+	return fs_server_run(c.s, c.w, &fr);
+}
+
+static bool wait_done(int calls)
+{
+	for (int i = 0; i < 3000 && __atomic_load_n(&dn.calls, __ATOMIC_SEQ_CST) < calls; i++)
+		usleep(1000);
+	return __atomic_load_n(&dn.calls, __ATOMIC_SEQ_CST) == calls;
+}
+
+TEST(deferred_locks)
+{
+	struct fuse_entry_out e;
+	struct fs_server_stats st;
+	uint64_t fh1, fh2;
+
+	setup();
+	memset(&dn, 0, sizeof(dn));
+	is_int(fc_create(&c, ROOT, "lk", O_RDWR | O_CREAT, S_IFREG | 0644, &e, &fh1), 0);
+	is_int(fc_open_node(&c, e.nodeid, O_RDWR, false, &fh2), 0);
+	is_int(fc_lk(&c, FUSE_SETLK, e.nodeid, fh1, 1, F_WRLCK, 0, INT64_MAX, 0, NULL), 0);
+	ok(setlkw_deferred(e.nodeid, fh2, 2, 9001) == FS_DEFERRED, "a SETLKW that must wait is deferred");
+	fs_server_get_stats(c.s, &st);
+	ok(st.deferred == 1 && dn.calls == 0, "kept by the server, not answered");
+	is_int(fc_lk(&c, FUSE_SETLK, e.nodeid, fh1, 1, F_UNLCK, 0, INT64_MAX, 0, NULL), 0);
+	ok(wait_done(1) && dn.oh.error == 0 && dn.oh.unique == 9001 && dn.oh.len == 16,
+	   "granted once owner 1 unlocked: complete() with the reply (error %d)", dn.oh.error);
+	/* Owner 2 holds it now; owner 1 waits and is interrupted. */
+	ok(setlkw_deferred(e.nodeid, fh1, 1, 9002) == FS_DEFERRED, "owner 1 waits in turn");
+	is_int(fc_simple(&c, FUSE_INTERRUPT, ROOT, &(struct fuse_interrupt_in){9002}, 8), FC_NO_REPLY);
+	ok(wait_done(2) && dn.oh.error == -EINTR && dn.oh.unique == 9002, "INTERRUPT: EINTR (%d)", dn.oh.error);
+	/* An INTERRUPT that came before its request. */
+	is_int(fc_simple(&c, FUSE_INTERRUPT, ROOT, &(struct fuse_interrupt_in){9003}, 8), FC_NO_REPLY);
+	ok(setlkw_deferred(e.nodeid, fh1, 1, 9003) == FS_DEFERRED && wait_done(3) && dn.oh.error == -EINTR,
+	   "an INTERRUPT before its request still ends it");
+	/* Cancelled (a device reset). */
+	ok(setlkw_deferred(e.nodeid, fh1, 1, 9004) == FS_DEFERRED, "waits again");
+	fs_server_cancel_waits(c.s, true);
+	ok(wait_done(4) && dn.oh.error == -EINTR && dn.oh.unique == 9004, "cancelled: EINTR");
+	fs_server_cancel_waits(c.s, false);
+	/* Freed while waiting: answered before the server is gone. */
+	ok(setlkw_deferred(e.nodeid, fh1, 1, 9005) == FS_DEFERRED, "waits once more");
+	teardown();
+	ok(dn.calls == 5 && dn.oh.error == -EINTR && dn.oh.unique == 9005, "the server's end answers it: EINTR");
+}
+
+/* The descriptor bounds are cut to fit RLIMIT_NOFILE. */
+TEST(rlimit_fit)
+{
+	struct rlimit old, low = {.rlim_cur = 264, .rlim_max = 0};
+	struct fs_server_stats st;
+
+	getrlimit(RLIMIT_NOFILE, &old);
+	low.rlim_max = old.rlim_max;
+	ok(setrlimit(RLIMIT_NOFILE, &low) == 0, "RLIMIT_NOFILE lowered to 264");
+	setup();
+	fs_server_get_stats(c.s, &st);
+	ok(st.max_handles == 50 && st.max_inode_fds == 100, "bounds cut to %u inode descriptors, %u handles",
+	   st.max_inode_fds, st.max_handles);
+	ok(st.max_inode_fds + 2 * st.max_handles + 64 <= 264, "they fit with 64 to spare");
+	teardown();
+	setrlimit(RLIMIT_NOFILE, &old);
+	setup();
+	fs_server_get_stats(c.s, &st);
+	ok(old.rlim_cur < 65536 + 2 * 4096 + 64 || (st.max_inode_fds == 65536 && st.max_handles == 4096),
+	   "with room: the defaults (%u, %u)", st.max_inode_fds, st.max_handles);
+	teardown();
 }
 
 TAP_MAIN()

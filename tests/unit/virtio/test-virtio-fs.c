@@ -353,6 +353,76 @@ TEST(reset_ends_waits)
 	dev_close(&k);
 }
 
+/* Kick as a driver with EVENT_IDX does: only when the device's
+ * avail_event says it wants one (vring_need_event). */
+static void add_and_kick_if_asked(struct dev *k, uint32_t q, const struct fbuf *bufs, unsigned int n)
+{
+	uint16_t old = k->d.vqs[q].avail_idx, event;
+
+	fake_add(&k->d, q, bufs, n, false);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	event = fake_avail_event(&k->d, q);
+	if ((uint16_t)(k->d.vqs[q].avail_idx - event - 1) < (uint16_t)(k->d.vqs[q].avail_idx - old))
+		fake_kick(&k->d, q);
+}
+
+/* A SETLKW in flight waits for the unlock that comes after it: the
+ * unlock's chain must reach a worker although the driver kicks only when
+ * asked to. */
+TEST(lock_wait_then_unlock)
+{
+	struct dev k;
+	uint64_t h, a, o, node, fh[2], o_wait, o_unlock;
+	uint32_t id, len;
+	bool got_wait = false, got_unlock = false;
+
+	is_int(dev_open(&k, 1), 0);
+	ok(do_init(&k, REQ), "INIT");
+	close(open(path(&k, "f"), O_RDWR | O_CREAT, 0644));
+	h = header(&k, FUSE_LOOKUP, FUSE_ROOT_ID, 42);
+	a = put(&k, "f", 2);
+	o = fake_alloc(&k.d, 144);
+	ok(submit(&k, REQ, (struct fbuf[]){{h, 40, false}, {a, 2, false}, {o, 144, true}}, 3, false) == 144, "LOOKUP");
+	node = ((struct fuse_entry_out *)fake_ptr(&k.d, o + 16))->nodeid;
+	for (int i = 0; i < 2; i++) {
+		struct fuse_open_in oin = {.flags = O_RDWR};
+
+		h = header(&k, FUSE_OPEN, node, 48);
+		a = put(&k, &oin, 8);
+		o = fake_alloc(&k.d, 32);
+		ok(submit(&k, REQ, (struct fbuf[]){{h, 40, false}, {a, 8, false}, {o, 32, true}}, 3, false) == 32,
+		   "OPEN");
+		fh[i] = ((struct fuse_open_out *)fake_ptr(&k.d, o + 16))->fh;
+	}
+	struct fuse_lk_in lk = {.fh = fh[0], .owner = 1, .lk = {0, INT64_MAX, F_WRLCK, 1}};
+	h = header(&k, FUSE_SETLK, node, 40 + sizeof(lk));
+	a = put(&k, &lk, sizeof(lk));
+	o = fake_alloc(&k.d, 16);
+	ok(submit(&k, REQ, (struct fbuf[]){{h, 40, false}, {a, sizeof(lk), false}, {o, 16, true}}, 3, false) == 16 &&
+	       out_hdr(&k, o)->error == 0,
+	   "owner 1 write-locks the file");
+	lk = (struct fuse_lk_in){.fh = fh[1], .owner = 2, .lk = {0, INT64_MAX, F_WRLCK, 2}};
+	h = header(&k, FUSE_SETLKW, node, 40 + sizeof(lk));
+	a = put(&k, &lk, sizeof(lk));
+	o_wait = fake_alloc(&k.d, 16);
+	add_and_kick_if_asked(&k, REQ, (struct fbuf[]){{h, 40, false}, {a, sizeof(lk), false}, {o_wait, 16, true}}, 3);
+	usleep(100000);
+	ok(!fake_get_used(&k.d, REQ, &id, &len), "owner 2's SETLKW waits");
+	lk = (struct fuse_lk_in){.fh = fh[0], .owner = 1, .lk = {0, INT64_MAX, F_UNLCK, 1}};
+	h = header(&k, FUSE_SETLK, node, 40 + sizeof(lk));
+	a = put(&k, &lk, sizeof(lk));
+	o_unlock = fake_alloc(&k.d, 16);
+	add_and_kick_if_asked(&k, REQ, (struct fbuf[]){{h, 40, false}, {a, sizeof(lk), false}, {o_unlock, 16, true}},
+	                      3);
+	for (int i = 0; i < 2 && fake_wait_used(&k.d, REQ, &id, &len); i++) {
+		got_unlock |= len == 16 && out_hdr(&k, o_unlock)->error == 0 && out_hdr(&k, o_unlock)->len == 16;
+		got_wait |= len == 16 && out_hdr(&k, o_wait)->error == 0 && out_hdr(&k, o_wait)->len == 16;
+	}
+	ok(got_unlock, "owner 1's unlock, sent while the SETLKW waits, is answered");
+	ok(got_wait, "then owner 2's SETLKW is granted");
+	dev_close(&k);
+}
+
 TEST(pause)
 {
 	struct dev k;
