@@ -10,7 +10,7 @@ RATIOS = ("kvrun", "kvrun (cold boot)", "kvrun (no root disk cache)", "crun")
 SUITE_TITLES = {"start": "Start", "memory": "Memory (idle)", "pg": "PostgreSQL (pgbench)",
                 "nginx": "nginx (wrk)", "net": "Network (iperf3)", "cpu-io": "CPU and I/O",
                 "vmm": "VMM and boot", "template": "Templates (create from a VM snapshot)",
-                "fs": "Shared directory server on /dev/fuse (kvrun's virtio-fs server, bindfs)"}
+                "fs": "Shared directory server on /dev/fuse (kvrun virtio-fs server, bindfs)"}
 # Marks a ratio whose kvrun figure carries a label (an emulated guest kernel).
 LABELLED = "‡"
 

@@ -7,11 +7,13 @@
  * docs/virtio.md describes (irqfd line, ioeventfd doorbell through the
  * event loop).
  *
- *   kvrun-fs-vm --kernel FILE --share DIR --tag TAG [--cmdline S] [--timeout SECONDS]
+ *   kvrun-fs-vm --kernel FILE --share DIR --tag TAG [--initrd FILE] [--cmdline S]
+ *               [--memory MIB] [--timeout SECONDS]
  *
- * Exit status: the code the guest wrote to the test device's exit port, 0
- * on power-off, 124 on timeout, 122 when the VM crashed, 125 on a setup
- * error.
+ * It boots a Linux kernel the same way (with an initramfs whose /init
+ * mounts the tag). Exit status: the code the guest wrote to the test
+ * device's exit port, 0 on power-off, 120 on a guest reboot, 124 on
+ * timeout, 122 when the VM crashed, 125 on a setup error.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -28,13 +30,15 @@
 #include "vmm/test-device.h"
 #include "vmm/vm.h"
 
+#define EXIT_REBOOT 120
 #define EXIT_CRASH 122
 #define EXIT_TIMEOUT 124
 #define EXIT_SETUP 125
 
 struct opts {
-	const char *kernel, *share, *tag, *cmdline;
+	const char *kernel, *initrd, *share, *tag, *cmdline;
 	double timeout;
+	unsigned long memory_mib;
 };
 
 struct devices {
@@ -52,7 +56,8 @@ static int parse(int argc, char **argv, struct opts *o)
 	static const struct option longopts[] = {
 	    {"kernel", required_argument, NULL, 'k'},  {"share", required_argument, NULL, 's'},
 	    {"tag", required_argument, NULL, 't'},     {"cmdline", required_argument, NULL, 'c'},
-	    {"timeout", required_argument, NULL, 'T'}, {0},
+	    {"timeout", required_argument, NULL, 'T'}, {"initrd", required_argument, NULL, 'i'},
+	    {"memory", required_argument, NULL, 'm'},  {0},
 	};
 	int c;
 
@@ -72,6 +77,14 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'T':
 			o->timeout = atof(optarg);
+			break;
+		case 'i':
+			o->initrd = optarg;
+			break;
+		case 'm':
+			o->memory_mib = strtoul(optarg, NULL, 10);
+			if (o->memory_mib < 16 || o->memory_mib > 4096)
+				return -1;
 			break;
 		default:
 			return -1;
@@ -114,7 +127,7 @@ static int attach_fs(struct vm *vm, const struct opts *o, struct devices *d)
 
 static int setup(struct vm *vm, const struct opts *o, struct devices *d)
 {
-	struct boot_config bc = {.kernel_path = o->kernel, .cmdline = o->cmdline};
+	struct boot_config bc = {.kernel_path = o->kernel, .initrd_path = o->initrd, .cmdline = o->cmdline};
 	int r;
 
 	r = serial_create(vm, STDERR_FILENO, &d->serial);
@@ -147,17 +160,19 @@ static void teardown(struct vm *vm, struct devices *d)
 
 int main(int argc, char **argv)
 {
-	struct opts o = {0};
-	struct vm_config cfg = {.ncpus = 1, .mem_size = 128ULL << 20};
+	struct opts o = {.memory_mib = 128};
+	struct vm_config cfg = {.ncpus = 1};
 	struct devices d = {.notify_fd = -1, .line = {.fd = -1}};
 	struct vm_result res = {0};
 	struct vm *vm = NULL;
 	int r;
 
 	if (parse(argc, argv, &o) < 0) {
-		fprintf(stderr, "Usage: kvrun-fs-vm --kernel FILE --share DIR --tag TAG [--cmdline S] [--timeout S]\n");
+		fprintf(stderr, "Usage: kvrun-fs-vm --kernel FILE --share DIR --tag TAG [--initrd FILE] [--cmdline S]\n"
+		                "                   [--memory MIB] [--timeout S]\n");
 		return EXIT_SETUP;
 	}
+	cfg.mem_size = (uint64_t)o.memory_mib << 20;
 	r = vm_create(&cfg, &vm);
 	if (r >= 0)
 		r = setup(vm, &o, &d);
@@ -178,6 +193,8 @@ int main(int argc, char **argv)
 		return 0;
 	case VM_EXIT_GUEST:
 		return res.code & 0xff;
+	case VM_EXIT_REBOOT:
+		return EXIT_REBOOT;
 	case VM_EXIT_TIMEOUT:
 		return EXIT_TIMEOUT;
 	default:

@@ -302,6 +302,7 @@ static void *lock_thread(void *arg)
 
 		lock_pass(s, &done);
 		if (done) {
+			s->completing = true;
 			pthread_mutex_unlock(&s->intr_lock);
 			while (done) {
 				struct fs_parked *p = done;
@@ -310,6 +311,8 @@ static void *lock_thread(void *arg)
 				parked_finish(s, p, p->result);
 			}
 			pthread_mutex_lock(&s->intr_lock);
+			s->completing = false;
+			pthread_cond_broadcast(&s->intr_cond); /* fs_locks_drain() */
 			delay_ms = 1;
 			continue;
 		}
@@ -370,6 +373,20 @@ static int park(struct fs_ctx *c, struct lock_try *t)
 	pthread_cond_broadcast(&s->intr_cond);
 	pthread_mutex_unlock(&s->intr_lock);
 	return 0;
+}
+
+void fs_locks_drain(struct fs_server *s)
+{
+	bool was;
+
+	pthread_mutex_lock(&s->intr_lock);
+	was = s->cancel;
+	s->cancel = true;
+	pthread_cond_broadcast(&s->intr_cond);
+	while (s->parked || s->completing)
+		pthread_cond_wait(&s->intr_cond, &s->intr_lock);
+	s->cancel = was;
+	pthread_mutex_unlock(&s->intr_lock);
 }
 
 void fs_locks_stop(struct fs_server *s)

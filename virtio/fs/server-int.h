@@ -161,6 +161,7 @@ struct fs_server {
 	uint32_t nparked;
 	pthread_t lock_thread;
 	bool lock_thread_started, lock_thread_stop;
+	bool completing; /* the lock thread is answering deferred locks */
 	uint64_t recent_intr[16]; /* INTERRUPTs that found no wait yet */
 	unsigned int recent_next;
 	bool cancel; /* under intr_lock */
@@ -294,6 +295,9 @@ int fs_op_setlkw(struct fs_ctx *c);
 int fs_op_interrupt(struct fs_ctx *c);
 /* Stop the lock thread, completing what it keeps with EINTR. */
 void fs_locks_stop(struct fs_server *s);
+/* Complete every deferred lock with EINTR and wait until done (before the
+ * handles they hold are closed). */
+void fs_locks_drain(struct fs_server *s);
 /* Close the lock descriptors of ino (it is being freed, or on reset). */
 void fs_plocks_drop(struct fs_inode *ino, void *server);
 /* FLUSH: the POSIX locks of owner on ino are released. */

@@ -209,6 +209,7 @@ static int fs_op_destroy(struct fs_ctx *c)
 {
 	/* The client unmounted: nothing it knew stays open. Only this
 	 * request runs now (the client sends DESTROY last). */
+	fs_locks_drain(c->s);
 	fs_htable_clear(c->s);
 	fs_itable_clear(&c->s->it);
 	pthread_mutex_lock(&c->s->state_lock);
@@ -435,6 +436,7 @@ void fs_server_free(struct fs_server *s)
 
 void fs_server_reset(struct fs_server *s)
 {
+	fs_locks_drain(s);
 	fs_htable_clear(s);
 	fs_itable_clear(&s->it);
 	pthread_mutex_lock(&s->state_lock);

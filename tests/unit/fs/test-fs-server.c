@@ -859,10 +859,19 @@ TEST(deferred_locks)
 	fs_server_cancel_waits(c.s, true);
 	ok(wait_done(4) && dn.oh.error == -EINTR && dn.oh.unique == 9004, "cancelled: EINTR");
 	fs_server_cancel_waits(c.s, false);
-	/* Freed while waiting: answered before the server is gone. */
+	/* DESTROY while one waits: answered before the handles close. */
 	ok(setlkw_deferred(e.nodeid, fh1, 1, 9005) == FS_DEFERRED, "waits once more");
+	is_int(fc_simple(&c, FUSE_DESTROY, 0, NULL, 0), 0);
+	ok(dn.calls == 5 && dn.oh.error == -EINTR && dn.oh.unique == 9005, "DESTROY answered it first: EINTR");
+	is_int(fc_init(&c, 7, 38, 0, NULL), 0);
+	/* Freed while waiting: answered before the server is gone. */
+	is_int(fc_lookup(&c, ROOT, "lk", &e), 0);
+	is_int(fc_open_node(&c, e.nodeid, O_RDWR, false, &fh1), 0);
+	is_int(fc_open_node(&c, e.nodeid, O_RDWR, false, &fh2), 0);
+	is_int(fc_lk(&c, FUSE_SETLK, e.nodeid, fh1, 1, F_WRLCK, 0, INT64_MAX, 0, NULL), 0);
+	ok(setlkw_deferred(e.nodeid, fh2, 2, 9006) == FS_DEFERRED, "waits after a new INIT");
 	teardown();
-	ok(dn.calls == 5 && dn.oh.error == -EINTR && dn.oh.unique == 9005, "the server's end answers it: EINTR");
+	ok(dn.calls == 6 && dn.oh.error == -EINTR && dn.oh.unique == 9006, "the server's end answers it: EINTR");
 }
 
 /* The descriptor bounds are cut to fit RLIMIT_NOFILE. */
