@@ -414,10 +414,13 @@ static int do_setlk(struct fs_ctx *c, bool wait)
 		return r;
 	r = try_lock(&t);
 	if (r == -EAGAIN && wait && t.fl.l_type != F_UNLCK) {
-		/* The handle's reference goes with a parked lock. */
-		if (c->req->defer && c->req->complete && (r = park(c, &t)) == 0)
+		/* The handle's reference goes with a parked lock, whose reply
+		 * is written later: no room for it, no wait. */
+		if (c->out_len < sizeof(struct fuse_out_header))
+			r = -EINVAL;
+		else if (c->req->defer && c->req->complete && (r = park(c, &t)) == 0)
 			return FS_LATER;
-		if (r != -ENOLCK)
+		else if (r != -ENOLCK)
 			r = wait_lock(c, &t);
 	}
 	fs_handle_put(c->s, t.h);
