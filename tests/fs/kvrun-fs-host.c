@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -37,11 +38,18 @@ struct host {
 	int fuse_fd;
 	const char *mountpoint;
 	size_t bufsize;
-	/* Threads start one at a time, a new one when none is left waiting
-	 * for a request (libfuse's way): a client with one request at a time
-	 * is served by one warm thread, not handed from thread to thread. */
+	/* One thread reads /dev/fuse at a time; the others wait for their
+	 * turn. The reader, once it has a request, hands the turn on only when
+	 * more requests are queued: a client with one request at a time is
+	 * served by one warm thread (a handoff between threads per request
+	 * halves the rate on a small host), clients in parallel by up to
+	 * max_threads. Nothing here blocks for long (waiting locks are
+	 * deferred), so a request queued behind one being run waits at most
+	 * for that one. */
 	pthread_mutex_t lock;
-	unsigned int nthreads, max_threads, idle;
+	pthread_cond_t turn;
+	unsigned int nthreads, max_threads, readers, waiting;
+	bool stop;
 	pthread_t threads[MAX_THREADS];
 };
 
@@ -50,18 +58,61 @@ static void *serve(void *arg);
 /* Under the lock: one more thread, if allowed. */
 static void spawn_locked(struct host *h)
 {
-	if (h->nthreads < h->max_threads && pthread_create(&h->threads[h->nthreads], NULL, serve, h) == 0) {
+	if (h->nthreads < h->max_threads && pthread_create(&h->threads[h->nthreads], NULL, serve, h) == 0)
 		h->nthreads++;
-		h->idle++;
+}
+
+/* Whether more requests wait in /dev/fuse. */
+static bool queued(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
+/* Under the lock: read the next request, taking the reader's turn. The
+ * request's length, 0 to read again, or -1 once the file system is gone. */
+static ssize_t next_request(struct host *h, uint8_t *in)
+{
+	ssize_t n;
+
+	while (!h->stop && h->readers) {
+		h->waiting++;
+		pthread_cond_wait(&h->turn, &h->lock);
+		h->waiting--;
 	}
+	if (h->stop)
+		return -1;
+	h->readers++;
+	pthread_mutex_unlock(&h->lock);
+	n = read(h->fuse_fd, in, h->bufsize);
+	if (n < 0 && errno != EINTR && errno != EAGAIN && errno != ENOENT && errno != ENODEV)
+		fprintf(stderr, "kvrun-fs-host: reading /dev/fuse: %s\n", strerror(errno));
+	pthread_mutex_lock(&h->lock);
+	h->readers--;
+	/* ENODEV: unmounted; ENOENT: the request was interrupted first. */
+	if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == ENOENT))
+		n = 0;
+	if (n < 0) {
+		h->stop = true;
+		pthread_cond_broadcast(&h->turn);
+		return -1;
+	}
+	if (n > 0 && queued(h->fuse_fd)) {
+		if (h->waiting)
+			pthread_cond_signal(&h->turn);
+		else
+			spawn_locked(h);
+	}
+	return n;
 }
 
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: kvrun-fs-host [options] SHARED_DIR MOUNTPOINT\n"
 	           "Serve SHARED_DIR at MOUNTPOINT through /dev/fuse with kvrun's virtio-fs server.\n\n"
-	           "  --threads N            worker threads at most (default 4, at most 64); they\n"
-	           "                         start one at a time, when all are busy\n"
+	           "  --threads N            worker threads at most (default 4, at most 64); one reads\n"
+	           "                         at a time, another takes over while requests queue\n"
 	           "  --max-write BYTES      largest READ/WRITE (default 1048576)\n"
 	           "  --max-inodes N         inodes the kernel may know at once (default 262144)\n"
 	           "  --max-inode-fds N      O_PATH descriptors kept (default 65536)\n"
@@ -180,46 +231,31 @@ static void *serve(void *arg)
 	struct host *h = arg;
 	struct fs_worker *w = NULL;
 	uint8_t *in = malloc(h->bufsize), *out = malloc(h->bufsize);
+	ssize_t n;
 
 	if (!in || !out || fs_worker_new(h->server, &w) < 0) {
 		fprintf(stderr, "kvrun-fs-host: out of memory\n");
 		goto out;
 	}
-	for (;;) {
-		ssize_t n = read(h->fuse_fd, in, h->bufsize);
+	pthread_mutex_lock(&h->lock);
+	while ((n = next_request(h, in)) >= 0) {
 		size_t len;
 
-		pthread_mutex_lock(&h->lock);
-		if (--h->idle == 0 && n >= 0)
-			spawn_locked(h);
 		pthread_mutex_unlock(&h->lock);
-		if (n < 0) {
-			/* ENOENT: the request was interrupted before we read it. */
-			if (errno == EINTR || errno == EAGAIN || errno == ENOENT) {
-				pthread_mutex_lock(&h->lock);
-				h->idle++;
-				pthread_mutex_unlock(&h->lock);
-				continue;
-			}
-			if (errno != ENODEV)
-				fprintf(stderr, "kvrun-fs-host: reading /dev/fuse: %s\n", strerror(errno));
-			break;
-		}
-		len = fs_server_run(h->server, w,
-		                    &(struct fs_request){.in = &(struct iovec){in, (size_t)n},
-		                                         .nin = 1,
-		                                         .out = &(struct iovec){out, h->bufsize},
-		                                         .nout = 1,
-		                                         .defer = defer_reply,
-		                                         .complete = write_reply,
-		                                         .opaque = h});
-		/* ENOENT: the request was interrupted and is gone. */
+		len = n ? fs_server_run(h->server, w,
+		                        &(struct fs_request){.in = &(struct iovec){in, (size_t)n},
+		                                             .nin = 1,
+		                                             .out = &(struct iovec){out, h->bufsize},
+		                                             .nout = 1,
+		                                             .defer = defer_reply,
+		                                             .complete = write_reply,
+		                                             .opaque = h})
+		        : 0;
 		if (len && len != FS_DEFERRED)
 			write_reply(h, out, len);
 		pthread_mutex_lock(&h->lock);
-		h->idle++;
-		pthread_mutex_unlock(&h->lock);
 	}
+	pthread_mutex_unlock(&h->lock);
 out:
 	fs_worker_free(w);
 	free(in);
@@ -259,7 +295,7 @@ static int do_mount(struct host *h)
 int main(int argc, char **argv)
 {
 	struct fs_server_opts o;
-	struct host h = {.fuse_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+	struct host h = {.fuse_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .turn = PTHREAD_COND_INITIALIZER};
 	unsigned int threads = 4, joined = 0;
 	pthread_t sig_th;
 	struct rlimit rl;

@@ -139,19 +139,30 @@ static void lru_push(struct fs_itable *t, struct fs_inode *i)
 		t->lru_tail = i;
 }
 
-static void inode_free(struct fs_itable *t, struct fs_inode *i)
+/* Take i out of the table (the lock held). Its descriptors are closed by
+ * inode_destroy() after the lock is dropped: the last close of a file
+ * deleted meanwhile frees it on the host, which can take long, and no
+ * other request should wait for that. */
+static struct fs_inode *inode_detach(struct fs_itable *t, struct fs_inode *i)
 {
-	if (t->on_free)
-		t->on_free(i, t->opaque);
 	hash_remove(t, i);
 	lru_remove(t, i);
-	if (i->fd >= 0) {
-		close(i->fd);
+	if (i->fd >= 0)
 		t->nfds--;
-	}
+	t->count--;
+	return i;
+}
+
+static void inode_destroy(struct fs_itable *t, struct fs_inode *i)
+{
+	if (!i)
+		return;
+	if (t->on_free)
+		t->on_free(i, t->opaque);
+	if (i->fd >= 0)
+		close(i->fd);
 	free(i->fh);
 	free(i);
-	t->count--;
 }
 
 /* The handle that reopens i, made while its descriptor is still open.
@@ -273,23 +284,28 @@ void fs_inode_ref(struct fs_itable *t, struct fs_inode *ino)
 	pthread_mutex_unlock(&t->lock);
 }
 
-static void put_locked(struct fs_itable *t, struct fs_inode *i)
+/* The inode to destroy once the lock is dropped, or NULL. */
+static struct fs_inode *put_locked(struct fs_itable *t, struct fs_inode *i)
 {
 	if (--i->refs)
-		return;
+		return NULL;
 	if (!i->nlookup && i != t->root)
-		inode_free(t, i);
-	else if (i->fd >= 0 && !i->pinned && i != t->root)
+		return inode_detach(t, i);
+	if (i->fd >= 0 && !i->pinned && i != t->root)
 		lru_push(t, i);
+	return NULL;
 }
 
 void fs_inode_put(struct fs_itable *t, struct fs_inode *ino)
 {
+	struct fs_inode *gone;
+
 	if (!ino)
 		return;
 	pthread_mutex_lock(&t->lock);
-	put_locked(t, ino);
+	gone = put_locked(t, ino);
 	pthread_mutex_unlock(&t->lock);
+	inode_destroy(t, gone);
 }
 
 /* Whether the descriptor fd is the file the evicted inode i was: an inode
@@ -393,16 +409,17 @@ int fs_inode_find(struct fs_itable *t, const struct stat *st, struct fs_inode **
 
 void fs_inode_forget(struct fs_itable *t, uint64_t nodeid, uint64_t n)
 {
-	struct fs_inode *i;
+	struct fs_inode *i, *gone = NULL;
 
 	pthread_mutex_lock(&t->lock);
 	i = find_id(t, nodeid);
 	if (i && i != t->root && i->nlookup) {
 		i->nlookup = n < i->nlookup ? i->nlookup - n : 0;
 		if (!i->nlookup && !i->refs)
-			inode_free(t, i);
+			gone = inode_detach(t, i);
 	}
 	pthread_mutex_unlock(&t->lock);
+	inode_destroy(t, gone);
 }
 
 /* Whether inodes can be reopened by handle here: a handle of the root
@@ -477,18 +494,29 @@ int fs_itable_init(struct fs_itable *t, int root_fd, int mount_fd, const struct 
 
 void fs_itable_clear(struct fs_itable *t)
 {
+	struct fs_inode *gone = NULL;
+
 	pthread_mutex_lock(&t->lock);
 	for (size_t k = 0; k < t->nbuckets; k++) {
 		struct fs_inode *i = t->by_id[k], *next;
 
 		for (; i; i = next) {
 			next = i->id_next;
-			if (i != t->root)
-				inode_free(t, i);
+			if (i == t->root)
+				continue;
+			inode_detach(t, i);
+			i->id_next = gone;
+			gone = i;
 		}
 	}
 	t->root->refs = 0;
 	pthread_mutex_unlock(&t->lock);
+	while (gone) {
+		struct fs_inode *i = gone;
+
+		gone = i->id_next;
+		inode_destroy(t, i);
+	}
 }
 
 void fs_itable_destroy(struct fs_itable *t)
@@ -496,7 +524,7 @@ void fs_itable_destroy(struct fs_itable *t)
 	if (!t->by_id)
 		return;
 	fs_itable_clear(t);
-	inode_free(t, t->root);
+	inode_destroy(t, inode_detach(t, t->root));
 	free(t->by_id);
 	free(t->by_key);
 	t->by_id = t->by_key = NULL;
