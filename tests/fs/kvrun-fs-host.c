@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <linux/fuse.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -39,13 +40,12 @@ struct host {
 	const char *mountpoint;
 	size_t bufsize;
 	/* One thread reads /dev/fuse at a time; the others wait for their
-	 * turn. The reader, once it has a request, hands the turn on only when
-	 * more requests are queued: a client with one request at a time is
-	 * served by one warm thread (a handoff between threads per request
-	 * halves the rate on a small host), clients in parallel by up to
-	 * max_threads. Nothing here blocks for long (waiting locks are
-	 * deferred), so a request queued behind one being run waits at most
-	 * for that one. */
+	 * turn. The reader, once it has a request that may take long (slow()),
+	 * hands the turn on when more requests are queued; otherwise it runs
+	 * the request and reads the next itself: a handoff between threads
+	 * per request halves the metadata rate on a small host. Nothing here
+	 * blocks for long (waiting locks are deferred), so a request queued
+	 * behind a short one waits at most for that one. */
 	pthread_mutex_t lock;
 	pthread_cond_t turn;
 	unsigned int nthreads, max_threads, readers, waiting;
@@ -60,6 +60,31 @@ static void spawn_locked(struct host *h)
 {
 	if (h->nthreads < h->max_threads && pthread_create(&h->threads[h->nthreads], NULL, serve, h) == 0)
 		h->nthreads++;
+}
+
+/* Whether the request may take long enough for the next one not to wait
+ * for it: data transfers beyond 64 KiB, syncs, fallocate, copies. A handoff
+ * costs a thread wake-up, more than a short request. */
+static bool slow(const uint8_t *req, size_t len)
+{
+	const struct fuse_in_header *h = (const void *)req;
+	const struct fuse_read_in *rw = (const void *)(h + 1);
+
+	if (len < sizeof(*h))
+		return false;
+	switch (h->opcode) {
+	case FUSE_READ:
+	case FUSE_WRITE:
+		return len >= sizeof(*h) + sizeof(*rw) && rw->size > 65536;
+	case FUSE_FSYNC:
+	case FUSE_FSYNCDIR:
+	case FUSE_FALLOCATE:
+	case FUSE_COPY_FILE_RANGE:
+	case FUSE_SYNCFS:
+		return true;
+	default:
+		return false;
+	}
 }
 
 /* Whether more requests wait in /dev/fuse. */
@@ -98,7 +123,7 @@ static ssize_t next_request(struct host *h, uint8_t *in)
 		pthread_cond_broadcast(&h->turn);
 		return -1;
 	}
-	if (n > 0 && queued(h->fuse_fd)) {
+	if (n > 0 && slow(in, (size_t)n) && queued(h->fuse_fd)) {
 		if (h->waiting)
 			pthread_cond_signal(&h->turn);
 		else
@@ -112,7 +137,7 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: kvrun-fs-host [options] SHARED_DIR MOUNTPOINT\n"
 	           "Serve SHARED_DIR at MOUNTPOINT through /dev/fuse with kvrun's virtio-fs server.\n\n"
 	           "  --threads N            worker threads at most (default 4, at most 64); one reads\n"
-	           "                         at a time, another takes over while requests queue\n"
+	           "                         at a time, another takes over during long requests\n"
 	           "  --max-write BYTES      largest READ/WRITE (default 1048576)\n"
 	           "  --max-inodes N         inodes the kernel may know at once (default 262144)\n"
 	           "  --max-inode-fds N      O_PATH descriptors kept (default 65536)\n"
