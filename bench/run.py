@@ -23,14 +23,16 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from benchlib import emulated, report, suite_cpuio, suite_net, suite_servers, suite_start, suite_template, suite_vmm  # noqa: E402
+from benchlib import emulated, report, suite_cpuio, suite_fs, suite_net, suite_servers, suite_start, suite_template, suite_vmm  # noqa: E402
 from benchlib.results import Results  # noqa: E402
 from benchlib.runtimes import Limits, cgroup_layout, make_runtimes, own_cgroup  # noqa: E402
 from benchlib.util import host_info, loadavg, log, sh, write_json  # noqa: E402
 
 SUITES = ["start", "memory", "pg", "nginx", "net", "cpu-io", "vmm"]
-# Suites run only when named: template builds three templates (three Linux boots).
-NAMED_SUITES = ["template"]
+# Suites run only when named: template builds three templates (three Linux
+# boots); fs compares kvrun's virtio-fs server with bindfs on /dev/fuse (no
+# container runtime takes part).
+NAMED_SUITES = ["template", "fs"]
 EMULATED = emulated.EMULATED
 EMULATED_REASON = emulated.EMULATED_REASON
 
@@ -148,7 +150,7 @@ def build_shim(ctx):
 def check_tools(suites):
     need = {"start": ["runc", "crun"], "memory": ["pgbench", "ip"], "pg": ["pgbench", "ip"],
             "nginx": ["nginx", "wrk", "ip"], "net": ["nginx", "wrk", "iperf3", "ip"], "cpu-io": ["bc", "fio", "gcc", "make"], "vmm": ["qemu-system-x86_64"],
-            "template": ["runc"]}
+            "template": ["runc"], "fs": ["bindfs"]}
     missing = sorted({t for s in suites for t in need.get(s, []) if not shutil.which(t)})
     if missing:
         sys.exit(f"bench/run.py: missing {' '.join(missing)}: run scripts/setup.sh --bench")
@@ -212,6 +214,8 @@ def run_suites(ctx, suites):
                 suite_vmm.run(ctx)
             elif s == "template":
                 suite_template.run(ctx)
+            elif s == "fs":
+                suite_fs.run(ctx)
         except Exception as e:  # one broken suite must not lose the others
             traceback.print_exc()
             ctx.results.notes.append(f"suite {s} failed: {e}")
@@ -351,6 +355,8 @@ def main():
             "template": {"sizes_mib": suite_template.SIZES, "create_mib": suite_template.CREATE_MIB,
                          "runs": suite_template.counts(ctx.quick, ctx.host["emulating"]),
                          "restore": "monitor's --log record, file opened to vCPU threads started"},
+            "fs": {"file_mib": suite_fs.FILE_MIB, "rand_reads": suite_fs.RAND_READS, "files": suite_fs.NFILES,
+                   "bindfs_options": suite_fs.BINDFS_OPTS, "kvrun_fs_host_args": " ".join(suite_fs.KVRUN_ARGS)},
             "start_runs_per_block": ctx.start_runs, "settle_s": ctx.settle, "nice": os.nice(0),
         },
         "invocations": {n: r.invocation() for n, r in ctx.rt.items()},

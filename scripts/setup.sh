@@ -37,6 +37,7 @@ pkgs+=(acpica-tools)         # iasl, for the ACPI table tests
 pkgs+=(clang libclang-rt-14-dev) # libFuzzer, for the fuzz targets (tests/fuzz/run.sh)
 pkgs+=(xz-utils zstd)        # decompressing distro-kernel modules (runtime/host/kmod-resolve.c) and its test
 pkgs+=(linux-source-6.12 flex bison) # the kernel config check (tests/integration/test_kernel_config.py)
+pkgs+=(bindfs)               # pjdfstest and the fs benchmark beside kvrun's virtio-fs server (docs/virtio-fs.md)
 if [ "$bench" = 1 ]; then
 	pkgs+=(qemu-system-x86 gnuplot-nox hyperfine postgresql-15 nginx-light wrk iperf3 fio bc)
 fi

@@ -196,6 +196,11 @@ int virtq_pop(struct virtq *vq, struct virtq_req *req)
 	return 1;
 }
 
+bool virtq_has_avail(const struct virtq *vq)
+{
+	return virtq_usable(vq) && __atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE) != vq->last_avail;
+}
+
 void virtq_unpop(struct virtq *vq)
 {
 	vq->last_avail--;

@@ -110,6 +110,10 @@ bool virtq_usable(const struct virtq *vq);
  * writable one, or a side totalling 4 GiB or more. */
 int virtq_pop(struct virtq *vq, struct virtq_req *req);
 
+/* Whether the driver made chains available that virtq_pop() has not taken
+ * yet: a hint (for waking more workers), not a promise. */
+bool virtq_has_avail(const struct virtq *vq);
+
 /* Give back the chain virtq_pop() just returned, unused (it will be popped
  * again). Only valid right after a successful pop. */
 void virtq_unpop(struct virtq *vq);

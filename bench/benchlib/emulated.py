@@ -20,7 +20,7 @@ FORCED = ["start/true_p50", "start/true_p95", "cpu-io/bc", "cpu-io/tar_small", "
 
 # kvrun figures of host-side work only: real on any host, never labelled.
 HOST_SIDE = ["vmm/*", "start/kvrun_host_start*", "start/cli_state", "template/restore_*", "template/host_*",
-             "template/disk_*"]
+             "template/disk_*", "fs/*"]
 
 # Why the others are not taken even then.
 WHY_NOT = [

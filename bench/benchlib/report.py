@@ -3,12 +3,14 @@
 import os
 import subprocess
 
-ORDER = ["runc", "crun", "kvrun", "kvrun (cold boot)", "kvrun (no root disk cache)", "kvrun (bzImage)", "qemu-microvm"]
+ORDER = ["runc", "crun", "kvrun", "kvrun (cold boot)", "kvrun (no root disk cache)", "kvrun (bzImage)", "qemu-microvm",
+         "bindfs"]
 # Runtimes whose ratio to runc the table shows.
 RATIOS = ("kvrun", "kvrun (cold boot)", "kvrun (no root disk cache)", "crun")
 SUITE_TITLES = {"start": "Start", "memory": "Memory (idle)", "pg": "PostgreSQL (pgbench)",
                 "nginx": "nginx (wrk)", "net": "Network (iperf3)", "cpu-io": "CPU and I/O",
-                "vmm": "VMM and boot", "template": "Templates (create from a VM snapshot)"}
+                "vmm": "VMM and boot", "template": "Templates (create from a VM snapshot)",
+                "fs": "Shared directory server on /dev/fuse (kvrun virtio-fs server, bindfs)"}
 # Marks a ratio whose kvrun figure carries a label (an emulated guest kernel).
 LABELLED = "‡"
 
@@ -59,6 +61,8 @@ def table(res):
                 head += [f"{r} − runc" for r in ("kvrun", "crun") if r in rts]
         if "qemu-microvm" in rts:
             head += ["qemu/kvrun"]
+        if "bindfs" in rts:
+            head += ["kvrun/bindfs"]
         lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
         for m in ms:
             title = m["title"].replace("|", "\\|")
@@ -83,6 +87,8 @@ def table(res):
                         row.append(fmt(da["median"] - db["median"]) if "median" in da and "median" in db else "")
             if "qemu-microvm" in rts:
                 row.append(ratio(m, "qemu-microvm", "kvrun"))
+            if "bindfs" in rts:
+                row.append(ratio(m, "kvrun", "bindfs"))
             lines.append("| " + " | ".join(row) + " |")
     if labels:
         lines += ["", f"{LABELLED} the kvrun figure of this ratio is labelled "
@@ -124,18 +130,18 @@ def legend(ms, rt):
     return f"{rt} ({'; '.join(labels)})" if labels else rt
 
 
-def plot_suite(res, suite, out, normalise, unit=None):
+def plot_suite(res, suite, out, normalise, unit=None, base_rt="runc"):
     ms = [m for m in res["metrics"].values() if m["suite"] == suite and (unit is None or m["unit"] == unit)]
     rts = [r for r in ORDER if any("median" in m["runtimes"].get(r, {}) for m in ms)]
     ms = [m for m in ms if any("median" in m["runtimes"].get(r, {}) for r in rts)]
-    if not ms or not rts or (normalise and "runc" not in rts):
+    if not ms or not rts or (normalise and base_rt not in rts):
         return None
     name = suite if unit is None else f"{suite}-{unit.lower().replace('/', '-')}"
     dat = os.path.join(out, f"{name}.dat")
     with open(dat, "w") as f:
         f.write("# metric " + " ".join(f'"{r}" lo hi' for r in rts) + "\n")
         for m in ms:
-            base = m["runtimes"].get("runc", {}).get("median") if normalise else 1
+            base = m["runtimes"].get(base_rt, {}).get("median") if normalise else 1
             row = [f'"{m["name"]}"']
             for r in rts:
                 d = m["runtimes"].get(r, {})
@@ -144,7 +150,7 @@ def plot_suite(res, suite, out, normalise, unit=None):
                 else:
                     row += ["?", "?", "?"]
             f.write(" ".join(row) + "\n")
-    ylabel = "ratio to runc (1 = runc)" if normalise else " / ".join(sorted({m["unit"] for m in ms}))
+    ylabel = f"ratio to {base_rt} (1 = {base_rt})" if normalise else " / ".join(sorted({m["unit"] for m in ms}))
     png = f"{name}.png"
     cols = ", ".join(f"'{name}.dat' using {2 + 3 * k}:{3 + 3 * k}:{4 + 3 * k}"
                      f"{':xtic(1)' if k == 0 else ''} title '{legend(ms, r)}'" for k, r in enumerate(rts))
@@ -160,7 +166,7 @@ set key top left noenhanced
 set grid ytics
 {"set logscale y" if unit == "ms" and suite in ("vmm", "template") else "set yrange [0:*]"}
 set ylabel '{ylabel}'
-set title '{SUITE_TITLES[suite]}: medians, bars min-max{" (normalised to runc)" if normalise else ""}' noenhanced
+set title '{SUITE_TITLES[suite]}: medians, bars min-max{f" (normalised to {base_rt})" if normalise else ""}' noenhanced
 plot {cols}
 """, out)
     os.unlink(dat)
@@ -176,4 +182,5 @@ def write_plots(res, out):
     for suite in ("vmm", "template"):
         for unit in ("ms", "MiB"):
             pngs.append(plot_suite(res, suite, out, False, unit))
+    pngs.append(plot_suite(res, "fs", out, True, base_rt="bindfs"))
     return [p for p in pngs if p]

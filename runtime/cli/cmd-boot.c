@@ -42,6 +42,7 @@ struct boot_opts {
 	struct sandbox_opts vm; /* what the builder makes */
 	char *disk_paths[SANDBOX_MAX_DISKS]; /* --disk, strdup'd */
 	char disk_ids[SANDBOX_MAX_DISKS][16];
+	char *share_args[SANDBOX_MAX_SHARES]; /* --share, strdup'd */
 	const char *console; /* NULL: off, "" : stderr, else a file */
 	int console_fd;
 	bool timings;
@@ -114,6 +115,8 @@ static int check_args(const struct boot_opts *o)
 		return err_set(-EINVAL, "--disk cannot be combined with --snapshot-on-port or --restore");
 	if (o->vm.vsock_path && (o->restore_path || o->snapshot_path))
 		return err_set(-EINVAL, "--vsock cannot be combined with --snapshot-on-port or --restore");
+	if (o->vm.nshares && (o->restore_path || o->snapshot_path))
+		return err_set(-EINVAL, "--share cannot be combined with --snapshot-on-port or --restore");
 	/* The sandbox lets no file be written. */
 	if (o->jail && o->snapshot_path)
 		return err_set(-EINVAL, "--jail cannot be combined with --snapshot-on-port");
@@ -147,11 +150,37 @@ static int add_disk(struct boot_opts *o, const char *arg)
 	return 0;
 }
 
+/* "TAG=DIR[,ro]" of --share into o. */
+static int add_share(struct boot_opts *o, const char *arg)
+{
+	unsigned int i = o->vm.nshares;
+	char *tag, *dir, *comma;
+	bool ro = false;
+
+	if (i == SANDBOX_MAX_SHARES)
+		return err_set(-EINVAL, "--share: at most %d shared directories", SANDBOX_MAX_SHARES);
+	tag = o->share_args[i] = strdup(arg);
+	if (!tag)
+		return -ENOMEM;
+	dir = strchr(tag, '=');
+	if (!dir || dir == tag || !dir[1])
+		return err_set(-EINVAL, "--share %s: expected TAG=DIR[,ro]", arg);
+	*dir++ = '\0';
+	comma = strrchr(dir, ',');
+	if (comma && !strcmp(comma + 1, "ro")) {
+		*comma = '\0';
+		ro = true;
+	}
+	o->vm.shares[i] = (struct sandbox_share){.tag = tag, .dir = dir, .read_only = ro};
+	o->vm.nshares++;
+	return 0;
+}
+
 /* The flags' raw values, checked and moved into struct boot_opts. */
 struct boot_flags {
 	unsigned long long cpus;
 	const char *memory, *timeout, *vsock;
-	struct cli_strv disks;
+	struct cli_strv disks, shares;
 	bool debug;
 };
 
@@ -181,6 +210,11 @@ static int apply_flags(struct boot_opts *o, struct boot_flags *f)
 	o->vm.vsock_path = f->vsock;
 	for (size_t i = 0; i < f->disks.n; i++) {
 		r = add_disk(o, f->disks.v[i]);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < f->shares.n; i++) {
+		r = add_share(o, f->shares.v[i]);
 		if (r < 0)
 			return r;
 	}
@@ -462,6 +496,9 @@ static int run_boot(struct cli_context *ctx, int argc, char **argv)
 	    {"vsock", NULL, CLI_STRING, &f.vsock,
 	     "attach virtio-vsock (guest CID 3) with its host unix socket at PATH (a guest connect to port P "
 	     "reaches PATH_P)"},
+	    {"share", NULL, CLI_STRV, &f.shares,
+	     "TAG=DIR[,ro]: share a host directory as a virtio-fs device the guest mounts with "
+	     "`mount -t virtiofs TAG` (up to " BOOT_XSTR(SANDBOX_MAX_SHARES) ")"},
 	    {"test-device", NULL, CLI_BOOL, &o.vm.test_device,
 	     "add the test device (exit/irq/ncpus ports, MMIO window)"},
 	    {"jail", NULL, CLI_BOOL, &o.jail,
@@ -488,6 +525,7 @@ static int run_boot(struct cli_context *ctx, int argc, char **argv)
 	if (r >= 0 && r != CLI_HELP_SHOWN)
 		r = apply_flags(&o, &f);
 	cli_strv_free(&f.disks);
+	cli_strv_free(&f.shares);
 	if (r == CLI_HELP_SHOWN)
 		r = 0;
 	else if (r < 0)
@@ -498,6 +536,8 @@ static int run_boot(struct cli_context *ctx, int argc, char **argv)
 		r = report(&o, &res);
 	for (unsigned int d = 0; d < SANDBOX_MAX_DISKS; d++)
 		free(o.disk_paths[d]);
+	for (unsigned int d = 0; d < SANDBOX_MAX_SHARES; d++)
+		free(o.share_args[d]);
 	return r;
 }
 

@@ -15,6 +15,7 @@
 #include "runtime/sandbox/sandbox-int.h"
 #include "runtime/sandbox/sandbox.h"
 #include "virtio/blk/blk.h"
+#include "virtio/fs/fs.h"
 #include "virtio/net/net.h"
 #include "virtio/net/tap.h"
 #include "virtio/vsock/vsock.h"
@@ -24,7 +25,7 @@
 #include "vmm/snapshot.h"
 #include "vmm/vm.h"
 
-#define SANDBOX_SNAPSHOT_DEVS (3 + SANDBOX_MAX_DISKS + 1 + NET_CONFIG_MAX_IFACES)
+#define SANDBOX_SNAPSHOT_DEVS (3 + SANDBOX_MAX_DISKS + 1 + NET_CONFIG_MAX_IFACES + SANDBOX_MAX_SHARES)
 
 /* The first disk keeps the name it had when VMs had one. */
 static const char *const disk_names[] = {"virtio-blk",  "virtio-blk1", "virtio-blk2", "virtio-blk3",
@@ -33,6 +34,9 @@ _Static_assert(SANDBOX_MAX_DISKS <= 8, "name every disk");
 static const char *const net_names[] = {"virtio-net0", "virtio-net1", "virtio-net2", "virtio-net3",
                                         "virtio-net4", "virtio-net5", "virtio-net6", "virtio-net7"};
 _Static_assert(NET_CONFIG_MAX_IFACES <= 8, "name every net device");
+static const char *const share_names[] = {"virtio-fs0", "virtio-fs1", "virtio-fs2", "virtio-fs3",
+                                          "virtio-fs4", "virtio-fs5", "virtio-fs6", "virtio-fs7"};
+_Static_assert(SANDBOX_MAX_SHARES <= 8, "name every shared directory");
 
 static unsigned int snapshot_devs(struct sandbox *s, struct snapshot_dev *out)
 {
@@ -52,6 +56,10 @@ static unsigned int snapshot_devs(struct sandbox *s, struct snapshot_dev *out)
 	for (unsigned int i = 0; i < s->nr_nets; i++)
 		out[n++] =
 		    (struct snapshot_dev){net_names[i], virtio_net_state_save, virtio_net_state_load, s->nets[i]};
+	/* Their save fails, naming the share: see virtio/fs/fs.h. */
+	for (unsigned int i = 0; i < s->nshares; i++)
+		out[n++] =
+		    (struct snapshot_dev){share_names[i], virtio_fs_state_save, virtio_fs_state_load, s->shares[i]};
 	return n;
 }
 
@@ -63,6 +71,8 @@ static void pause_devices(struct sandbox *s, bool paused)
 		virtio_vsock_pause(s->vsock, paused);
 	for (unsigned int i = 0; i < s->nr_nets; i++)
 		virtio_net_pause(s->nets[i], paused);
+	for (unsigned int i = 0; i < s->nshares; i++)
+		virtio_fs_pause(s->shares[i], paused);
 }
 
 /* Into path when fd < 0, else into fd (named path in messages). */

@@ -12,6 +12,7 @@
 #include "runtime/sandbox/sandbox-int.h"
 #include "runtime/sandbox/sandbox.h"
 #include "virtio/blk/blk.h"
+#include "virtio/fs/fs.h"
 #include "virtio/mmio.h"
 #include "virtio/net/net.h"
 #include "virtio/net/tap.h"
@@ -197,6 +198,22 @@ static int add_disk(struct sandbox *s, const struct sandbox_disk *d, unsigned in
 	return attach(s, virtio_blk_mmio(s->disks[i]), true, NULL);
 }
 
+static int add_share(struct sandbox *s, const struct sandbox_share *sh, unsigned int i)
+{
+	struct virtio_fs_opts fo;
+	int r;
+
+	virtio_fs_opts_default(&fo);
+	fo.tag = sh->tag;
+	fo.server.root = sh->dir;
+	fo.server.read_only = sh->read_only;
+	r = virtio_fs_new(&s->vm->mem, &fo, &s->shares[i]);
+	if (r < 0)
+		return err_prefix(r, "shared directory %s", sh->dir);
+	s->nshares = i + 1;
+	return attach(s, virtio_fs_mmio(s->shares[i]), true, NULL);
+}
+
 static int add_virtio(struct sandbox *s, const struct sandbox_opts *o, const struct virtio_net_opts *saved,
                       unsigned int nr_saved)
 {
@@ -214,6 +231,10 @@ static int add_virtio(struct sandbox *s, const struct sandbox_opts *o, const str
 	}
 	if (r >= 0)
 		r = add_nets(s, o, saved, nr_saved);
+	if (r >= 0 && o->nshares > SANDBOX_MAX_SHARES)
+		return err_set(-EINVAL, "%u shared directories (at most %d)", o->nshares, SANDBOX_MAX_SHARES);
+	for (unsigned int i = 0; r >= 0 && i < o->nshares; i++)
+		r = add_share(s, &o->shares[i], i);
 	return r;
 }
 
@@ -368,6 +389,8 @@ void sandbox_free(struct sandbox *s, struct vm_result *ret)
 		vm_wait(s->vm, &res);
 	}
 	/* Devices go before the VM: they use its RAM and loop (now stopped). */
+	for (unsigned int i = 0; i < s->nshares; i++)
+		virtio_fs_free(s->shares[i]);
 	for (unsigned int i = 0; i < s->nr_nets; i++)
 		virtio_net_free(s->nets[i]);
 	virtio_vsock_free(s->vsock);

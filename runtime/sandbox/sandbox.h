@@ -36,14 +36,25 @@
 #define SANDBOX_GUEST_CID 3
 /* Disks a VM may have. */
 #define SANDBOX_MAX_DISKS 8
-/* Virtio slots: the disks, the vsock device, the network devices. */
-#define SANDBOX_NR_VIRTIO (SANDBOX_MAX_DISKS + 1 + NET_CONFIG_MAX_IFACES)
+/* Shared directories a VM may have. */
+#define SANDBOX_MAX_SHARES 8
+/* Virtio slots: the disks, the vsock device, the network devices, the
+ * shared directories. */
+#define SANDBOX_NR_VIRTIO (SANDBOX_MAX_DISKS + 1 + NET_CONFIG_MAX_IFACES + SANDBOX_MAX_SHARES)
 
 struct sandbox_disk {
 	const char *path; /* image; NULL: a disk without media (a template's) */
 	const char *base; /* path is a copy-on-write overlay of this base, or NULL */
 	bool read_only;
 	const char *id; /* what the guest reads as the disk's serial */
+};
+
+/* A host directory the guest mounts with `mount -t virtiofs TAG DIR`
+ * (virtio/fs/fs.h). */
+struct sandbox_share {
+	const char *tag; /* 1 to 36 bytes */
+	const char *dir;
+	bool read_only;
 };
 
 struct sandbox_opts {
@@ -58,6 +69,8 @@ struct sandbox_opts {
 	struct sandbox_disk disks[SANDBOX_MAX_DISKS];
 	unsigned int ndisks;
 	const char *vsock_path; /* guest port P reaches <vsock_path>_P; NULL: no vsock device */
+	struct sandbox_share shares[SANDBOX_MAX_SHARES];
+	unsigned int nshares;
 	const char *console_path; /* guest console log (appended), NULL: off */
 	int console_fd; /* or this fd (borrowed), when > 0 (0: unset, never stdin) */
 	bool test_device; /* the freestanding test guest's device (vmm/test-device.h) */
@@ -101,6 +114,8 @@ struct sandbox {
 	struct virtio_vsock *vsock;
 	struct virtio_net *nets[NET_CONFIG_MAX_IFACES];
 	unsigned int nr_nets;
+	struct virtio_fs *shares[SANDBOX_MAX_SHARES];
+	unsigned int nshares;
 	unsigned int nr_slots; /* virtio slots taken */
 	struct irq_line lines[SANDBOX_NR_VIRTIO];
 	int notify_fds[SANDBOX_NR_VIRTIO];

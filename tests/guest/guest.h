@@ -72,6 +72,7 @@ void check_virtio_blk(void);
 void check_virtio_blk_bad(void);
 void check_virtio_vsock(void);
 void check_fake_init(void);
+void check_virtio_fs(void);
 __attribute__((noreturn)) void do_reset(void);
 __attribute__((noreturn)) void do_triple_fault(void);
 

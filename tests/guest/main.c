@@ -16,8 +16,8 @@
  *               expected in the DSDT), then powers off through the FADT
  *               sleep register (or resets through RESET_REG with
  *               acpi_action=reset)
- *   virtio-blk, virtio-blk-bad, virtio-vsock  kvrun's virtio devices
- *               (virtio-blk.c, virtio-vsock.c)
+ *   virtio-blk, virtio-blk-bad, virtio-vsock, virtio-fs  kvrun's virtio
+ *               devices (virtio-blk.c, virtio-vsock.c, virtio-fs.c)
  *   fake-init   just enough of guest-init for a container's VM monitor,
  *               then (stall=1) part of a frame and silence (virtio-vsock.c) */
 #include "guest.h"
@@ -213,6 +213,10 @@ void guest_main(uint64_t boot_params)
 			check_virtio_blk_bad();
 		else
 			check_virtio_blk();
+		known = true;
+	}
+	if (streq(test, "virtio-fs")) {
+		check_virtio_fs();
 		known = true;
 	}
 	if (streq(test, "snapshot")) {

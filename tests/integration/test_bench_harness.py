@@ -19,7 +19,7 @@ from taplib import Tap
 SRC = os.environ.get("KVRUN_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "bench"))
 
-from benchlib import emulated, report, rootfs, runtimes, suite_cpuio, suite_net, suite_servers, suite_template, util  # noqa: E402
+from benchlib import emulated, report, rootfs, runtimes, suite_cpuio, suite_fs, suite_net, suite_servers, suite_template, util  # noqa: E402
 from benchlib.results import Results  # noqa: E402
 
 t = Tap()
@@ -327,4 +327,32 @@ t.ok(any("n/a [" in x for x in lines if "p95" in x) and f"1. {emulated.EMULATED_
 a = run.parse_args(["--suite", "template", "--quick"])
 t.ok(a.suites == ["template"] and "template" in run.NAMED_SUITES and "template" not in run.SUITES,
      "args: template is a suite, run only when named")
+
+# fs: kvrun's virtio-fs server against bindfs, ratios to bindfs.
+a = run.parse_args(["--suite", "fs", "--runtimes", "runc"])
+t.ok(a.suites == ["fs"] and "fs" in run.NAMED_SUITES and "fs" not in run.SUITES, "args: fs is run only when named")
+R = Results()
+for name, v in (("kvrun", 300.0), ("bindfs", 200.0)):
+    unit, better, title = suite_fs.FIGURES["seq_read"]
+    R.add("fs", "seq_read", name, v, unit=unit, better=better, title=title)
+res = {"metrics": R.finish()}
+lines = report.table(res)
+head = [x for x in lines if x.startswith("| measurement")]
+row = [x for x in lines if x.startswith("| sequential read")]
+t.ok(head and "kvrun/bindfs" in head[0] and "/runc" not in head[0] and row and row[0].rstrip().endswith("| 1.50 |"),
+     "fs: a kvrun/bindfs ratio column", lines)
+t.ok(emulated.host_side("fs/seq_read") and emulated.host_side("fs/create"),
+     "fs: host-side figures, never labelled as an emulated guest")
+
+
+class FakeCtx:
+    build = "/nonexistent-build"
+    results = Results()
+
+
+suite_fs.run(FakeCtx)
+m = FakeCtx.results.metrics
+t.ok(len(m) == len(suite_fs.FIGURES) and all(
+    "not available" in d["not_available"] for x in m.values() for d in x["runtimes"].values()),
+     "fs: without its tools every figure is not available, with the reason", m)
 t.done()

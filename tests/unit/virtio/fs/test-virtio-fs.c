@@ -1,0 +1,499 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * virtio-fs through the fake driver: config space, FUSE framing over
+ * chained and indirect descriptors on the request queues, FORGET on the
+ * high-priority queue, malformed chains, reset (also with a SETLKW
+ * waiting), pause, and the snapshot refusal. The device's workers run on
+ * their own threads, so completions are waited for. Needs root (the
+ * server's ownership handling); skips otherwise.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <linux/fuse.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "fake-driver.h"
+#include "tap.h"
+#include "virtio/fs/fs.h"
+
+#define FEATURES \
+	(VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_F_RING_EVENT_IDX) | VIRTIO_BIT(VIRTIO_F_INDIRECT_DESC))
+#define HIPRIO 0
+#define REQ 1
+
+struct dev {
+	char dir[64];
+	struct virtio_fs *fs;
+	struct fake_drv d;
+	uint64_t unique;
+};
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	return remove(p);
+}
+
+static char *path(struct dev *k, const char *rel)
+{
+	static char buf[128];
+
+	snprintf(buf, sizeof(buf), "%s/%s", k->dir, rel);
+	return buf;
+}
+
+static int dev_open(struct dev *k, uint32_t queues)
+{
+	struct virtio_fs_opts o;
+	int r;
+
+	memset(k, 0, sizeof(*k));
+	strcpy(k->dir, "/tmp/kvrun-vfs-XXXXXX");
+	if (!mkdtemp(k->dir))
+		return -errno;
+	virtio_fs_opts_default(&o);
+	o.tag = "share0";
+	o.server.root = k->dir;
+	o.request_queues = queues;
+	o.workers = 3;
+	fake_drv_init(&k->d);
+	r = virtio_fs_new(&k->d.mem, &o, &k->fs);
+	if (r < 0)
+		return r;
+	fake_drv_attach(&k->d, virtio_fs_mmio(k->fs));
+	fake_bringup(&k->d, FEATURES, 1 + queues, 64);
+	return 0;
+}
+
+static void dev_close(struct dev *k)
+{
+	virtio_fs_free(k->fs);
+	fake_drv_free(&k->d);
+	nftw(k->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Guest memory holding bytes. */
+static uint64_t put(struct dev *k, const void *p, uint32_t len)
+{
+	uint64_t gpa = fake_alloc(&k->d, len);
+
+	memcpy(fake_ptr(&k->d, gpa), p, len);
+	return gpa;
+}
+
+/* A request header for op on node, with len the whole request's bytes. */
+static uint64_t header(struct dev *k, uint32_t op, uint64_t node, uint32_t len)
+{
+	struct fuse_in_header h = {.len = len, .opcode = op, .unique = ++k->unique, .nodeid = node};
+
+	return put(k, &h, sizeof(h));
+}
+
+/* Submit bufs on q, wait for the used element; its length, or -1. */
+static int64_t submit(struct dev *k, uint32_t q, const struct fbuf *bufs, unsigned int n, bool indirect)
+{
+	uint32_t id, len;
+
+	fake_add(&k->d, q, bufs, n, indirect);
+	fake_kick(&k->d, q);
+	if (!fake_wait_used(&k->d, q, &id, &len))
+		return -1;
+	return len;
+}
+
+static struct fuse_out_header *out_hdr(struct dev *k, uint64_t gpa)
+{
+	return fake_ptr(&k->d, gpa);
+}
+
+static bool do_init(struct dev *k, uint32_t q)
+{
+	struct fuse_init_in in = {.major = 7, .minor = 38, .max_readahead = 65536, .flags = FUSE_MAX_PAGES};
+	uint64_t h = header(k, FUSE_INIT, 0, sizeof(struct fuse_in_header) + sizeof(in)), a = put(k, &in, sizeof(in));
+	uint64_t o = fake_alloc(&k->d, 16 + sizeof(struct fuse_init_out));
+	int64_t len =
+	    submit(k, q, (struct fbuf[]){{h, 40, false}, {a, sizeof(in), false}, {o, 16 + 64, true}}, 3, false);
+
+	return len == 16 + 64 && out_hdr(k, o)->error == 0 && out_hdr(k, o)->unique == k->unique;
+}
+
+TEST(needs_root)
+{
+	if (geteuid() != 0)
+		tap_skip_all("needs root: the server gives new files the caller's owner");
+}
+
+TEST(config_and_init)
+{
+	struct dev k;
+	char tag[40] = "";
+	uint32_t nq = 0;
+
+	is_int(dev_open(&k, 2), 0);
+	is_int(fake_read(&k.d, VIRTIO_MMIO_DEVICE_ID), VIRTIO_ID_FS);
+	for (uint32_t i = 0; i < 36; i += 4)
+		virtio_mmio_bus_ops.read(virtio_fs_mmio(k.fs), VIRTIO_MMIO_CONFIG + i, tag + i, 4);
+	is_str(tag, "share0");
+	virtio_mmio_bus_ops.read(virtio_fs_mmio(k.fs), VIRTIO_MMIO_CONFIG + 36, &nq, 4);
+	is_int(nq, 2);
+	fake_write(&k.d, VIRTIO_MMIO_QUEUE_SEL, 2);
+	is_int(fake_read(&k.d, VIRTIO_MMIO_QUEUE_NUM_MAX), VIRTIO_FS_QUEUE_SIZE);
+	fake_write(&k.d, VIRTIO_MMIO_QUEUE_SEL, 3);
+	is_int(fake_read(&k.d, VIRTIO_MMIO_QUEUE_NUM_MAX), 0);
+	ok(fake_read(&k.d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DRIVER_OK, "driver ok");
+	ok(do_init(&k, REQ), "INIT on request queue 1");
+	struct fs_server_stats st;
+	fs_server_get_stats(virtio_fs_server(k.fs), &st);
+	ok(st.initialized && st.minor == 38, "the server is initialized (7.%u)", st.minor);
+	dev_close(&k);
+}
+
+/* LOOKUP with its header split across descriptors, then OPEN, READ into
+ * three chained buffers and an indirect table, WRITE from split buffers. */
+TEST(framing)
+{
+	struct dev k;
+	struct fuse_entry_out *e;
+	struct fuse_open_out *oo;
+	uint64_t h, a, o, node, fh, d1, d2, d3;
+	int64_t len;
+	int fd;
+	char buf[64];
+
+	is_int(dev_open(&k, 2), 0);
+	fd = open(path(&k, "file"), O_WRONLY | O_CREAT, 0644);
+	ok(write(fd, "The quick brown fox jumps over the lazy dog", 43) == 43, "host file written");
+	close(fd);
+	ok(do_init(&k, REQ), "INIT");
+
+	h = header(&k, FUSE_LOOKUP, FUSE_ROOT_ID, 40 + 5);
+	a = put(&k, "file", 5);
+	o = fake_alloc(&k.d, 16 + sizeof(*e));
+	len = submit(
+	    &k, REQ,
+	    (struct fbuf[]){{h, 7, false}, {h + 7, 33, false}, {a, 5, false}, {o, 10, true}, {o + 10, 6 + 128, true}},
+	    5, false);
+	e = fake_ptr(&k.d, o + 16);
+	ok(len == 16 + 128 && out_hdr(&k, o)->error == 0 && e->attr.size == 43,
+	   "LOOKUP: header in 2 pieces, reply in 2");
+	node = e->nodeid;
+
+	struct fuse_open_in oin = {.flags = O_RDWR};
+	h = header(&k, FUSE_OPEN, node, 40 + 8);
+	a = put(&k, &oin, sizeof(oin));
+	o = fake_alloc(&k.d, 32);
+	len = submit(&k, 2, (struct fbuf[]){{h, 40, false}, {a, 8, false}, {o, 32, true}}, 3, true);
+	oo = fake_ptr(&k.d, o + 16);
+	ok(len == 32 && out_hdr(&k, o)->error == 0, "OPEN on request queue 2, indirect");
+	fh = oo->fh;
+
+	struct fuse_read_in rin = {.fh = fh, .offset = 4, .size = 15};
+	h = header(&k, FUSE_READ, node, 40 + sizeof(rin));
+	a = put(&k, &rin, sizeof(rin));
+	o = fake_alloc(&k.d, 16);
+	d1 = fake_alloc(&k.d, 5);
+	d2 = fake_alloc(&k.d, 3);
+	d3 = fake_alloc(&k.d, 7);
+	len = submit(
+	    &k, REQ,
+	    (struct fbuf[]){
+		{h, 40, false}, {a, sizeof(rin), false}, {o, 16, true}, {d1, 5, true}, {d2, 3, true}, {d3, 7, true}},
+	    6, false);
+	memcpy(buf, fake_ptr(&k.d, d1), 5);
+	memcpy(buf + 5, fake_ptr(&k.d, d2), 3);
+	memcpy(buf + 8, fake_ptr(&k.d, d3), 7);
+	ok(len == 16 + 15 && !memcmp(buf, "quick brown fox", 15) && out_hdr(&k, o)->len == 31,
+	   "READ into 3 chained buffers");
+	len = submit(
+	    &k, REQ,
+	    (struct fbuf[]){
+		{h, 40, false}, {a, sizeof(rin), false}, {o, 16, true}, {d1, 5, true}, {d2, 3, true}, {d3, 7, true}},
+	    6, true);
+	ok(len == 31, "the same through an indirect table");
+
+	struct fuse_write_in win = {.fh = fh, .offset = 4, .size = 9};
+	h = header(&k, FUSE_WRITE, node, 40 + sizeof(win) + 9);
+	a = put(&k, &win, sizeof(win));
+	d1 = put(&k, "QUI", 3);
+	d2 = put(&k, "CK BROWN", 6);
+	o = fake_alloc(&k.d, 24);
+	len = submit(
+	    &k, REQ,
+	    (struct fbuf[]){
+		{h, 40, false}, {a, 20, false}, {a + 20, 20, false}, {d1, 3, false}, {d2, 6, false}, {o, 24, true}},
+	    6, true);
+	fd = open(path(&k, "file"), O_RDONLY);
+	memset(buf, 0, sizeof(buf));
+	ok(read(fd, buf, 43) == 43, "read the host file");
+	close(fd);
+	ok(len == 24 && *(uint32_t *)fake_ptr(&k.d, o + 16) == 9 && !memcmp(buf, "The QUICK BROwn fox", 19),
+	   "WRITE from split buffers reached the file");
+
+	/* FORGET on the high-priority queue: no reply. */
+	struct fuse_forget_in fin = {.nlookup = 1};
+	h = header(&k, FUSE_FORGET, node, 40 + 8);
+	a = put(&k, &fin, 8);
+	len = submit(&k, HIPRIO, (struct fbuf[]){{h, 40, false}, {a, 8, false}}, 2, false);
+	is_int(len, 0);
+	o = fake_alloc(&k.d, 16 + 104);
+	h = header(&k, FUSE_GETATTR, node, 40 + 16);
+	a = fake_alloc(&k.d, 16);
+	len = submit(&k, REQ, (struct fbuf[]){{h, 40, false}, {a, 16, false}, {o, 16 + 104, true}}, 3, false);
+	ok(len == 16 && out_hdr(&k, o)->error == -ESTALE, "the forgotten node is stale");
+	dev_close(&k);
+}
+
+TEST(malformed_chains)
+{
+	struct dev k;
+	int64_t len;
+	uint64_t h, o;
+
+	is_int(dev_open(&k, 1), 0);
+	ok(do_init(&k, REQ), "INIT");
+	/* A readable part shorter than a header: no reply, device fine. */
+	h = header(&k, FUSE_GETATTR, FUSE_ROOT_ID, 56);
+	o = fake_alloc(&k.d, 128);
+	len = submit(&k, REQ, (struct fbuf[]){{h, 10, false}, {o, 128, true}}, 2, false);
+	is_int(len, 0);
+	/* A reply area smaller than a reply header. */
+	len =
+	    submit(&k, REQ, (struct fbuf[]){{h, 40, false}, {fake_alloc(&k.d, 16), 16, false}, {o, 8, true}}, 3, false);
+	is_int(len, 0);
+	/* No writable part at all. */
+	len = submit(&k, REQ, (struct fbuf[]){{h, 40, false}, {fake_alloc(&k.d, 16), 16, false}}, 2, false);
+	is_int(len, 0);
+	/* The header claims more than the chain carries. */
+	len = submit(&k, REQ, (struct fbuf[]){{h, 40, false}, {o, 64, true}}, 2, false);
+	ok(len == 16 && out_hdr(&k, o)->error == -EINVAL, "length mismatch -> EINVAL");
+	ok(!(fake_read(&k.d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET),
+	   "FUSE-level garbage does not break the device");
+	ok(do_init(&k, REQ) == false, "a second INIT is refused");
+	/* A virtqueue-level violation does: a buffer outside guest RAM. */
+	fake_add(&k.d, REQ, (struct fbuf[]){{h, 40, false}, {FAKE_RAM_SIZE + 4096, 64, true}}, 2, false);
+	fake_kick(&k.d, REQ);
+	for (int i = 0; i < 2000 && !(fake_read(&k.d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET); i++)
+		usleep(1000);
+	ok(fake_read(&k.d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET,
+	   "a buffer outside RAM -> NEEDS_RESET");
+	/* A reset brings it back; the driver starts again with INIT. */
+	memset(k.d.vqs, 0, sizeof(k.d.vqs));
+	fake_bringup(&k.d, FEATURES, 2, 64);
+	ok(fake_read(&k.d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DRIVER_OK, "up again after a reset");
+	ok(do_init(&k, REQ), "INIT after the reset");
+	dev_close(&k);
+}
+
+struct resetter {
+	struct dev *k;
+	bool done;
+};
+
+static void *do_reset(void *arg)
+{
+	struct resetter *r = arg;
+
+	fake_write(&r->k->d, VIRTIO_MMIO_STATUS, 0);
+	__atomic_store_n(&r->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* A SETLKW waiting for a lock a host process holds: a reset must not wait
+ * for it forever. */
+TEST(reset_ends_waits)
+{
+	struct dev k;
+	struct fuse_entry_out *e;
+	struct fs_server_stats st;
+	uint64_t h, a, o, node, fh;
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	int hostfd;
+
+	is_int(dev_open(&k, 1), 0);
+	ok(do_init(&k, REQ), "INIT");
+	hostfd = open(path(&k, "lk"), O_RDWR | O_CREAT, 0644);
+	ok(fcntl(hostfd, F_OFD_SETLK, &fl) == 0, "a host process holds a write lock");
+	h = header(&k, FUSE_LOOKUP, FUSE_ROOT_ID, 43);
+	a = put(&k, "lk", 3);
+	o = fake_alloc(&k.d, 16 + 128);
+	ok(submit(&k, REQ, (struct fbuf[]){{h, 40, false}, {a, 3, false}, {o, 144, true}}, 3, false) == 144, "LOOKUP");
+	e = fake_ptr(&k.d, o + 16);
+	node = e->nodeid;
+	struct fuse_open_in oin = {.flags = O_RDWR};
+	h = header(&k, FUSE_OPEN, node, 48);
+	a = put(&k, &oin, 8);
+	o = fake_alloc(&k.d, 32);
+	ok(submit(&k, REQ, (struct fbuf[]){{h, 40, false}, {a, 8, false}, {o, 32, true}}, 3, false) == 32, "OPEN");
+	fh = ((struct fuse_open_out *)fake_ptr(&k.d, o + 16))->fh;
+	struct fuse_lk_in lin = {.fh = fh, .owner = 9, .lk = {0, INT64_MAX, F_WRLCK, 1}};
+	h = header(&k, FUSE_SETLKW, node, 40 + sizeof(lin));
+	a = put(&k, &lin, sizeof(lin));
+	o = fake_alloc(&k.d, 16);
+	fake_add(&k.d, REQ, (struct fbuf[]){{h, 40, false}, {a, sizeof(lin), false}, {o, 16, true}}, 3, false);
+	fake_kick(&k.d, REQ);
+	usleep(100000);
+	uint32_t id, len;
+	ok(!fake_get_used(&k.d, REQ, &id, &len), "SETLKW waits while the host holds the lock");
+	struct resetter rs = {.k = &k};
+	pthread_t t;
+	pthread_create(&t, NULL, do_reset, &rs);
+	for (int i = 0; i < 3000 && !__atomic_load_n(&rs.done, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	ok(__atomic_load_n(&rs.done, __ATOMIC_ACQUIRE), "the reset returned within 3 s");
+	pthread_join(t, NULL);
+	fs_server_get_stats(virtio_fs_server(k.fs), &st);
+	ok(!st.initialized && st.inodes == 1 && st.handles == 0, "the server forgot everything");
+	close(hostfd);
+	dev_close(&k);
+}
+
+/* Kick as a driver with EVENT_IDX does: only when the device's
+ * avail_event says it wants one (vring_need_event). */
+static void add_and_kick_if_asked(struct dev *k, uint32_t q, const struct fbuf *bufs, unsigned int n)
+{
+	uint16_t old = k->d.vqs[q].avail_idx, event;
+
+	fake_add(&k->d, q, bufs, n, false);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	event = fake_avail_event(&k->d, q);
+	if ((uint16_t)(k->d.vqs[q].avail_idx - event - 1) < (uint16_t)(k->d.vqs[q].avail_idx - old))
+		fake_kick(&k->d, q);
+}
+
+/* A SETLKW in flight waits for the unlock that comes after it: the
+ * unlock's chain must reach a worker although the driver kicks only when
+ * asked to. */
+TEST(lock_wait_then_unlock)
+{
+	struct dev k;
+	uint64_t h, a, o, node, fh[2], o_wait, o_unlock;
+	uint32_t id, len;
+	bool got_wait = false, got_unlock = false;
+
+	is_int(dev_open(&k, 1), 0);
+	ok(do_init(&k, REQ), "INIT");
+	close(open(path(&k, "f"), O_RDWR | O_CREAT, 0644));
+	h = header(&k, FUSE_LOOKUP, FUSE_ROOT_ID, 42);
+	a = put(&k, "f", 2);
+	o = fake_alloc(&k.d, 144);
+	ok(submit(&k, REQ, (struct fbuf[]){{h, 40, false}, {a, 2, false}, {o, 144, true}}, 3, false) == 144, "LOOKUP");
+	node = ((struct fuse_entry_out *)fake_ptr(&k.d, o + 16))->nodeid;
+	for (int i = 0; i < 2; i++) {
+		struct fuse_open_in oin = {.flags = O_RDWR};
+
+		h = header(&k, FUSE_OPEN, node, 48);
+		a = put(&k, &oin, 8);
+		o = fake_alloc(&k.d, 32);
+		ok(submit(&k, REQ, (struct fbuf[]){{h, 40, false}, {a, 8, false}, {o, 32, true}}, 3, false) == 32,
+		   "OPEN");
+		fh[i] = ((struct fuse_open_out *)fake_ptr(&k.d, o + 16))->fh;
+	}
+	struct fuse_lk_in lk = {.fh = fh[0], .owner = 1, .lk = {0, INT64_MAX, F_WRLCK, 1}};
+	h = header(&k, FUSE_SETLK, node, 40 + sizeof(lk));
+	a = put(&k, &lk, sizeof(lk));
+	o = fake_alloc(&k.d, 16);
+	ok(submit(&k, REQ, (struct fbuf[]){{h, 40, false}, {a, sizeof(lk), false}, {o, 16, true}}, 3, false) == 16 &&
+	       out_hdr(&k, o)->error == 0,
+	   "owner 1 write-locks the file");
+	lk = (struct fuse_lk_in){.fh = fh[1], .owner = 2, .lk = {0, INT64_MAX, F_WRLCK, 2}};
+	h = header(&k, FUSE_SETLKW, node, 40 + sizeof(lk));
+	a = put(&k, &lk, sizeof(lk));
+	o_wait = fake_alloc(&k.d, 16);
+	add_and_kick_if_asked(&k, REQ, (struct fbuf[]){{h, 40, false}, {a, sizeof(lk), false}, {o_wait, 16, true}}, 3);
+	usleep(100000);
+	ok(!fake_get_used(&k.d, REQ, &id, &len), "owner 2's SETLKW waits");
+	lk = (struct fuse_lk_in){.fh = fh[0], .owner = 1, .lk = {0, INT64_MAX, F_UNLCK, 1}};
+	h = header(&k, FUSE_SETLK, node, 40 + sizeof(lk));
+	a = put(&k, &lk, sizeof(lk));
+	o_unlock = fake_alloc(&k.d, 16);
+	add_and_kick_if_asked(&k, REQ, (struct fbuf[]){{h, 40, false}, {a, sizeof(lk), false}, {o_unlock, 16, true}},
+	                      3);
+	for (int i = 0; i < 2 && fake_wait_used(&k.d, REQ, &id, &len); i++) {
+		got_unlock |= len == 16 && out_hdr(&k, o_unlock)->error == 0 && out_hdr(&k, o_unlock)->len == 16;
+		got_wait |= len == 16 && out_hdr(&k, o_wait)->error == 0 && out_hdr(&k, o_wait)->len == 16;
+	}
+	ok(got_unlock, "owner 1's unlock, sent while the SETLKW waits, is answered");
+	ok(got_wait, "then owner 2's SETLKW is granted");
+	dev_close(&k);
+}
+
+TEST(pause)
+{
+	struct dev k;
+	uint32_t id, len;
+	uint64_t h, a, o;
+
+	is_int(dev_open(&k, 1), 0);
+	ok(do_init(&k, REQ), "INIT");
+	virtio_fs_pause(k.fs, true);
+	h = header(&k, FUSE_GETATTR, FUSE_ROOT_ID, 56);
+	a = fake_alloc(&k.d, 16);
+	o = fake_alloc(&k.d, 120);
+	fake_add(&k.d, REQ, (struct fbuf[]){{h, 40, false}, {a, 16, false}, {o, 120, true}}, 3, false);
+	fake_kick(&k.d, REQ);
+	usleep(50000);
+	ok(!fake_get_used(&k.d, REQ, &id, &len), "paused: the request waits");
+	virtio_fs_pause(k.fs, false);
+	ok(fake_wait_used(&k.d, REQ, &id, &len) && len == 120, "resumed: answered");
+	dev_close(&k);
+}
+
+TEST(snapshot_refused)
+{
+	struct dev k;
+	struct snap_buf b = {0};
+
+	is_int(dev_open(&k, 1), 0);
+	err_clear();
+	is_int(virtio_fs_state_save(k.fs, &b), -EOPNOTSUPP);
+	ok(strstr(err_msg(), "virtio-fs 'share0'") && strstr(err_msg(), k.dir), "the error names the device: %s",
+	   err_msg());
+	is_int(b.len, 0);
+	is_int(virtio_fs_state_load(k.fs, "x", 1), -EOPNOTSUPP);
+	ok(strstr(err_msg(), "share0") != NULL, "load names it too");
+	dev_close(&k);
+}
+
+TEST(bad_options)
+{
+	struct virtio_fs_opts o;
+	struct virtio_fs *fs = NULL;
+	struct fake_drv d;
+
+	fake_drv_init(&d);
+	virtio_fs_opts_default(&o);
+	o.server.root = "/tmp";
+	is_int(virtio_fs_new(&d.mem, &o, &fs), -EINVAL);
+	o.tag = "";
+	is_int(virtio_fs_new(&d.mem, &o, &fs), -EINVAL);
+	o.tag = "0123456789012345678901234567890123456";
+	is_int(virtio_fs_new(&d.mem, &o, &fs), -EINVAL);
+	o.tag = "012345678901234567890123456789012345";
+	o.request_queues = 0;
+	is_int(virtio_fs_new(&d.mem, &o, &fs), -EINVAL);
+	o.request_queues = VIRTIO_FS_MAX_REQUEST_QUEUES + 1;
+	is_int(virtio_fs_new(&d.mem, &o, &fs), -EINVAL);
+	o.request_queues = 1;
+	o.workers = 0;
+	is_int(virtio_fs_new(&d.mem, &o, &fs), -EINVAL);
+	o.workers = 1;
+	o.server.root = "/nonexistent-kvrun-dir";
+	is_int(virtio_fs_new(&d.mem, &o, &fs), -ENOENT);
+	ok(strstr(err_msg(), "virtio-fs '012345678901234567890123456789012345'") != NULL, "named: %s", err_msg());
+	o.server.root = "/tmp";
+	is_int(virtio_fs_new(&d.mem, &o, &fs), 0);
+	char tag[37] = "";
+	for (uint32_t i = 0; i < 36; i += 4)
+		virtio_mmio_bus_ops.read(virtio_fs_mmio(fs), VIRTIO_MMIO_CONFIG + i, tag + i, 4);
+	is_str(tag, "012345678901234567890123456789012345");
+	virtio_fs_free(fs);
+	fake_drv_free(&d);
+}
+
+TAP_MAIN()

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A FUSE passthrough file server over one host directory, apart from any
+ * transport: the virtio-fs device (virtio/fs/fs.h) feeds it requests from
+ * its virtqueues, and a test program feeds it the host kernel's /dev/fuse.
+ *
+ * A request is the bytes the FUSE client sent (struct fuse_in_header, its
+ * arguments, the data of a WRITE) in the iovecs in[], and room for the
+ * reply in out[]. fs_server_handle() runs it and writes the whole reply
+ * (struct fuse_out_header first) into out[]:
+ *
+ *   struct fs_server *s;
+ *   struct fs_worker *w;          one per thread that runs requests
+ *   struct fs_server_opts o;
+ *   fs_server_opts_default(&o);
+ *   o.root = "/srv/share";
+ *   fs_server_new(&o, &s);
+ *   fs_worker_new(s, &w);
+ *   size_t n = fs_server_handle(s, w, in, nin, out, nout);   n == 0: no reply
+ *   fs_worker_free(w);
+ *   fs_server_free(s);
+ *
+ * Containment: every name the client gives is one path component resolved
+ * with *at() calls relative to the parent's O_PATH descriptor, never
+ * following a symlink; inodes are reached only through descriptors the
+ * server opened itself, from the shared directory down. Device nodes and
+ * set-user/group-ID bits the client asks for are kept in an xattr on a
+ * plain host file (docs/virtio-fs.md). Host descriptors are bounded (see
+ * struct fs_server_opts).
+ *
+ * Threads: any number of threads may run requests at once, each with its
+ * own struct fs_worker.
+ */
+#ifndef KVRUN_VIRTIO_FS_FUSE_SERVER_H
+#define KVRUN_VIRTIO_FS_FUSE_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+/* Bytes of reply room a READ of max_write bytes needs (the largest
+ * reply), and of request a WRITE of max_write bytes needs. */
+#define FS_REPLY_OVERHEAD 4096
+#define FS_DEFAULT_MAX_WRITE (1u << 20)
+
+struct fs_server_opts {
+	const char *root; /* the shared host directory */
+	bool read_only; /* modifications answer EROFS */
+	uint32_t max_write; /* largest READ/WRITE payload offered, 4 KiB..16 MiB */
+	/* Bounds on what the client can make the host hold. */
+	uint32_t max_inodes; /* inodes the client knows at once (LOOKUP answers ENFILE past it) */
+	uint32_t max_inode_fds; /* O_PATH descriptors kept; past it, idle ones are closed and
+	                         * reopened by file handle when needed (ENFILE if none can be) */
+	uint32_t max_handles; /* open files and directories (OPEN answers EMFILE past it),
+	                       * and as many POSIX lock owners */
+	/* Cache timeouts given to the client, in seconds. */
+	double entry_timeout, attr_timeout, negative_timeout;
+};
+
+/* Defaults: writable, 1 MiB transfers, 262144 inodes, 65536 inode
+ * descriptors, 4096 handles, 1 s entry and attribute timeouts, no negative
+ * entries cached. fs_server_new() lowers the descriptor bounds to what
+ * the process's RLIMIT_NOFILE allows (leaving 64 descriptors): raise the
+ * limit first to keep them. */
+void fs_server_opts_default(struct fs_server_opts *o);
+
+struct fs_server;
+struct fs_worker;
+
+/* Open the shared directory and set up the tables. Returns 0, or -errno
+ * with err_set() context (not a directory, no /proc, bad options). */
+int fs_server_new(const struct fs_server_opts *opts, struct fs_server **ret);
+/* Close every descriptor; deferred requests are completed with EINTR
+ * first. No request may be running. Accepts NULL. */
+void fs_server_free(struct fs_server *s);
+
+/* Scratch space for one request at a time (argument copies, replies). */
+int fs_worker_new(struct fs_server *s, struct fs_worker **ret);
+void fs_worker_free(struct fs_worker *w);
+
+/* Run one request. Returns the bytes written into out (the reply's
+ * length), or 0 when the request takes no reply (FORGET, BATCH_FORGET,
+ * INTERRUPT) or when out cannot hold even a reply header, or when the
+ * request has no readable header. Malformed requests are answered with
+ * EINVAL, unknown opcodes with ENOSYS; nothing a client sends makes the
+ * server fail. A lock that must wait (SETLKW) waits in this call. */
+size_t fs_server_handle(struct fs_server *s, struct fs_worker *w, const struct iovec *in, unsigned int nin,
+                        const struct iovec *out, unsigned int nout);
+
+/* A request whose transport can take its reply later. */
+struct fs_request {
+	const struct iovec *in, *out;
+	unsigned int nin, nout;
+	/* A lock that must wait (SETLKW) is kept by the server instead of
+	 * blocking the caller (which a pool of workers could not afford: the
+	 * unlock it waits for needs a worker too). defer(opaque) runs inside
+	 * fs_server_run() and returns the transport's token for the request
+	 * (NULL: wait in the call instead); fs_server_run() then returns
+	 * FS_DEFERRED. Later, once, on a thread of the server,
+	 * complete(token, reply, len) hands over the whole reply: the lock
+	 * granted, an error, or EINTR after an INTERRUPT or
+	 * fs_server_cancel_waits(). Both NULL: as fs_server_handle(). */
+	void *(*defer)(void *opaque);
+	void (*complete)(void *token, const void *reply, size_t len);
+	void *opaque;
+};
+
+#define FS_DEFERRED ((size_t)-1)
+
+size_t fs_server_run(struct fs_server *s, struct fs_worker *w, const struct fs_request *req);
+
+/* Forget everything the client was told: inodes but the root, open files,
+ * locks; the next request must be INIT again. For a device reset: no
+ * request may be running. */
+void fs_server_reset(struct fs_server *s);
+
+/* Make requests that wait (SETLKW, in a call or deferred) give up with
+ * EINTR now and until called with false: before a reset, so that no
+ * worker stays blocked and every deferred request is completed. */
+void fs_server_cancel_waits(struct fs_server *s, bool cancel);
+
+struct fs_server_stats {
+	uint64_t inodes; /* known to the client, the root included */
+	uint64_t inode_fds; /* O_PATH descriptors open */
+	uint64_t handles; /* open files and directories */
+	uint64_t plocks; /* POSIX lock owners with a descriptor */
+	uint64_t deferred; /* waiting locks the server keeps */
+	uint64_t evictions; /* O_PATH descriptors closed for the bound */
+	uint64_t reopens; /* ... and opened again by file handle */
+	bool initialized; /* INIT answered */
+	uint32_t max_inode_fds, max_handles; /* the bounds in force (RLIMIT_NOFILE) */
+	uint32_t minor; /* the protocol minor version agreed */
+};
+
+void fs_server_get_stats(struct fs_server *s, struct fs_server_stats *ret);
+
+/* The shared directory (as given in the options). */
+const char *fs_server_root(const struct fs_server *s);
+
+/* The negotiated max_write (valid after INIT), for sizing transport
+ * buffers: a transport must offer at least max_write + FS_REPLY_OVERHEAD
+ * bytes for a request and for a reply. */
+uint32_t fs_server_max_write(const struct fs_server *s);
+
+#endif
