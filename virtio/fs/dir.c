@@ -4,7 +4,8 @@
  * from getdents64 on the directory's own descriptor; an entry's offset is
  * the host's d_off cookie, so the client can come back to any point. The
  * shared directory's ".." names the shared directory itself: nothing of
- * what lies above it shows.
+ * what lies above it shows. A share that shows only some names of its
+ * root lists only those there.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -150,10 +151,13 @@ static int do_readdir(struct fs_ctx *c, bool plus)
 		d->valid = true;
 	}
 	while ((de = next_entry(h, &err))) {
-		n = put_entry(c, h, de, plus, c->w->reply + used, size - used);
-		if (!n)
-			break;
-		used += n;
+		/* A name the share does not show is passed over. */
+		if (is_dot(de->d_name) || fs_name_visible(c->s, h->ino, de->d_name)) {
+			n = put_entry(c, h, de, plus, c->w->reply + used, size - used);
+			if (!n)
+				break;
+			used += n;
+		}
 		d->pos += de->d_reclen;
 		d->off = (uint64_t)de->d_off;
 	}

@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "virtio/fs/fs.h"
+#include "virtio/mmio-state.h"
 
 struct virtio_fs_config {
 	uint8_t tag[VIRTIO_FS_TAG_MAX];
@@ -116,7 +117,7 @@ static bool any_avail(const struct virtio_fs *fs)
 
 static bool can_work(const struct virtio_fs *fs)
 {
-	return fs->running && !fs->paused && fs->kicked && virtio_mmio_active(&fs->mmio);
+	return fs->server && fs->running && !fs->paused && fs->kicked && virtio_mmio_active(&fs->mmio);
 }
 
 /* The server keeps the request: note where its reply goes (the guest's
@@ -256,17 +257,24 @@ static void wait_idle(struct virtio_fs *fs)
 static void fs_reset(struct virtio_mmio *m)
 {
 	struct virtio_fs *fs = to_fs(m);
+	struct fs_server *server;
 
+	pthread_mutex_lock(&fs->lock);
+	server = fs->server;
+	pthread_mutex_unlock(&fs->lock);
 	/* A SETLKW waiting for a lock would hold the reset forever. */
-	fs_server_cancel_waits(fs->server, true);
+	if (server)
+		fs_server_cancel_waits(server, true);
 	pthread_mutex_lock(&fs->lock);
 	fs->running = false;
 	fs->kicked = false;
 	wait_idle(fs);
 	pthread_mutex_unlock(&fs->lock);
 	/* The driver starts again with INIT: nothing it knew stays open. */
-	fs_server_reset(fs->server);
-	fs_server_cancel_waits(fs->server, false);
+	if (server) {
+		fs_server_reset(server);
+		fs_server_cancel_waits(server, false);
+	}
 }
 
 static void fs_config_read(struct virtio_mmio *m, uint32_t off, void *data, uint32_t len)
@@ -281,6 +289,13 @@ static const struct virtio_dev_ops fs_ops = {
     .reset = fs_reset,
 };
 
+static int check_workers(const char *tag, uint32_t workers)
+{
+	if (workers < 1 || workers > VIRTIO_FS_MAX_WORKERS)
+		return err_set(-EINVAL, "virtio-fs '%s': %u workers (1 to %d)", tag, workers, VIRTIO_FS_MAX_WORKERS);
+	return 0;
+}
+
 static int check_opts(const struct virtio_fs_opts *o)
 {
 	size_t len = o->tag ? strlen(o->tag) : 0;
@@ -291,13 +306,29 @@ static int check_opts(const struct virtio_fs_opts *o)
 	if (o->request_queues < 1 || o->request_queues > VIRTIO_FS_MAX_REQUEST_QUEUES)
 		return err_set(-EINVAL, "virtio-fs '%s': %u request queues (1 to %d)", o->tag, o->request_queues,
 		               VIRTIO_FS_MAX_REQUEST_QUEUES);
-	if (o->workers < 1 || o->workers > VIRTIO_FS_MAX_WORKERS)
-		return err_set(-EINVAL, "virtio-fs '%s': %u workers (1 to %d)", o->tag, o->workers,
-		               VIRTIO_FS_MAX_WORKERS);
 	return 0;
 }
 
-static int start_workers(struct virtio_fs *fs)
+/* Stop and join the workers (none may be running a request). */
+static void stop_workers(struct virtio_fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	fs->stop = true;
+	pthread_cond_broadcast(&fs->work);
+	pthread_mutex_unlock(&fs->lock);
+	for (unsigned int i = 0; fs->workers && i < fs->nworkers; i++) {
+		if (fs->workers[i].started)
+			pthread_join(fs->workers[i].thread, NULL);
+		fs_worker_free(fs->workers[i].w);
+	}
+	free(fs->workers);
+	fs->workers = NULL;
+	pthread_mutex_lock(&fs->lock);
+	fs->stop = false;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static int start_workers(struct virtio_fs *fs, struct fs_server *server)
 {
 	int r;
 
@@ -308,7 +339,7 @@ static int start_workers(struct virtio_fs *fs)
 		struct fs_dev_worker *wk = &fs->workers[i];
 
 		wk->fs = fs;
-		r = fs_worker_new(fs->server, &wk->w);
+		r = fs_worker_new(server, &wk->w);
 		if (r < 0)
 			return r;
 		r = pthread_create(&wk->thread, NULL, worker_main, wk);
@@ -319,6 +350,7 @@ static int start_workers(struct virtio_fs *fs)
 	return 0;
 }
 
+/* The transport and its config space: a device without a server yet. */
 static int fs_start(struct virtio_fs *fs, const struct guest_mem *mem, const struct virtio_fs_opts *o)
 {
 	struct virtio_mmio_info info = {
@@ -335,17 +367,58 @@ static int fs_start(struct virtio_fs *fs, const struct guest_mem *mem, const str
 	memcpy(fs->config.tag, o->tag, strlen(o->tag));
 	fs->config.num_request_queues = o->request_queues;
 	fs->nqueues = info.nr_queues;
-	fs->nworkers = o->workers;
-	r = fs_server_new(&o->server, &fs->server);
-	if (r < 0)
-		return err_prefix(r, "virtio-fs '%s'", o->tag);
 	r = virtio_mmio_init(&fs->mmio, mem, &info, &fs_ops, fs);
 	if (r < 0)
 		return err_set(r, "virtio-fs '%s': transport", o->tag);
-	return start_workers(fs);
+	return 0;
 }
 
-int virtio_fs_new(const struct guest_mem *mem, const struct virtio_fs_opts *opts, struct virtio_fs **ret)
+int virtio_fs_attach(struct virtio_fs *fs, const struct fs_server_opts *server, uint32_t workers)
+{
+	struct fs_server *s;
+	int r;
+
+	r = check_workers(fs->tag, workers);
+	if (r < 0)
+		return r;
+	if (fs->server)
+		return err_set(-EBUSY, "virtio-fs '%s': it shares %s already", fs->tag, fs_server_root(fs->server));
+	r = fs_server_new(server, &s);
+	if (r < 0)
+		return err_prefix(r, "virtio-fs '%s'", fs->tag);
+	fs->nworkers = workers;
+	r = start_workers(fs, s);
+	if (r < 0) {
+		stop_workers(fs);
+		fs_server_free(s);
+		return r;
+	}
+	/* Chains the driver queued before (it should not: nothing mounted
+	 * the tag yet) are taken now. */
+	pthread_mutex_lock(&fs->lock);
+	fs->server = s;
+	fs->kicked = true;
+	pthread_cond_broadcast(&fs->work);
+	pthread_mutex_unlock(&fs->lock);
+	return 0;
+}
+
+bool virtio_fs_attached(struct virtio_fs *fs)
+{
+	bool r;
+
+	pthread_mutex_lock(&fs->lock);
+	r = fs->server != NULL;
+	pthread_mutex_unlock(&fs->lock);
+	return r;
+}
+
+const char *virtio_fs_tag(const struct virtio_fs *fs)
+{
+	return fs->tag;
+}
+
+int virtio_fs_new_detached(const struct guest_mem *mem, const struct virtio_fs_opts *opts, struct virtio_fs **ret)
 {
 	struct virtio_fs *fs;
 	int r;
@@ -360,6 +433,27 @@ int virtio_fs_new(const struct guest_mem *mem, const struct virtio_fs_opts *opts
 	pthread_cond_init(&fs->work, NULL);
 	pthread_cond_init(&fs->idle, NULL);
 	r = fs_start(fs, mem, opts);
+	if (r < 0) {
+		virtio_fs_free(fs);
+		return r;
+	}
+	*ret = fs;
+	return 0;
+}
+
+int virtio_fs_new(const struct guest_mem *mem, const struct virtio_fs_opts *opts, struct virtio_fs **ret)
+{
+	struct virtio_fs *fs;
+	int r;
+
+	r = check_opts(opts);
+	if (r >= 0)
+		r = check_workers(opts->tag, opts->workers);
+	if (r >= 0)
+		r = virtio_fs_new_detached(mem, opts, &fs);
+	if (r < 0)
+		return r;
+	r = virtio_fs_attach(fs, &opts->server, opts->workers);
 	if (r < 0) {
 		virtio_fs_free(fs);
 		return r;
@@ -389,21 +483,57 @@ void virtio_fs_pause(struct virtio_fs *fs, bool paused)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+#define FS_STATE_MAGIC 0x31534656u /* "VFS1" */
+
+/* A detached device's state besides the transport: what it was made
+ * with, which the restoring runtime must make again. */
+struct fs_state {
+	uint32_t magic;
+	uint32_t request_queues;
+	char tag[VIRTIO_FS_TAG_MAX];
+	uint8_t pad[4];
+};
+
 int virtio_fs_state_save(void *opaque, struct snap_buf *out)
 {
 	struct virtio_fs *fs = opaque;
+	struct fs_state st;
 
-	return err_set(-EOPNOTSUPP,
-	               "virtio-fs '%s' (sharing %s): a VM with a shared directory cannot be saved: the guest's open "
-	               "files, locks and looked-up inodes are host descriptors of this process",
-	               fs->tag, fs_server_root(fs->server));
+	if (virtio_fs_attached(fs))
+		return err_set(-EOPNOTSUPP,
+		               "virtio-fs '%s' (sharing %s): a VM with a shared directory cannot be saved: the guest's "
+		               "open files, locks and looked-up inodes are host descriptors of this process",
+		               fs->tag, fs_server_root(fs->server));
+	memset(&st, 0, sizeof(st));
+	st.magic = FS_STATE_MAGIC;
+	st.request_queues = fs->config.num_request_queues;
+	memcpy(st.tag, fs->config.tag, sizeof(st.tag));
+	snap_buf_put(out, &st, sizeof(st));
+	if (out->err)
+		return out->err;
+	return virtio_mmio_state_save(&fs->mmio, out);
 }
 
 int virtio_fs_state_load(void *opaque, const void *data, size_t len)
 {
 	struct virtio_fs *fs = opaque;
+	struct snap_reader rd = {.p = data, .len = len};
+	struct fs_state st;
 
-	return err_set(-EOPNOTSUPP, "virtio-fs '%s': a VM with a shared directory cannot be restored", fs->tag);
+	if (virtio_fs_attached(fs))
+		return err_set(-EOPNOTSUPP, "virtio-fs '%s': only a device without a shared directory is restored",
+		               fs->tag);
+	if (snap_get(&rd, &st, sizeof(st)) < 0)
+		return err_set(-EBADMSG, "virtio-fs '%s': state too short", fs->tag);
+	if (st.magic != FS_STATE_MAGIC)
+		return err_set(-EINVAL, "virtio-fs '%s': not a virtio-fs state", fs->tag);
+	if (memcmp(st.tag, fs->config.tag, sizeof(st.tag)) != 0)
+		return err_set(-EINVAL, "virtio-fs '%s': saved with the tag '%.*s'", fs->tag, VIRTIO_FS_TAG_MAX,
+		               st.tag);
+	if (st.request_queues != fs->config.num_request_queues)
+		return err_set(-EINVAL, "virtio-fs '%s': saved with %u request queues, this device has %u", fs->tag,
+		               st.request_queues, fs->config.num_request_queues);
+	return virtio_mmio_state_load_last(&fs->mmio, &rd, "virtio-fs");
 }
 
 void virtio_fs_free(struct virtio_fs *fs)
@@ -412,16 +542,7 @@ void virtio_fs_free(struct virtio_fs *fs)
 		return;
 	if (fs->server)
 		fs_server_cancel_waits(fs->server, true);
-	pthread_mutex_lock(&fs->lock);
-	fs->stop = true;
-	pthread_cond_broadcast(&fs->work);
-	pthread_mutex_unlock(&fs->lock);
-	for (unsigned int i = 0; fs->workers && i < fs->nworkers; i++) {
-		if (fs->workers[i].started)
-			pthread_join(fs->workers[i].thread, NULL);
-		fs_worker_free(fs->workers[i].w);
-	}
-	free(fs->workers);
+	stop_workers(fs);
 	if (fs->mmio.ops)
 		virtio_mmio_destroy(&fs->mmio);
 	fs_server_free(fs->server);

@@ -59,6 +59,23 @@ struct virtio_fs;
  * the caller), or -errno with err_set() context naming the tag. */
 int virtio_fs_new(const struct guest_mem *mem, const struct virtio_fs_opts *opts, struct virtio_fs **ret);
 
+/* A device with its tag and queues but no shared directory yet (opts'
+ * server and workers are not used): a template's slot. The driver can set
+ * it up and read its tag; requests wait until virtio_fs_attach() (a driver
+ * sends none before it mounts the tag). */
+int virtio_fs_new_detached(const struct guest_mem *mem, const struct virtio_fs_opts *opts, struct virtio_fs **ret);
+
+/* Give a detached device its shared directory (server) and workers (1 to
+ * VIRTIO_FS_MAX_WORKERS), e.g. after the VM was restored from a
+ * template. -EBUSY when it has one; errors name the tag and directory. */
+int virtio_fs_attach(struct virtio_fs *fs, const struct fs_server_opts *server, uint32_t workers);
+
+/* Whether the device serves a shared directory. */
+bool virtio_fs_attached(struct virtio_fs *fs);
+
+/* The device's tag. */
+const char *virtio_fs_tag(const struct virtio_fs *fs);
+
 /* The device's transport: what the runtime registers on the MMIO bus. */
 struct virtio_mmio *virtio_fs_mmio(struct virtio_fs *fs);
 
@@ -69,10 +86,12 @@ struct fs_server *virtio_fs_server(struct virtio_fs *fs);
  * no request runs. */
 void virtio_fs_pause(struct virtio_fs *fs, bool paused);
 
-/* struct snapshot_dev functions (opaque: the struct virtio_fs). A VM with
- * a shared directory cannot be saved: the guest's view of it (inodes it
- * looked up, open files, locks) lives in this process's descriptors. Both
- * fail with -EOPNOTSUPP and a message naming the device. */
+/* struct snapshot_dev functions (opaque: the struct virtio_fs). Only a
+ * detached device is saved and loaded (its tag, queue count and
+ * transport): the guest's view of a shared directory (inodes it looked
+ * up, open files, locks) lives in this process's descriptors, so saving
+ * an attached device fails with -EOPNOTSUPP and a message naming the tag
+ * and the directory, and a load into one is refused. */
 int virtio_fs_state_save(void *opaque, struct snap_buf *out);
 int virtio_fs_state_load(void *opaque, const void *data, size_t len);
 

@@ -45,7 +45,20 @@
 #define FS_DEFAULT_MAX_WRITE (1u << 20)
 
 struct fs_server_opts {
-	const char *root; /* the shared host directory */
+	const char *root; /* the shared host directory (also what messages name) */
+	/* When >= 0: the shared directory already opened (O_PATH or not,
+	 * borrowed: the server keeps a duplicate), so nothing is looked up by
+	 * path, e.g. in a process jailed since. root still names it. */
+	int root_fd;
+	/* When >= 0: /proc/self/fd of this process, opened (borrowed, as
+	 * root_fd), for a process that may no longer reach /proc. */
+	int proc_fd;
+	/* NULL: the whole directory. Else a NULL-terminated list of names:
+	 * only these entries of the root are seen (LOOKUP, READDIR), and the
+	 * root itself cannot be changed (no entry made, removed or renamed in
+	 * it, no attribute or xattr set on it): a share of a few files, or of
+	 * some entries, of a directory the client must not otherwise see. */
+	char *const *root_names;
 	bool read_only; /* modifications answer EROFS */
 	uint32_t max_write; /* largest READ/WRITE payload offered, 4 KiB..16 MiB */
 	/* Bounds on what the client can make the host hold. */
@@ -58,9 +71,9 @@ struct fs_server_opts {
 	double entry_timeout, attr_timeout, negative_timeout;
 };
 
-/* Defaults: writable, 1 MiB transfers, 262144 inodes, 65536 inode
- * descriptors, 4096 handles, 1 s entry and attribute timeouts, no negative
- * entries cached. fs_server_new() lowers the descriptor bounds to what
+/* Defaults: no root_fd or proc_fd (-1), every name seen, writable, 1 MiB
+ * transfers, 262144 inodes, 65536 inode descriptors, 4096 handles, 1 s
+ * entry and attribute timeouts, no negative entries cached. fs_server_new() lowers the descriptor bounds to what
  * the process's RLIMIT_NOFILE allows (leaving 64 descriptors): raise the
  * limit first to keep them. */
 void fs_server_opts_default(struct fs_server_opts *o);

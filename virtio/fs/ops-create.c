@@ -138,7 +138,10 @@ static int make_node(struct fs_ctx *c, size_t off, uint32_t mode, uint32_t rdev,
 	r = fs_dir_get(c, c->h.nodeid, &dir);
 	if (r < 0)
 		return r;
-	if (fs_needs_override(mode)) {
+	r = fs_dir_check_change(c->s, dir);
+	if (r < 0)
+		; /* refused: nothing made */
+	else if (fs_needs_override(mode)) {
 		r = make_override(c, dir, name, mode, rdev, O_WRONLY, NULL);
 	} else {
 		fs_creds_enter(c);
@@ -224,7 +227,9 @@ int fs_op_link(struct fs_ctx *c)
 		return r;
 	}
 	/* The inode the server holds, never a path: no link to outside. */
-	r = linkat(old->fd, "", dir->fd, name, AT_EMPTY_PATH) < 0 ? -errno : 0;
+	r = fs_dir_check_change(c->s, dir);
+	if (r >= 0)
+		r = linkat(old->fd, "", dir->fd, name, AT_EMPTY_PATH) < 0 ? -errno : 0;
 	if (r == -ENOENT && old->type != S_IFLNK) {
 		/* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH: through /proc. */
 		fs_proc_path(old->fd, path);
@@ -308,8 +313,10 @@ int fs_op_create(struct fs_ctx *c)
 	if (r < 0)
 		return r;
 	/* No handle to give: refused before anything is made. */
-	r = fs_handle_room(c->s) ? create_open(c, dir, name, oflags, in->mode, in->flags & O_EXCL, &fd, &made)
-	                         : -EMFILE;
+	r = fs_dir_check_change(c->s, dir);
+	if (r >= 0)
+		r = fs_handle_room(c->s) ? create_open(c, dir, name, oflags, in->mode, in->flags & O_EXCL, &fd, &made)
+		                         : -EMFILE;
 	if (r >= 0) {
 		r = new_entry(c, dir, name, fd, made, S_IFREG | (in->mode & 07777), &ino, &out.e);
 		if (r >= 0) {
@@ -344,7 +351,9 @@ static int remove_name(struct fs_ctx *c, int flags)
 	r = fs_dir_get(c, c->h.nodeid, &dir);
 	if (r < 0)
 		return r;
-	r = unlinkat(dir->fd, name, flags) < 0 ? -errno : 0;
+	r = fs_dir_check_change(c->s, dir);
+	if (r >= 0)
+		r = unlinkat(dir->fd, name, flags) < 0 ? -errno : 0;
 	fs_inode_put(&c->s->it, dir);
 	return r < 0 ? r : fs_reply(c, NULL, 0);
 }
@@ -380,7 +389,11 @@ static int do_rename(struct fs_ctx *c, uint64_t newdir, size_t off, uint32_t fla
 		fs_inode_put(&c->s->it, od);
 		return r;
 	}
-	r = renameat2(od->fd, oldname, nd->fd, newname, flags) < 0 ? -errno : 0;
+	r = fs_dir_check_change(c->s, od);
+	if (r >= 0)
+		r = fs_dir_check_change(c->s, nd);
+	if (r >= 0)
+		r = renameat2(od->fd, oldname, nd->fd, newname, flags) < 0 ? -errno : 0;
 	fs_inode_put(&c->s->it, nd);
 	fs_inode_put(&c->s->it, od);
 	return r < 0 ? r : fs_reply(c, NULL, 0);

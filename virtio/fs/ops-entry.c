@@ -43,6 +43,8 @@ int fs_do_lookup(struct fs_ctx *c, struct fs_inode *parent, const char *name, st
 	uint32_t type;
 	int fd, r;
 
+	if (!fs_name_visible(c->s, parent, name))
+		return -ENOENT;
 	r = lookup_known(c, parent, name, e);
 	if (r != -EAGAIN)
 		return r;
@@ -301,7 +303,8 @@ int fs_op_setattr(struct fs_ctx *c)
 	r = fs_inode_get(&c->s->it, c->h.nodeid, &ino);
 	if (r < 0)
 		return r;
-	if (in->valid & FATTR_FH)
+	r = fs_dir_check_change(c->s, ino);
+	if (r >= 0 && (in->valid & FATTR_FH))
 		r = fs_handle_get(c->s, in->fh, false, &h);
 	if (r >= 0 && h && h->ino != ino)
 		r = -EBADF;

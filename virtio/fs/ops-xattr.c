@@ -54,7 +54,9 @@ int fs_op_setxattr(struct fs_ctx *c)
 	r = xattr_node(c, &ino, path);
 	if (r < 0)
 		return r == -ENOTSUP ? -EPERM : r;
-	r = setxattr(path, name, c->arg + next, in->size, (int)in->flags) < 0 ? -errno : 0;
+	r = fs_dir_check_change(c->s, ino);
+	if (r >= 0)
+		r = setxattr(path, name, c->arg + next, in->size, (int)in->flags) < 0 ? -errno : 0;
 	fs_inode_put(&c->s->it, ino);
 	return r < 0 ? r : fs_reply(c, NULL, 0);
 }
@@ -149,7 +151,9 @@ int fs_op_removexattr(struct fs_ctx *c)
 	r = xattr_node(c, &ino, path);
 	if (r < 0)
 		return r == -ENOTSUP ? -ENODATA : r;
-	r = removexattr(path, name) < 0 ? -errno : 0;
+	r = fs_dir_check_change(c->s, ino);
+	if (r >= 0)
+		r = removexattr(path, name) < 0 ? -errno : 0;
 	fs_inode_put(&c->s->it, ino);
 	return r < 0 ? r : fs_reply(c, NULL, 0);
 }

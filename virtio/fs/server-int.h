@@ -149,8 +149,9 @@ struct fs_intr;
 struct fs_parked;
 
 struct fs_server {
-	struct fs_server_opts opts; /* root points to our copy */
+	struct fs_server_opts opts; /* root and root_names point to our copies */
 	char *root;
+	char **root_names;
 	struct fs_itable it;
 	struct fs_htable ht;
 	int proc_fd; /* /proc/self/fd, to reopen O_PATH descriptors */
@@ -313,6 +314,14 @@ void fs_locks_drain(struct fs_server *s);
 void fs_plocks_drop(struct fs_inode *ino, void *server);
 /* FLUSH: the POSIX locks of owner on ino are released. */
 void fs_plocks_release_owner(struct fs_server *s, struct fs_inode *ino, uint64_t owner);
+
+/* A share that shows only some names of its root (opts.root_names):
+ * whether the client may see name in dir (always, in any other
+ * directory or share). */
+bool fs_name_visible(const struct fs_server *s, const struct fs_inode *dir, const char *name);
+/* Whether the client may change dir itself (its entries, attributes,
+ * xattrs): 0, or -EPERM for the root of such a share. */
+int fs_dir_check_change(const struct fs_server *s, const struct fs_inode *dir);
 
 /* Host open flags for the client's: -EINVAL for a bad access mode. */
 int fs_open_flags(uint32_t flags, int *ret);

@@ -94,6 +94,23 @@ void fs_server_opts_default(struct fs_server_opts *o)
 	o->max_handles = 4096;
 	o->entry_timeout = 1.0;
 	o->attr_timeout = 1.0;
+	o->root_fd = -1;
+	o->proc_fd = -1;
+}
+
+bool fs_name_visible(const struct fs_server *s, const struct fs_inode *dir, const char *name)
+{
+	if (!s->root_names || dir != s->it.root)
+		return true;
+	for (char **n = s->root_names; *n; n++)
+		if (!strcmp(*n, name))
+			return true;
+	return false;
+}
+
+int fs_dir_check_change(const struct fs_server *s, const struct fs_inode *dir)
+{
+	return s->root_names && dir == s->it.root ? -EPERM : 0;
 }
 
 /* ---- INIT and DESTROY ---------------------------------------------- */
@@ -273,9 +290,13 @@ static void fit_rlimit(struct fs_server_opts *o)
 	          (unsigned long long)rl.rlim_cur, o->max_inode_fds, o->max_handles);
 }
 
+/* The shared directory as an O_PATH descriptor (the root inode's), and
+ * opened for reading (syncfs, open_by_handle_at): from root_fd when given,
+ * so that nothing is resolved by path. */
 static int open_root(struct fs_server *s, struct stat *st)
 {
-	int fd = open(s->opts.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd = s->opts.root_fd >= 0 ? openat(s->opts.root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC)
+	                              : open(s->opts.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0)
 		return err_setsys(-errno, "virtio-fs: shared directory %s", s->opts.root);
@@ -283,7 +304,7 @@ static int open_root(struct fs_server *s, struct stat *st)
 		close(fd);
 		return err_setsys(-errno, "virtio-fs: shared directory %s", s->opts.root);
 	}
-	s->root_dir_fd = open(s->opts.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	s->root_dir_fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (s->root_dir_fd < 0) {
 		close(fd);
 		return err_setsys(-errno, "virtio-fs: shared directory %s", s->opts.root);
@@ -295,11 +316,35 @@ static int open_proc(struct fs_server *s)
 {
 	struct statfs sf;
 
-	s->proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	s->proc_fd = s->opts.proc_fd >= 0 ? fcntl(s->opts.proc_fd, F_DUPFD_CLOEXEC, 3)
+	                                  : open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (s->proc_fd < 0)
 		return err_setsys(-errno, "virtio-fs: /proc/self/fd");
 	if (fstatfs(s->proc_fd, &sf) < 0 || sf.f_type != PROC_SUPER_MAGIC)
 		return err_set(-ENODEV, "virtio-fs: /proc/self/fd is not on procfs");
+	return 0;
+}
+
+/* A copy of the names a share shows of its root (NULL: all), each one
+ * path component. */
+static int copy_names(char *const *names, char ***ret)
+{
+	size_t n = 0;
+
+	*ret = NULL;
+	if (!names)
+		return 0;
+	while (names[n])
+		n++;
+	*ret = calloc(n + 1, sizeof(char *));
+	if (!*ret)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (!*names[i] || strchr(names[i], '/') || !strcmp(names[i], ".") || !strcmp(names[i], ".."))
+			return err_set(-EINVAL, "virtio-fs: '%s' is not a name in the shared directory", names[i]);
+		if (!((*ret)[i] = strdup(names[i])))
+			return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -317,6 +362,8 @@ int fs_server_new(const struct fs_server_opts *opts, struct fs_server **ret)
 		return -ENOMEM;
 	s->opts = *opts;
 	s->opts.root = s->root = strdup(opts->root);
+	r = copy_names(opts->root_names, &s->root_names);
+	s->opts.root_names = s->root_names;
 	fit_rlimit(&s->opts);
 	opts = &s->opts;
 	s->proc_fd = s->root_dir_fd = -1;
@@ -326,7 +373,8 @@ int fs_server_new(const struct fs_server_opts *opts, struct fs_server **ret)
 	pthread_mutex_init(&s->plock_lock, NULL);
 	pthread_mutex_init(&s->intr_lock, NULL);
 	pthread_cond_init(&s->intr_cond, NULL);
-	r = s->root ? fs_htable_init(&s->ht, opts->max_handles) : -ENOMEM;
+	if (r >= 0)
+		r = s->root ? fs_htable_init(&s->ht, opts->max_handles) : -ENOMEM;
 	if (r >= 0)
 		r = open_proc(s);
 	fd = r >= 0 ? open_root(s, &st) : r;
@@ -360,6 +408,9 @@ void fs_server_free(struct fs_server *s)
 	pthread_mutex_destroy(&s->plock_lock);
 	pthread_mutex_destroy(&s->intr_lock);
 	pthread_cond_destroy(&s->intr_cond);
+	for (char **n = s->root_names; n && *n; n++)
+		free(*n);
+	free(s->root_names);
 	free(s->root);
 	free(s);
 }

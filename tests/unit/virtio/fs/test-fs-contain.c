@@ -412,4 +412,162 @@ TEST(fd_bound_all_busy)
 	teardown();
 }
 
+/* The names of a READDIR (plus: READDIRPLUS) of dir, joined by spaces
+ * into out, "." and ".." left out. */
+static void list_names(uint64_t dir, bool plus, char *out, size_t size)
+{
+	uint8_t buf[8192];
+	uint64_t fh;
+	size_t n = 0, used = 0;
+
+	out[0] = '\0';
+	if (fc_open_node(&c, dir, O_RDONLY, true, &fh) < 0 ||
+	    fc_readdir(&c, dir, fh, 0, sizeof(buf), plus, buf, &n) < 0)
+		return;
+	for (size_t p = 0; p < n;) {
+		struct fuse_dirent *d =
+		    plus ? &((struct fuse_direntplus *)(buf + p))->dirent : (struct fuse_dirent *)(buf + p);
+
+		if (!(d->namelen <= 2 && !memcmp(d->name, "..", d->namelen)))
+			used += (size_t)snprintf(out + used, size - used, "%s%.*s", used ? " " : "", (int)d->namelen,
+			                         d->name);
+		p += plus ? FUSE_DIRENTPLUS_SIZE((struct fuse_direntplus *)(buf + p)) : FUSE_DIRENT_SIZE(d);
+	}
+	fc_release(&c, dir, fh, true);
+}
+
+static bool names_are(const char *got, const char *a, const char *b)
+{
+	char ab[64], ba[64];
+
+	snprintf(ab, sizeof(ab), "%s %s", a, b);
+	snprintf(ba, sizeof(ba), "%s %s", b, a);
+	return !strcmp(got, ab) || !strcmp(got, ba);
+}
+
+/* A share of a few names of a directory (a single-file bind mount, the
+ * files of a container's directory): the rest of it is out of reach, and
+ * its root cannot be changed; the names shown are served as usual. */
+TEST(root_names)
+{
+	char *const names[] = {"shown", "dir", "absent", NULL};
+	struct fs_server_opts o;
+	struct fuse_entry_out e;
+	struct fuse_setattr_in sa = {.valid = FATTR_MODE, .mode = S_IFDIR | 0777};
+	char got[256], buf[16];
+	uint64_t shown, dir, sub, fh;
+	struct stat before, after;
+	uint32_t written;
+	size_t n;
+
+	fs_server_opts_default(&o);
+	o.root_names = names;
+	setup_opts(&o);
+	fc_put_file(&c, "shown", "old");
+	fc_put_file(&c, "hidden", "secret");
+	mkdir(fc_path(&c, "dir"), 0755);
+	fc_put_file(&c, "dir/inner", "in");
+	mkdir(fc_path(&c, "hiddendir"), 0755);
+	stat(c.share, &before);
+	shown = lookup(ROOT, "shown");
+	dir = lookup(ROOT, "dir");
+	ok(shown && dir, "the names shown are found");
+	is_int(fc_lookup(&c, ROOT, "hidden", &e), -ENOENT);
+	is_int(fc_lookup(&c, ROOT, "hiddendir", &e), -ENOENT);
+	is_int(fc_lookup(&c, ROOT, "absent", &e), -ENOENT);
+	list_names(ROOT, false, got, sizeof(got));
+	ok(names_are(got, "shown", "dir"), "READDIR of the root lists only what is shown: '%s'", got);
+	list_names(ROOT, true, got, sizeof(got));
+	ok(names_are(got, "shown", "dir"), "READDIRPLUS too: '%s'", got);
+	/* Below a shown directory, everything is the client's. */
+	sub = lookup(dir, "inner");
+	ok(sub != 0, "a shown directory's entries are found");
+	is_int(fc_create(&c, dir, "made", O_RDWR | O_CREAT, S_IFREG | 0644, NULL, &fh), 0);
+	is_int(fc_unlink(&c, dir, "inner"), 0);
+	/* The shown file is read and written in place. */
+	is_int(fc_open_node(&c, shown, O_RDWR, false, &fh), 0);
+	is_int(fc_write(&c, shown, fh, 0, "new", 3, &written), 0);
+	is_int(fc_read(&c, shown, fh, 0, sizeof(buf), buf, &n), 0);
+	ok(n == 3 && !memcmp(buf, "new", 3), "the shown file reads what was written");
+	fc_release(&c, shown, fh, false);
+	/* The root itself cannot change. */
+	is_int(fc_create(&c, ROOT, "absent", O_RDWR | O_CREAT, S_IFREG | 0644, NULL, NULL), -EPERM);
+	is_int(fc_mkdir(&c, ROOT, "absent", S_IFDIR | 0755, NULL), -EPERM);
+	is_int(fc_mknod(&c, ROOT, "absent", S_IFIFO | 0644, 0, NULL), -EPERM);
+	is_int(fc_symlink(&c, ROOT, "absent", "/etc", NULL), -EPERM);
+	is_int(fc_link(&c, lookup(dir, "made"), ROOT, "absent", NULL), -EPERM);
+	is_int(fc_unlink(&c, ROOT, "shown"), -EPERM);
+	is_int(fc_unlink(&c, ROOT, "hidden"), -EPERM);
+	is_int(fc_rmdir(&c, ROOT, "dir"), -EPERM);
+	is_int(fc_rename(&c, ROOT, "shown", dir, "moved", 0), -EPERM);
+	is_int(fc_rename(&c, dir, "made", ROOT, "absent", 0), -EPERM);
+	is_int(fc_rename(&c, dir, "made", ROOT, "hidden", RENAME_EXCHANGE), -EPERM);
+	is_int(fc_setattr(&c, ROOT, &sa, NULL), -EPERM);
+	is_int(fc_setxattr(&c, ROOT, "user.x", "1", 1, 0), -EPERM);
+	is_int(fc_removexattr(&c, ROOT, "user.x"), -EPERM);
+	stat(c.share, &after);
+	ok(after.st_mode == before.st_mode && access(fc_path(&c, "absent"), F_OK) < 0 &&
+	       access(fc_path(&c, "hidden"), F_OK) == 0 && access(fc_path(&c, "dir/made"), F_OK) == 0,
+	   "on the host: the root as it was, nothing made in it, nothing removed");
+	teardown();
+}
+
+TEST(root_names_refused)
+{
+	char *const dotdot[] = {"ok", "..", NULL}, *const slash[] = {"a/b", NULL}, *const empty[] = {"", NULL};
+	struct fs_server_opts o;
+	struct fs_server *s = NULL;
+
+	fs_server_opts_default(&o);
+	o.root = "/tmp";
+	o.root_names = dotdot;
+	is_int(fs_server_new(&o, &s), -EINVAL);
+	o.root_names = slash;
+	is_int(fs_server_new(&o, &s), -EINVAL);
+	o.root_names = empty;
+	is_int(fs_server_new(&o, &s), -EINVAL);
+	ok(s == NULL, "no server");
+}
+
+/* A share given as a descriptor is served from it alone: its path may be
+ * gone (a jailed process no longer sees it). */
+TEST(root_fd)
+{
+	struct fs_server_opts o;
+	struct fuse_entry_out e;
+	char moved[128];
+	int fds_before = fc_count_fds(), dirfd, procfd;
+
+	fs_server_opts_default(&o);
+	setup_opts(&o);
+	fc_put_file(&c, "f", "x");
+	dirfd = open(c.share, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	procfd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	fs_worker_free(c.w);
+	fs_server_free(c.s);
+	o.root = c.share;
+	o.root_fd = dirfd;
+	o.proc_fd = procfd;
+	is_int(fs_server_new(&o, &c.s), 0);
+	is_int(fs_worker_new(c.s, &c.w), 0);
+	close(dirfd);
+	close(procfd);
+	/* The share moves away: the server does not look its path up. */
+	snprintf(moved, sizeof(moved), "%s/moved", c.base);
+	is_int(rename(c.share, moved), 0);
+	is_int(fc_init(&c, FUSE_KERNEL_VERSION, FUSE_KERNEL_MINOR_VERSION, UINT32_MAX, NULL), 0);
+	is_int(fc_lookup(&c, ROOT, "f", &e), 0);
+	is_int(fc_mkdir(&c, ROOT, "d", S_IFDIR | 0755, NULL), 0);
+	snprintf(moved, sizeof(moved), "%s/moved/d", c.base);
+	ok(access(moved, F_OK) == 0, "made in the directory the descriptor names");
+	/* Opening a file reopens an O_PATH descriptor through proc_fd. */
+	uint64_t fh;
+	is_int(fc_open_node(&c, e.nodeid, O_RDONLY, false, &fh), 0);
+	fc_release(&c, e.nodeid, fh, false);
+	snprintf(moved, sizeof(moved), "%s/moved", c.base);
+	rename(moved, c.share);
+	teardown();
+	ok(fc_count_fds() == fds_before, "no descriptor left (%d, before %d)", fc_count_fds(), fds_before);
+}
+
 TAP_MAIN()

@@ -460,6 +460,90 @@ TEST(snapshot_refused)
 	dev_close(&k);
 }
 
+/* A template's slot: a device without a shared directory is saved and
+ * restored (tag, queues, transport), waits with requests until it gets
+ * one, then serves them; once attached it is neither saved nor loaded. */
+TEST(detached_slot)
+{
+	struct dev a, b;
+	struct virtio_fs_opts o, other;
+	struct virtio_fs *c;
+	struct snap_buf sb = {0};
+	uint32_t id, len;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	strcpy(b.dir, "/tmp/kvrun-vfs-XXXXXX");
+	ok(mkdtemp(b.dir) != NULL, "a directory to share");
+	virtio_fs_opts_default(&o);
+	o.tag = "kvrun-fs3";
+	fake_drv_init(&a.d);
+	is_int(virtio_fs_new_detached(&a.d.mem, &o, &a.fs), 0);
+	ok(!virtio_fs_attached(a.fs), "detached");
+	is_str(virtio_fs_tag(a.fs), "kvrun-fs3");
+	fake_drv_attach(&a.d, virtio_fs_mmio(a.fs));
+	fake_bringup(&a.d, FEATURES, 2, 64);
+	virtio_fs_pause(a.fs, true);
+	is_int(virtio_fs_state_save(a.fs, &sb), 0);
+	virtio_fs_pause(a.fs, false);
+
+	/* Restored elsewhere: the same guest memory, a new device. */
+	fake_drv_init(&b.d);
+	memcpy(b.d.ram, a.d.ram, FAKE_RAM_SIZE);
+	b.d.brk = a.d.brk;
+	memcpy(b.d.vqs, a.d.vqs, sizeof(b.d.vqs));
+	is_int(virtio_fs_new_detached(&b.d.mem, &o, &b.fs), 0);
+	fake_drv_attach(&b.d, virtio_fs_mmio(b.fs));
+	is_int(virtio_fs_state_load(b.fs, sb.data, sb.len - 1), -EBADMSG);
+	is_int(virtio_fs_state_load(b.fs, sb.data, sb.len), 0);
+	ok(virtio_mmio_active(virtio_fs_mmio(b.fs)), "the restored device is running");
+
+	/* A request before there is a directory waits for it. */
+	struct fuse_init_in in = {.major = 7, .minor = 38, .max_readahead = 65536};
+	uint64_t h = header(&b, FUSE_INIT, 0, sizeof(struct fuse_in_header) + sizeof(in)),
+		 ia = put(&b, &in, sizeof(in));
+	uint64_t out = fake_alloc(&b.d, 16 + sizeof(struct fuse_init_out));
+
+	fake_add(&b.d, REQ, (struct fbuf[]){{h, 40, false}, {ia, sizeof(in), false}, {out, 16 + 64, true}}, 3, false);
+	fake_kick(&b.d, REQ);
+	usleep(50000);
+	ok(!fake_get_used(&b.d, REQ, &id, &len), "detached: the request waits");
+	o.server.root = b.dir;
+	is_int(virtio_fs_attach(b.fs, &o.server, 0), -EINVAL);
+	is_int(virtio_fs_attach(b.fs, &o.server, 2), 0);
+	ok(virtio_fs_attached(b.fs), "attached");
+	ok(fake_wait_used(&b.d, REQ, &id, &len) && len == 16 + 64 && out_hdr(&b, out)->error == 0,
+	   "attached: the waiting INIT is answered");
+	ok(do_init(&b, REQ) == false, "a second INIT is refused by the same server");
+	is_int(virtio_fs_attach(b.fs, &o.server, 2), -EBUSY);
+	err_clear();
+	snap_buf_free(&sb);
+	is_int(virtio_fs_state_save(b.fs, &sb), -EOPNOTSUPP);
+	ok(strstr(err_msg(), "kvrun-fs3") && strstr(err_msg(), b.dir), "the refusal names tag and directory: %s",
+	   err_msg());
+	is_int(virtio_fs_state_load(b.fs, "x", 1), -EOPNOTSUPP);
+
+	/* Another tag or queue count is not this device's state. */
+	snap_buf_free(&sb);
+	virtio_fs_pause(a.fs, true);
+	is_int(virtio_fs_state_save(a.fs, &sb), 0);
+	other = o;
+	other.tag = "kvrun-fs4";
+	is_int(virtio_fs_new_detached(&b.d.mem, &other, &c), 0);
+	is_int(virtio_fs_state_load(c, sb.data, sb.len), -EINVAL);
+	ok(strstr(err_msg(), "kvrun-fs3") != NULL, "the saved tag is named: %s", err_msg());
+	virtio_fs_free(c);
+	other.tag = o.tag;
+	other.request_queues = 2;
+	is_int(virtio_fs_new_detached(&b.d.mem, &other, &c), 0);
+	is_int(virtio_fs_state_load(c, sb.data, sb.len), -EINVAL);
+	virtio_fs_free(c);
+	snap_buf_free(&sb);
+	virtio_fs_free(a.fs);
+	fake_drv_free(&a.d);
+	dev_close(&b);
+}
+
 TEST(bad_options)
 {
 	struct virtio_fs_opts o;
