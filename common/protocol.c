@@ -91,6 +91,8 @@ static const struct field mount_fields[] = {
     {5, F_BYTES, offsetof(struct proto_mount, data), offsetof(struct proto_mount, data_len),
      offsetof(struct proto_mount, has_data), NULL},
     FLD(6, F_U32, struct proto_mount, data_mode),
+    FLD(7, F_STR, struct proto_mount, share),
+    FLD(8, F_STR, struct proto_mount, share_path),
 };
 DESC(mount_desc, struct proto_mount, mount_fields);
 

@@ -117,6 +117,12 @@ struct proto_mount {
 	uint8_t *data;
 	size_t data_len;
 	uint32_t data_mode; /* file mode for copied files, 0644 when 0 */
+	/* A host directory shared with the VM (virtio-fs): the device's tag,
+	 * which guest-init mounts once, and the entry of its root that is
+	 * bound at destination (NULL: its root). source is then the host's
+	 * path, for messages only. */
+	char *share;
+	char *share_path;
 };
 
 struct proto_keyval {
@@ -166,8 +172,8 @@ struct proto_start {
 	struct proto_seccomp *seccomp; /* NULL: no filter */
 	bool root_readonly;
 	char *rootfs_propagation; /* "rprivate", "rslave", ...; NULL = default */
-	char *root_device; /* "/dev/vda" */
-	char *root_fstype; /* "ext4" */
+	char *root_device; /* "/dev/vda", or the tag of a virtio-fs root */
+	char *root_fstype; /* "ext4", or "virtiofs" */
 	char *root_path; /* directory inside the disk that is the rootfs; "/" when NULL */
 	struct proto_hook *create_container_hooks, *start_container_hooks;
 	size_t n_create_container_hooks, n_start_container_hooks;

@@ -19,6 +19,9 @@
 /* Where PID 1 keeps its things in the guest. */
 #define GI_ROOTFS_DIR "/run/kvrun/rootfs"
 #define GI_FILES_DIR "/run/kvrun/files"
+/* Where each shared host directory's tag is mounted once (virtio-fs),
+ * for the container's bind mounts to be made from. */
+#define GI_SHARES_DIR "/run/kvrun/shares"
 #define GI_CGROUP_DIR "/sys/fs/cgroup/kvrun"
 #define GI_MODULES_DIR "/lib/modules/kvrun"
 #define GI_MODULES_LIST "/lib/modules/kvrun/load-order"
@@ -26,8 +29,17 @@
 /* ---- mounts.c: root disk and the container's mounts ---- */
 
 /* Mount s->root_device (type s->root_fstype, read-only when
- * s->root_readonly) at target, creating target. */
+ * s->root_readonly) at target, creating target. A virtio-fs root
+ * ("virtiofs", root_device its tag) is mounted read-write: the container's
+ * mount points are made in it, and gi_rootfs_finalize() makes it
+ * read-only. */
 int gi_mount_root_disk(const struct proto_start *s, const char *target);
+
+/* Mount each virtio-fs tag the mounts of s name (once) at dir/<tag>, in
+ * guest-init's own mount namespace: the container's bind mounts are made
+ * from there (of the whole share, or of one entry of its root), and the
+ * container, whose root is pivoted, sees none of them. */
+int gi_mount_shares(const struct proto_start *s, const char *dir);
 
 /* Parse OCI mount options into mount(2) flags, propagation flags and the
  * remaining comma-joined data string (*ret_data malloc'd, may be ""). */

@@ -16,14 +16,28 @@
 #include "common/path.h"
 #include "guest-init/guest-init.h"
 
+/* A virtio-fs tag from the host: one path component of at most 36 bytes
+ * (it names a directory under GI_SHARES_DIR). */
+static bool tag_ok(const char *tag)
+{
+	size_t n = tag ? strlen(tag) : 0;
+
+	return n && n <= 36 && !strchr(tag, '/') && strcmp(tag, ".") && strcmp(tag, "..");
+}
+
 int gi_mount_root_disk(const struct proto_start *s, const char *target)
 {
 	const char *dev = s->root_device ? s->root_device : "/dev/vda";
 	const char *type = s->root_fstype ? s->root_fstype : "ext4";
-	unsigned long flags = s->root_readonly ? MS_RDONLY : 0;
+	bool shared = !strcmp(type, "virtiofs");
+	/* A shared root is made read-only at the end, as runc does, once the
+	 * mount points are made in it (a disk image has them already). */
+	unsigned long flags = s->root_readonly && !shared ? MS_RDONLY : 0;
 	int r;
 
-	r = gi_wait_disk(dev, 60 * 1000);
+	if (shared && !tag_ok(dev))
+		return err_set(-EINVAL, "the root filesystem's virtio-fs tag '%s' is not a name", dev);
+	r = shared ? 0 : gi_wait_disk(dev, 60 * 1000);
 	if (r < 0)
 		return r;
 	r = mkdir_p(target, 0755);
@@ -31,6 +45,36 @@ int gi_mount_root_disk(const struct proto_start *s, const char *target)
 		return err_setsys(r, "mkdir %s", target);
 	if (mount(dev, target, type, flags, NULL) < 0)
 		return err_setsys(-errno, "mount %s (%s) on %s", dev, type, target);
+	return 0;
+}
+
+int gi_mount_shares(const struct proto_start *s, const char *dir)
+{
+	char path[PATH_MAX];
+	int r;
+
+	for (size_t i = 0; i < s->n_mounts; i++) {
+		const char *tag = s->mounts[i].share;
+		bool seen = false;
+
+		if (!tag)
+			continue;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = s->mounts[k].share && !strcmp(s->mounts[k].share, tag);
+		if (seen)
+			continue;
+		if (!tag_ok(tag))
+			return err_set(-EINVAL, "mounts[%zu]: the virtio-fs tag '%s' is not a name", i, tag);
+		snprintf(path, sizeof(path), "%s/%s", dir, tag);
+		r = mkdir_p(path, 0755);
+		if (r < 0)
+			return err_setsys(r, "mkdir %s", path);
+		/* Flags (ro, nosuid...) are each bind mount's, made from it. */
+		if (mount(tag, path, "virtiofs", 0, NULL) < 0)
+			return err_setsys(-errno, "mount the shared directory %s (%s, virtio-fs tag %s)",
+			                  s->mounts[i].source ? s->mounts[i].source : "", s->mounts[i].destination,
+			                  tag);
+	}
 	return 0;
 }
 
@@ -177,6 +221,28 @@ static int mount_copied_file(const struct proto_mount *m, size_t idx, const char
 	return bind_mount(staged, dest, flags & ~MS_REC, NULL);
 }
 
+/* A bind of a shared host directory, or of one entry of it: from where
+ * gi_mount_shares() mounted its tag. */
+static int mount_share(const struct proto_mount *m, const char *dest, unsigned long flags, const char *data)
+{
+	char src[PATH_MAX];
+	struct stat st;
+	int r;
+
+	if (!tag_ok(m->share) || (m->share_path && !tag_ok(m->share_path)))
+		return err_set(-EINVAL, "bind mount of %s: bad virtio-fs tag or entry", m->destination);
+	if (m->share_path)
+		snprintf(src, sizeof(src), "%s/%s/%s", GI_SHARES_DIR, m->share, m->share_path);
+	else
+		snprintf(src, sizeof(src), "%s/%s", GI_SHARES_DIR, m->share);
+	if (stat(src, &st) < 0)
+		return err_setsys(-errno, "bind mount source %s (shared as %s)", m->source ? m->source : "", src);
+	r = make_target(dest, !S_ISDIR(st.st_mode));
+	if (r < 0)
+		return err_setsys(r, "create %s", dest);
+	return bind_mount(src, dest, flags | MS_BIND, data);
+}
+
 static int mount_one(const struct proto_mount *m, size_t idx, const char *rootfs, const char *files_dir)
 {
 	_cleanup_free_ char *dest = NULL, *data = NULL, *src = NULL;
@@ -193,7 +259,9 @@ static int mount_one(const struct proto_mount *m, size_t idx, const char *rootfs
 	r = gi_mount_options(m->options, &flags, &prop, &data);
 	if (r < 0)
 		return r;
-	if (m->has_data)
+	if (m->share)
+		r = mount_share(m, dest, flags, data);
+	else if (m->has_data)
 		r = mount_copied_file(m, idx, dest, files_dir, flags);
 	else if ((flags & MS_BIND) || strcmp(type, "bind") == 0) {
 		/* Without a shared filesystem, a bind source is a path in the

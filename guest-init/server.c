@@ -243,6 +243,8 @@ static int handle_start(struct state *st, struct proto_msg *m)
 	if (s->root_device) {
 		err_clear();
 		r = gi_mount_root_disk(s, st->srv->rootfs_dir);
+		if (r >= 0)
+			r = gi_mount_shares(s, GI_SHARES_DIR);
 		if (r < 0)
 			return start_failed(st, r);
 	}

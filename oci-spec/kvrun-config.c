@@ -98,6 +98,28 @@ static int get_acpi(json_t *v, const char *name, enum kvrun_acpi_mode *ret)
 	return kvrun_acpi_mode_parse(json_string_value(v), what, ret);
 }
 
+int kvrun_rootfs_mode_parse(const char *s, const char *name, enum kvrun_rootfs_mode *ret)
+{
+	if (!strcmp(s, "block"))
+		*ret = KVRUN_ROOTFS_BLOCK;
+	else if (!strcmp(s, "virtiofs"))
+		*ret = KVRUN_ROOTFS_VIRTIOFS;
+	else
+		return err_set(-EINVAL, "%s: expected \"block\" or \"virtiofs\", not \"%s\"", name, s);
+	return 0;
+}
+
+static int get_rootfs(json_t *v, const char *name, enum kvrun_rootfs_mode *ret)
+{
+	_cleanup_free_ char *what = NULL;
+
+	if (asprintf(&what, "%s: rootfs", name) < 0)
+		return -ENOMEM;
+	if (!json_is_string(v))
+		return err_set(-EINVAL, "%s: expected \"block\" or \"virtiofs\"", what);
+	return kvrun_rootfs_mode_parse(json_string_value(v), what, ret);
+}
+
 static int get_modules(json_t *v, const char *name, char **ret)
 {
 	int r = get_string(v, name, "modules", ret);
@@ -150,6 +172,8 @@ static int parse_member(const char *key, json_t *v, const char *name, struct kvr
 	}
 	if (strcmp(key, "early_create") == 0)
 		return get_bool(v, name, key, &c->early_create);
+	if (strcmp(key, "rootfs") == 0)
+		return get_rootfs(v, name, &c->rootfs);
 	return err_set(-EINVAL, "%s: unknown key \"%s\"", name, key);
 }
 

@@ -7,7 +7,8 @@
  *    "modules": "auto", "acpi": "auto",
  *    "cmdline_extra": "loglevel=4", "memory": 268435456, "cpus": 1,
  *    "template_dir": "/var/lib/kvrun/templates", "templates": true,
- *    "early_create": false, "rootfs_cache": true, "rootfs_cache_size": "1G"}
+ *    "early_create": false, "rootfs_cache": true, "rootfs_cache_size": "1G",
+ *    "rootfs": "block"}
  *
  * "memory" is bytes (a number) or a string with a K/M/G suffix ("512M"),
  * as is "rootfs_cache_size" (what the root disk cache keeps of images no
@@ -17,6 +18,9 @@
  * depmod's indexes), "auto" (found from the kernel's version string) or
  * "none" (everything built in). "acpi" is true, false or "auto" (ACPI
  * device description exactly when the kernel loads modules).
+ * "rootfs" is how the guest reaches the bundle's root filesystem: "block"
+ * (the default: an ext4 disk image built from it, cached) or "virtiofs"
+ * (the directory itself, shared: writes land in it).
  */
 #ifndef KVRUN_OCI_SPEC_KVRUN_CONFIG_H
 #define KVRUN_OCI_SPEC_KVRUN_CONFIG_H
@@ -30,6 +34,13 @@ enum kvrun_acpi_mode {
 	KVRUN_ACPI_AUTO,
 	KVRUN_ACPI_ON,
 	KVRUN_ACPI_OFF,
+};
+
+/* How the root filesystem reaches the guest: "rootfs" and io.kvrun.rootfs. */
+enum kvrun_rootfs_mode {
+	KVRUN_ROOTFS_UNSET = 0, /* not given: block */
+	KVRUN_ROOTFS_BLOCK,
+	KVRUN_ROOTFS_VIRTIOFS,
 };
 
 struct kvrun_config {
@@ -51,6 +62,7 @@ struct kvrun_config {
 	bool rootfs_cache_off; /* "rootfs_cache": false */
 	bool has_rootfs_cache_size;
 	uint64_t rootfs_cache_size; /* bytes, when has_rootfs_cache_size */
+	enum kvrun_rootfs_mode rootfs;
 };
 
 /* Parse len bytes of JSON; name prefixes messages ("<name>: memory: ...").
@@ -64,6 +76,10 @@ int kvrun_config_load(const char *path, struct kvrun_config *ret);
 /* Parse an "acpi" value given as a string ("true", "false", "auto"); name
  * prefixes the message. Returns 0 or -EINVAL. */
 int kvrun_acpi_mode_parse(const char *s, const char *name, enum kvrun_acpi_mode *ret);
+
+/* Parse a "rootfs" value ("block", "virtiofs"); name prefixes the
+ * message. Returns 0 or -EINVAL. */
+int kvrun_rootfs_mode_parse(const char *s, const char *name, enum kvrun_rootfs_mode *ret);
 
 void kvrun_config_clear(struct kvrun_config *c);
 

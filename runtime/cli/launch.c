@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "runtime/store/checkpoint.h"
+#include "runtime/monitor/guest-shares.h"
 #include "runtime/monitor/guest-spec.h"
 #include "runtime/cli/launch.h"
 #include "runtime/store/monitor-client.h"
@@ -193,24 +194,28 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	if (r < 0)
 		return r;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* A shared root needs no disk: the guest mounts the directory. */
 	r = o->image_path ? restore_disk(o->image_path, disk, &a.restore_dir)
-	                  : rootfs_disk_prepare(&(struct rootfs_disk_req){.rootfs = b->rootfs,
-	                                                                  .cache_dir = plan->rootfs_cache_dir,
-	                                                                  .cache_max = plan->rootfs_cache_size,
-	                                                                  .disk = disk,
-	                                                                  .base_link = base,
-	                                                                  .points = points,
-	                                                                  .npoints = npoints},
-	                                        &base_lock);
+	    : plan->rootfs_virtiofs
+	        ? 0
+	        : rootfs_disk_prepare(&(struct rootfs_disk_req){.rootfs = b->rootfs,
+	                                                        .cache_dir = plan->rootfs_cache_dir,
+	                                                        .cache_max = plan->rootfs_cache_size,
+	                                                        .disk = disk,
+	                                                        .base_link = base,
+	                                                        .points = points,
+	                                                        .npoints = npoints},
+	                              &base_lock);
 	restore_dir_owned = (char *)a.restore_dir;
 	if (r < 0)
 		return r;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	a.disk_us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
 	log_debug("root disk %s in %llu us",
-	          o->image_path ? "copied"
-	          : r > 0       ? "from the cache"
-	                        : "built",
+	          o->image_path           ? "copied"
+	          : plan->rootfs_virtiofs ? "not needed (the root filesystem is shared)"
+	          : r > 0                 ? "from the cache"
+	                                  : "built",
 	          (unsigned long long)a.disk_us);
 	r = absolute_path(o->pid_file, &pid_file);
 	if (r >= 0)
@@ -237,6 +242,24 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	}
 	*ret_pid = pid;
 	return 0;
+}
+
+/* The bind mounts (and a shared root) can be served. A checkpoint's VM
+ * had no shared directory (its save would have been refused): a restore
+ * cannot give it one. */
+static int check_mounts(const struct bundle *b, const struct create_opts *o, const struct vm_plan *plan)
+{
+	struct guest_shares g;
+	int r;
+
+	r = guest_shares_plan(b->spec, plan->rootfs_virtiofs ? b->rootfs : NULL, &g);
+	if (r >= 0 && o->image_path && g.n)
+		r = err_set(-EINVAL,
+		            "%s shares a host directory with the VM (%s): a checkpoint is of a VM without shared "
+		            "directories, so it cannot be restored with one",
+		            g.root >= 0 ? "the root filesystem" : "a bind mount", g.shares[0].dir);
+	guest_shares_done(&g);
+	return r;
 }
 
 /* Which network namespace the VM serves (NULL: a new one, loopback only). */
@@ -292,14 +315,17 @@ int launch_container(struct cli_context *ctx, const char *id, const struct creat
 	int r;
 
 	/* Everything that can fail without side effects comes first. */
-	r = guest_spec_check(b->spec);
-	if (r >= 0)
-		r = check_netns(b, &netns);
+	r = check_netns(b, &netns);
 	if (r < 0)
 		return err_prefix(r, "%s/config.json", b->path);
 	r = vm_plan_make(b->spec, ctx->kernel, &plan);
 	if (r < 0)
 		return r;
+	r = check_mounts(b, o, &plan);
+	if (r < 0) {
+		vm_plan_done(&plan);
+		return err_prefix(r, "%s/config.json", b->path);
+	}
 	r = new_state(id, b, netns, &s);
 	if (r >= 0)
 		r = container_create(ctx->root, s, &c);

@@ -121,6 +121,47 @@ static const char *const monitor_calls[] = {
 
 /* ioctl types by the second byte of the request: KVM's, vhost's, and the
  * 'T' family (terminal attributes and window size, FIONBIO, TUN). */
+/* A file server (virtio-fs): every operation on the shared files, by
+ * descriptor or through /proc/self/fd, and per-thread credentials. */
+static const char *const fs_calls[] = {
+    "fstatfs",
+    "statfs",
+    "mkdirat",
+    "mknodat",
+    "symlinkat",
+    "linkat",
+    "renameat2",
+    "readlinkat",
+    "fchownat",
+    "fchown",
+    "chmod",
+    "fchmod",
+    "fchmodat",
+    "fchmodat2",
+    "utimensat",
+    "getdents64",
+    "flock",
+    "syncfs",
+    "getxattr",
+    "lgetxattr",
+    "fgetxattr",
+    "setxattr",
+    "lsetxattr",
+    "fsetxattr",
+    "listxattr",
+    "llistxattr",
+    "flistxattr",
+    "removexattr",
+    "lremovexattr",
+    "fremovexattr",
+    "name_to_handle_at",
+    "open_by_handle_at",
+    "setfsuid",
+    "setfsgid",
+    "umask",
+    "openat",
+};
+
 static const unsigned long base_ioctl_types[] = {0x54};
 static const unsigned long monitor_ioctl_types[] = {0xAE, 0xAF};
 
@@ -131,9 +172,9 @@ bool jail_enabled(void)
 	return !s || (strcmp(s, "0") != 0 && strcmp(s, "off") != 0);
 }
 
-int jail_drop_caps(void)
+int jail_drop_caps_except(uint64_t keep)
 {
-	cap_t none;
+	cap_t caps;
 	int r = 0;
 
 	/* The bounding set needs CAP_SETPCAP: it goes first. */
@@ -141,13 +182,22 @@ int jail_drop_caps(void)
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL && errno != EPERM)
 			return err_setsys(-errno, "drop capability %d from the bounding set", c);
 	(void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-	none = cap_init();
-	if (!none)
+	caps = cap_init();
+	if (!caps)
 		return err_setsys(-errno, "cap_init");
-	if (cap_set_proc(none) < 0)
+	for (cap_value_t c = 0; c <= CAP_LAST_CAP && c < 64; c++)
+		if ((keep & (1ULL << c)) && (cap_set_flag(caps, CAP_PERMITTED, 1, &c, CAP_SET) < 0 ||
+		                             cap_set_flag(caps, CAP_EFFECTIVE, 1, &c, CAP_SET) < 0))
+			r = err_setsys(-errno, "keep capability %d", (int)c);
+	if (r >= 0 && cap_set_proc(caps) < 0)
 		r = err_setsys(-errno, "drop capabilities");
-	cap_free(none);
+	cap_free(caps);
 	return r;
+}
+
+int jail_drop_caps(void)
+{
+	return jail_drop_caps_except(0);
 }
 
 static int allow_names(scmp_filter_ctx ctx, const char *const *names, size_t n)
@@ -230,10 +280,17 @@ int jail_seccomp(enum jail_profile p)
 		r = allow_ioctls(ctx, base_ioctl_types, ARRAY_SIZE(base_ioctl_types));
 	if (r >= 0)
 		r = add_conditional(ctx);
-	if (r >= 0 && p == JAIL_MONITOR)
+	if (r >= 0 && p != JAIL_PROXY)
 		r = allow_names(ctx, monitor_calls, ARRAY_SIZE(monitor_calls));
-	if (r >= 0 && p == JAIL_MONITOR)
+	if (r >= 0 && p != JAIL_PROXY)
 		r = allow_ioctls(ctx, monitor_ioctl_types, ARRAY_SIZE(monitor_ioctl_types));
+	/* openat with any flags: the server opens files to write and
+	 * creates them. */
+	if (r >= 0 && p == JAIL_MONITOR_FS)
+		r = allow_names(ctx, fs_calls, ARRAY_SIZE(fs_calls));
+	/* A worker's own file system attributes (its umask). */
+	if (r >= 0 && p == JAIL_MONITOR_FS)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(unshare), 1, SCMP_A0(SCMP_CMP_EQ, CLONE_FS));
 	if (r >= 0) {
 		/* Sets no_new_privs (SCMP_FLTATR_CTL_NNP is on by default). */
 		r = seccomp_load(ctx);

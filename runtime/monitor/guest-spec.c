@@ -13,7 +13,7 @@
 
 #include "common/cleanup.h"
 #include "common/error.h"
-#include "common/fileio.h"
+#include "runtime/monitor/guest-shares.h"
 #include "runtime/monitor/guest-spec.h"
 
 static char **strv_dup(char *const *v)
@@ -98,63 +98,13 @@ static int conv_process(const struct oci_process *op, struct proto_process *p)
 	return 0;
 }
 
-static bool mount_is_bind(const struct oci_mount *m)
+int guest_spec_check(const struct oci_spec *spec, const char *rootfs)
 {
-	if (m->type && strcmp(m->type, "bind") == 0)
-		return true;
-	for (size_t i = 0; m->options && m->options[i]; i++)
-		if (strcmp(m->options[i], "bind") == 0 || strcmp(m->options[i], "rbind") == 0)
-			return true;
-	return false;
-}
+	struct guest_shares g;
+	int r = guest_shares_plan(spec, rootfs, &g);
 
-/* podman binds a tmpfs of its own (<userdata>/shm) on /dev/shm. A VM
- * cannot share it, and nothing else can see into the VM's IPC namespace
- * anyway: the guest mounts a tmpfs of the same size there instead. Returns
- * the size in bytes, or 0 when m is not such a mount. */
-static uint64_t shm_bind_size(const struct oci_mount *m)
-{
-	struct statfs sf;
-
-	if (!m->destination || strcmp(m->destination, "/dev/shm") != 0 || !m->source)
-		return 0;
-	if (statfs(m->source, &sf) < 0 || sf.f_type != TMPFS_MAGIC)
-		return 0;
-	return (uint64_t)sf.f_blocks * (uint64_t)sf.f_bsize;
-}
-
-/* A host bind mount of a regular file: its content goes inline. */
-static int check_bind(const struct oci_mount *m, size_t i, struct stat *st)
-{
-	if (!m->source || m->source[0] != '/')
-		return err_set(-ENOTSUP, "mounts[%zu] (%s): bind mount source must be an absolute host path", i,
-		               m->destination);
-	if (stat(m->source, st) < 0)
-		return err_setsys(-errno, "mounts[%zu] (%s): bind mount source %s", i, m->destination, m->source);
-	if (!S_ISREG(st->st_mode))
-		return err_set(-ENOTSUP,
-		               "mounts[%zu]: bind mount of %s on %s is not supported: only single files can be "
-		               "passed into the VM (directory volumes need a shared filesystem device)",
-		               i, m->source, m->destination);
-	if (st->st_size > GUEST_SPEC_MAX_COPIED_FILE)
-		return err_set(-EFBIG, "mounts[%zu] (%s): %s is too big to copy into the VM", i, m->destination,
-		               m->source);
-	return 0;
-}
-
-int guest_spec_check(const struct oci_spec *spec)
-{
-	struct stat st;
-	int r;
-
-	for (size_t i = 0; i < spec->n_mounts; i++) {
-		if (!mount_is_bind(&spec->mounts[i]) || shm_bind_size(&spec->mounts[i]))
-			continue;
-		r = check_bind(&spec->mounts[i], i, &st);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	guest_shares_done(&g);
+	return r;
 }
 
 int guest_spec_mount_points(const struct oci_spec *spec, struct rootfs_mount_point **ret, size_t *ret_n)
@@ -166,10 +116,16 @@ int guest_spec_mount_points(const struct oci_spec *spec, struct rootfs_mount_poi
 
 	if (!pts)
 		return -ENOMEM;
-	for (size_t i = 0; i < spec->n_mounts; i++)
-		if (spec->mounts[i].destination)
-			pts[n++] =
-			    (struct rootfs_mount_point){spec->mounts[i].destination, mount_is_bind(&spec->mounts[i])};
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		const struct oci_mount *m = &spec->mounts[i];
+		struct stat st;
+
+		/* A bind of a host file is a file; anything else a directory. */
+		if (m->destination)
+			pts[n++] = (struct rootfs_mount_point){m->destination, guest_mount_is_bind(m) && m->source &&
+			                                                           stat(m->source, &st) == 0 &&
+			                                                           !S_ISDIR(st.st_mode)};
+	}
 	pts[n++] = (struct rootfs_mount_point){"/dev", false};
 	if (spec->process && spec->process->cwd)
 		pts[n++] = (struct rootfs_mount_point){spec->process->cwd, false};
@@ -178,9 +134,9 @@ int guest_spec_mount_points(const struct oci_spec *spec, struct rootfs_mount_poi
 	return 0;
 }
 
-/* The guest's own tmpfs for a bind of the host's shm (shm_bind_size()),
+/* The guest's own tmpfs for a bind of the host's shm (guest_mount_is_shm()),
  * with the bind's nosuid/nodev/noexec. */
-static int conv_shm(const struct oci_mount *om, uint64_t size, struct proto_mount *m)
+static int conv_shm(const struct oci_mount *om, unsigned long long size, struct proto_mount *m)
 {
 	char *opts[6] = {0}, sz[48];
 	size_t n = 0;
@@ -189,7 +145,7 @@ static int conv_shm(const struct oci_mount *om, uint64_t size, struct proto_moun
 		if (!strcmp(om->options[i], "nosuid") || !strcmp(om->options[i], "nodev") ||
 		    !strcmp(om->options[i], "noexec"))
 			opts[n++] = om->options[i];
-	snprintf(sz, sizeof(sz), "size=%llu", (unsigned long long)size);
+	snprintf(sz, sizeof(sz), "size=%llu", size);
 	opts[n++] = (char *)"mode=1777";
 	opts[n++] = sz;
 	m->destination = str_dup(om->destination);
@@ -199,11 +155,14 @@ static int conv_shm(const struct oci_mount *om, uint64_t size, struct proto_moun
 	return m->destination && m->type && m->source && m->options ? 0 : -ENOMEM;
 }
 
-static int conv_mount(const struct oci_mount *om, size_t i, struct proto_mount *m)
+/* A mount as given, and for a shared bind the share's tag and the entry
+ * of its root that is bound. */
+static int conv_mount(const struct oci_mount *om, const struct guest_share_mount *sm, struct proto_mount *m)
 {
-	uint64_t shm = mount_is_bind(om) ? shm_bind_size(om) : 0;
+	unsigned long long shm;
+	char tag[GUEST_SHARE_TAG_SIZE];
 
-	if (shm)
+	if (guest_mount_is_shm(om, &shm))
 		return conv_shm(om, shm, m);
 	m->destination = str_dup(om->destination);
 	m->type = str_dup(om->type);
@@ -211,19 +170,11 @@ static int conv_mount(const struct oci_mount *om, size_t i, struct proto_mount *
 	m->options = strv_dup(om->options);
 	if (!m->destination || !m->options)
 		return -ENOMEM;
-	if (mount_is_bind(om)) {
-		struct stat st;
-		size_t len;
-		int r = check_bind(om, i, &st);
-
-		if (r < 0)
-			return r;
-		r = read_file_all(om->source, GUEST_SPEC_MAX_COPIED_FILE, (char **)&m->data, &len);
-		if (r < 0)
-			return err_setsys(r, "mounts[%zu]: read %s", i, om->source);
-		m->has_data = true;
-		m->data_len = len;
-		m->data_mode = st.st_mode & 07777;
+	if (sm && sm->share >= 0) {
+		guest_share_tag((unsigned int)sm->share, tag);
+		m->share = strdup(tag);
+		if (!m->share || (sm->name && !(m->share_path = strdup(sm->name))))
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -310,7 +261,24 @@ static int conv_linux(const struct oci_linux *l, struct proto_start *s)
 	return l->seccomp ? conv_seccomp(l->seccomp, &s->seccomp) : 0;
 }
 
-static int conv_all(const struct oci_spec *spec, const struct oci_state *state, struct proto_start *s)
+static int conv_root(const struct oci_spec *spec, const struct guest_shares *g, struct proto_start *s)
+{
+	char tag[GUEST_SHARE_TAG_SIZE];
+
+	if (g && g->root >= 0) {
+		guest_share_tag((unsigned int)g->root, tag);
+		s->root_device = strdup(tag);
+		s->root_fstype = strdup("virtiofs");
+	} else {
+		s->root_device = strdup("/dev/vda");
+		s->root_fstype = strdup("ext4");
+	}
+	s->root_readonly = spec->root && spec->root->readonly;
+	return s->root_device && s->root_fstype ? 0 : -ENOMEM;
+}
+
+static int conv_all(const struct oci_spec *spec, const struct oci_state *state, const struct guest_shares *g,
+                    struct proto_start *s)
 {
 	int r;
 
@@ -323,16 +291,14 @@ static int conv_all(const struct oci_spec *spec, const struct oci_state *state, 
 	s->process.cols = (uint16_t)spec->process->console_size.width;
 	s->hostname = str_dup(spec->hostname);
 	s->domainname = str_dup(spec->domainname);
-	s->root_device = strdup("/dev/vda");
-	s->root_fstype = strdup("ext4");
-	if (!s->root_device || !s->root_fstype)
-		return -ENOMEM;
-	s->root_readonly = spec->root && spec->root->readonly;
+	r = conv_root(spec, g, s);
+	if (r < 0)
+		return r;
 	if (spec->n_mounts && !(s->mounts = calloc(spec->n_mounts, sizeof(*s->mounts))))
 		return -ENOMEM;
 	s->n_mounts = spec->n_mounts;
 	for (size_t i = 0; i < spec->n_mounts; i++) {
-		r = conv_mount(&spec->mounts[i], i, &s->mounts[i]);
+		r = conv_mount(&spec->mounts[i], g && i < g->n_mounts ? &g->mounts[i] : NULL, &s->mounts[i]);
 		if (r < 0)
 			return r;
 	}
@@ -348,16 +314,22 @@ static int conv_all(const struct oci_spec *spec, const struct oci_state *state, 
 	return r;
 }
 
-int guest_spec_from_oci(const struct oci_spec *spec, const struct oci_state *state, struct proto_start *ret)
+int guest_spec_from_oci(const struct oci_spec *spec, const struct oci_state *state, const struct guest_shares *g,
+                        struct proto_start *ret)
 {
-	int r;
+	int r = 0;
 
 	*ret = (struct proto_start){0};
 	if (!spec->process)
 		return err_set(-EINVAL, "config.json: process: missing");
-	r = guest_spec_check(spec);
+	/* Every bind mount must have its share. */
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		if (guest_mount_is_bind(&spec->mounts[i]) && !(g && i < g->n_mounts && g->mounts[i].share >= 0) &&
+		    !guest_mount_is_shm(&spec->mounts[i], &(unsigned long long){0}))
+			return err_set(-EINVAL, "mounts[%zu] (%s): a bind mount without a shared directory", i,
+			               spec->mounts[i].destination);
 	if (r >= 0)
-		r = conv_all(spec, state, ret);
+		r = conv_all(spec, state, g, ret);
 	if (r < 0) {
 		proto_start_free(ret);
 		if (r == -ENOMEM)

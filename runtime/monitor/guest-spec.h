@@ -14,29 +14,32 @@
 #include "runtime/host/rootfs-image.h"
 #include "runtime/sandbox/guest-channel.h"
 
-/* Host files a bind mount may copy in (resolv.conf, hosts, hostname...). */
-#define GUEST_SPEC_MAX_COPIED_FILE (1u << 20)
+struct guest_shares;
 
-/* Fill *ret from spec: the root disk is /dev/vda (ext4). Host bind mounts
- * of regular files are carried inline; any other host bind mount, and a
- * terminal, are refused with an error naming them (-ENOTSUP). state (may
- * be NULL) is the OCI state handed to hooks. *ret is owned by the caller
+/* Fill *ret from spec: the root is /dev/vda (ext4), or the root share of g
+ * (virtiofs); each bind mount names its share in g (guest-shares.h): its
+ * tag and the entry bound. A bind mount without one is refused (-EINVAL,
+ * naming it). g may be NULL for a spec without bind mounts. state (may be
+ * NULL) is the OCI state handed to hooks. *ret is owned by the caller
  * (proto_start_free()), also zeroed on failure. */
-int guest_spec_from_oci(const struct oci_spec *spec, const struct oci_state *state, struct proto_start *ret);
+int guest_spec_from_oci(const struct oci_spec *spec, const struct oci_state *state, const struct guest_shares *g,
+                        struct proto_start *ret);
 
 /* Give s a copy of the guest's network configuration (cfg NULL or without
  * interfaces: none, loopback only). Returns 0 or -ENOMEM. */
 int guest_spec_set_net(struct proto_start *s, const struct net_config *cfg);
 
-/* Whether the host side of a spec passes the checks of
- * guest_spec_from_oci() (used by create before anything is built). */
-int guest_spec_check(const struct oci_spec *spec);
+/* Whether the host side of a spec can be served: its bind mounts and,
+ * with rootfs (the bundle's rootfs directory; NULL: a disk image), a
+ * shared root, as guest_shares_plan() checks them (used by create before
+ * anything is built). */
+int guest_spec_check(const struct oci_spec *spec, const char *rootfs);
 
 /* The paths the guest mounts on or enters, for the root disk to have
- * (rootfs_image_build()): every mount destination (bind mounts, which are
- * of host files, are file points), /dev and the process's cwd. *ret is the
- * caller's to free; its paths are borrowed from spec. Returns 0 or
- * -ENOMEM. */
+ * (rootfs_image_build()): every mount destination (binds of host files
+ * are file points, the rest directories), /dev and the process's cwd.
+ * *ret is the caller's to free; its paths are borrowed from spec. Returns
+ * 0 or -ENOMEM. */
 int guest_spec_mount_points(const struct oci_spec *spec, struct rootfs_mount_point **ret, size_t *ret_n);
 
 /* Fill *ret from an exec'd process (runc exec's process.json): as START's

@@ -64,6 +64,14 @@ int monitor_checkpoint(struct monitor *m, bool leave_running, const char *dir, i
 
 	if (m->exited)
 		return err_set(-ESRCH, "container not running");
+	/* Refused before anything is paused or written. */
+	if (m->shares.n)
+		return err_set(-EOPNOTSUPP,
+		               "the container's VM shares %u host director%s with virtio-fs (%s%s): a VM with shared "
+		               "directories cannot be checkpointed: the guest's open files, locks and looked-up "
+		               "inodes there are host descriptors of its monitor",
+		               m->shares.n, m->shares.n == 1 ? "y" : "ies", m->shares.shares[0].dir,
+		               m->shares.n > 1 ? ", ..." : "");
 	r = check_file(snap_fd, "the VM");
 	if (r >= 0)
 		r = check_file(disk_fd, "the disk");

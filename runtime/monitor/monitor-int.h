@@ -15,6 +15,7 @@
 #include <termios.h>
 
 #include "common/protocol.h"
+#include "runtime/monitor/guest-shares.h"
 #include "runtime/monitor/monitor.h"
 #include "runtime/sandbox/guest-channel.h"
 
@@ -61,6 +62,10 @@ struct monitor {
 	unsigned rows, cols; /* last size passed on */
 	int subs[MONITOR_MAX_SUBS]; /* `kvrun events` connections, or -1 */
 	uint64_t oom_kill; /* OOM kills in the container so far */
+	/* The host directories the VM shares (bind mounts, a shared root),
+	 * opened before the jail, and /proc/self/fd for their servers. */
+	struct guest_shares shares;
+	int proc_fd;
 };
 
 /* OOM from the guest: each new kill goes to the events subscribers. */

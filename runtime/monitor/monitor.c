@@ -63,7 +63,7 @@ static int create_container(struct monitor *m)
 		msg.u.start = m->early_start.u.start; /* built by bring_up */
 		m->early_start = (struct proto_msg){0};
 	} else {
-		r = guest_spec_from_oci(m->a->b->spec, m->a->c->state, &msg.u.start);
+		r = guest_spec_from_oci(m->a->b->spec, m->a->c->state, &m->shares, &msg.u.start);
 		if (r >= 0)
 			r = guest_spec_set_net(&msg.u.start, m->a->net ? &m->a->net->cfg : NULL);
 	}
@@ -181,13 +181,50 @@ static int host_setup(struct monitor *m)
 	return r;
 }
 
-/* A checkpoint's VM, or a new one (from a template or booted). */
-static int start_vm(struct monitor *m, const struct sandbox_opts *o)
+/* The host directories the VM shares, after the hooks (which may make a
+ * bind's source, as they may under runc) and before the jail: each one
+ * opened here, served relative to that descriptor only. A server keeps
+ * descriptors for what the guest looks up and opens (fs_server_opts), so
+ * the soft descriptor limit goes up to the hard one. */
+static int open_shares(struct monitor *m)
 {
-	_cleanup_free_ char *snap = NULL;
-
+	const char *rootfs = m->a->plan->rootfs_virtiofs ? m->a->b->rootfs : NULL;
+	struct rlimit rl;
 	int r;
 
+	r = guest_shares_plan(m->a->b->spec, rootfs, &m->shares);
+	if (r < 0 || !m->shares.n)
+		return r;
+	m->proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (m->proc_fd < 0)
+		return err_setsys(-errno, "open /proc/self/fd");
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			log_debug("raising RLIMIT_NOFILE: %s", strerror(errno));
+	}
+	for (unsigned int i = 0; i < m->shares.n; i++)
+		log_debug("shared directory %u: %s%s%s", i, m->shares.shares[i].dir,
+		          m->shares.shares[i].read_only ? " (read-only)" : "",
+		          (int)i == m->shares.root ? " (the root filesystem)" : "");
+	return 0;
+}
+
+/* Capabilities and system calls: a monitor with shares keeps a file
+ * server's (jail.h). */
+static int drop_caps(struct monitor *m)
+{
+	return m->shares.n ? jail_drop_caps_except(JAIL_FS_CAPS) : jail_drop_caps();
+}
+
+/* A checkpoint's VM, or a new one (from a template or booted). */
+static int start_vm(struct monitor *m, struct sandbox_opts *o)
+{
+	_cleanup_free_ char *snap = NULL;
+	char tags[GUEST_SHARES_MAX][GUEST_SHARE_TAG_SIZE];
+	int r;
+
+	o->nshares = guest_shares_to_sandbox(&m->shares, m->proc_fd, tags, o->shares);
 	if (!m->a->restore_dir) {
 		r = template_launch(o, &m->sb);
 	} else {
@@ -247,15 +284,18 @@ static int bring_up(struct monitor *m)
 	if (r >= 0)
 		r = serve_own_netns(m);
 	if (r >= 0)
+		r = open_shares(m);
+	if (r >= 0)
 		r = guest_channel_listen(&m->ch, CHAN_NR);
 	/* Hooks have run; the VM's threads start with nothing to inherit. */
 	if (r >= 0 && jail_enabled())
-		r = jail_drop_caps();
+		r = drop_caps(m);
 	if (r >= 0)
 		r = start_vm(
 		    m, &(struct sandbox_opts){.plan = a->plan,
-		                              .disks = {{.path = disk,
-		                                         .base = base,
+		                              /* A shared root: the disk stays without media, as a template's. */
+		                              .disks = {{.path = a->plan->rootfs_virtiofs ? NULL : disk,
+		                                         .base = a->plan->rootfs_virtiofs ? NULL : base,
 		                                         .read_only = a->b->spec->root && a->b->spec->root->readonly,
 		                                         .id = "rootfs"}},
 		                              .ndisks = 1,
@@ -270,7 +310,7 @@ static int bring_up(struct monitor *m)
 		/* Everything the guest does is left to finish_boot(), after create
 		 * has returned: the spec it needs is built now, while the state
 		 * is still ours. */
-		r = guest_spec_from_oci(a->b->spec, a->c->state, &m->early_start.u.start);
+		r = guest_spec_from_oci(a->b->spec, a->c->state, &m->shares, &m->early_start.u.start);
 		if (r >= 0)
 			r = guest_spec_set_net(&m->early_start.u.start, a->net ? &a->net->cfg : NULL);
 		if (r >= 0)
@@ -447,6 +487,11 @@ static void shut_down(struct monitor *m)
 	if (m->tty_raw)
 		console_restore(STDIN_FILENO, &m->tty_saved);
 	m->tty_raw = false;
+	/* The servers hold their own descriptors (gone with the VM). */
+	guest_shares_done(&m->shares);
+	if (m->proc_fd >= 0)
+		close(m->proc_fd);
+	m->proc_fd = -1;
 }
 
 /* Die the way the container's process died, so that our reaper sees it. */
@@ -470,13 +515,13 @@ _Noreturn void monitor_exit_like(uint32_t status)
 }
 
 /* Everything privileged is done: the seccomp allowlist for the rest. */
-static void enter_jail(void)
+static void enter_jail(struct monitor *m)
 {
 	if (!jail_enabled()) {
 		log_warn("monitor sandbox off ($KVRUN_JAIL=%s)", getenv("KVRUN_JAIL"));
 		return;
 	}
-	if (jail_seccomp(JAIL_MONITOR) < 0)
+	if (jail_seccomp(m->shares.n ? JAIL_MONITOR_FS : JAIL_MONITOR) < 0)
 		log_warn("monitor sandbox: %s: serving without a seccomp filter", err_msg());
 	else
 		log_debug("monitor sandbox on: no capabilities, no_new_privs, seccomp allowlist");
@@ -493,7 +538,8 @@ static _Noreturn void exit_boot_failed(struct monitor *m)
 
 _Noreturn void monitor_main(struct monitor_args *a)
 {
-	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1};
+	struct monitor m = {
+	    .a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1, .proc_fd = -1, .shares = {.root = -1}};
 	int r;
 
 	for (int i = 0; i < MONITOR_MAX_EXECS; i++)
@@ -544,7 +590,7 @@ _Noreturn void monitor_main(struct monitor_args *a)
 			exit_boot_failed(&m);
 		}
 	}
-	enter_jail();
+	enter_jail(&m);
 	r = serve(&m);
 	if (r < 0) {
 		log_error("%s", err_msg());

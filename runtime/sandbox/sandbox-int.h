@@ -18,6 +18,10 @@ struct sandbox *sandbox_alloc(void);
 int sandbox_make(struct sandbox *s, const struct sandbox_opts *o, const struct vm_config *cfg,
                  const struct virtio_net_opts *saved, unsigned int nr_saved);
 
+/* Give slot i (a virtio-fs device without a directory) the shared
+ * directory sh. */
+int sandbox_share_attach(struct sandbox *s, unsigned int i, const struct sandbox_share *sh);
+
 /* Whether a checkpoint whose network devices were saved with saved[0..
  * nr_saved) can be restored with cfg's interfaces (NULL: none): as many,
  * and none with a larger MTU than its device (the guest's driver took that

@@ -34,9 +34,11 @@ _Static_assert(SANDBOX_MAX_DISKS <= 8, "name every disk");
 static const char *const net_names[] = {"virtio-net0", "virtio-net1", "virtio-net2", "virtio-net3",
                                         "virtio-net4", "virtio-net5", "virtio-net6", "virtio-net7"};
 _Static_assert(NET_CONFIG_MAX_IFACES <= 8, "name every net device");
-static const char *const share_names[] = {"virtio-fs0", "virtio-fs1", "virtio-fs2", "virtio-fs3",
-                                          "virtio-fs4", "virtio-fs5", "virtio-fs6", "virtio-fs7"};
-_Static_assert(SANDBOX_MAX_SHARES <= 8, "name every shared directory");
+static const char *const share_names[] = {"virtio-fs0",  "virtio-fs1",  "virtio-fs2",  "virtio-fs3",
+                                          "virtio-fs4",  "virtio-fs5",  "virtio-fs6",  "virtio-fs7",
+                                          "virtio-fs8",  "virtio-fs9",  "virtio-fs10", "virtio-fs11",
+                                          "virtio-fs12", "virtio-fs13", "virtio-fs14", "virtio-fs15"};
+_Static_assert(SANDBOX_MAX_SHARES <= 16, "name every shared directory");
 
 static unsigned int snapshot_devs(struct sandbox *s, struct snapshot_dev *out)
 {
@@ -56,7 +58,7 @@ static unsigned int snapshot_devs(struct sandbox *s, struct snapshot_dev *out)
 	for (unsigned int i = 0; i < s->nr_nets; i++)
 		out[n++] =
 		    (struct snapshot_dev){net_names[i], virtio_net_state_save, virtio_net_state_load, s->nets[i]};
-	/* Their save fails, naming the share: see virtio/fs/fs.h. */
+	/* An attached one's save fails, naming the share: see virtio/fs/fs.h. */
 	for (unsigned int i = 0; i < s->nshares; i++)
 		out[n++] =
 		    (struct snapshot_dev){share_names[i], virtio_fs_state_save, virtio_fs_state_load, s->shares[i]};
@@ -200,6 +202,39 @@ static int saved_nets(struct vm_snapshot *snap, const struct sandbox_opts *o, st
 	return sandbox_check_saved_nets(saved, n, o->net ? &o->net->cfg : NULL);
 }
 
+/* The saved VM's shared directory devices (slots without a directory:
+ * only those can be saved), made again as such. */
+static unsigned int saved_shares(struct vm_snapshot *snap)
+{
+	unsigned int n = 0;
+
+	while (n < SANDBOX_MAX_SHARES && vm_snapshot_has_device(snap, share_names[n]))
+		n++;
+	return n;
+}
+
+/* After the load: o's shared directories into the slots, in order. */
+static int attach_shares(struct sandbox *s, const struct sandbox_opts *o, bool template, bool *ret_fatal)
+{
+	for (unsigned int i = 0; i < o->nshares; i++) {
+		int r;
+
+		if (i >= s->nshares) {
+			*ret_fatal = true;
+			return err_set(-ENOSPC, "%u shared directories, the %s has %u slots for them", o->nshares,
+			               template ? "template" : "checkpoint", s->nshares);
+		}
+		r = sandbox_share_attach(s, i, &o->shares[i]);
+		if (r < 0) {
+			*ret_fatal = true;
+			return r;
+		}
+		log_debug("shared directory %s: attached to the %s's slot %s", o->shares[i].dir,
+		          template ? "template" : "checkpoint", virtio_fs_tag(s->shares[i]));
+	}
+	return 0;
+}
+
 /* Where a restore's time goes, CLOCK_MONOTONIC ns at the end of each step. */
 struct restore_times {
 	uint64_t t0, lookup, open, create, load, start;
@@ -254,6 +289,10 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 	if (template && o->net)
 		empty.template_nics = o->net->cfg.nr_ifaces;
 	empty.net = NULL;
+	/* Shared directories: slots without a directory, as saved, then
+	 * attached. */
+	empty.nshares = 0;
+	empty.template_shares = saved_shares(snap);
 	r = template ? 0 : saved_nets(snap, o, saved, &nsaved);
 	if (r >= 0)
 		r = sandbox_make(s, &empty, &cfg, template ? NULL : saved, nsaved);
@@ -273,6 +312,9 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 		if (r < 0)
 			return r;
 	}
+	r = attach_shares(s, o, template, ret_fatal);
+	if (r < 0)
+		return r;
 	t->load = vm_now_ns();
 	r = o->stopped ? 0 : vm_start(s->vm);
 	t->start = vm_now_ns();

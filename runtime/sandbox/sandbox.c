@@ -198,29 +198,76 @@ static int add_disk(struct sandbox *s, const struct sandbox_disk *d, unsigned in
 	return attach(s, virtio_blk_mmio(s->disks[i]), true, NULL);
 }
 
-static int add_share(struct sandbox *s, const struct sandbox_share *sh, unsigned int i)
+void sandbox_share_tag(unsigned int i, char *buf, size_t size)
+{
+	snprintf(buf, size, "kvrun-fs%u", i);
+}
+
+int sandbox_share_attach(struct sandbox *s, unsigned int i, const struct sandbox_share *sh)
 {
 	struct virtio_fs_opts fo;
 	int r;
 
 	virtio_fs_opts_default(&fo);
-	fo.tag = sh->tag;
 	fo.server.root = sh->dir;
+	fo.server.root_fd = sh->dir_fd > 0 ? sh->dir_fd : -1;
+	fo.server.proc_fd = sh->proc_fd > 0 ? sh->proc_fd : -1;
+	fo.server.root_names = sh->names;
 	fo.server.read_only = sh->read_only;
-	r = virtio_fs_new(&s->vm->mem, &fo, &s->shares[i]);
+	r = virtio_fs_attach(s->shares[i], &fo.server, sh->workers ? sh->workers : fo.workers);
+	return r < 0 ? err_prefix(r, "shared directory %s", sh->dir) : 0;
+}
+
+/* Shared directory i: a device for sh, or without a directory when sh is
+ * NULL (a template's slot, tag sandbox_share_tag(i)). */
+static int add_share(struct sandbox *s, const struct sandbox_share *sh, unsigned int i)
+{
+	struct virtio_fs_opts fo;
+	char tag[32];
+	int r;
+
+	virtio_fs_opts_default(&fo);
+	sandbox_share_tag(i, tag, sizeof(tag));
+	fo.tag = sh ? sh->tag : tag;
+	r = virtio_fs_new_detached(&s->vm->mem, &fo, &s->shares[i]);
 	if (r < 0)
-		return err_prefix(r, "shared directory %s", sh->dir);
+		return sh ? err_prefix(r, "shared directory %s", sh->dir) : r;
 	s->nshares = i + 1;
+	if (sh && (r = sandbox_share_attach(s, i, sh)) < 0)
+		return r;
 	return attach(s, virtio_fs_mmio(s->shares[i]), true, NULL);
+}
+
+/* Every virtio device takes an interrupt line: say so before making any
+ * when there are more than the VM has. */
+static int check_lines(const struct sandbox_opts *o, unsigned int nets, unsigned int shares)
+{
+	unsigned int have = VM_IRQ_LAST - VM_IRQ_FIRST + 1 - (o->test_device ? 1 : 0);
+	unsigned int need = o->ndisks + (o->vsock_path ? 1 : 0) + nets + shares;
+
+	if (need <= have)
+		return 0;
+	return err_set(-ENOSPC,
+	               "the VM would need %u interrupt lines (%u disk(s), %s, %u network device(s), %u shared "
+	               "director%s) and has %u",
+	               need, o->ndisks, o->vsock_path ? "a vsock device" : "no vsock device", nets, shares,
+	               shares == 1 ? "y" : "ies", have);
 }
 
 static int add_virtio(struct sandbox *s, const struct sandbox_opts *o, const struct virtio_net_opts *saved,
                       unsigned int nr_saved)
 {
+	unsigned int nshares = o->template_shares ? o->template_shares : o->nshares;
+	unsigned int nets = saved ? nr_saved : o->template_nics ? o->template_nics : o->net ? o->net->cfg.nr_ifaces : 0;
 	int r = 0;
 
 	if (o->ndisks > SANDBOX_MAX_DISKS)
 		return err_set(-EINVAL, "%u disks (at most %d)", o->ndisks, SANDBOX_MAX_DISKS);
+	if (nshares > SANDBOX_MAX_SHARES)
+		return err_set(-EINVAL, "%u shared directories (at most %d)", nshares, SANDBOX_MAX_SHARES);
+	if (o->template_shares && o->nshares)
+		return err_set(-EINVAL, "a template's VM has no shared directory of a container");
+	r = check_lines(o, nets, nshares);
 	for (unsigned int i = 0; r >= 0 && i < o->ndisks; i++)
 		r = add_disk(s, &o->disks[i], i);
 	if (r >= 0 && o->vsock_path) {
@@ -231,10 +278,8 @@ static int add_virtio(struct sandbox *s, const struct sandbox_opts *o, const str
 	}
 	if (r >= 0)
 		r = add_nets(s, o, saved, nr_saved);
-	if (r >= 0 && o->nshares > SANDBOX_MAX_SHARES)
-		return err_set(-EINVAL, "%u shared directories (at most %d)", o->nshares, SANDBOX_MAX_SHARES);
-	for (unsigned int i = 0; r >= 0 && i < o->nshares; i++)
-		r = add_share(s, &o->shares[i], i);
+	for (unsigned int i = 0; r >= 0 && i < nshares; i++)
+		r = add_share(s, o->template_shares ? NULL : &o->shares[i], i);
 	return r;
 }
 

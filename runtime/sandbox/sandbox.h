@@ -23,6 +23,7 @@
 #define KVRUN_RUNTIME_SANDBOX_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "runtime/host/netns.h"
@@ -36,8 +37,13 @@
 #define SANDBOX_GUEST_CID 3
 /* Disks a VM may have. */
 #define SANDBOX_MAX_DISKS 8
-/* Shared directories a VM may have. */
-#define SANDBOX_MAX_SHARES 8
+/* Shared directories a VM may have (interrupt lines permitting: see
+ * sandbox_make()). */
+#define SANDBOX_MAX_SHARES 16
+/* The shared directory slots of a template (virtio-fs devices without a
+ * directory, tags sandbox_share_tag()), which a container's shares get
+ * after the restore. */
+#define SANDBOX_TEMPLATE_SHARES 8
 /* Virtio slots: the disks, the vsock device, the network devices, the
  * shared directories. */
 #define SANDBOX_NR_VIRTIO (SANDBOX_MAX_DISKS + 1 + NET_CONFIG_MAX_IFACES + SANDBOX_MAX_SHARES)
@@ -53,8 +59,12 @@ struct sandbox_disk {
  * (virtio/fs/fs.h). */
 struct sandbox_share {
 	const char *tag; /* 1 to 36 bytes */
-	const char *dir;
+	const char *dir; /* opened by path unless dir_fd is given; named in messages */
 	bool read_only;
+	int dir_fd; /* > 0: the directory, opened (O_PATH, borrowed): nothing is resolved by path */
+	int proc_fd; /* > 0: /proc/self/fd, opened (borrowed) */
+	char *const *names; /* NULL: the whole directory; else only these entries of it (fs_server_opts) */
+	unsigned int workers; /* request threads; 0: the device's default */
 };
 
 struct sandbox_opts {
@@ -69,6 +79,9 @@ struct sandbox_opts {
 	struct sandbox_disk disks[SANDBOX_MAX_DISKS];
 	unsigned int ndisks;
 	const char *vsock_path; /* guest port P reaches <vsock_path>_P; NULL: no vsock device */
+	/* Shared directories. A template restored gets them after the load,
+	 * in its slots, in this order: a template must have at least nshares
+	 * slots (template_launch() boots instead). */
 	struct sandbox_share shares[SANDBOX_MAX_SHARES];
 	unsigned int nshares;
 	const char *console_path; /* guest console log (appended), NULL: off */
@@ -82,6 +95,9 @@ struct sandbox_opts {
 	 * without a backend (link down), sandbox_template_mac(i) as MAC,
 	 * SANDBOX_TEMPLATE_MTU, sandbox_net_queue_pairs() pairs. */
 	unsigned int template_nics;
+	/* A template's VM: this many virtio-fs devices without a directory
+	 * (slots; shares must be 0), tags sandbox_share_tag(i). */
+	unsigned int template_shares;
 	/* Leave the vCPUs stopped: the caller sets up what must be in place
 	 * before the guest runs, then calls vm_start(). */
 	bool stopped;
@@ -100,6 +116,10 @@ struct sandbox_opts {
  * 02:6b:76:74:00:<i>); guest-init changes it to the container's. */
 void sandbox_template_mac(unsigned int i, uint8_t mac[6]);
 
+/* The tag of a template's shared directory slot i ("kvrun-fs<i>"), which
+ * a container's share i gets: buf of at least 16 bytes. */
+void sandbox_share_tag(unsigned int i, char *buf, size_t size);
+
 /* Queue pairs of each network device of a VM of plan p: one per vCPU (each
  * can send without contention), at most NET_MAX_QUEUE_PAIRS. */
 unsigned int sandbox_net_queue_pairs(const struct vm_plan *p);
@@ -115,7 +135,7 @@ struct sandbox {
 	struct virtio_net *nets[NET_CONFIG_MAX_IFACES];
 	unsigned int nr_nets;
 	struct virtio_fs *shares[SANDBOX_MAX_SHARES];
-	unsigned int nshares;
+	unsigned int nshares; /* devices, attached or not */
 	unsigned int nr_slots; /* virtio slots taken */
 	struct irq_line lines[SANDBOX_NR_VIRTIO];
 	int notify_fds[SANDBOX_NR_VIRTIO];

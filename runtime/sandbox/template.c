@@ -68,10 +68,11 @@ int template_key(const struct vm_plan *p, unsigned int nics, char **ret_text, ch
 		return r;
 	if (asprintf(ret_text,
 	             "build kvrun %s %s\nkernel %s %llu %llu %lld %lld.%09ld\ninitrd %" PRIu64 " %08x\n"
-	             "cmdline %s\nacpi %d\nvcpus %u\nmemory %" PRIu64 "\nnics %u\n",
+	             "cmdline %s\nacpi %d\nvcpus %u\nmemory %" PRIu64 "\nnics %u\nshares %u\n",
 	             KVRUN_VERSION, KVRUN_COMMIT, p->kernel, (unsigned long long)st.st_dev,
 	             (unsigned long long)st.st_ino, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
-	             st.st_mtim.tv_nsec, isize, icrc, cmdline, p->use_acpi, p->ncpus, p->mem_size, nics) < 0)
+	             st.st_mtim.tv_nsec, isize, icrc, cmdline, p->use_acpi, p->ncpus, p->mem_size, nics,
+	             SANDBOX_TEMPLATE_SHARES) < 0)
 		return -ENOMEM;
 	snprintf(id, TEMPLATE_ID_LEN + 1, "%016" PRIx64, fnv1a64(*ret_text, strlen(*ret_text)));
 	return 0;
@@ -146,7 +147,8 @@ static int boot_and_save(const struct vm_plan *p, unsigned int nics, const char 
 		                                         .ndisks = 1,
 		                                         .vsock_path = ch.base,
 		                                         .console_path = console,
-		                                         .template_nics = nics},
+		                                         .template_nics = nics,
+		                                         .template_shares = SANDBOX_TEMPLATE_SHARES},
 		                  &ch.sb);
 	if (r >= 0)
 		r = reach_ready(&ch);
@@ -278,6 +280,11 @@ int template_launch(const struct sandbox_opts *o, struct sandbox **ret)
 		log_warn("looking for a template: %s", err_msg());
 		err_clear();
 		r = 0;
+	}
+	if (r == 1 && o->nshares > SANDBOX_TEMPLATE_SHARES) {
+		log_info("VM: cold boot (%u shared directories, a template has %d slots for them)", o->nshares,
+		         SANDBOX_TEMPLATE_SHARES);
+		return sandbox_start(o, ret);
 	}
 	if (r == 0) {
 		log_info("VM: cold boot (%s)", o->plan->use_templates ? "no template" : "templates off");

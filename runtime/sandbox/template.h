@@ -8,9 +8,11 @@
  * line, whether ACPI describes the devices, vCPUs, RAM and the
  * devices (one root disk without media, the vsock device, N network
  * devices without a backend, whose queue pairs follow the vCPUs: see
- * sandbox_net_queue_pairs()). A container uses the template with as many
+ * sandbox_net_queue_pairs(), SANDBOX_TEMPLATE_SHARES virtio-fs slots
+ * without a directory). A container uses the template with as many
  * network devices as its namespace has interfaces; their TAPs are attached
- * after the restore. Files in the plan's template_dir:
+ * after the restore, and its shared directories to the first slots (one
+ * with more shares than slots boots instead). Files in the plan's template_dir:
  *   <id>.snap   the snapshot (vmm/snapshot.h), written atomically
  *   <id>.key    the key's text, which a lookup compares in full
  * where <id> is 16 hex digits of a 64-bit FNV-1a hash of the key.

@@ -373,6 +373,22 @@ static int plan_templates(const struct oci_spec *spec, const struct kvrun_config
 	return p->template_dir ? 0 : -ENOMEM;
 }
 
+/* The root filesystem: the annotation, else the config file, else block. */
+static int plan_rootfs(const struct oci_spec *spec, const struct kvrun_config *cfg, struct vm_plan *p)
+{
+	const char *ann = oci_map_get(&spec->annotations, VM_CONFIG_ANNOTATION_ROOTFS);
+	enum kvrun_rootfs_mode mode = cfg->rootfs;
+	int r;
+
+	if (ann) {
+		r = kvrun_rootfs_mode_parse(ann, "annotation " VM_CONFIG_ANNOTATION_ROOTFS, &mode);
+		if (r < 0)
+			return r;
+	}
+	p->rootfs_virtiofs = mode == KVRUN_ROOTFS_VIRTIOFS;
+	return 0;
+}
+
 static void log_plan(const struct kernel_choice *ch, const struct vm_plan *p)
 {
 	log_debug("kernel %s (from %s), release %s: %s%s%s, devices described by %s", p->kernel, ch->from,
@@ -411,6 +427,8 @@ int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm
 		r = vm_plan_cpus(res, cfg.cpus, &p.ncpus);
 	if (r >= 0)
 		r = plan_templates(spec, &cfg, &p);
+	if (r >= 0)
+		r = plan_rootfs(spec, &cfg, &p);
 	p.early_create = cfg.early_create;
 	env = getenv("KVRUN_ROOTFS_CACHE");
 	if (r >= 0 && !cfg.rootfs_cache_off && !(env && strcmp(env, "0") == 0))

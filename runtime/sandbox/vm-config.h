@@ -47,6 +47,10 @@
 /* What the root disk cache keeps of images no container uses. */
 #define VM_CONFIG_ROOTFS_CACHE_SIZE (1ULL << 30)
 #define VM_CONFIG_ANNOTATION_TEMPLATE "io.kvrun.template"
+/* How the bundle's root filesystem reaches the guest: "block" (an ext4
+ * image of it, the default) or "virtiofs" (the directory, shared); wins
+ * over "rootfs" in the config file. */
+#define VM_CONFIG_ANNOTATION_ROOTFS "io.kvrun.rootfs"
 
 struct vm_plan {
 	char *kernel; /* absolute path of the kernel */
@@ -67,6 +71,10 @@ struct vm_plan {
 	 * keeps rootfs_cache_size bytes of images no container uses. */
 	char *rootfs_cache_dir;
 	uint64_t rootfs_cache_size;
+	/* The root filesystem is the bundle's directory shared with virtio-fs
+	 * (config "rootfs": "virtiofs", annotation io.kvrun.rootfs), not a
+	 * disk image of it. */
+	bool rootfs_virtiofs;
 };
 
 /* Decide the plan for spec. kernel_flag is the global --kernel flag (NULL

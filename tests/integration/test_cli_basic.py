@@ -74,6 +74,9 @@ def main():
     for key in ("ociVersionMin", "ociVersionMax", "hooks", "mountOptions", "linux"):
         t.ok(key in f, f"features has {key}")
     t.ok(isinstance(f.get("linux", {}).get("namespaces"), list), "features lists linux namespaces")
+    ann = f.get("annotations", {})
+    t.ok("virtio-fs" in ann.get("io.kvrun.mounts.bind", "") and ann.get("io.kvrun.rootfs") == "block,virtiofs",
+         "features: what kvrun does with bind mounts and the root filesystem", json.dumps(ann))
     t.ok("io.kvrun." in f.get("potentiallyUnsafeConfigAnnotations", []),
          "features: kvrun's annotations (host file paths) are potentially unsafe", p.stdout[-300:])
     p = kvrun("features", "extra")

@@ -6,6 +6,7 @@ Needs no kernel that boots (a bogus one is enough) and finishes in seconds."""
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 
@@ -55,9 +56,15 @@ def main():
     with open(bad_config, "w") as f:
         f.write('{"kernel": "/x", "memroy": 5}')
 
-    def bind_dir(spec):
-        spec["mounts"].append({"destination": "/data", "type": "bind", "source": hostdir,
-                               "options": ["rbind", "rw"]})
+    sock_path = os.path.join(tmp, "a.sock")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(sock_path)
+
+    def bind(source, dest="/data"):
+        def mutate(spec):
+            spec["mounts"].append({"destination": dest, "type": "bind", "source": source,
+                                   "options": ["rbind", "rw"]})
+        return mutate
 
     def terminal(spec):
         spec["process"]["terminal"] = True
@@ -81,8 +88,16 @@ def main():
          ["kernel /nope4", "--kernel", "No such file"]),
         ("bad kvrun config file", {}, {"KVRUN_CONFIG": bad_config, "KVRUN_KERNEL": ""}, ["run"],
          ["bad-config.json", "unknown key", "memroy"]),
-        ("host directory bind mount", dict(mutate=bind_dir), {"KVRUN_KERNEL": bogus_kernel}, ["run"],
-         ["mounts[", hostdir, "/data", "not supported"]),
+        ("bind mount source that does not exist", dict(mutate=bind(os.path.join(tmp, "nope"))),
+         {"KVRUN_KERNEL": bogus_kernel}, ["run"], ["mounts[", "(/data)", "nope", "No such file"]),
+        ("bind mount source that is a socket", dict(mutate=bind(sock_path)), {"KVRUN_KERNEL": bogus_kernel},
+         ["create"], ["mounts[", "(/data)", sock_path, "is a socket"]),
+        ("bind mount source that is a device", dict(mutate=bind("/dev/null", "/dev/mynull")),
+         {"KVRUN_KERNEL": bogus_kernel}, ["run"], ["mounts[", "(/dev/mynull)", "is a character device"]),
+        ("bind mount source that is not absolute", dict(mutate=bind("relative/dir")),
+         {"KVRUN_KERNEL": bogus_kernel}, ["run"], ["mounts[", "(/data)", "absolute"]),
+        ("host directory bind mount, kernel the VM cannot load (the share opened, then the monitor fails)",
+         dict(mutate=bind(hostdir)), {"KVRUN_KERNEL": bogus_kernel}, ["create"], ["not-a-kernel"]),
         ("terminal", dict(mutate=terminal), {"KVRUN_KERNEL": bogus_kernel}, ["run", "--detach"],
          ["console socket"]),
         ("kernel the VM cannot load (monitor fails)", {}, {"KVRUN_KERNEL": bogus_kernel}, ["run"],
@@ -103,6 +118,8 @@ def main():
         t.eq(left, [], f"{name}: nothing left under --root")
         t.eq(processes_mentioning(root), [], f"{name}: no process left")
 
+    t.eq(os.listdir(hostdir), [], "the shared directory is as it was")
+    sock.close()
     shutil.rmtree(tmp, ignore_errors=True)
     t.done()
 

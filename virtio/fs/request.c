@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A request's arguments and its reply (server-int.h): what every operation
+/* A request's arguments and its reply (server-int.h), and which names of
+ * a share's root the client may see and change: what every operation
  * uses, below the dispatcher in server.c. */
 #include <errno.h>
 #include <limits.h>
@@ -69,4 +70,19 @@ int fs_arg_name(struct fs_ctx *c, size_t off, const char **ret, size_t *ret_next
 		return -EINVAL;
 	*ret = name;
 	return 0;
+}
+
+bool fs_name_visible(const struct fs_server *s, const struct fs_inode *dir, const char *name)
+{
+	if (!s->root_names || dir != s->it.root)
+		return true;
+	for (char **n = s->root_names; *n; n++)
+		if (!strcmp(*n, name))
+			return true;
+	return false;
+}
+
+int fs_dir_check_change(const struct fs_server *s, const struct fs_inode *dir)
+{
+	return s->root_names && dir == s->it.root ? -EPERM : 0;
 }

@@ -98,21 +98,6 @@ void fs_server_opts_default(struct fs_server_opts *o)
 	o->proc_fd = -1;
 }
 
-bool fs_name_visible(const struct fs_server *s, const struct fs_inode *dir, const char *name)
-{
-	if (!s->root_names || dir != s->it.root)
-		return true;
-	for (char **n = s->root_names; *n; n++)
-		if (!strcmp(*n, name))
-			return true;
-	return false;
-}
-
-int fs_dir_check_change(const struct fs_server *s, const struct fs_inode *dir)
-{
-	return s->root_names && dir == s->it.root ? -EPERM : 0;
-}
-
 /* ---- INIT and DESTROY ---------------------------------------------- */
 
 static int fs_op_init(struct fs_ctx *c)

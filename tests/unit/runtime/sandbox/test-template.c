@@ -95,6 +95,7 @@ TEST(key_lookup_list_remove)
 	ok(strlen(id) == TEMPLATE_ID_LEN, "id is %d hex digits: %s", TEMPLATE_ID_LEN, id);
 	ok(strstr(text, "vcpus 1\n") && strstr(text, "memory 268435456\n") && strstr(text, "nics 0\n"),
 	   "the key names the VM's shape");
+	ok(strstr(text, "shares 8\n") != NULL, "and its shared directory slots");
 	is_int(template_key(&p, 0, &text2, id2), 0);
 	is_str(id2, id);
 	free(text2);

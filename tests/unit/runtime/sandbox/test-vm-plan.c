@@ -1,22 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The pieces of create that need no VM: kvrun's config file, the kernel
- * lookup, the command line, the START spec built from a bundle, and the
- * root disk image. */
+ * lookup, the command line, the root filesystem's mode and the root disk
+ * image (the START spec built from a bundle: tests/unit/runtime/monitor). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
-#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/fileio.h"
 #include "oci-spec/kvrun-config.h"
-#include "runtime/monitor/guest-spec.h"
 #include "runtime/host/rootfs-image.h"
 #include "runtime/sandbox/vm-config.h"
 #include "tap.h"
@@ -75,6 +72,23 @@ TEST(config_file)
 		is_int(kvrun_config_parse(j, strlen(j), "cfg", &c), -EINVAL);
 		is_str(err_msg(), "cfg: rootfs_cache: expected true or false");
 	}
+	ok(c.rootfs == KVRUN_ROOTFS_UNSET, "rootfs: unset by default");
+	{
+		const char *j = "{\"rootfs\": \"virtiofs\"}";
+
+		is_int(kvrun_config_parse(j, strlen(j), "cfg", &c), 0);
+		ok(c.rootfs == KVRUN_ROOTFS_VIRTIOFS, "rootfs virtiofs");
+		kvrun_config_clear(&c);
+		j = "{\"rootfs\": \"block\"}";
+		is_int(kvrun_config_parse(j, strlen(j), "cfg", &c), 0);
+		ok(c.rootfs == KVRUN_ROOTFS_BLOCK, "rootfs block");
+		kvrun_config_clear(&c);
+		j = "{\"rootfs\": \"nfs\"}";
+		is_int(kvrun_config_parse(j, strlen(j), "cfg", &c), -EINVAL);
+		is_str(err_msg(), "cfg: rootfs: expected \"block\" or \"virtiofs\", not \"nfs\"");
+		j = "{\"rootfs\": true}";
+		is_int(kvrun_config_parse(j, strlen(j), "cfg", &c), -EINVAL);
+	}
 	is_int(kvrun_config_parse("{\"cpus\": 0}", 11, "cfg", &c), -EINVAL);
 	is_int(kvrun_config_parse("{\"memory\": \"lots\"}", 18, "cfg", &c), -EINVAL);
 	is_int(kvrun_config_parse("[1]", 3, "cfg", &c), -EINVAL);
@@ -132,9 +146,31 @@ TEST(kernel_lookup)
 	setenv("KVRUN_EMULATING_HOST", "1", 1);
 	is_int(vm_plan_make(s, NULL, &p), 0);
 	is_int(p.ncpus, 1);
+	ok(!p.rootfs_virtiofs, "the root filesystem is a disk image by default");
 	vm_plan_done(&p);
 	oci_spec_free(s);
 	unsetenv("KVRUN_EMULATING_HOST");
+
+	/* The root filesystem: the config file, then the annotation. */
+	snprintf(json, sizeof(json), "{\"kernel\": \"%s\", \"rootfs\": \"virtiofs\"}", kernel);
+	is_int(write_file_atomic(cfg, json, strlen(json), 0644), 0);
+	s = spec_from("{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}}");
+	is_int(vm_plan_make(s, NULL, &p), 0);
+	ok(p.rootfs_virtiofs, "config rootfs virtiofs");
+	vm_plan_done(&p);
+	oci_spec_free(s);
+	s = spec_from("{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}, \"annotations\": "
+	              "{\"io.kvrun.rootfs\": \"block\"}}");
+	is_int(vm_plan_make(s, NULL, &p), 0);
+	ok(!p.rootfs_virtiofs, "the annotation wins");
+	vm_plan_done(&p);
+	oci_spec_free(s);
+	s = spec_from("{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}, \"annotations\": "
+	              "{\"io.kvrun.rootfs\": \"disk\"}}");
+	is_int(vm_plan_make(s, NULL, &p), -EINVAL);
+	ok(strstr(err_msg(), "annotation io.kvrun.rootfs") != NULL, "a bad annotation is named: %s", err_msg());
+	oci_spec_free(s);
+	unlink(cfg);
 }
 
 static struct oci_spec *res_spec(const char *resources)
@@ -227,104 +263,6 @@ TEST(cmdline)
 	is_int(vm_plan_cmdline(&p, devs, &c), 0);
 	ok(strstr(c, " noxsave ") && strstr(c, " pvmhost=1 virtio_mmio"), "emulating-host quirks: %s", c);
 	free(c);
-}
-
-TEST(guest_spec)
-{
-	char hosts[256], json[1200];
-	struct proto_start st;
-	struct oci_spec *s;
-
-	snprintf(hosts, sizeof(hosts), "%s/hosts", tmp);
-	is_int(write_file_atomic(hosts, "127.0.0.1 x\n", 12, 0640), 0);
-	snprintf(
-	    json, sizeof(json),
-	    "{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\", \"readonly\": true}, \"hostname\": \"h\","
-	    "\"process\": {\"args\": [\"/bin/sh\", \"-c\", \"x\"], \"env\": [\"A=1\"], \"cwd\": \"/w\","
-	    "\"user\": {\"uid\": 5, \"gid\": 6, \"additionalGids\": [7]}, \"capabilities\": {\"bounding\": "
-	    "[\"CAP_CHOWN\", \"CAP_KILL\", \"CAP_NOPE\"]}, \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"hard\": "
-	    "10, \"soft\": 9}]},"
-	    "\"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"},"
-	    "{\"destination\": \"/etc/hosts\", \"type\": \"bind\", \"source\": \"%s\", \"options\": [\"rbind\", "
-	    "\"ro\"]}],"
-	    "\"linux\": {\"maskedPaths\": [\"/proc/kcore\"], \"sysctl\": {\"net.ipv4.ip_forward\": \"1\"}}}",
-	    hosts);
-	s = spec_from(json);
-	is_int(guest_spec_from_oci(s, NULL, &st), 0);
-	is_str(st.process.args[2], "x");
-	is_str(st.process.env[0], "A=1");
-	is_str(st.process.cwd, "/w");
-	is_int(st.process.uid, 5);
-	is_int(st.process.additional_gids[0], 7);
-	ok(st.process.has_caps && st.process.cap_bounding == ((1ULL << 0) | (1ULL << 5)), "capability mask");
-	ok(st.process.rlimits[0].soft == 9, "rlimit");
-	ok(st.process.stdin_port == GUEST_PORT_STDIN && st.process.stderr_port == GUEST_PORT_STDERR, "stdio ports");
-	ok(st.root_readonly, "read-only root");
-	is_str(st.root_device, "/dev/vda");
-	is_str(st.hostname, "h");
-	ok(!st.mounts[0].has_data, "proc is mounted in the guest");
-	ok(st.mounts[1].has_data && st.mounts[1].data_len == 12 && memcmp(st.mounts[1].data, "127.0.0.1 x\n", 12) == 0,
-	   "a host file is carried inline");
-	is_int(st.mounts[1].data_mode, 0640);
-	is_str(st.masked_paths[0], "/proc/kcore");
-	is_str(st.sysctl[0].value, "1");
-	proto_start_free(&st);
-	oci_spec_free(s);
-
-	snprintf(json, sizeof(json),
-	         "{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}, \"process\": {\"args\": [\"/x\"], "
-	         "\"cwd\": \"/\"}, \"mounts\": [{\"destination\": \"/data\", \"type\": \"none\", \"source\": \"%s\", "
-	         "\"options\": [\"bind\"]}]}",
-	         tmp);
-	s = spec_from(json);
-	is_int(guest_spec_check(s), -ENOTSUP);
-	ok(strstr(err_msg(), "mounts[0]: bind mount of ") && strstr(err_msg(), " on /data is not supported"),
-	   "a directory bind mount is refused by name: %s", err_msg());
-	is_int(guest_spec_from_oci(s, NULL, &st), -ENOTSUP);
-	oci_spec_free(s);
-}
-
-/* podman binds its own shm tmpfs on /dev/shm: the guest gets a tmpfs of
- * the same size. A tmpfs directory elsewhere is still refused. */
-TEST(shm_bind)
-{
-	char shm[] = "/dev/shm/kvrun-vm-plan-XXXXXX", json[1200];
-	struct proto_start st;
-	struct oci_spec *s;
-	struct statfs sf;
-
-	if (!mkdtemp(shm) || statfs(shm, &sf) < 0 || sf.f_type != TMPFS_MAGIC) {
-		ok(1, "# SKIP /dev/shm is not a tmpfs here");
-		return;
-	}
-	snprintf(json, sizeof(json),
-	         "{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}, \"process\": {\"args\": [\"/x\"], "
-	         "\"cwd\": \"/\"}, \"mounts\": [{\"destination\": \"/dev/shm\", \"type\": \"bind\", \"source\": "
-	         "\"%s\", \"options\": [\"bind\", \"rprivate\", \"nosuid\", \"noexec\", \"nodev\"]}]}",
-	         shm);
-	s = spec_from(json);
-	is_int(guest_spec_check(s), 0);
-	is_int(guest_spec_from_oci(s, NULL, &st), 0);
-	is_str(st.mounts[0].type, "tmpfs");
-	ok(!st.mounts[0].has_data, "nothing is copied");
-	is_str(st.mounts[0].options[0], "nosuid");
-	is_str(st.mounts[0].options[3], "mode=1777");
-	ok(strncmp(st.mounts[0].options[4], "size=", 5) == 0 &&
-	       strtoull(st.mounts[0].options[4] + 5, NULL, 10) == (unsigned long long)sf.f_blocks * sf.f_bsize,
-	   "the host tmpfs's size: %s", st.mounts[0].options[4]);
-	proto_start_free(&st);
-	oci_spec_free(s);
-
-	/* The same directory on another destination is a directory volume. */
-	snprintf(json, sizeof(json),
-	         "{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}, \"process\": {\"args\": [\"/x\"], "
-	         "\"cwd\": \"/\"}, \"mounts\": [{\"destination\": \"/data\", \"type\": \"bind\", \"source\": "
-	         "\"%s\", \"options\": [\"bind\"]}]}",
-	         shm);
-	s = spec_from(json);
-	is_int(guest_spec_check(s), -ENOTSUP);
-	oci_spec_free(s);
-	rmdir(shm);
 }
 
 TEST(rootfs_image)
