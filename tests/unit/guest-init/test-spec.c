@@ -114,6 +114,10 @@ static void default_mounts(struct proto_start *s)
 	          (const char *const[]){"nosuid", "noexec", "nodev", "relatime", "ro", NULL});
 }
 
+/* Run in run()'s child, in its own mount namespace, before the spawn:
+ * what PID 1 would have mounted (shares). */
+static int (*child_setup)(void);
+
 /* Run the spec in a forked child (its own mount namespace); when
  * kill_on is set, SIGKILL the process once its output contains it. */
 static void run(struct proto_start *s, const char *kill_on, struct result *res)
@@ -138,6 +142,8 @@ static void run(struct proto_start *s, const char *kill_on, struct result *res)
 
 		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 			_exit(3);
+		if (child_setup && child_setup() < 0)
+			_exit(4);
 		if (pipe2(pfd, O_CLOEXEC) < 0)
 			_exit(3);
 		sp.stdio[0] = -1;
@@ -380,6 +386,121 @@ TEST(setup_failure_reported)
 	ok(res.spawn_err < 0, "spawn fails");
 	ok(strstr(res.msg, "nosuchfs") != NULL, "message names the mount: %s", res.msg);
 	ok(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 1, "child exits 1");
+	proto_start_free(&s);
+}
+
+/* Two shared directories as gi_mount_shares() leaves them, in the child's
+ * namespace: GI_SHARES_DIR (on a tmpfs over /run, so nothing reaches the
+ * host's) holding kvrun-fs0, a directory of files of which the spec binds
+ * one, and kvrun-fs1, a volume: both the test's own directories, so what
+ * the container writes is seen here. */
+static int stage_shares(void)
+{
+	char src[512], dst[512];
+
+	if (mount("tmpfs", "/run", "tmpfs", 0, "mode=755") < 0)
+		return -errno;
+	for (int i = 0; i < 2; i++) {
+		snprintf(src, sizeof(src), "%s/share%d", tmpdir, i);
+		snprintf(dst, sizeof(dst), "%s/kvrun-fs%d", GI_SHARES_DIR, i);
+		if (mkdir_p(dst, 0755) < 0 || mount(src, dst, NULL, MS_BIND, NULL) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static bool file_is(const char *path, const char *want)
+{
+	char *got = NULL;
+	size_t n;
+	bool same = read_file_all(path, 4096, &got, &n) == 0 && n == strlen(want) && !memcmp(got, want, n);
+
+	free(got);
+	return same;
+}
+
+static void add_share(struct proto_start *s, const char *dst, const char *tag, const char *entry,
+                      const char *const *opts)
+{
+	add_mount(s, dst, "bind", "/host/path", opts);
+	s->mounts[s->n_mounts - 1].share = strdup(tag);
+	s->mounts[s->n_mounts - 1].share_path = entry ? strdup(entry) : NULL;
+}
+
+static const char share_script[] =
+    "echo hosts=$(cat /etc/hosts)\n"
+    "echo other=$(ls /etc/other 2>&1 | grep -c 'No such')\n"
+    "echo hi > /vol/new && echo vol=rw\n"
+    "echo vol-file=$(cat /vol/data)\n"
+    "touch /rovol/x 2>/dev/null && echo rovol=rw || echo rovol=ro\n"
+    "echo x >> /etc/hosts 2>/dev/null && echo hosts=rw || echo hosts=ro\n"
+    "echo log > /dev/termination-log && echo termlog=written\n"
+    "grep ' /rovol ' /proc/mounts | cut -d' ' -f4 | tr ',' '\\n' | grep -E '^(ro|nosuid|noexec)$' | "
+    "sort | tr '\\n' ' '; echo\n"
+    "echo roroot-file=$(cat /rovol/data)\n"
+    "exit 0\n";
+
+/* Bind mounts of shared directories: a file of one (live: written through),
+ * a volume whole, the same volume read-only with nosuid and noexec. */
+TEST(shared_binds)
+{
+	char path[512];
+	struct proto_start s;
+	struct result res;
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/share%d", tmpdir, i);
+		mkdir_p(path, 0755);
+	}
+	snprintf(path, sizeof(path), "%s/share0/hosts", tmpdir);
+	write_file_atomic(path, "127.0.0.1 shared\n", 17, 0644);
+	snprintf(path, sizeof(path), "%s/share0/termination-log", tmpdir);
+	write_file_atomic(path, "", 0, 0644);
+	snprintf(path, sizeof(path), "%s/share1/data", tmpdir);
+	write_file_atomic(path, "volume\n", 7, 0644);
+	base_spec(&s, share_script);
+	default_mounts(&s);
+	add_share(&s, "/etc/hosts", "kvrun-fs0", "hosts", (const char *const[]){"rbind", "ro", NULL});
+	add_share(&s, "/vol", "kvrun-fs1", NULL, (const char *const[]){"rbind", "rw", NULL});
+	add_share(&s, "/rovol", "kvrun-fs1", NULL, (const char *const[]){"rbind", "ro", "nosuid", "noexec", NULL});
+	add_share(&s, "/dev/termination-log", "kvrun-fs0", "termination-log", (const char *const[]){"rbind", NULL});
+	child_setup = stage_shares;
+	run(&s, NULL, &res);
+	child_setup = NULL;
+	is_int(res.spawn_err, 0);
+	is_int(res.go_err, 0);
+	if (res.msg[0])
+		printf("# %s\n", res.msg);
+	has(&res, "hosts=127.0.0.1 shared");
+	has(&res, "vol=rw");
+	has(&res, "vol-file=volume");
+	has(&res, "rovol=ro");
+	has(&res, "hosts=ro");
+	has(&res, "termlog=written");
+	has(&res, "noexec nosuid ro ");
+	has(&res, "roroot-file=volume");
+	snprintf(path, sizeof(path), "%s/share1/new", tmpdir);
+	ok(file_is(path, "hi\n"), "the container's write reached the volume's directory");
+	snprintf(path, sizeof(path), "%s/share0/termination-log", tmpdir);
+	ok(file_is(path, "log\n"), "the file bind is live: the write reached the host file");
+	proto_start_free(&s);
+}
+
+/* A share the spec names with a tag or entry that is not a name. */
+TEST(shared_bind_refused)
+{
+	struct proto_start s;
+	struct result res;
+
+	base_spec(&s, "exit 0");
+	add_share(&s, "/x", "../etc", NULL, (const char *const[]){"rbind", NULL});
+	run(&s, NULL, &res);
+	ok(res.spawn_err < 0 && strstr(res.msg, "bad virtio-fs tag"), "a tag with a slash: %s", res.msg);
+	proto_start_free(&s);
+	base_spec(&s, "exit 0");
+	add_share(&s, "/x", "kvrun-fs0", "a/../../b", (const char *const[]){"rbind", NULL});
+	run(&s, NULL, &res);
+	ok(res.spawn_err < 0 && strstr(res.msg, "bad virtio-fs tag"), "an entry with a slash: %s", res.msg);
 	proto_start_free(&s);
 }
 

@@ -76,7 +76,8 @@ static bool same_dir(int fd, const char *path)
 
 static bool names_are(char **names, const char *a, const char *b)
 {
-	return names && names[0] && !strcmp(names[0], a) && (b ? names[1] && !strcmp(names[1], b) && !names[2] : !names[1]);
+	return names && names[0] && !strcmp(names[0], a) &&
+	       (b ? names[1] && !strcmp(names[1], b) && !names[2] : !names[1]);
 }
 
 TEST(setup)
@@ -126,12 +127,12 @@ TEST(which_mounts_are_shares)
 	ok(names_are(g.shares[0].names, "hosts", "resolv.conf"), "it shows hosts and resolv.conf only");
 	/* Share 1: the volume, whole, for both binds, the file in it and
 	 * the symlinked source (its last ro is undone by rw). */
-	ok(same_dir(g.shares[1].dir_fd, p("vol")) && !g.shares[1].names && !g.shares[1].read_only &&
-	       !g.shares[1].files,
+	ok(same_dir(g.shares[1].dir_fd, p("vol")) && !g.shares[1].names && !g.shares[1].read_only && !g.shares[1].files,
 	   "a directory is shared whole");
 	ok(same_dir(g.shares[2].dir_fd, p("vol")) && g.shares[2].read_only && !g.shares[2].names,
 	   "a read-only bind of it is a read-only share of its own");
-	ok(same_dir(g.shares[3].dir_fd, p("ctr")) && g.shares[3].read_only && names_are(g.shares[3].names, "hostname", NULL),
+	ok(same_dir(g.shares[3].dir_fd, p("ctr")) && g.shares[3].read_only &&
+	       names_are(g.shares[3].names, "hostname", NULL),
 	   "a read-only file (rro) is a read-only share of its directory");
 	is_int(g.n_mounts, 10);
 	is_int(g.mounts[0].share, -1);
@@ -167,7 +168,8 @@ TEST(which_mounts_are_shares)
 	char tags[GUEST_SHARES_MAX][GUEST_SHARE_TAG_SIZE];
 	is_int(guest_shares_to_sandbox(&g, 42, tags, sh), 4);
 	is_str(sh[3].tag, "kvrun-fs3");
-	ok(sh[3].dir_fd == g.shares[3].dir_fd && sh[3].proc_fd == 42 && sh[3].read_only && sh[3].names == g.shares[3].names,
+	ok(sh[3].dir_fd == g.shares[3].dir_fd && sh[3].proc_fd == 42 && sh[3].read_only &&
+	       sh[3].names == g.shares[3].names,
 	   "share 3: its descriptor, /proc/self/fd, read-only, its names");
 	ok(sh[0].workers < sh[1].workers, "a share of files has fewer workers (%u) than a volume (%u)", sh[0].workers,
 	   sh[1].workers);
@@ -191,7 +193,8 @@ TEST(shared_root)
 	struct proto_start st;
 	struct oci_spec *s;
 
-	snprintf(m, sizeof(m), "{\"destination\": \"/data\", \"type\": \"bind\", \"source\": \"%s\", \"options\": [\"rbind\"]}",
+	snprintf(m, sizeof(m),
+	         "{\"destination\": \"/data\", \"type\": \"bind\", \"source\": \"%s\", \"options\": [\"rbind\"]}",
 	         p("vol"));
 	s = spec_mounts(m, true);
 	is_int(guest_shares_plan(s, p("rootfs"), &g), 0);
@@ -209,7 +212,8 @@ TEST(shared_root)
 	guest_shares_done(&g);
 	/* A bind of the rootfs directory itself is not the root's share. */
 	oci_spec_free(s);
-	snprintf(m, sizeof(m), "{\"destination\": \"/r\", \"type\": \"bind\", \"source\": \"%s\", \"options\": [\"rbind\", \"ro\"]}",
+	snprintf(m, sizeof(m),
+	         "{\"destination\": \"/r\", \"type\": \"bind\", \"source\": \"%s\", \"options\": [\"rbind\", \"ro\"]}",
 	         p("rootfs"));
 	s = spec_mounts(m, true);
 	is_int(guest_shares_plan(s, p("rootfs"), &g), 0);
@@ -268,10 +272,11 @@ TEST(too_many)
 
 		snprintf(d, sizeof(d), "many/%d", i);
 		mkdir_p(p(d), 0755);
-		n += (size_t)snprintf(m + n, sizeof(m) - n,
-		                      "%s{\"destination\": \"/m%d\", \"type\": \"bind\", \"source\": \"%s\", \"options\": "
-		                      "[\"rbind\"]}",
-		                      i ? "," : "", i, p(d));
+		n += (size_t)snprintf(
+		    m + n, sizeof(m) - n,
+		    "%s{\"destination\": \"/m%d\", \"type\": \"bind\", \"source\": \"%s\", \"options\": "
+		    "[\"rbind\"]}",
+		    i ? "," : "", i, p(d));
 	}
 	s = spec_mounts(m, false);
 	is_int(guest_shares_plan(s, NULL, &g), -ENOSPC);
@@ -286,7 +291,8 @@ TEST(bind_without_share)
 	struct proto_start st;
 	struct oci_spec *s;
 
-	snprintf(m, sizeof(m), "{\"destination\": \"/etc/hosts\", \"type\": \"bind\", \"source\": \"%s\"}", p("ctr/hosts"));
+	snprintf(m, sizeof(m), "{\"destination\": \"/etc/hosts\", \"type\": \"bind\", \"source\": \"%s\"}",
+	         p("ctr/hosts"));
 	s = spec_mounts(m, false);
 	is_int(guest_spec_from_oci(s, NULL, NULL, &st), -EINVAL);
 	ok(strstr(err_msg(), "mounts[0] (/etc/hosts)") != NULL, "named: %s", err_msg());
@@ -299,14 +305,15 @@ TEST(process_and_names)
 	struct proto_start st;
 	struct oci_spec *s;
 
-	snprintf(json, sizeof(json),
-	         "{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\", \"readonly\": true}, \"hostname\": \"h\","
-	         "\"process\": {\"args\": [\"/bin/sh\", \"-c\", \"x\"], \"env\": [\"A=1\"], \"cwd\": \"/w\","
-	         "\"user\": {\"uid\": 5, \"gid\": 6, \"additionalGids\": [7]}, \"capabilities\": {\"bounding\": "
-	         "[\"CAP_CHOWN\", \"CAP_KILL\", \"CAP_NOPE\"]}, \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"hard\": "
-	         "10, \"soft\": 9}]},"
-	         "\"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"}],"
-	         "\"linux\": {\"maskedPaths\": [\"/proc/kcore\"], \"sysctl\": {\"net.ipv4.ip_forward\": \"1\"}}}");
+	snprintf(
+	    json, sizeof(json),
+	    "{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\", \"readonly\": true}, \"hostname\": \"h\","
+	    "\"process\": {\"args\": [\"/bin/sh\", \"-c\", \"x\"], \"env\": [\"A=1\"], \"cwd\": \"/w\","
+	    "\"user\": {\"uid\": 5, \"gid\": 6, \"additionalGids\": [7]}, \"capabilities\": {\"bounding\": "
+	    "[\"CAP_CHOWN\", \"CAP_KILL\", \"CAP_NOPE\"]}, \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"hard\": "
+	    "10, \"soft\": 9}]},"
+	    "\"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"}],"
+	    "\"linux\": {\"maskedPaths\": [\"/proc/kcore\"], \"sysctl\": {\"net.ipv4.ip_forward\": \"1\"}}}");
 	s = spec_from(json);
 	is_int(guest_spec_from_oci(s, NULL, NULL, &st), 0);
 	is_str(st.process.args[2], "x");
@@ -359,8 +366,8 @@ TEST(shm_bind)
 	guest_shares_done(&g);
 	oci_spec_free(s);
 
-	snprintf(m, sizeof(m), "{\"destination\": \"/data\", \"type\": \"bind\", \"source\": \"%s\", \"options\": [\"bind\"]}",
-	         shm);
+	snprintf(m, sizeof(m),
+	         "{\"destination\": \"/data\", \"type\": \"bind\", \"source\": \"%s\", \"options\": [\"bind\"]}", shm);
 	s = spec_mounts(m, false);
 	is_int(guest_shares_plan(s, NULL, &g), 0);
 	ok(g.n == 1 && g.mounts[0].share == 0, "elsewhere: a shared directory");
