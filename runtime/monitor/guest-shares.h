@@ -85,7 +85,7 @@ void guest_share_tag(unsigned int i, char tag[GUEST_SHARE_TAG_SIZE]);
 /* The sandbox's view of g: out[i] for share i (tags in tags[i], which
  * must outlive out; proc_fd is /proc/self/fd opened by the caller, or
  * -1). Returns g->n. */
-unsigned int guest_shares_to_sandbox(const struct guest_shares *g, int proc_fd,
-                                     char tags[][GUEST_SHARE_TAG_SIZE], struct sandbox_share *out);
+unsigned int guest_shares_to_sandbox(const struct guest_shares *g, int proc_fd, char tags[][GUEST_SHARE_TAG_SIZE],
+                                     struct sandbox_share *out);
 
 #endif
