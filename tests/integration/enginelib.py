@@ -92,6 +92,15 @@ def run(cmd, timeout=BOOT_TIMEOUT + 120, **kw):
         return subprocess.CompletedProcess(cmd, 124, e.stdout or "", (e.stderr or "") + f"\n(timed out after {timeout}s)")
 
 
+def read_text(path):
+    """A file's text, or None when it cannot be read."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
 def http_get(url, timeout=10):
     try:
         with urllib.request.urlopen(url, timeout=timeout) as r:

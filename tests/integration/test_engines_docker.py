@@ -11,8 +11,10 @@ docker, firewall and networks are left alone. The image is a busybox-static
 rootfs tarball made here and `docker import`ed.
 
 Checks: `run --rm` (output, stderr, exit code, the container gone);
-`run -d` + `exec` + `logs` + a port published on 127.0.0.1 and fetched
-from the host + `stop` (the process traps SIGTERM, which must reach it,
+`run -d` (of the image with a VOLUME, with `-v` of a host directory, the
+same read-only, and a named volume, each written both ways while it runs)
++ `exec` + `logs` + a port published on 127.0.0.1 and fetched from the
+host + `stop` (the process traps SIGTERM, which must reach it,
 and ignores it, so it is killed after the stop timeout) + `rm`; `run -it`
 typed into through tmux; N containers at once, all cleaned up. With
 hardware KVM each check has its own container and N is 10; on a nested-KVM
@@ -30,6 +32,7 @@ from taplib import Tap
 
 RUNTIME = sys.argv[1] if len(sys.argv) > 1 else "kvrun"
 DOCKER = "/usr/bin/docker"  # Debian's client, matching its dockerd
+IMAGE_VOLUME = el.IMAGE + "-volume"  # the same rootfs, with VOLUME /anon
 T = el.BOOT_TIMEOUT
 
 
@@ -79,18 +82,45 @@ DETACHED = ("httpd -p 8080 -h /www; trap 'echo got-SIGTERM' TERM; echo ready; "
             "while true; do sleep 1; done")
 
 
-def start_detached(dk, port):
+def start_detached(dk, port, hostdir):
     return dk("run", "-d", "--runtime", "enginetest", "--name", "kvt-d", "-p", f"127.0.0.1:{port}:8080",
-              el.IMAGE, "sh", "-c", DETACHED)
+              "-v", f"{hostdir}:/hostdir", "-v", "kvt-named:/named", "-v", f"{hostdir}:/hostdir-ro:ro",
+              IMAGE_VOLUME, "sh", "-c", DETACHED)
 
 
-def check_detached(t, dk, port, p):
+def check_volumes(t, dk, hostdir):
+    """`-v` of a host directory and of a named volume, and the image's
+    VOLUME (an anonymous volume): shared with the VM, written both ways."""
+    p = dk("exec", "kvt-d", "sh", "-c", "echo from-ctr > /hostdir/ctr-file; echo named-data > /named/ctr-file; "
+           "echo anon-data > /anon/ctr-file; cat /hostdir/host-file")
+    el.eq(t, (p.returncode, p.stdout), (0, "from-host\n"), "-v host directory: the container reads the host's file",
+          p.stderr)
+    el.eq(t, el.read_text(os.path.join(hostdir, "ctr-file")), "from-ctr\n",
+          "-v host directory: the host reads the container's write")
+    with open(os.path.join(hostdir, "host-file-2"), "w") as f:
+        f.write("later\n")
+    p = dk("exec", "kvt-d", "cat", "/hostdir/host-file-2")
+    el.eq(t, p.stdout, "later\n", "-v host directory: a file the host writes while the container runs", p.stderr)
+    p = dk("exec", "kvt-d", "sh", "-c", "touch /hostdir-ro/x")
+    t.ok(p.returncode != 0 and "Read-only file system" in p.stderr, "-v host directory:ro: a write is refused",
+         p.stderr)
+    mp = dk("volume", "inspect", "-f", "{{.Mountpoint}}", "kvt-named").stdout.strip()
+    el.eq(t, el.read_text(os.path.join(mp, "ctr-file")) if mp else None, "named-data\n",
+          f"-v named volume: the write is in the volume's directory ({mp})")
+    mounts = dk("inspect", "-f", "{{range .Mounts}}{{.Destination}}={{.Source}} {{end}}", "kvt-d").stdout.split()
+    anon = dict(m.split("=", 1) for m in mounts if "=" in m).get("/anon")
+    el.eq(t, el.read_text(os.path.join(anon, "ctr-file")) if anon else None, "anon-data\n",
+          f"the image's VOLUME /anon: the write is in its anonymous volume ({anon})")
+
+
+def check_detached(t, dk, port, hostdir, p):
     """p: the finished `docker run -d` (start_detached)."""
     el.eq(t, p.returncode, 0, "run -d: started", p.stderr)
     if p.returncode != 0:
         return
     up = el.wait_for(lambda: "ready" in dk("logs", "kvt-d", timeout=30).stdout, T, 2)
     t.ok(up, "logs: the container's output", dk("logs", "kvt-d", timeout=30).stderr)
+    check_volumes(t, dk, hostdir)
     p = dk("exec", "kvt-d", "sh", "-c", "echo exec-$((2+3)); echo exec-err >&2; exit 4")
     el.eq(t, p.returncode, 4, "exec: exit code", p.stderr)
     el.eq(t, (p.stdout, p.stderr), ("exec-5\n", "exec-err\n"), "exec: stdout and stderr")
@@ -182,11 +212,13 @@ def check_many(t, dk, wd, n):
 
 
 def check_rootfs_cache(t, wd, containers):
-    """Every container of the test ran from the one image: docker's root
-    filesystems (overlay mounts over the image's layers, each with its own
-    top layers) are one key of kvrun's root disk cache, so one image."""
+    """The containers of one docker image share one root disk: docker's
+    root filesystems (overlay mounts over the image's layers, each with its
+    own top layers) are one key of kvrun's root disk cache. Two images
+    here: el.IMAGE, and IMAGE_VOLUME (its /anon mount point)."""
     imgs = wd.rootfs_images()
-    el.eq(t, len(imgs), 1, f"root disk cache: one image for the {containers} containers of {el.IMAGE}", imgs)
+    el.eq(t, len(imgs), 2, f"root disk cache: one image for each docker image of the {containers} containers",
+          imgs)
 
 
 def check_clean(t, dk, wd):
@@ -219,10 +251,16 @@ def main():
         p = dk("import", "-c", "ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin", "-c", 'CMD ["/bin/sh"]',
                wd.rootfs_tar, el.IMAGE, timeout=120)
         el.eq(t, p.returncode, 0, "docker import of a busybox rootfs tarball", p.stderr)
+        p = dk("import", "-c", "ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin", "-c", 'CMD ["/bin/sh"]', "-c",
+               "VOLUME /anon", wd.rootfs_tar, IMAGE_VOLUME, timeout=120)
+        el.eq(t, p.returncode, 0, "docker import of the same with a VOLUME", p.stderr)
+        hostdir = wd.sub("hostdir")
+        with open(os.path.join(hostdir, "host-file"), "w") as f:
+            f.write("from-host\n")
         port = el.free_port()
         if plan == "full":
             check_run_rm(t, dk, start_run_rm(dk))
-            check_detached(t, dk, port, start_detached(dk, port))
+            check_detached(t, dk, port, hostdir, start_detached(dk, port, hostdir))
             check_exits_on_sigterm(t, dk)
             tm, status = start_tty(dk, wd)
             check_tty(t, tm, status)
@@ -231,7 +269,7 @@ def main():
             # One boot each, all three at once: that is the "at once" check.
             res = {}
             th = [threading.Thread(target=lambda: res.update(rm=start_run_rm(dk))),
-                  threading.Thread(target=lambda: res.update(d=start_detached(dk, port)))]
+                  threading.Thread(target=lambda: res.update(d=start_detached(dk, port, hostdir)))]
             for x in th:
                 x.start()
             tm, status = start_tty(dk, wd)
@@ -242,7 +280,7 @@ def main():
             for x in th:
                 x.join()
             check_run_rm(t, dk, res["rm"])
-            check_detached(t, dk, port, res["d"])
+            check_detached(t, dk, port, hostdir, res["d"])
             check_tty(t, tm, status)
         if RUNTIME == "kvrun":
             check_rootfs_cache(t, wd, len({c.split()[-1] for c in wd.runtime_calls() if " create " in f" {c} "}))

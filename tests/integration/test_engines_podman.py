@@ -12,9 +12,10 @@ no masquerading, so no firewall rules). The image is a busybox-static
 rootfs tarball made here and `podman import`ed.
 
 Checks (one boot): `run --rm` on the bridge network with an httpd that the
-host reaches at the container's bridge address; `exec` tells the process to
-finish; its output and exit code come back through `run`, and the container
-is gone. Full plan (hardware KVM) also: `run -d`, `stop` of a process
+host reaches at the container's bridge address, with `-v` of a host
+directory and of a named volume (written both ways while it runs); `exec`
+tells the process to finish; its output and exit code come back through
+`run`, and the container is gone. Full plan (hardware KVM) also: `run -d`, `stop` of a process
 ignoring SIGTERM, `rm`."""
 import json
 import os
@@ -77,9 +78,27 @@ SERVE = ("httpd -p 8080 -h /www; echo ready; while [ ! -e /tmp/stop ]; do sleep 
          "echo out-$((6*7)); exit 3")
 
 
-def check_run_rm_bridge(t, pm):
+def check_volumes(t, pm, hostdir):
+    """`-v`: a host directory and a named volume, written both ways while
+    the container runs (they are shared with its VM, not copied)."""
+    p = pm("exec", "kvt-pm", "sh", "-c", "echo from-ctr > /hostdir/ctr-file; echo named-data > /named/ctr-file; "
+           "cat /hostdir/host-file")
+    el.eq(t, (p.returncode, p.stdout), (0, "from-host\n"), "-v host directory: the container reads the host's file",
+          p.stderr)
+    el.eq(t, el.read_text(os.path.join(hostdir, "ctr-file")), "from-ctr\n",
+          "-v host directory: the host reads the container's write")
+    with open(os.path.join(hostdir, "host-file-2"), "w") as f:
+        f.write("later\n")
+    p = pm("exec", "kvt-pm", "cat", "/hostdir/host-file-2")
+    el.eq(t, p.stdout, "later\n", "-v host directory: a file the host writes while the container runs", p.stderr)
+    mp = pm("volume", "inspect", "-f", "{{.Mountpoint}}", "kvt-named").stdout.strip()
+    el.eq(t, el.read_text(os.path.join(mp, "ctr-file")) if mp else None, "named-data\n",
+          f"-v named volume: the write is in the volume's directory ({mp})")
+
+
+def check_run_rm_bridge(t, pm, hostdir):
     proc = pm.popen("run", "--rm", "--network", NET, "--cgroup-parent", pm.cgroup_parent, "--name", "kvt-pm",
-                    el.IMAGE, "sh", "-c", SERVE)
+                    "-v", f"{hostdir}:/hostdir", "-v", "kvt-named:/named", el.IMAGE, "sh", "-c", SERVE)
     out, err = [], []
     readers = [threading.Thread(target=lambda s=s, b=b: b.extend(s)) for s, b in
                [(proc.stdout, out), (proc.stderr, err)]]
@@ -92,6 +111,7 @@ def check_run_rm_bridge(t, pm):
     body = el.wait_for(lambda: "hello-from" in (b := el.http_get(f"http://{ip}:8080/")) and b, 60, 2)
     el.eq(t, body or el.http_get(f"http://{ip}:8080/"), "hello-from-the-container\n",
           "the host reaches the container's httpd over the bridge")
+    check_volumes(t, pm, hostdir)
     p = pm("exec", "kvt-pm", "sh", "-c", "touch /tmp/stop; echo exec-$((2+3))")
     el.eq(t, (p.returncode, p.stdout), (0, "exec-5\n"), "exec: output and status", p.stderr)
     try:
@@ -146,7 +166,10 @@ def main():
             wd.close()
             t.skip_all(why)
         el.eq(t, p.returncode, 0, "podman import of a busybox rootfs tarball", p.stderr)
-        check_run_rm_bridge(t, pm)
+        hostdir = wd.sub("hostdir")
+        with open(os.path.join(hostdir, "host-file"), "w") as f:
+            f.write("from-host\n")
+        check_run_rm_bridge(t, pm, hostdir)
         if plan == "full":
             check_detached(t, pm)
         procs = [x for x in wd.leftovers() if x not in el.processes_mentioning("podman")]
