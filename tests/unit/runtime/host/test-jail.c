@@ -4,6 +4,8 @@
  * with EPERM instead of killing. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/xattr.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,6 +162,88 @@ TEST(proxy_profile)
 TEST(monitor_profile)
 {
 	check_profile(JAIL_MONITOR, "monitor");
+}
+
+/* A monitor serving shared directories (virtio-fs): a file server's
+ * capabilities kept, its calls allowed, the rest as jailed as ever. */
+static void report_fs(FILE *out, const char *dir)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char h[MAX_HANDLE_SZ];
+	} fh = {.fh.handle_bytes = MAX_HANDLE_SZ};
+	char v[128], path[512];
+	int dfd, fd, mnt;
+
+	fprintf(out, "drop=%d\n", jail_drop_caps_except(JAIL_FS_CAPS));
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	fprintf(out, "enter=%d\n", jail_seccomp(JAIL_MONITOR_FS));
+	status_field("CapEff", v, sizeof(v));
+	fprintf(out, "capeff=%s\n", v);
+	fprintf(out, "mkdir=%d\n", mkdirat(dfd, "d", 0755) < 0 ? -errno : 0);
+	fd = openat(dfd, "f", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	fprintf(out, "create=%d\n", fd >= 0 ? 0 : -errno);
+	if (fd >= 0)
+		close(fd);
+	fprintf(out, "chown=%d\n", fchownat(dfd, "f", 1000, 1000, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0);
+	fprintf(out, "rename=%d\n", renameat2(dfd, "f", dfd, "g", RENAME_NOREPLACE) < 0 ? -errno : 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/g", dfd);
+	fprintf(out, "xattr=%d\n", setxattr(path, "user.k", "v", 1, 0) < 0 ? -errno : 0);
+	fprintf(out, "handle=%d\n", name_to_handle_at(dfd, "g", &fh.fh, &mnt, 0) < 0 ? -errno : 0);
+	fprintf(out, "unlink=%d\n", unlinkat(dfd, "g", 0) < 0 ? -errno : 0);
+	fprintf(out, "unshare_fs=%d\n", unshare(CLONE_FS) < 0 ? -errno : 0);
+	fprintf(out, "unshare_ns=%d\n", unshare(CLONE_NEWNS) < 0 ? -errno : 0);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fprintf(out, "inet=%d\n", fd >= 0 ? 0 : -errno);
+	fprintf(out, "exec=%d\n", execl("/bin/true", "true", (char *)NULL) < 0 ? -errno : 0);
+	fflush(out);
+}
+
+TEST(monitor_fs_profile)
+{
+	char dir[] = "/tmp/kvrun-jail-fs-XXXXXX", buf[4096], want[32];
+	size_t len = 0;
+	ssize_t n;
+	int pfd[2], status = -1;
+	pid_t pid;
+
+	if (geteuid() != 0) {
+		ok(1, "# SKIP needs root: a file server's capabilities");
+		return;
+	}
+	ok(mkdtemp(dir) != NULL && pipe(pfd) == 0, "a directory and a pipe");
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		FILE *out = fdopen(pfd[1], "w");
+
+		close(pfd[0]);
+		report_fs(out, dir);
+		_exit(0);
+	}
+	close(pfd[1]);
+	while (len < sizeof(buf) - 1 && (n = read(pfd[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = 0;
+	close(pfd[0]);
+	waitpid(pid, &status, 0);
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the jailed child ran to its end (0x%x)", status);
+	snprintf(want, sizeof(want), "%016llx", (unsigned long long)JAIL_FS_CAPS);
+	is_str(value(buf, "drop"), "0");
+	is_str(value(buf, "enter"), "0");
+	is_str(value(buf, "capeff"), want);
+	is_str(value(buf, "mkdir"), "0");
+	is_str(value(buf, "create"), "0");
+	is_str(value(buf, "chown"), "0");
+	is_str(value(buf, "rename"), "0");
+	is_str(value(buf, "xattr"), "0");
+	is_str(value(buf, "handle"), "0");
+	is_str(value(buf, "unlink"), "0");
+	is_str(value(buf, "unshare_fs"), "0");
+	is_str(value(buf, "unshare_ns"), "-1"); /* -EPERM: only CLONE_FS */
+	is_str(value(buf, "inet"), "-1");
+	is_str(value(buf, "exec"), "-1");
+	rm_rf(dir);
 }
 
 /* What the monitor does for `kvrun checkpoint`, under its jail: the VM's

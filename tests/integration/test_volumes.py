@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Bind mounts shared with Linux guests through virtio-fs, three VMs from
+the slow suite's VM template (guestlib.suite_template()):
+
+A. A detached busybox container with a writable volume (/data), a
+   read-only one (/ro), a file bind of /dev/termination-log (the kubelet's
+   file: its directory holds a file the container must not see) and a
+   read-only /etc/hosts. One `exec` per check: the container writes to the
+   volume and the host reads it; the host writes (a new file, then an
+   existing one rewritten) and the container reads it; the read-only
+   volume refuses a write and stays as it was; the termination log written
+   in the container is in the host's file; the mounts are virtiofs with
+   their options. `kvrun checkpoint` of it is refused, and it goes on.
+B. A second detached container with the same volume at /shared: it reads
+   A's write, and A reads B's.
+C. `kvrun run` of a container whose root filesystem is shared
+   (io.kvrun.rootfs=virtiofs): what it writes and removes is in the
+   bundle's rootfs directory, as a diff of the directory before and after
+   shows (what `docker diff` looks at); a read-only root refuses writes.
+
+Then everything is deleted: nothing left under --root, no process, the
+volumes' directories hold what the containers wrote.
+Skips without a guest kernel, /dev/kvm, root, mke2fs or busybox.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+import bundlelib
+import guestlib
+from taplib import Tap
+
+KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
+RUN_TIMEOUT = int(os.environ.get("KVRUN_BOOT_TIMEOUT", "1300")) + 600
+APPLETS = ["sh", "cat", "echo", "ls", "touch", "rm", "mkdir", "grep", "cut", "tr", "sleep", "stat", "sort",
+           "sync"]
+# The guest caches entries and attributes for 1 s (docs/virtio-fs.md).
+CACHE_S = 1.5
+
+
+def rt(root, *args, **kw):
+    kw.setdefault("capture_output", True)
+    kw.setdefault("timeout", 600)
+    return subprocess.run([KVRUN, "--root", root] + list(args), **kw)
+
+
+class Results:
+    def __init__(self):
+        self.items = []
+
+    def ok(self, cond, what, diag=None):
+        self.items.append((bool(cond), what, diag))
+        return bool(cond)
+
+    def eq(self, got, want, what, diag=""):
+        return self.ok(got == want, what, f"got:  {got!r}\nwant: {want!r}\n{diag}")
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as e:
+        return f"<{e.strerror}>"
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def bind(dest, source, *opts):
+    return {"destination": dest, "type": "bind", "source": source, "options": ["rbind"] + list(opts)}
+
+
+class Ctr:
+    """A detached container and its exec'd checks."""
+
+    def __init__(self, tmp, env, name, mounts):
+        self.tmp, self.env, self.name = tmp, env, name
+        self.root = os.path.join(tmp, "root")
+        self.bundle = os.path.join(tmp, name)
+        self.log = os.path.join(tmp, f"{name}-log.txt")
+        self.n = 0
+        bundlelib.busybox_rootfs(os.path.join(self.bundle, "rootfs"), APPLETS)
+
+        def mutate(spec):
+            spec["process"]["args"] = ["/bin/sleep", "1000000"]
+            spec["process"]["env"] = ["PATH=/bin"]
+            spec["mounts"] += mounts
+
+        bundlelib.write_spec(KVRUN, self.bundle, mutate)
+
+    def start(self):
+        return rt(self.root, "--log", self.log, "--debug", "run", "--detach", "--bundle", self.bundle, self.name,
+                  stdin=subprocess.DEVNULL, env=dict(self.env, KVRUN_CONSOLE=self.log + ".console"),
+                  timeout=RUN_TIMEOUT)
+
+    def sh(self, script):
+        self.n += 1
+        path = os.path.join(self.tmp, f"{self.name}-process-{self.n}.json")
+        with open(path, "w") as f:
+            json.dump({"terminal": False, "args": ["/bin/sh", "-c", script], "env": ["PATH=/bin"], "cwd": "/",
+                       "user": {"uid": 0, "gid": 0}}, f)
+        p = rt(self.root, "exec", "--process", path, self.name, stdin=subprocess.DEVNULL, text=True)
+        return p.returncode, p.stdout, p.stderr
+
+
+def vm_a(tmp, env, res, vol, ro, termdir, hosts, started):
+    a = Ctr(tmp, env, "ctr-a", [bind("/data", vol), bind("/ro", ro, "ro", "nosuid", "nodev", "noexec"),
+                                bind("/dev/termination-log", os.path.join(termdir, "termination-log")),
+                                bind("/etc/hosts", hosts, "ro")])
+    p = a.start()
+    started["a"] = a
+    if not res.ok(p.returncode == 0, "A: run --detach with a volume, a read-only volume and two file binds",
+                  p.stderr.decode(errors="replace")[-3000:]):
+        return None
+    rc, out, err = a.sh("echo written-in-a > /data/from-a && sync && echo done")
+    res.eq((rc, out), (0, "done\n"), "A: the container writes to the volume", err)
+    res.eq(read(os.path.join(vol, "from-a")), "written-in-a\n", "A: the host reads the container's write")
+    write(os.path.join(vol, "from-host"), "written-on-host\n")
+    rc, out, err = a.sh("cat /data/from-host")
+    res.eq((rc, out), (0, "written-on-host\n"), "A: the container reads a file the host made while it runs", err)
+    write(os.path.join(vol, "from-host"), "rewritten-on-host\n")
+    time.sleep(CACHE_S)
+    rc, out, err = a.sh("cat /data/from-host")
+    res.eq((rc, out), (0, "rewritten-on-host\n"), "A: ... and the host's rewrite of it (after the 1 s cache)", err)
+    rc, out, err = a.sh("cat /ro/given; touch /ro/new")
+    res.ok(rc != 0 and out == "given\n" and "Read-only file system" in err,
+           "A: the read-only volume reads, and refuses a write", f"status {rc}, {out!r}, {err!r}")
+    res.eq(sorted(os.listdir(ro)), ["given"], "A: the read-only volume is as it was")
+    rc, out, err = a.sh("echo 'container failed: reason' > /dev/termination-log && echo done")
+    res.eq((rc, out), (0, "done\n"), "A: the container writes its termination log", err)
+    res.eq(read(os.path.join(termdir, "termination-log")), "container failed: reason\n",
+           "A: the termination log's write reaches the host file (the kubelet's)")
+    res.eq(read(os.path.join(termdir, "other")), "not for the container\n", "A: the file beside it is untouched")
+    rc, out, err = a.sh("cat /etc/hosts; echo x >> /etc/hosts")
+    res.ok(out == "127.0.0.1 volumes-test\n" and "Read-only file system" in err,
+           "A: the read-only /etc/hosts reads, and refuses a write", f"status {rc}, {out!r}, {err!r}")
+    rc, out, err = a.sh("grep -E ' /(data|ro|dev/termination-log|etc/hosts) ' /proc/mounts | cut -d' ' -f2-4 | sort")
+    lines = dict((ln.split()[0], ln.split()[1:]) for ln in out.splitlines() if len(ln.split()) == 3)
+    ro_opts = lines.get("/ro", ["", ""])[1].split(",")
+    res.ok(all(lines.get(m, [""])[0] == "virtiofs" for m in ("/data", "/ro", "/dev/termination-log", "/etc/hosts"))
+           and all(o in ro_opts for o in ("ro", "nosuid", "nodev", "noexec"))
+           and lines["/data"][1].split(",")[0] == "rw",
+           "A: the binds are virtiofs mounts with their options", out + err)
+    return a
+
+
+def vm_b(tmp, env, res, vol, started):
+    b = Ctr(tmp, env, "ctr-b", [bind("/shared", vol)])
+    p = b.start()
+    started["b"] = b
+    res.ok(p.returncode == 0, "B: run --detach with the same volume", p.stderr.decode(errors="replace")[-3000:])
+    return b if p.returncode == 0 else None
+
+
+def two_containers(res, a, b, vol):
+    rc, out, err = b.sh("cat /shared/from-a")
+    res.eq((rc, out), (0, "written-in-a\n"), "A and B: B reads what A wrote in the shared volume", err)
+    rc, out, err = b.sh("echo written-in-b > /shared/from-b && sync && echo done")
+    res.eq((rc, out), (0, "done\n"), "A and B: B writes to it", err)
+    rc, out, err = a.sh("cat /data/from-b")
+    res.eq((rc, out), (0, "written-in-b\n"), "A and B: A reads B's write", err)
+    res.eq(read(os.path.join(vol, "from-b")), "written-in-b\n", "A and B: so does the host")
+
+
+def checkpoint_refused(res, a, tmp):
+    image = os.path.join(tmp, "ckpt")
+    p = rt(a.root, "checkpoint", "--leave-running", "--image-path", image, a.name, text=True)
+    res.ok(p.returncode != 0 and "shares" in p.stderr and "cannot be checkpointed" in p.stderr,
+           "A: checkpoint of a VM with shared directories is refused, with the reason", p.stderr[-1000:])
+    res.ok(not os.path.exists(image) or os.listdir(image) == [], "A: the refused checkpoint left no image",
+           str(os.listdir(image)) if os.path.exists(image) else "")
+    rc, out, err = a.sh("cat /data/from-a")
+    res.eq((rc, out), (0, "written-in-a\n"), "A: after the refusal the container goes on", err)
+
+
+def snapshot_tree(root):
+    """path -> (type, content or link target) of everything under root."""
+    tree = {}
+    for d, dirs, files in os.walk(root):
+        for n in dirs + files:
+            p = os.path.join(d, n)
+            rel = os.path.relpath(p, root)
+            if os.path.islink(p):
+                tree[rel] = ("link", os.readlink(p))
+            elif os.path.isdir(p):
+                tree[rel] = ("dir", "")
+            else:
+                tree[rel] = ("file", read(p))
+    return tree
+
+
+SCRIPT_C = ("echo created > /new-file && mkdir -p /new-dir/sub && echo deep > /new-dir/sub/f && "
+            "rm /bin/sort && echo changed > /etc/motd && echo ok")
+
+
+def vm_c(tmp, env, res, readonly):
+    key = "c-ro" if readonly else "c"
+    b = os.path.join(tmp, f"ctr-{key}")
+    rootfs = os.path.join(b, "rootfs")
+    bundlelib.busybox_rootfs(rootfs, APPLETS, dirs=["etc"])
+    write(os.path.join(rootfs, "etc", "motd"), "original\n")
+
+    def mutate(spec):
+        spec["process"]["args"] = ["/bin/sh", "-c", "touch /x 2>&1; echo status=$?" if readonly else SCRIPT_C]
+        spec["process"]["env"] = ["PATH=/bin"]
+        spec["root"]["readonly"] = readonly
+        spec.setdefault("annotations", {})["io.kvrun.rootfs"] = "virtiofs"
+
+    bundlelib.write_spec(KVRUN, b, mutate)
+    before = snapshot_tree(rootfs)
+    log = os.path.join(tmp, f"ctr-{key}-log.txt")
+    p = rt(os.path.join(tmp, "root"), "--log", log, "--debug", "run", "--bundle", b, f"ctr-{key}",
+           stdin=subprocess.DEVNULL, env=dict(env, KVRUN_CONSOLE=log + ".console"), timeout=RUN_TIMEOUT, text=True)
+    after = snapshot_tree(rootfs)
+    added = sorted(set(after) - set(before))
+    removed = sorted(set(before) - set(after))
+    changed = sorted(k for k in set(before) & set(after) if before[k] != after[k])
+    if readonly:
+        res.ok(p.returncode == 0 and "Read-only file system" in p.stdout and "status=1" in p.stdout,
+               "C (read-only shared root): a write is refused", p.stdout + p.stderr[-2000:])
+        # Mount points guest-init made (/proc, /dev, /sys...) are directories.
+        res.ok(not removed and not changed and all(after[k][0] == "dir" for k in added),
+               "C (read-only shared root): nothing written but mount points", f"{added} {removed} {changed}")
+        return log
+    res.eq((p.returncode, p.stdout), (0, "ok\n"), "C: run of a container with a shared root", p.stderr[-2000:])
+    want_added = {"new-file", "new-dir", "new-dir/sub", "new-dir/sub/f"}
+    res.ok(want_added <= set(added) and after["new-file"] == ("file", "created\n")
+           and after["new-dir/sub/f"] == ("file", "deep\n"), "C: its new files are in the bundle's rootfs directory",
+           f"added: {added}")
+    res.eq(removed, ["bin/sort"], "C: the file it removed is gone from the directory")
+    res.eq(changed, ["etc/motd"], "C: the file it changed is changed in the directory")
+    res.eq(after.get("etc/motd"), ("file", "changed\n"), "C: with the container's content")
+    return log
+
+
+def main():
+    t = Tap()
+    kernel = os.environ.get("KVRUN_KERNEL")
+    tried = [f"$KVRUN_KERNEL={kernel}"] if kernel else []
+    if not kernel:
+        kernel, tried = guestlib.find_kernel()
+    if not kernel or not os.path.exists(kernel):
+        t.skip_all(f"no guest kernel: tried {', '.join(tried)} (set KVRUN_TEST_KERNEL)")
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        t.skip_all("no usable /dev/kvm")
+    if os.geteuid() != 0:
+        t.skip_all("needs root")
+    if not shutil.which("mke2fs") and not os.path.exists("/sbin/mke2fs"):
+        t.skip_all("mke2fs (e2fsprogs) missing")
+    if not os.path.exists(bundlelib.BUSYBOX):
+        t.skip_all("busybox-static missing")
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    tmp = tempfile.mkdtemp(prefix="kvrun-volumes-")
+    env = dict(os.environ, KVRUN_CACHE_DIR=os.path.join(tmp, "cache"), KVRUN_CONFIG=os.path.join(tmp, "none.json"),
+               KVRUN_KERNEL=os.path.abspath(kernel))
+    env.setdefault("KVRUN_BOOT_TIMEOUT", "1300")
+    env.update(guestlib.suite_template(t, kernel).env)
+    vol, ro, termdir = (os.path.join(tmp, d) for d in ("vol", "ro-vol", "pod"))
+    for d in (vol, ro, termdir):
+        os.makedirs(d)
+    write(os.path.join(ro, "given"), "given\n")
+    write(os.path.join(termdir, "termination-log"), "")
+    write(os.path.join(termdir, "other"), "not for the container\n")
+    hosts = os.path.join(tmp, "hosts")
+    write(hosts, "127.0.0.1 volumes-test\n")
+    res = {k: Results() for k in ("a", "b", "ab", "c", "cro")}
+    started, got = {}, {}
+
+    def guarded(key, f, *args):
+        try:
+            got[key] = f(*args)
+        except Exception as e:  # one broken part must not hide the others
+            res[key].ok(False, f"{key}: raised {e!r}")
+
+    # A and C at once (two boots side by side), then B.
+    th = [threading.Thread(target=guarded, args=("a", vm_a, tmp, env, res["a"], vol, ro, termdir, hosts, started)),
+          threading.Thread(target=guarded, args=("c", vm_c, tmp, env, res["c"], False))]
+    for x in th:
+        x.start()
+    for x in th:
+        x.join()
+    guarded("b", vm_b, tmp, env, res["b"], vol, started)
+    if got.get("a") and got.get("b"):
+        guarded("ab", two_containers, res["ab"], got["a"], got["b"], vol)
+    if got.get("a"):
+        guarded("ab", checkpoint_refused, res["ab"], got["a"], tmp)
+    guarded("cro", vm_c, tmp, env, res["cro"], True)
+    root = os.path.join(tmp, "root")
+    for cid in (os.listdir(root) if os.path.isdir(root) else []):
+        rt(root, "delete", "--force", cid, timeout=120)
+    left = bundlelib.processes_mentioning(tmp)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for name, key in (("ctr-a", "a"), ("ctr-b", "b"), ("ctr-c", "c"), ("ctr-c-ro", "cro")):
+        path = os.path.join(tmp, f"{name}-log.txt")
+        guestlib.check_template_use(t, name, log=read(path) if os.path.exists(path) else "")
+    for key in ("a", "b", "ab", "c", "cro"):
+        for cond, what, diag in res[key].items:
+            t.ok(cond, what, diag)
+    t.eq(os.listdir(root) if os.path.isdir(root) else [], [], "nothing left under --root")
+    t.eq(left, [], "no process left")
+    t.eq(sorted(os.listdir(vol)), ["from-a", "from-b", "from-host"] if got.get("b") else ["from-a", "from-host"],
+         "the volume holds what was written to it, and nothing else")
+    bundlelib.keep_or_remove(t, tmp, ("ctr-a-log.txt", "ctr-a-log.txt.console", "ctr-b-log.txt", "ctr-c-log.txt",
+                                      "ctr-c-log.txt.console", "ctr-c-ro-log.txt"), 40)
+    t.done()
+
+
+if __name__ == "__main__":
+    if not os.access(KVRUN, os.X_OK):
+        print(f"1..0 # SKIP {KVRUN} not built")
+        raise SystemExit(0)
+    main()
