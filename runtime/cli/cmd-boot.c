@@ -426,8 +426,9 @@ static int run_vm(struct boot_opts *o, struct vm_result *res)
 
 	r = open_console(o);
 	/* Before the VM's threads exist, so that they inherit no capability. */
+	/* With shared directories, a file server's capabilities stay. */
 	if (r >= 0 && o->jail)
-		r = jail_drop_caps();
+		r = o->vm.nshares ? jail_drop_caps_except(JAIL_FS_CAPS) : jail_drop_caps();
 	o->vm.stopped = true;
 	if (r >= 0)
 		r = build_vm(o, &br);
@@ -436,7 +437,7 @@ static int run_vm(struct boot_opts *o, struct vm_result *res)
 	if (r >= 0)
 		r = vm_start(br.sb->vm);
 	if (r >= 0 && o->jail)
-		r = jail_seccomp(JAIL_MONITOR);
+		r = jail_seccomp(o->vm.nshares ? JAIL_MONITOR_FS : JAIL_MONITOR);
 	if (br.sb && (r >= 0 || br.sb->vm->started)) {
 		vm_wait(br.sb->vm, res);
 		if (o->timings)
