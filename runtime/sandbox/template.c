@@ -214,7 +214,7 @@ static const char *key_field(const char *text, const char *name, char *buf, size
 static void list_one(const char *dir, const char *name, FILE *f)
 {
 	_cleanup_free_ char *path = NULL, *text = NULL, *snap = NULL;
-	char id[TEMPLATE_ID_LEN + 1], cpus[16], mem[32], nics[16], kernel[256];
+	char id[TEMPLATE_ID_LEN + 1], cpus[16], mem[32], nics[16], shares[16], kernel[256];
 	struct stat st = {0};
 	size_t len;
 
@@ -223,10 +223,10 @@ static void list_one(const char *dir, const char *name, FILE *f)
 		return;
 	if (read_file_all(path, KEY_MAX, &text, &len) < 0 || stat(snap, &st) < 0)
 		return;
-	fprintf(f, "%-16s %5s %8llu %4s %10llu  %s\n", id, key_field(text, "vcpus", cpus, sizeof(cpus)),
+	fprintf(f, "%-16s %5s %8llu %4s %6s %10llu  %s\n", id, key_field(text, "vcpus", cpus, sizeof(cpus)),
 	        strtoull(key_field(text, "memory", mem, sizeof(mem)), NULL, 10) >> 20,
-	        key_field(text, "nics", nics, sizeof(nics)), (unsigned long long)st.st_blocks * 512 >> 10,
-	        key_field(text, "kernel", kernel, sizeof(kernel)));
+	        key_field(text, "nics", nics, sizeof(nics)), key_field(text, "shares", shares, sizeof(shares)),
+	        (unsigned long long)st.st_blocks * 512 >> 10, key_field(text, "kernel", kernel, sizeof(kernel)));
 }
 
 int template_list(const char *dir, FILE *f)
@@ -234,7 +234,8 @@ int template_list(const char *dir, FILE *f)
 	_cleanup_closedir_ DIR *d = opendir(dir);
 	struct dirent *de;
 
-	fprintf(f, "%-16s %5s %8s %4s %10s  %s\n", "ID", "VCPUS", "MEM(MiB)", "NICS", "DISK(KiB)", "KERNEL");
+	fprintf(f, "%-16s %5s %8s %4s %6s %10s  %s\n", "ID", "VCPUS", "MEM(MiB)", "NICS", "SHARES", "DISK(KiB)",
+	        "KERNEL");
 	if (!d)
 		return errno == ENOENT ? 0 : err_setsys(-errno, "open %s", dir);
 	while ((de = readdir(d))) {

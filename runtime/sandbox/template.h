@@ -54,7 +54,7 @@ int template_build(const struct vm_plan *p, unsigned int nics, const char *conso
 int template_launch(const struct sandbox_opts *o, struct sandbox **ret);
 
 /* One line per template in dir on f: id, vCPUs, memory, network
- * devices, size on disk, kernel. */
+ * devices, shared directory slots, size on disk, kernel. */
 int template_list(const char *dir, FILE *f);
 
 /* Remove the template with id from dir; -ENOENT when there is none. */

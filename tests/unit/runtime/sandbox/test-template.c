@@ -136,6 +136,7 @@ TEST(key_lookup_list_remove)
 	is_int(template_list(dir, f), 0);
 	fclose(f);
 	ok(strstr(buf, id) && strstr(buf, kernel) && strstr(buf, " 256 "), "list shows it");
+	ok(strstr(buf, " SHARES ") && strstr(buf, "      8 "), "and its shared directory slots: %s", buf);
 	is_int(template_remove(dir, "zz"), -EINVAL);
 	is_int(template_remove(dir, "0123456789abcdef"), -ENOENT);
 	is_int(template_remove(dir, id), 0);
