@@ -70,4 +70,3 @@ int fs_arg_name(struct fs_ctx *c, size_t off, const char **ret, size_t *ret_next
 	*ret = name;
 	return 0;
 }
-
