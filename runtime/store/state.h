@@ -62,7 +62,7 @@ int container_status_change_ok(enum oci_status from, enum oci_status to);
 struct container {
 	char *root; /* the state root, as given */
 	char *dir; /* <root>/<id> */
-	int lock_fd; /* flock()ed: LOCK_EX or LOCK_SH */
+	int lock_fd; /* flock()ed LOCK_EX when exclusive, else -1 */
 	bool exclusive;
 	struct oci_state *state; /* with the live status */
 };
@@ -84,18 +84,36 @@ int container_create(const char *root, struct oci_state *state, struct container
  * 0 or -ENOMEM. */
 int container_state_init(struct oci_state *s, const char *id, const char *bundle, const char *rootfs);
 
-/* Open id under root and lock it (exclusive for writers), read state.json
- * and compute the live status. -ENOENT: "container does not exist". */
+/* How long a writer waits for a container's lock: $KVRUN_LOCK_TIMEOUT
+ * seconds (1..3600), 30 by default. */
+int container_lock_timeout_ms(void);
+
+/* Open id under root, read state.json and compute the live status. With
+ * exclusive, lock it first, waiting at most container_lock_timeout_ms()
+ * (-EBUSY with a message naming the creating process when a create holds
+ * it); without, take no lock (a snapshot that may be stale as soon as it is
+ * read; it cannot be saved). -ENOENT: "container does not exist". */
 int container_load(const char *root, const char *id, bool exclusive, struct container **ret);
 
-/* container_load() locked exclusively, then container_check() that op is
- * allowed in its live status (runc's messages otherwise). On success *ret
- * is owned by the caller. */
+/* container_load() without the lock, then container_check() that op is
+ * allowed in its live status: for verbs that change nothing in the store
+ * (kill, events). */
+int container_peek_for(const char *root, const char *id, enum container_op op, struct container **ret);
+
+/* container_peek_for() (so that an op the state forbids fails at once,
+ * even while a create holds the lock), then container_load() locked
+ * exclusively and container_check() again on what it read. On success
+ * *ret is owned by the caller. */
 int container_load_for(const char *root, const char *id, enum container_op op, struct container **ret);
 
 /* Fail with "container with id exists: <id>" unless id is valid and no
  * container under root has it. */
 int container_check_new_id(const char *root, const char *id);
+
+/* Read c's state.json again (another process that shares the lock, the
+ * monitor during create, may have written it), with the live status. On
+ * failure c->state is left as it was. */
+int container_reload(struct container *c);
 
 /* Change the status (checked with container_status_change_ok()), and for
  * pid > 0 also record pid and its start time; then save. Needs the
