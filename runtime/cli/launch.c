@@ -22,6 +22,7 @@
 #include "runtime/cli/launch.h"
 #include "runtime/store/monitor-client.h"
 #include "runtime/monitor/monitor.h"
+#include "runtime/monitor/teardown.h"
 #include "runtime/sandbox/guest-channel.h"
 #include "runtime/host/netns.h"
 #include "runtime/host/rootfs-cache.h"
@@ -29,8 +30,6 @@
 #include "runtime/store/state.h"
 
 #define READY_MAX 4096
-/* Key of the state's private data: the network namespace served. */
-#define STATE_KEY_NETNS "netns"
 #define REQUEST_TIMEOUT_MS (150 * 1000)
 
 static int absolute_path(const char *path, char **ret)
@@ -321,16 +320,11 @@ int launch_container(struct cli_context *ctx, const char *id, const struct creat
 
 int launch_destroy(struct container *c)
 {
-	const char *netns = oci_map_get(&c->state->private_data, STATE_KEY_NETNS);
-
-	if (netns) {
-		int r = netns_teardown(netns, c->state->id);
-
-		if (r < 0)
-			log_error("restoring network namespace %s: %s", netns, err_msg());
-		err_clear();
-	}
-	return container_destroy(c);
+	/* The monitor recorded its cgroup in the state as it joined it. */
+	if (container_reload(c) < 0)
+		log_debug("state of %s: %s", c->state->id, err_msg());
+	err_clear();
+	return teardown_container(c, false);
 }
 
 int launch_start(struct cli_context *ctx, const char *id)
@@ -375,9 +369,20 @@ int launch_kill(struct cli_context *ctx, const char *id, int signo, bool all)
 	_cleanup_free_ char *req = NULL;
 	int r;
 
-	r = container_load_for(ctx->root, id, CONTAINER_OP_KILL, &c);
+	/* No lock: the monitor serializes requests, and a kill must get
+	 * through while a create or a start holds the lock. */
+	r = container_peek_for(ctx->root, id, CONTAINER_OP_KILL, &c);
 	if (r < 0)
 		return r;
+	if (c->state->status == OCI_STATUS_CREATING) {
+		/* Its monitor serves requests once create is done; SIGKILL ends
+		 * the create (its monitor; the creator then removes it all). */
+		if (signo != SIGKILL || c->state->pid <= 0)
+			return err_set(-EBUSY, "container %s is still being created: only SIGKILL, which ends the create, "
+			                       "can be sent to it now",
+			               id);
+		return launch_kill_monitor(c->state->pid, 10000);
+	}
 	if (asprintf(&req, "kill %d %d", signo, all ? 1 : 0) < 0)
 		return -ENOMEM;
 	r = monitor_call(c->dir, req, signo == SIGKILL ? 10000 : REQUEST_TIMEOUT_MS, NULL);

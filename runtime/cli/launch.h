@@ -20,11 +20,10 @@
 int launch_container(struct cli_context *ctx, const char *id, const struct create_opts *o, const struct bundle *b,
                      pid_t *ret_pid);
 
-/* Remove container c (its lock held; c is freed): give the network
- * namespace back what the container took (TAPs, tc redirects, the
- * interfaces' addresses and routes: recorded in the state, so this works
- * after a monitor crash too), then remove the state directory. Returns what
- * container_destroy() does; a teardown failure is logged, not returned. */
+/* Remove container c (its lock held; c is freed) after a failed create or
+ * the end of `run`: its state is read again (the monitor records its
+ * cgroup there), then teardown_container() without poststop hooks: the
+ * cgroup, the network namespace's interfaces, the state directory. */
 int launch_destroy(struct container *c);
 
 /* `start`: have the monitor of a created container exec its process, and

@@ -15,6 +15,7 @@
 #include <termios.h>
 
 #include "common/protocol.h"
+#include "runtime/monitor/create-guard.h"
 #include "runtime/monitor/monitor.h"
 #include "runtime/sandbox/guest-channel.h"
 
@@ -61,6 +62,7 @@ struct monitor {
 	unsigned rows, cols; /* last size passed on */
 	int subs[MONITOR_MAX_SUBS]; /* `kvrun events` connections, or -1 */
 	uint64_t oom_kill; /* OOM kills in the container so far */
+	struct create_guard guard; /* until create's outcome is known */
 };
 
 /* OOM from the guest: each new kill goes to the events subscribers. */

@@ -29,6 +29,7 @@
 #include "runtime/monitor/monitor-int.h"
 #include "runtime/monitor/monitor-relay.h"
 #include "runtime/monitor/monitor.h"
+#include "runtime/monitor/teardown.h"
 #include "runtime/sandbox/sandbox.h"
 #include "runtime/sandbox/template.h"
 #include "runtime/store/hooks.h"
@@ -141,7 +142,7 @@ static int report_ready(struct monitor *m, int r)
 		q = write_all(m->a->ready_fd, line, strlen(line));
 	free(line);
 	close(m->a->ready_fd);
-	m->a->ready_fd = -1;
+	m->a->ready_fd = m->ch.abandon_fd = -1;
 	return q;
 }
 
@@ -175,6 +176,11 @@ static int host_setup(struct monitor *m)
 		if (r < 0)
 			return r;
 	}
+	/* Our pid and cgroup in the state at once: whoever removes the
+	 * container if we die during create finds them there. */
+	r = container_set_status(a->c, OCI_STATUS_CREATING, getpid());
+	if (r < 0)
+		return r;
 	r = hooks_run(spec, OCI_HOOK_PRESTART, a->c->state);
 	if (r >= 0)
 		r = hooks_run(spec, OCI_HOOK_CREATE_RUNTIME, a->c->state);
@@ -243,7 +249,13 @@ static int bring_up(struct monitor *m)
 		return -ENOMEM;
 	if (access(base, F_OK) < 0)
 		free(TAKE_PTR(base));
-	r = host_setup(m);
+	/* First, while privileged and in no cgroup of the container's: the
+	 * guard that removes the container (the network namespace's changes
+	 * need privilege) if our creator dies before create ends
+	 * (create-guard.h). */
+	r = create_guard_start(a->c, &a->ready_fd, 1, &m->guard);
+	if (r >= 0)
+		r = host_setup(m);
 	if (r >= 0)
 		r = serve_own_netns(m);
 	if (r >= 0)
@@ -491,9 +503,40 @@ static _Noreturn void exit_boot_failed(struct monitor *m)
 	_exit(EXIT_MONITOR_FAILED);
 }
 
+/* Whether the process that ran create (and reads ready_fd) is gone. */
+static bool creator_gone(struct monitor *m)
+{
+	struct pollfd p = {.fd = m->a->ready_fd, .events = 0};
+
+	return m->a->ready_fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLHUP));
+}
+
+/* Nobody waits for create's outcome: remove the container ourselves (the
+ * VM, our cgroup), then have the guard, privileged, remove the rest (the
+ * network namespace's changes, the state directory); without one (we
+ * failed before forking it, privileged still) do it here. */
+static _Noreturn void abandoned(struct monitor *m)
+{
+	struct container *c = m->a->c;
+
+	log_error("the process that ran create went away: removing container %s", c->state->id);
+	end_vm(m);
+	shut_down(m);
+	if (m->cgroup_path && cgroup_leave(m->cgroup_path, m->cgroup_unit) < 0)
+		log_warn("%s", err_msg());
+	m->a->c = NULL;
+	if (m->guard.pid > 0) {
+		container_free(c); /* the lock: the guard takes it */
+		create_guard_end(&m->guard, true);
+	} else if (teardown_container(c, false) < 0) {
+		log_error("%s", err_msg());
+	}
+	_exit(EXIT_MONITOR_FAILED);
+}
+
 _Noreturn void monitor_main(struct monitor_args *a)
 {
-	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1};
+	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1, .guard = {.fd = -1}};
 	int r;
 
 	for (int i = 0; i < MONITOR_MAX_EXECS; i++)
@@ -506,8 +549,10 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	if (guest_channel_init(&m.ch, a->c->dir, MONITOR_VSOCK_SOCK) < 0 ||
 	    asprintf(&m.control_path, "%s/%s", a->c->dir, MONITOR_CONTROL_SOCK) < 0)
 		_exit(EXIT_MONITOR_FAILED);
-	/* Until the container runs, a signal to us ends the boot. */
+	/* Until the container runs, a signal to us ends the boot, and so
+	 * does the end of our creator. */
 	m.ch.stop_fd = m.signal_fd;
+	m.ch.abandon_fd = a->ready_fd;
 	m.ch.on_note = note;
 	m.ch.opaque = &m;
 	r = bring_up(&m);
@@ -515,14 +560,18 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	 * kills us and removes the state, which names the cgroup). */
 	if (r < 0 && m.cgroup_path)
 		cgroup_leave(m.cgroup_path, m.cgroup_unit);
+	if (r == -ECANCELED || creator_gone(&m))
+		abandoned(&m);
+	create_guard_end(&m.guard, false);
 	if (report_ready(&m, r) < 0 && r >= 0) {
-		/* Still holding the creator's lock: remove what it would have. */
-		log_error("the creating process went away: removing container %s", a->c->state->id);
+		/* Gone after the guard was let go: what the network namespace
+		 * took needs privileges we no longer have. The state (stopped
+		 * once we exit) keeps it for `delete`. */
+		log_error("the creating process went away: container %s is left for delete", a->c->state->id);
 		end_vm(&m);
 		shut_down(&m);
 		if (m.cgroup_path)
 			cgroup_leave(m.cgroup_path, m.cgroup_unit);
-		rm_rf(a->c->dir);
 		_exit(EXIT_MONITOR_FAILED);
 	}
 	/* The lock was create's: release it whether or not we made it. */
