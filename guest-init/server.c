@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/protocol.h"
 #include "config.h"
@@ -102,9 +103,11 @@ static int nonblock(int fd)
 	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
 }
 
-static int open_port(struct state *st, uint32_t port, int *ret)
+/* The stream to host port (none for 0), opened with token (when not
+ * NULL): the host takes only streams that begin with it. */
+static int open_port(struct state *st, uint32_t port, const uint8_t *token, int *ret)
 {
-	int fd;
+	int fd, r;
 
 	if (!port) {
 		*ret = -1;
@@ -113,8 +116,21 @@ static int open_port(struct state *st, uint32_t port, int *ret)
 	fd = st->srv->connect_port(port, st->srv->opaque);
 	if (fd < 0)
 		return err_setsys(fd, "connect stdio port %u", port);
+	if (token && (r = write_all(fd, token, PROTO_TOKEN_BYTES)) < 0) {
+		close(fd);
+		return err_setsys(r, "stdio port %u", port);
+	}
 	*ret = fd;
 	return nonblock(fd);
+}
+
+/* What process pp's streams open with: its own token (EXEC), else the
+ * host's from HELLO (the init's). */
+static const uint8_t *stream_token(const struct state *st, const struct proto_process *pp)
+{
+	if (pp && pp->has_token)
+		return pp->token;
+	return st->srv->has_host_token ? st->srv->host_token : NULL;
 }
 
 /* Connect the stdio streams and make the pipes the child gets. Slots:
@@ -125,10 +141,10 @@ static int proc_stdio(struct state *st, struct proc *p, const struct proto_proce
 
 	child_fds[0] = child_fds[1] = child_fds[2] = -1;
 	if (pp->terminal)
-		return open_port(st, pp->stdin_port, &p->fds[0]);
+		return open_port(st, pp->stdin_port, stream_token(st, pp), &p->fds[0]);
 	const uint32_t ports[3] = {pp->stdin_port, pp->stdout_port, pp->stderr_port};
 	for (int i = 0; i < 3; i++) {
-		r = open_port(st, ports[i], &p->fds[i]);
+		r = open_port(st, ports[i], stream_token(st, pp), &p->fds[i]);
 		if (r < 0)
 			return r;
 		if (p->fds[i] < 0)
@@ -497,7 +513,7 @@ static void reopen_streams(struct state *st)
 
 			if (p->fds[j] < 0 || (j == 0 && !tty && p->fds[3] < 0))
 				continue; /* stdin already at EOF */
-			if (open_port(st, ports[j], &fd) < 0) {
+			if (open_port(st, ports[j], stream_token(st, NULL), &fd) < 0) {
 				log_error("%s", err_msg());
 				continue;
 			}
@@ -631,7 +647,7 @@ int gi_serve(struct gi_server *srv)
 	return st.init_status;
 }
 
-int gi_hello(int ctl)
+int gi_hello(int ctl, struct gi_server *srv)
 {
 	struct proto_msg m = {.type = PROTO_MSG_HELLO};
 	int r;
@@ -646,6 +662,10 @@ int gi_hello(int ctl)
 	if (m.type != PROTO_MSG_HELLO || m.u.hello.version_min > KVRUN_PROTO_VERSION ||
 	    m.u.hello.version_max < KVRUN_PROTO_VERSION)
 		r = err_set(-EPROTONOSUPPORT, "host does not speak protocol version %d", KVRUN_PROTO_VERSION);
+	else if (srv) {
+		srv->has_host_token = m.u.hello.has_token;
+		memcpy(srv->host_token, m.u.hello.token, sizeof(srv->host_token));
+	}
 	proto_msg_free(&m);
 	return r;
 }
