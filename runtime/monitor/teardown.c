@@ -3,6 +3,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/stop-point.h"
 #include "runtime/host/cgroup.h"
 #include "runtime/host/netns.h"
 #include "runtime/monitor/teardown.h"
@@ -25,7 +26,8 @@ static void give_back_net(const struct oci_state *s)
 {
 	const char *netns = oci_map_get(&s->private_data, STATE_KEY_NETNS);
 
-	if (netns && netns_teardown(netns, s->id) < 0)
+	/* "": nothing done in it (its setup failed and undid itself). */
+	if (netns && *netns && netns_teardown(netns, s->id) < 0)
 		log_error("restoring network namespace %s: %s", netns, err_msg());
 	err_clear();
 }
@@ -33,6 +35,7 @@ static void give_back_net(const struct oci_state *s)
 int teardown_container(struct container *c, bool poststop)
 {
 	leave_cgroup(c->state);
+	stop_point("teardown:cgroup");
 	if (poststop) {
 		c->state->status = OCI_STATUS_STOPPED;
 		if (c->state->bundle && access(c->state->bundle, F_OK) == 0 &&
@@ -43,5 +46,6 @@ int teardown_container(struct container *c, bool poststop)
 	/* The network namespace gets back what the VM took; the state
 	 * directory holds everything else: disk, sockets, logs. */
 	give_back_net(c->state);
+	stop_point("teardown:net");
 	return container_destroy(c);
 }
