@@ -6,9 +6,14 @@
  * the init's three stdio streams with the token of the host's HELLO, then
  * serves the control stream: GO (STARTED), EXEC (the process's streams,
  * opened with its token; "echo ARGS" writes ARGS and exits 0 at once, any
- * other process lives until signalled), SIGNAL (acknowledged, then the
- * EXIT of that process: the init's ends the container); anything else is
- * refused. When the host closes the control stream it resets the VM.
+ * other process lives until signalled), STATS (all zero), SIGNAL
+ * (acknowledged, then the
+ * EXIT of that process: the init's ends the container), NETWORK
+ * (acknowledged); anything else is refused. When the host closes the
+ * control stream it resets the VM. A restored VM (the device's transport
+ * reset event: a template's, or a checkpoint's) connects again and says
+ * HELLO; after START it opens the init's stdio streams again with the new
+ * HELLO's token, as guest-init does.
  *
  * Options (kernel command line):
  *   hold=1        never answer START: the monitor waits in create
@@ -35,12 +40,16 @@
 #define PROTO_EXEC 6
 #define PROTO_SIGNAL 7
 #define PROTO_EXIT 9
+#define PROTO_STATS 10
 #define PROTO_ERROR 11
+#define PROTO_NETWORK 14
 #define CTL_PORT 1024 /* KVRUN_PROTO_CONTROL_PORT */
 #define STDIO_PORT 1025 /* GUEST_PORT_STDIN, then stdout and stderr */
 #define TOKEN_BYTES 16 /* PROTO_TOKEN_BYTES */
 #define MAX_EXECS 16
 #define FOREVER 30000000000ULL
+#define POLL_TICKS 20000000ULL /* between two looks at the event queue */
+#define EV_ADDR 0x850000ULL /* the event queue's one buffer */
 
 struct fi_exec {
 	bool live;
@@ -53,8 +62,10 @@ struct fi {
 	struct vdev d;
 	struct vs_stream ctl;
 	uint8_t *buf; /* frames received on ctl, not yet taken */
-	uint32_t have, credit_sent;
+	uint32_t have, taken, credit_sent;
 	bool ctl_closed;
+	bool reset; /* the transport was reset: every stream is gone */
+	bool started; /* START answered: the init's streams exist */
 	bool has_token;
 	uint8_t token[TOKEN_BYTES];
 	uint64_t start_id;
@@ -150,13 +161,42 @@ static void fi_take(struct fi *f, const struct vs_hdr *h)
 	}
 }
 
+static void fi_post_event(struct fi *f)
+{
+	f->d.q[2].desc[0] = (struct vdesc){EV_ADDR, 4, D_WRITE, 0};
+	vq_kick(&f->d, 2, 0);
+}
+
+/* The next packet (0), or -1 when the device reported a transport reset
+ * (a restored VM: every stream is gone), or -2 after ticks. */
+static int fi_recv(struct fi *f, struct vs_hdr *h, uint64_t ticks)
+{
+	for (uint64_t waited = 0; waited < ticks; waited += POLL_TICKS) {
+		struct vq *ev = &f->d.q[2];
+
+		if (vq_used_idx(ev) != ev->last_used) {
+			ev->last_used++;
+			fi_post_event(f);
+			f->reset = true;
+			return -1;
+		}
+		if (vs_recv(&f->d, h, pkt, POLL_TICKS))
+			return 0;
+	}
+	return -2;
+}
+
 /* Receives until stream s gets a packet of op (true) or an RST (false). */
 static bool fi_wait_op(struct fi *f, struct vs_stream *s, uint16_t op)
 {
 	struct vs_hdr h;
 
 	for (int tries = 0; tries < 64;) {
-		if (!vs_recv(&f->d, &h, pkt, FOREVER)) {
+		int r = fi_recv(f, &h, FOREVER);
+
+		if (r == -1)
+			return false;
+		if (r < 0) {
 			tries++;
 			continue;
 		}
@@ -190,16 +230,16 @@ static bool fi_send_msg(struct fi *f, uint16_t type, uint64_t id, const uint8_t 
 }
 
 /* Next whole frame from the host: its type, id and body (valid until the
- * next call). False when the control stream ended. */
+ * next call). False when the control stream ended (f->reset: by a reset of
+ * the transport). */
 static bool fi_next_frame(struct fi *f, uint16_t *type, uint64_t *id, const uint8_t **body, uint32_t *len)
 {
-	static uint32_t taken;
 	struct vs_hdr h;
 
-	if (taken) {
-		memcpy(f->buf, f->buf + taken, f->have - taken);
-		f->have -= taken;
-		taken = 0;
+	if (f->taken) {
+		memcpy(f->buf, f->buf + f->taken, f->have - f->taken);
+		f->have -= f->taken;
+		f->taken = 0;
 	}
 	for (;;) {
 		if (f->have >= PROTO_HDR && f->have - PROTO_HDR >= get_le(f->buf + 12, 4)) {
@@ -207,12 +247,14 @@ static bool fi_next_frame(struct fi *f, uint16_t *type, uint64_t *id, const uint
 			*id = get_le(f->buf + 16, 8);
 			*len = (uint32_t)get_le(f->buf + 12, 4);
 			*body = f->buf + PROTO_HDR;
-			taken = PROTO_HDR + *len;
+			f->taken = PROTO_HDR + *len;
 			return true;
 		}
-		if (f->ctl_closed)
+		if (f->ctl_closed || f->reset)
 			return false;
-		if (vs_recv(&f->d, &h, pkt, FOREVER))
+		int r = fi_recv(f, &h, FOREVER);
+
+		if (r == 0)
 			fi_take(f, &h);
 	}
 }
@@ -334,6 +376,47 @@ static void fi_handle_signal(struct fi *f, uint64_t id, const uint8_t *body, uin
 	}
 }
 
+static void fi_hello(struct fi *f)
+{
+	uint8_t b[32];
+	uint32_t n = put_int_tlv(b, 1, 1, 4);
+
+	n += put_int_tlv(b + n, 2, 1, 4);
+	tap_ok(fi_send_msg(f, PROTO_HELLO, 0, b, n), "fake-init: HELLO sent");
+}
+
+/* A new control stream (the first, or after a reset) and our HELLO. */
+static bool fi_connect_ctl(struct fi *f)
+{
+	f->have = f->taken = 0;
+	f->ctl_closed = f->reset = false;
+	f->has_token = false;
+	f->ctl = (struct vs_stream){.local = f->next_local++, .peer = CTL_PORT};
+	if (!tap_ok(vs_send(&f->d, &f->ctl, VS_REQUEST, 0, NULL, 0) && fi_wait_op(f, &f->ctl, VS_RESPONSE),
+	            "fake-init: control stream to host port %u", CTL_PORT))
+		return false;
+	fi_hello(f);
+	return true;
+}
+
+/* The host's HELLO: the token of the init's streams. */
+static void fi_take_hello(struct fi *f, const uint8_t *body, uint32_t len)
+{
+	uint32_t tl;
+	const uint8_t *t = tlv(body, len, 4, 0, &tl);
+
+	f->has_token = t && tl == TOKEN_BYTES;
+	if (f->has_token)
+		memcpy(f->token, t, TOKEN_BYTES);
+}
+
+static void fi_open_init_stdio(struct fi *f)
+{
+	for (uint32_t i = 0; i < 3; i++)
+		tap_ok(fi_open_stdio(f, &f->init_io[i], STDIO_PORT + i, f->has_token ? f->token : NULL),
+		       "fake-init: stdio stream to host port %u", STDIO_PORT + i);
+}
+
 static void fi_serve(struct fi *f)
 {
 	uint16_t type;
@@ -341,8 +424,25 @@ static void fi_serve(struct fi *f)
 	const uint8_t *body;
 	uint32_t len;
 
-	while (fi_next_frame(f, &type, &id, &body, &len)) {
-		if (type == PROTO_GO)
+	for (;;) {
+		if (!fi_next_frame(f, &type, &id, &body, &len)) {
+			/* Restored from a checkpoint: the exec'd processes'
+			 * host side is gone; the init's streams open again
+			 * once the new HELLO came. */
+			if (!f->reset || !fi_connect_ctl(f))
+				break;
+			for (int i = 0; i < MAX_EXECS; i++)
+				f->execs[i].live = false;
+			continue;
+		}
+		if (type == PROTO_HELLO) {
+			fi_take_hello(f, body, len);
+			fi_open_init_stdio(f);
+		} else if (type == PROTO_NETWORK)
+			fi_ack(f, id, 0);
+		else if (type == PROTO_STATS)
+			fi_send_msg(f, PROTO_STATS, id, body, 0);
+		else if (type == PROTO_GO)
 			fi_started(f, PROTO_STARTED, id, 1);
 		else if (type == PROTO_EXEC)
 			fi_handle_exec(f, id, body, len);
@@ -364,59 +464,55 @@ static void fi_halt(const char *why)
 		__asm__ volatile("cli; hlt");
 }
 
-/* Reads frames until START; the host's HELLO on the way gives the token. */
+/* Reads frames until START; the host's HELLO on the way gives the token.
+ * A restored template connects again. */
 static bool fi_wait_start(struct fi *f)
 {
 	uint16_t type;
 	uint64_t id;
 	const uint8_t *body;
-	uint32_t len, tl;
+	uint32_t len;
 
-	while (fi_next_frame(f, &type, &id, &body, &len)) {
-		const uint8_t *t = type == PROTO_HELLO ? tlv(body, len, 4, 0, &tl) : NULL;
-
-		if (t && tl == TOKEN_BYTES) {
-			memcpy(f->token, t, TOKEN_BYTES);
-			f->has_token = true;
+	for (;;) {
+		if (!fi_next_frame(f, &type, &id, &body, &len)) {
+			if (f->reset && fi_connect_ctl(f))
+				continue;
+			return false;
 		}
+		if (type == PROTO_HELLO)
+			fi_take_hello(f, body, len);
+		if (type == PROTO_STATS) /* a template build's: all zero */
+			fi_send_msg(f, PROTO_STATS, id, body, 0);
 		if (type == PROTO_START) {
 			f->start_id = id;
 			return true;
 		}
 	}
-	return false;
 }
 
 void check_fake_init(void)
 {
 	static struct fi f;
 	uint8_t msg[128];
-	uint32_t n;
 
-	f = (struct fi){.ctl = {.local = 2000, .peer = CTL_PORT}, .buf = (uint8_t *)(uintptr_t)FI_BUF,
-	                .next_local = 3000};
+	f = (struct fi){.buf = (uint8_t *)(uintptr_t)FI_BUF, .next_local = 2000};
 	if (!tap_ok(find_device(19, &f.d), "fake-init: virtio-vsock found on the command line"))
 		return;
 	if (!tap_ok(vdev_init(&f.d, 3, 0), "fake-init: vsock reaches DRIVER_OK"))
 		return;
 	for (uint16_t i = 0; i < VS_RX_BUFS; i++)
 		vs_post_rx(&f.d, i);
-	if (!tap_ok(vs_send(&f.d, &f.ctl, VS_REQUEST, 0, NULL, 0) && fi_wait_op(&f, &f.ctl, VS_RESPONSE),
-	            "fake-init: control stream to host port %u", CTL_PORT))
+	fi_post_event(&f);
+	if (!fi_connect_ctl(&f))
 		return;
-	n = put_int_tlv(msg + PROTO_HDR, 1, 1, 4);
-	n += put_int_tlv(msg + PROTO_HDR + n, 2, 1, 4);
-	put_header(msg, PROTO_HELLO, n, 0);
-	tap_ok(vs_send(&f.d, &f.ctl, VS_RW, 0, msg, PROTO_HDR + n), "fake-init: HELLO sent");
-	if (!tap_ok(fi_wait_start(&f), "fake-init: START received (id %llu)", (unsigned long long)f.start_id))
+	if (!tap_ok(fi_wait_start(&f), "fake-init: START received"))
 		return;
 	tap_ok(f.has_token, "fake-init: the host's HELLO carries a token");
 	if (cmd_num("hold", 0))
 		fi_halt("holding START unanswered");
 	fi_started(&f, PROTO_READY, f.start_id, 1);
-	for (uint32_t i = 0; i < 3; i++)
-		tap_ok(fi_open_stdio(&f, &f.init_io[i], STDIO_PORT + i, f.has_token ? f.token : NULL),
-		       "fake-init: stdio stream to host port %u", STDIO_PORT + i);
+	f.started = true;
+	fi_open_init_stdio(&f);
 	if (cmd_num("second_ctl", 0)) {
 		struct vs_stream s;
 
