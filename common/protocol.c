@@ -187,6 +187,7 @@ static const struct field start_fields[] = {
     FLD_RECP(17, struct proto_start, net, netcfg_desc),
     FLD_HAS(18, F_U64, struct proto_start, realtime_ns, has_realtime),
     {19, F_RAW, offsetof(struct proto_start, seed), PROTO_SEED_BYTES, offsetof(struct proto_start, has_seed), NULL},
+    FLD(20, F_BOOL, struct proto_start, allow_vsock),
 };
 DESC(start_desc, struct proto_start, start_fields);
 

@@ -196,6 +196,9 @@ struct proto_start {
 	uint64_t realtime_ns; /* CLOCK_REALTIME, nanoseconds since the epoch */
 	bool has_seed;
 	uint8_t seed[PROTO_SEED_BYTES];
+	/* The container's processes may open AF_VSOCK sockets (annotation
+	 * io.kvrun.vsock); by default guest-init denies them (seccomp). */
+	bool allow_vsock;
 };
 
 struct proto_signal {

@@ -196,6 +196,7 @@ static int proc_spawn(struct state *st, const struct proto_msg *m, pid_t join, s
 		    .join_pid = join,
 		    .cgroup_dir = st->srv->cgroup_dir,
 		    .new_pidns = true,
+		    .allow_vsock = st->start.u.start.allow_vsock,
 		    .stdio = {child_fds[0], child_fds[1], child_fds[2]},
 		};
 		r = gi_spawn(&sp, &p->child);
