@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/stop-point.h"
 #include "runtime/cli/cli-args.h"
 #include "runtime/cli/launch.h"
 #include "runtime/monitor/teardown.h"
@@ -59,6 +60,7 @@ static int run_delete(struct cli_context *ctx, int argc, char **argv)
 	}
 	if (r < 0)
 		return r;
+	stop_point("delete:locked");
 	/* A created container (or any, with --force) loses its VM first: the
 	 * monitor owns the VM, so killing it ends everything in the guest. */
 	if (c->state->status != OCI_STATUS_STOPPED && c->state->pid > 0) {
@@ -68,6 +70,12 @@ static int run_delete(struct cli_context *ctx, int argc, char **argv)
 			return r;
 		}
 	}
+	/* Killed by us or before (a crash, kill 9): it must be all gone, or
+	 * its cgroup cannot be removed. */
+	if (launch_wait_exited(c->state, 10000) < 0)
+		log_warn("%s", err_msg());
+	err_clear();
+	stop_point("delete:killed");
 	/* After the VM is gone: its cgroup, the poststop hooks (failures are
 	 * warnings, as runc's), the network namespace, the state directory. */
 	return teardown_container(c, true);

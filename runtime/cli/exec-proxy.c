@@ -23,6 +23,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/unix-socket.h"
+#include "common/stop-point.h"
 #include "runtime/cli/exec-proxy.h"
 #include "runtime/host/console.h"
 #include "runtime/host/jail.h"
@@ -398,10 +399,13 @@ static int proxy_main(const struct exec_proxy_opts *o, int ready_fd)
 	pp->stdin_port = p.ports[S_IN];
 	pp->stdout_port = pp->terminal ? 0 : p.ports[S_OUT];
 	pp->stderr_port = pp->terminal ? 0 : p.ports[S_ERR];
+	stop_point("exec:listening");
 	if (r >= 0)
 		r = send_exec(&p);
+	stop_point("exec:started");
 	if (r >= 0)
 		r = accept_streams(&p, n);
+	stop_point("exec:streams");
 	if (r >= 0 && !o->detach && o->pid_file)
 		r = write_pid(o->pid_file, getpid());
 	if (r < 0) {

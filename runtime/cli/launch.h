@@ -38,6 +38,12 @@ int launch_kill(struct cli_context *ctx, const char *id, int signo, bool all);
  * to be gone (it need not be our child). */
 int launch_kill_monitor(pid_t pid, int timeout_ms);
 
+/* Wait up to timeout_ms until the monitor the state s names (pid and start
+ * time) has finished exiting: a monitor killed a moment ago, already
+ * reported dead, may still be leaving its cgroup. 0 at once when it is
+ * gone (or the pid is another process's now). */
+int launch_wait_exited(const struct oci_state *s, int timeout_ms);
+
 /* Wait for our child monitor pid, forwarding SIGINT, SIGTERM, SIGHUP,
  * SIGQUIT, SIGUSR1 and SIGUSR2 to the container through it. Returns the
  * exit status for the caller: the code, or 128 + N for signal N. */

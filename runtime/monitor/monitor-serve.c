@@ -19,6 +19,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/protocol.h"
+#include "common/stop-point.h"
 #include "runtime/monitor/monitor-int.h"
 #include "runtime/sandbox/sandbox.h"
 
@@ -122,6 +123,7 @@ static int do_start(struct monitor *m, char *detail, size_t size)
 	struct proto_msg msg = {.type = PROTO_MSG_GO}, ans = {0};
 	int r;
 
+	stop_point("monitor:start");
 	r = guest_channel_request(&m->ch, &msg, guest_boot_timeout_ms(), &ans);
 	if (r < 0)
 		return r;
@@ -245,6 +247,7 @@ static int do_exec(struct monitor *m, int fd, bool *keep, char *detail, size_t s
 		proto_msg_free(&msg);
 		return err_set(-EINVAL, "expected EXEC, got %s", proto_type_name(msg.type));
 	}
+	stop_point("monitor:exec");
 	r = guest_channel_request(&m->ch, &msg, guest_boot_timeout_ms(), &ans);
 	if (r >= 0) {
 		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);

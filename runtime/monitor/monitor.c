@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/protocol.h"
 #include "common/unix-socket.h"
+#include "common/stop-point.h"
 #include "runtime/host/cgroup.h"
 #include "runtime/host/console.h"
 #include "runtime/host/jail.h"
@@ -254,10 +255,12 @@ static int bring_up(struct monitor *m)
 	 * need privilege) if our creator dies before create ends
 	 * (create-guard.h). */
 	r = create_guard_start(a->c, &a->ready_fd, 1, &m->guard);
+	stop_point("monitor:guard");
 	if (r >= 0)
 		r = host_setup(m);
 	if (r >= 0)
 		r = serve_own_netns(m);
+	stop_point("monitor:setup");
 	if (r >= 0)
 		r = guest_channel_listen(&m->ch, CHAN_NR);
 	/* Hooks have run; the VM's threads start with nothing to inherit. */
@@ -274,6 +277,7 @@ static int bring_up(struct monitor *m)
 		                              .vsock_path = m->ch.base,
 		                              .console_path = a->console_path,
 		                              .net = a->net});
+	stop_point("monitor:vm");
 	/* The host's whole part of create, up to the guest's own work. */
 	if (r >= 0)
 		log_info("VM: running: host_us=%llu disk_us=%llu",
@@ -560,6 +564,7 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	 * kills us and removes the state, which names the cgroup). */
 	if (r < 0 && m.cgroup_path)
 		cgroup_leave(m.cgroup_path, m.cgroup_unit);
+	stop_point("monitor:ready");
 	if (r == -ECANCELED || creator_gone(&m))
 		abandoned(&m);
 	create_guard_end(&m.guard, false);
