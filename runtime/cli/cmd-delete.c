@@ -22,7 +22,8 @@ static void end_create(struct cli_context *ctx, const char *id)
 		err_clear();
 		return;
 	}
-	if (c->state->status == OCI_STATUS_CREATING && c->state->pid > 0 && launch_kill_monitor(c->state->pid, 10000) < 0)
+	if (c->state->status == OCI_STATUS_CREATING && c->state->pid > 0 &&
+	    launch_kill_monitor(c->state->pid, 10000) < 0)
 		log_warn("%s", err_msg());
 	err_clear();
 }

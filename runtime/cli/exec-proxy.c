@@ -127,7 +127,8 @@ static int accept_stream(struct proxy *p, int i, int64_t deadline)
 		if (fd < 0)
 			return err_setsys(-errno, "accept stdio stream");
 		left = clock_left_ms(deadline);
-		r = guest_stream_check_token(fd, p->o->proc->token, left < GUEST_TOKEN_WAIT_MS ? left : GUEST_TOKEN_WAIT_MS);
+		r = guest_stream_check_token(fd, p->o->proc->token,
+		                             left < GUEST_TOKEN_WAIT_MS ? left : GUEST_TOKEN_WAIT_MS);
 		if (r == 0) {
 			p->streams[i] = fd;
 			return 0;

@@ -393,7 +393,8 @@ int launch_wait_exited(const struct oci_state *s, int timeout_ms)
 		return 0;
 	p = (struct pollfd){.fd = fd, .events = POLLIN};
 	if (poll(&p, 1, timeout_ms) <= 0)
-		return err_set(-ETIMEDOUT, "monitor %d did not finish exiting within %d s", (int)s->pid, timeout_ms / 1000);
+		return err_set(-ETIMEDOUT, "monitor %d did not finish exiting within %d s", (int)s->pid,
+		               timeout_ms / 1000);
 	return 0;
 }
 
@@ -412,8 +413,9 @@ int launch_kill(struct cli_context *ctx, const char *id, int signo, bool all)
 		/* Its monitor serves requests once create is done; SIGKILL ends
 		 * the create (its monitor; the creator then removes it all). */
 		if (signo != SIGKILL || c->state->pid <= 0)
-			return err_set(-EBUSY, "container %s is still being created: only SIGKILL, which ends the create, "
-			                       "can be sent to it now",
+			return err_set(-EBUSY,
+			               "container %s is still being created: only SIGKILL, which ends the create, "
+			               "can be sent to it now",
 			               id);
 		return launch_kill_monitor(c->state->pid, 10000);
 	}

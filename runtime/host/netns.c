@@ -454,8 +454,8 @@ static int lock_ns(int nsfd, const char *path)
 		if (errno != EWOULDBLOCK)
 			return err_setsys(-errno, "lock network namespace %s", path);
 		if (waited >= NETNS_LOCK_WAIT_MS)
-			return err_set(-EBUSY, "network namespace %s: another kvrun process kept it locked for %d s", path,
-			               NETNS_LOCK_WAIT_MS / 1000);
+			return err_set(-EBUSY, "network namespace %s: another kvrun process kept it locked for %d s",
+			               path, NETNS_LOCK_WAIT_MS / 1000);
 		nanosleep(&ts, NULL);
 	}
 	return 0;

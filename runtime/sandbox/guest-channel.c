@@ -199,8 +199,8 @@ int guest_channel_accept(struct guest_channel *ch, int i, int timeout_ms, const 
 		if (i != CHAN_CTL && ch->has_token) {
 			int wait_ms = clock_left_ms(deadline);
 
-			r = guest_stream_check_token(fd, ch->token, wait_ms < GUEST_TOKEN_WAIT_MS ? wait_ms
-			                                                                          : GUEST_TOKEN_WAIT_MS);
+			r = guest_stream_check_token(fd, ch->token,
+			                             wait_ms < GUEST_TOKEN_WAIT_MS ? wait_ms : GUEST_TOKEN_WAIT_MS);
 		}
 		if (r == 0) {
 			ch->stream_fds[i] = fd;

@@ -222,10 +222,10 @@ TEST(blk_template_ro_checkpoint)
 	is_int(virtio_blk_state_load(c, sb.data, sb.len), -EINVAL);
 	ok(strstr(err_msg(), "offered features") != NULL, "a disk offering RO is refused: %s", err_msg());
 	virtio_blk_free(c);
-	is_int(virtio_blk_new(&d2.mem,
-	                      &(struct virtio_blk_opts){.path = img, .read_only = true, .offer_writable = true,
-	                                                .id = "rootfs"},
-	                      &b),
+	is_int(virtio_blk_new(
+		   &d2.mem,
+		   &(struct virtio_blk_opts){.path = img, .read_only = true, .offer_writable = true, .id = "rootfs"},
+		   &b),
 	       0);
 	fake_drv_attach(&d2, virtio_blk_mmio(b));
 	is_int(virtio_blk_state_load(b, sb.data, sb.len), 0);
