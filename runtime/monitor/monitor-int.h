@@ -87,6 +87,19 @@ void monitor_exec_gone(struct monitor *m, struct monitor_exec *e);
 /* EXIT of an exec'd process: tell its proxy and forget it. */
 void monitor_exec_exited(struct monitor *m, uint64_t id, uint32_t status);
 
+/* Pass a new size of our terminal on to the guest's pty
+ * (looked at when idle: no SIGWINCH reaches a monitor in its own session;
+ * not while paused). */
+void monitor_follow_size(struct monitor *m);
+
+/* Block the signals the monitor forwards (and SIGWINCH) and return a
+ * signalfd for them. */
+int monitor_watch_signals(void);
+
+/* Signals sent to the monitor go to the container's process, as runc's
+ * foreground forwarding does. */
+void monitor_forward_signals(struct monitor *m);
+
 /* terminal.c: the host end of the container's terminal, when it has one:
  * a new pty whose master goes to the console socket, or our own stdin
  * made raw (before the guest's stream exists; done once). */

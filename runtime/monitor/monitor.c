@@ -39,22 +39,6 @@
 #define POWEROFF_WAIT_MS 3000
 #define TTY_POLL_MS 250
 
-/* The guest's pty follows the size of ours (no SIGWINCH reaches a monitor
- * in its own session: the size is looked at when idle). A paused guest
- * cannot take a new size: it is passed on after the resume. */
-static void follow_size(struct monitor *m)
-{
-	unsigned rows, cols;
-
-	if (m->tty_fd < 0 || m->paused || console_get_size(m->tty_fd, &rows, &cols) < 0 ||
-	    (rows == m->rows && cols == m->cols))
-		return;
-	m->rows = rows;
-	m->cols = cols;
-	if (monitor_resize(m, 0, rows, cols) < 0)
-		log_debug("resize: %s", err_msg());
-}
-
 /* START with WAIT: the guest builds the container and answers READY. */
 static int create_container(struct monitor *m)
 {
@@ -309,33 +293,6 @@ static int bring_up(struct monitor *m)
 	return r;
 }
 
-static int watch_signals(void)
-{
-	sigset_t set;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGQUIT);
-	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGUSR2);
-	sigaddset(&set, SIGWINCH);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-}
-
-/* Signals sent to the monitor go to the container's process, as runc's
- * foreground forwarding does. */
-static void forward_signal(struct monitor *m)
-{
-	struct signalfd_siginfo si;
-
-	while (read(m->signal_fd, &si, sizeof(si)) == sizeof(si))
-		if (!m->exited && si.ssi_signo != SIGWINCH && monitor_signal(m, 0, (int)si.ssi_signo, false) < 0)
-			log_debug("forwarding signal %u: %s", si.ssi_signo, err_msg());
-}
-
 /* A frame from guest-init that stopped mid-way is given a deadline
  * (guest_channel_stalled()); the loop serves everything else meanwhile. */
 static int serve_timeout(struct monitor *m)
@@ -399,11 +356,11 @@ static int serve(struct monitor *m)
 			return err_set(-ECONNRESET, "the VM ended (%s%s%s) before the container's process exited",
 			               vm_exit_reason_name(res.reason), res.detail[0] ? ": " : "", res.detail);
 		}
-		follow_size(m);
+		monitor_follow_size(m);
 		if (p[P_CONTROL].revents)
 			monitor_serve_client(m);
 		if (p[P_SIGNAL].revents)
-			forward_signal(m);
+			monitor_forward_signals(m);
 		for (int i = 0; i < MONITOR_MAX_SUBS; i++)
 			if (p[P_SUBS + i].revents && m->subs[i] == p[P_SUBS + i].fd)
 				monitor_sub_gone(m, i);
@@ -549,7 +506,7 @@ _Noreturn void monitor_main(struct monitor_args *a)
 		m.subs[i] = -1;
 	m.tty_fd = -1;
 	signal(SIGPIPE, SIG_IGN);
-	m.signal_fd = watch_signals();
+	m.signal_fd = monitor_watch_signals();
 	if (guest_channel_init(&m.ch, a->c->dir, MONITOR_VSOCK_SOCK) < 0 ||
 	    asprintf(&m.control_path, "%s/%s", a->c->dir, MONITOR_CONTROL_SOCK) < 0)
 		_exit(EXIT_MONITOR_FAILED);

@@ -20,43 +20,12 @@
 #include <sys/types.h>
 
 #include "oci-spec/state.h"
-
-/* Longest id accepted: it names a directory. */
-#define CONTAINER_ID_MAX 255
+#include "runtime/store/state-rules.h"
 
 /* Keys of kvrun's private map in state.json. */
 #define STATE_KEY_PID_START "pid-start-time" /* /proc start time of pid */
 #define STATE_KEY_CREATOR_PID "creator-pid" /* the `create` process */
 #define STATE_KEY_CREATOR_START "creator-start-time" /* its /proc start time */
-
-/* runc's id rule: ^[\w+-\.]+$ (word characters and + , - .), not "." or
- * "..", at most CONTAINER_ID_MAX bytes. -EINVAL with runc's messages:
- * "container id cannot be empty", "invalid container ID format". */
-int container_id_validate(const char *id);
-
-/* What a verb wants to do to a container; see container_check(). */
-enum container_op {
-	CONTAINER_OP_START,
-	CONTAINER_OP_KILL,
-	CONTAINER_OP_DELETE,
-	CONTAINER_OP_DELETE_FORCE,
-	CONTAINER_OP_PAUSE,
-	CONTAINER_OP_RESUME,
-	CONTAINER_OP_EXEC,
-	CONTAINER_OP_EXEC_IGNORE_PAUSED,
-	CONTAINER_OP_UPDATE,
-	CONTAINER_OP_CHECKPOINT,
-	CONTAINER_OP_EVENTS,
-};
-
-/* Whether op is allowed in status; -EINVAL (or -ESRCH for "container not
- * running") with runc's message naming id otherwise. Pure: no I/O. */
-int container_check(enum container_op op, enum oci_status status, const char *id);
-
-/* Whether the state machine allows from -> to: creating -> created,
- * created -> running, running <-> paused, created -> paused, and any state
- * -> stopped. -EINVAL with a message otherwise. */
-int container_status_change_ok(enum oci_status from, enum oci_status to);
 
 /* An open, locked container. */
 struct container {
