@@ -75,6 +75,7 @@ static int create_container(struct monitor *m)
 		if (r < 0)
 			return r;
 	}
+	guest_channel_unlisten(&m->ch);
 	m->relays[CHAN_STDIN] = relay_start(STDIN_FILENO, m->ch.stream_fds[CHAN_STDIN], true);
 	m->relays[CHAN_STDOUT] = relay_start(m->ch.stream_fds[CHAN_STDOUT], STDOUT_FILENO, false);
 	m->relays[CHAN_STDERR] = relay_start(m->ch.stream_fds[CHAN_STDERR], STDERR_FILENO, false);
