@@ -253,8 +253,12 @@ def kill_sample(census, before, b):
         if t.ok(pid, f"{what}: it stops there"):
             target = p.pid
             if victim == "monitor":
-                kids = [q for q in processes_mentioning(cid) if q != p.pid]
-                target = kids[0] if kids else p.pid
+                # The state names it once it runs (before monitor:ready).
+                try:
+                    with open(os.path.join(root, cid, "state.json")) as f:
+                        target = json.load(f)["pid"] or p.pid
+                except (OSError, ValueError, KeyError):
+                    pass
             os.kill(target, signal.SIGKILL)
             for q in processes_mentioning(cid) + [p.pid]:
                 try:
