@@ -46,6 +46,7 @@ static const struct field hello_fields[] = {
     FLD(1, F_U32, struct proto_hello, version_min),
     FLD(2, F_U32, struct proto_hello, version_max),
     FLD(3, F_STR, struct proto_hello, agent),
+    {4, F_RAW, offsetof(struct proto_hello, token), PROTO_TOKEN_BYTES, offsetof(struct proto_hello, has_token), NULL},
 };
 DESC(hello_desc, struct proto_hello, hello_fields);
 
@@ -80,6 +81,8 @@ static const struct field process_fields[] = {
     FLD(21, F_U32, struct proto_process, stdin_port),
     FLD(22, F_U32, struct proto_process, stdout_port),
     FLD(23, F_U32, struct proto_process, stderr_port),
+    {24, F_RAW, offsetof(struct proto_process, token), PROTO_TOKEN_BYTES, offsetof(struct proto_process, has_token),
+     NULL},
 };
 DESC(process_desc, struct proto_process, process_fields);
 
@@ -184,6 +187,7 @@ static const struct field start_fields[] = {
     FLD_RECP(17, struct proto_start, net, netcfg_desc),
     FLD_HAS(18, F_U64, struct proto_start, realtime_ns, has_realtime),
     {19, F_RAW, offsetof(struct proto_start, seed), PROTO_SEED_BYTES, offsetof(struct proto_start, has_seed), NULL},
+    FLD(20, F_BOOL, struct proto_start, allow_vsock),
 };
 DESC(start_desc, struct proto_start, start_fields);
 

@@ -72,9 +72,17 @@ enum proto_type {
 /* Random bytes START carries for the guest's entropy pool. */
 #define PROTO_SEED_BYTES 64
 
+/* Bytes of the token that opens each stdio stream (see proto_process). */
+#define PROTO_TOKEN_BYTES 16
+
 struct proto_hello {
 	uint32_t version_min, version_max; /* versions the sender speaks */
 	char *agent; /* "kvrun-init 0.1.0"; may be NULL */
+	/* The host's: the token guest-init writes first on each stream of
+	 * the container's init process it opens while this control stream
+	 * lasts (a restored VM opens them again). */
+	bool has_token;
+	uint8_t token[PROTO_TOKEN_BYTES];
 };
 
 struct proto_rlimit {
@@ -106,6 +114,11 @@ struct proto_process {
 	/* Host vsock ports for stdio, 0 = none (the fd gets /dev/null). With
 	 * terminal, only stdin_port is used: one bidirectional pty stream. */
 	uint32_t stdin_port, stdout_port, stderr_port;
+	/* EXEC: written first on each of those streams, so that the host
+	 * takes the streams guest-init opened and no other process's that
+	 * reached the port first. */
+	bool has_token;
+	uint8_t token[PROTO_TOKEN_BYTES];
 };
 
 struct proto_mount {
@@ -183,6 +196,9 @@ struct proto_start {
 	uint64_t realtime_ns; /* CLOCK_REALTIME, nanoseconds since the epoch */
 	bool has_seed;
 	uint8_t seed[PROTO_SEED_BYTES];
+	/* The container's processes may open AF_VSOCK sockets (annotation
+	 * io.kvrun.vsock); by default guest-init denies them (seccomp). */
+	bool allow_vsock;
 };
 
 struct proto_signal {

@@ -172,6 +172,10 @@ static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 	err_clear();
 	if (setsid() < 0)
 		child_fail(fd, err_setsys(-errno, "setsid"), 1);
+	/* First, while it has every capability: the container (its hooks
+	 * too) opens no vsock stream to the host's ports. */
+	if (!sp->allow_vsock && (r = gi_deny_vsock()) < 0)
+		child_fail(fd, r, 1);
 	if (sp->start)
 		r = gi_rootfs_setup(sp->start, sp->rootfs, sp->files_dir ? sp->files_dir : GI_FILES_DIR);
 	else

@@ -78,6 +78,11 @@ void gi_user_free(struct gi_user *u);
 /* Load the seccomp filter described by sc (NULL: none). */
 int gi_seccomp_load(const struct proto_seccomp *sc);
 
+/* vsock-filter.c: a seccomp filter, stacked with any other, that makes
+ * socket(AF_VSOCK, ...) fail with EPERM for this process and everything it
+ * starts. Needs CAP_SYS_ADMIN or no_new_privs. */
+int gi_deny_vsock(void);
+
 /* Apply rlimits, oom_score_adj, user and groups, umask, capabilities,
  * no_new_privs, seccomp, cwd, and exec p->args with p->env (HOME added
  * from the passwd entry when missing, PATH searched as runc does). Runs in
@@ -113,6 +118,7 @@ struct gi_spawn {
 	pid_t join_pid; /* EXEC: the container init to join (0 for START) */
 	const char *cgroup_dir; /* cgroup to place the child in, NULL = none */
 	bool new_pidns; /* START: CLONE_NEWPID as well */
+	bool allow_vsock; /* the config allows AF_VSOCK sockets (else gi_deny_vsock()) */
 	int stdio[3]; /* fds the child gets as 0,1,2 (-1: /dev/null); unused with a terminal */
 };
 

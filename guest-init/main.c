@@ -97,14 +97,15 @@ static int connect_control(void)
 	return err_setsys(fd, "connect to the host on vsock port %d", KVRUN_PROTO_CONTROL_PORT);
 }
 
-/* The stream broke before START: a restored VM (see struct gi_server). */
+/* The first stream, or one after a restore (see struct gi_server):
+ * opaque is the server, which gets the host's token. */
 static int reconnect(void *opaque)
 {
 	int fd = connect_control(), r;
 
 	if (fd < 0)
 		return fd;
-	r = gi_hello(fd);
+	r = gi_hello(fd, opaque);
 	if (r < 0) {
 		close(fd);
 		return r;
@@ -145,7 +146,8 @@ int main(void)
 	/* Loopback works even when START brings no network (or never comes). */
 	if (netcfg_apply(NULL) < 0)
 		log_error("%s", err_msg());
-	srv.ctl = reconnect(NULL);
+	srv.opaque = &srv;
+	srv.ctl = reconnect(&srv);
 	if (srv.ctl < 0) {
 		log_error("%s", err_msg());
 		power_off();

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdarg.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -21,6 +23,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/unix-socket.h"
+#include "common/stop-point.h"
 #include "runtime/cli/exec-proxy.h"
 #include "runtime/host/console.h"
 #include "runtime/host/jail.h"
@@ -32,6 +35,9 @@
 /* Beyond the monitor's own wait for the guest. */
 #define EXEC_REPLY_MARGIN_MS (10 * 1000)
 #define STREAM_TIMEOUT_MS (30 * 1000)
+/* Connections a stdio listener queues: a few that fail the token check may
+ * come before guest-init's. */
+#define STREAM_BACKLOG 4
 #define CALL_TIMEOUT_MS (130 * 1000)
 /* How often a terminal's size is looked at when no SIGWINCH can come (a
  * pty whose master is someone else's). */
@@ -43,6 +49,7 @@ struct proxy {
 	const struct exec_proxy_opts *o;
 	int listen_fds[NR_STREAMS];
 	char *listen_paths[NR_STREAMS];
+	uint32_t ports[NR_STREAMS];
 	int streams[NR_STREAMS];
 	int ctl; /* the monitor connection that carries our EXIT */
 	int in_fd, out_fd, err_fd; /* host side */
@@ -54,22 +61,43 @@ struct proxy {
 	struct relay *relays[NR_STREAMS];
 };
 
-/* Ports unique on this host while we live: derived from our pid. */
-static uint32_t port_base(void)
+/* Our stdio ports: random, from 2^31 up (below are the fixed ports of
+ * guest-init and the vsock device's own range from 2^30), so that no
+ * process in the guest can know them; the listener of one in use by
+ * another proxy is never replaced. */
+static int listen_port(struct proxy *p, int i)
 {
-	return (1u << 30) + ((uint32_t)getpid() << 2);
+	for (int tries = 0; tries < 16; tries++) {
+		uint32_t port;
+		struct stat st;
+
+		if (getrandom(&port, sizeof(port), 0) != sizeof(port))
+			return err_setsys(-errno, "getrandom");
+		port = (port | (1u << 31)) & ~1u; /* never 0xffffffff, VMADDR_PORT_ANY */
+		free(p->listen_paths[i]);
+		if (asprintf(&p->listen_paths[i], "%s/%s_%u", p->o->dir, MONITOR_VSOCK_SOCK, port) < 0) {
+			p->listen_paths[i] = NULL;
+			return -ENOMEM;
+		}
+		if (lstat(p->listen_paths[i], &st) == 0)
+			continue;
+		p->listen_fds[i] = unix_listen(p->listen_paths[i], STREAM_BACKLOG);
+		if (p->listen_fds[i] < 0)
+			return p->listen_fds[i];
+		p->ports[i] = port;
+		return 0;
+	}
+	return err_set(-EADDRINUSE, "no free vsock port for the process's stdio");
 }
 
 static int listen_streams(struct proxy *p, int n)
 {
-	for (int i = 0; i < n; i++) {
-		if (asprintf(&p->listen_paths[i], "%s/%s_%u", p->o->dir, MONITOR_VSOCK_SOCK, port_base() + i) < 0)
-			return -ENOMEM;
-		p->listen_fds[i] = unix_listen(p->listen_paths[i], 1);
-		if (p->listen_fds[i] < 0)
-			return p->listen_fds[i];
-	}
-	return 0;
+	int r = guest_stream_token(p->o->proc->token);
+
+	p->o->proc->has_token = true;
+	for (int i = 0; r >= 0 && i < n; i++)
+		r = listen_port(p, i);
+	return r;
 }
 
 static void unlisten(struct proxy *p)
@@ -85,16 +113,41 @@ static void unlisten(struct proxy *p)
 	}
 }
 
+/* The stream guest-init opened for port i: the first that opens with the
+ * process's token (a process in the guest may have connected first). */
+static int accept_stream(struct proxy *p, int i, int64_t deadline)
+{
+	for (;;) {
+		struct pollfd pf = {.fd = p->listen_fds[i], .events = POLLIN};
+		int left = clock_left_ms(deadline), r, fd;
+
+		if (left <= 0 || poll(&pf, 1, left) <= 0)
+			return err_set(-ETIMEDOUT, "the process's stdio streams did not connect");
+		fd = accept4(p->listen_fds[i], NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			return err_setsys(-errno, "accept stdio stream");
+		left = clock_left_ms(deadline);
+		r = guest_stream_check_token(fd, p->o->proc->token,
+		                             left < GUEST_TOKEN_WAIT_MS ? left : GUEST_TOKEN_WAIT_MS);
+		if (r == 0) {
+			p->streams[i] = fd;
+			return 0;
+		}
+		close(fd);
+		log_warn("exec: a stream to vsock port %u did not open with the process's token (%s): closed",
+		         p->ports[i], strerror(-r));
+	}
+}
+
 static int accept_streams(struct proxy *p, int n)
 {
-	for (int i = 0; i < n; i++) {
-		struct pollfd pf = {.fd = p->listen_fds[i], .events = POLLIN};
+	int64_t deadline = clock_now_ms() + STREAM_TIMEOUT_MS;
 
-		if (poll(&pf, 1, STREAM_TIMEOUT_MS) <= 0)
-			return err_set(-ETIMEDOUT, "the process's stdio streams did not connect");
-		p->streams[i] = accept4(p->listen_fds[i], NULL, NULL, SOCK_CLOEXEC);
-		if (p->streams[i] < 0)
-			return err_setsys(-errno, "accept stdio stream");
+	for (int i = 0; i < n; i++) {
+		int r = accept_stream(p, i, deadline);
+
+		if (r < 0)
+			return r;
 	}
 	unlisten(p);
 	return 0;
@@ -344,13 +397,16 @@ static int proxy_main(const struct exec_proxy_opts *o, int ready_fd)
 	r = pp->terminal ? setup_terminal(&p) : 0;
 	if (r >= 0)
 		r = listen_streams(&p, n);
-	pp->stdin_port = port_base() + S_IN;
-	pp->stdout_port = pp->terminal ? 0 : port_base() + S_OUT;
-	pp->stderr_port = pp->terminal ? 0 : port_base() + S_ERR;
+	pp->stdin_port = p.ports[S_IN];
+	pp->stdout_port = pp->terminal ? 0 : p.ports[S_OUT];
+	pp->stderr_port = pp->terminal ? 0 : p.ports[S_ERR];
+	stop_point("exec:listening");
 	if (r >= 0)
 		r = send_exec(&p);
+	stop_point("exec:started");
 	if (r >= 0)
 		r = accept_streams(&p, n);
+	stop_point("exec:streams");
 	if (r >= 0 && !o->detach && o->pid_file)
 		r = write_pid(o->pid_file, getpid());
 	if (r < 0) {

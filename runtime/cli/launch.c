@@ -17,11 +17,14 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/stop-point.h"
 #include "runtime/store/checkpoint.h"
 #include "runtime/monitor/guest-spec.h"
 #include "runtime/cli/launch.h"
 #include "runtime/store/monitor-client.h"
+#include "runtime/store/proc-stat.h"
 #include "runtime/monitor/monitor.h"
+#include "runtime/monitor/teardown.h"
 #include "runtime/sandbox/guest-channel.h"
 #include "runtime/host/netns.h"
 #include "runtime/host/rootfs-cache.h"
@@ -29,8 +32,6 @@
 #include "runtime/store/state.h"
 
 #define READY_MAX 4096
-/* Key of the state's private data: the network namespace served. */
-#define STATE_KEY_NETNS "netns"
 #define REQUEST_TIMEOUT_MS (150 * 1000)
 
 static int absolute_path(const char *path, char **ret)
@@ -227,6 +228,7 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	pid = fork_monitor(&a, &fd);
 	if (pid < 0)
 		return pid;
+	stop_point("create:forked");
 	r = read_ready(fd);
 	close(fd);
 	if (r < 0) {
@@ -235,6 +237,7 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 			;
 		return r;
 	}
+	stop_point("create:ready");
 	*ret_pid = pid;
 	return 0;
 }
@@ -273,8 +276,15 @@ static int bring_up(struct cli_context *ctx, struct container *c, const struct c
 	if (!netns)
 		return build_and_fork(ctx, c, o, b, plan, NULL, ret_pid);
 	r = netns_setup(netns, c->state->id, queue_pairs(plan), &ns);
-	if (r < 0)
+	if (r < 0) {
+		/* It undid what it did, and must not undo what it did not
+		 * (another container's, when it refused): nothing for a
+		 * teardown to do in the namespace. */
+		if (oci_map_set(&c->state->private_data, STATE_KEY_NETNS, "") >= 0 && container_save(c) < 0)
+			log_debug("%s", err_msg());
 		return err_prefix(r, "network");
+	}
+	stop_point("create:net");
 	log_net(&ns, netns);
 	r = build_and_fork(ctx, c, o, b, plan, &ns, ret_pid);
 	/* The monitor has its own copies of the TAP fds. */
@@ -304,6 +314,7 @@ int launch_container(struct cli_context *ctx, const char *id, const struct creat
 	if (r >= 0)
 		r = container_create(ctx->root, s, &c);
 	if (r >= 0) {
+		stop_point("create:claimed");
 		r = bring_up(ctx, c, o, b, &plan, netns, ret_pid);
 		if (r < 0) {
 			/* Keep the message: destroying may record its own. */
@@ -321,16 +332,11 @@ int launch_container(struct cli_context *ctx, const char *id, const struct creat
 
 int launch_destroy(struct container *c)
 {
-	const char *netns = oci_map_get(&c->state->private_data, STATE_KEY_NETNS);
-
-	if (netns) {
-		int r = netns_teardown(netns, c->state->id);
-
-		if (r < 0)
-			log_error("restoring network namespace %s: %s", netns, err_msg());
-		err_clear();
-	}
-	return container_destroy(c);
+	/* The monitor recorded its cgroup in the state as it joined it. */
+	if (container_reload(c) < 0)
+		log_debug("state of %s: %s", c->state->id, err_msg());
+	err_clear();
+	return teardown_container(c, false);
 }
 
 int launch_start(struct cli_context *ctx, const char *id)
@@ -341,10 +347,12 @@ int launch_start(struct cli_context *ctx, const char *id)
 	r = container_load_for(ctx->root, id, CONTAINER_OP_START, &c);
 	if (r < 0)
 		return r;
+	stop_point("start:locked");
 	/* The monitor waits for the guest as long as a boot may take. */
 	r = monitor_call(c->dir, "start", guest_boot_timeout_ms() + REQUEST_TIMEOUT_MS, NULL);
 	if (r < 0)
 		return r;
+	stop_point("start:done");
 	return container_set_status(c, OCI_STATUS_RUNNING, 0);
 }
 
@@ -369,15 +377,48 @@ int launch_kill_monitor(pid_t pid, int timeout_ms)
 	return 0;
 }
 
+int launch_wait_exited(const struct oci_state *s, int timeout_ms)
+{
+	const char *start = oci_map_get(&s->private_data, STATE_KEY_PID_START);
+	_cleanup_close_ int fd = -1;
+	struct pollfd p;
+	struct proc_stat st;
+
+	/* Only the process the state names: the pid may be another's now. */
+	if (s->pid <= 0 || !start || proc_stat_read(container_proc_root, s->pid, &st) < 0 ||
+	    st.start_time != strtoull(start, NULL, 10))
+		return 0;
+	fd = pidfd_open_pid(s->pid);
+	if (fd < 0)
+		return 0;
+	p = (struct pollfd){.fd = fd, .events = POLLIN};
+	if (poll(&p, 1, timeout_ms) <= 0)
+		return err_set(-ETIMEDOUT, "monitor %d did not finish exiting within %d s", (int)s->pid,
+		               timeout_ms / 1000);
+	return 0;
+}
+
 int launch_kill(struct cli_context *ctx, const char *id, int signo, bool all)
 {
 	_cleanup_container_ struct container *c = NULL;
 	_cleanup_free_ char *req = NULL;
 	int r;
 
-	r = container_load_for(ctx->root, id, CONTAINER_OP_KILL, &c);
+	/* No lock: the monitor serializes requests, and a kill must get
+	 * through while a create or a start holds the lock. */
+	r = container_peek_for(ctx->root, id, CONTAINER_OP_KILL, &c);
 	if (r < 0)
 		return r;
+	if (c->state->status == OCI_STATUS_CREATING) {
+		/* Its monitor serves requests once create is done; SIGKILL ends
+		 * the create (its monitor; the creator then removes it all). */
+		if (signo != SIGKILL || c->state->pid <= 0)
+			return err_set(-EBUSY,
+			               "container %s is still being created: only SIGKILL, which ends the create, "
+			               "can be sent to it now",
+			               id);
+		return launch_kill_monitor(c->state->pid, 10000);
+	}
 	if (asprintf(&req, "kill %d %d", signo, all ? 1 : 0) < 0)
 		return -ENOMEM;
 	r = monitor_call(c->dir, req, signo == SIGKILL ? 10000 : REQUEST_TIMEOUT_MS, NULL);

@@ -142,10 +142,28 @@ static int check_bind(const struct oci_mount *m, size_t i, struct stat *st)
 	return 0;
 }
 
+/* Whether the annotation allows vsock sockets; -EINVAL for a value that
+ * is neither "allow" nor "deny". */
+static int vsock_allowed(const struct oci_spec *spec, bool *ret)
+{
+	const char *v = oci_map_get(&spec->annotations, GUEST_SPEC_ANNOTATION_VSOCK);
+
+	*ret = v && !strcmp(v, "allow");
+	if (v && !*ret && strcmp(v, "deny"))
+		return err_set(-EINVAL, "annotation %s: \"%s\": expected \"allow\" or \"deny\"",
+		               GUEST_SPEC_ANNOTATION_VSOCK, v);
+	return 0;
+}
+
 int guest_spec_check(const struct oci_spec *spec)
 {
 	struct stat st;
+	bool vsock;
 	int r;
+
+	r = vsock_allowed(spec, &vsock);
+	if (r < 0)
+		return r;
 
 	for (size_t i = 0; i < spec->n_mounts; i++) {
 		if (!mount_is_bind(&spec->mounts[i]) || shm_bind_size(&spec->mounts[i]))
@@ -328,6 +346,9 @@ static int conv_all(const struct oci_spec *spec, const struct oci_state *state, 
 	if (!s->root_device || !s->root_fstype)
 		return -ENOMEM;
 	s->root_readonly = spec->root && spec->root->readonly;
+	r = vsock_allowed(spec, &s->allow_vsock);
+	if (r < 0)
+		return r;
 	if (spec->n_mounts && !(s->mounts = calloc(spec->n_mounts, sizeof(*s->mounts))))
 		return -ENOMEM;
 	s->n_mounts = spec->n_mounts;

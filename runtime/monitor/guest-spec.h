@@ -14,6 +14,10 @@
 #include "runtime/host/rootfs-image.h"
 #include "runtime/sandbox/guest-channel.h"
 
+/* The container's processes may open AF_VSOCK sockets: "allow"; "deny" (or
+ * no annotation) leaves guest-init's filter on (docs/security.md). */
+#define GUEST_SPEC_ANNOTATION_VSOCK "io.kvrun.vsock"
+
 /* Host files a bind mount may copy in (resolv.conf, hosts, hostname...). */
 #define GUEST_SPEC_MAX_COPIED_FILE (1u << 20)
 

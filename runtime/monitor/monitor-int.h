@@ -15,6 +15,7 @@
 #include <termios.h>
 
 #include "common/protocol.h"
+#include "runtime/monitor/create-guard.h"
 #include "runtime/monitor/monitor.h"
 #include "runtime/sandbox/guest-channel.h"
 
@@ -61,6 +62,7 @@ struct monitor {
 	unsigned rows, cols; /* last size passed on */
 	int subs[MONITOR_MAX_SUBS]; /* `kvrun events` connections, or -1 */
 	uint64_t oom_kill; /* OOM kills in the container so far */
+	struct create_guard guard; /* until create's outcome is known */
 };
 
 /* OOM from the guest: each new kill goes to the events subscribers. */
@@ -84,6 +86,19 @@ void monitor_exec_gone(struct monitor *m, struct monitor_exec *e);
 
 /* EXIT of an exec'd process: tell its proxy and forget it. */
 void monitor_exec_exited(struct monitor *m, uint64_t id, uint32_t status);
+
+/* Pass a new size of our terminal on to the guest's pty
+ * (looked at when idle: no SIGWINCH reaches a monitor in its own session;
+ * not while paused). */
+void monitor_follow_size(struct monitor *m);
+
+/* Block the signals the monitor forwards (and SIGWINCH) and return a
+ * signalfd for them. */
+int monitor_watch_signals(void);
+
+/* Signals sent to the monitor go to the container's process, as runc's
+ * foreground forwarding does. */
+void monitor_forward_signals(struct monitor *m);
 
 /* terminal.c: the host end of the container's terminal, when it has one:
  * a new pty whose master goes to the console socket, or our own stdin

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +20,8 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/protocol.h"
+#include "common/stop-point.h"
+#include "runtime/host/console.h"
 #include "runtime/monitor/monitor-int.h"
 #include "runtime/sandbox/sandbox.h"
 
@@ -122,6 +125,7 @@ static int do_start(struct monitor *m, char *detail, size_t size)
 	struct proto_msg msg = {.type = PROTO_MSG_GO}, ans = {0};
 	int r;
 
+	stop_point("monitor:start");
 	r = guest_channel_request(&m->ch, &msg, guest_boot_timeout_ms(), &ans);
 	if (r < 0)
 		return r;
@@ -245,6 +249,7 @@ static int do_exec(struct monitor *m, int fd, bool *keep, char *detail, size_t s
 		proto_msg_free(&msg);
 		return err_set(-EINVAL, "expected EXEC, got %s", proto_type_name(msg.type));
 	}
+	stop_point("monitor:exec");
 	r = guest_channel_request(&m->ch, &msg, guest_boot_timeout_ms(), &ans);
 	if (r >= 0) {
 		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
@@ -392,4 +397,47 @@ void monitor_serve_client(struct monitor *m)
 	answer(fd, r, detail);
 	if (keep)
 		fd = -1; /* now the exec's or the subscriber's */
+}
+
+int monitor_watch_signals(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	sigaddset(&set, SIGWINCH);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* Signals sent to the monitor go to the container's process, as runc's
+ * foreground forwarding does. */
+void monitor_forward_signals(struct monitor *m)
+{
+	struct signalfd_siginfo si;
+
+	while (read(m->signal_fd, &si, sizeof(si)) == sizeof(si))
+		if (!m->exited && si.ssi_signo != SIGWINCH && monitor_signal(m, 0, (int)si.ssi_signo, false) < 0)
+			log_debug("forwarding signal %u: %s", si.ssi_signo, err_msg());
+}
+
+/* The guest's pty follows the size of ours (no SIGWINCH reaches a monitor
+ * in its own session: the size is looked at when idle). A paused guest
+ * cannot take a new size: it is passed on after the resume. */
+void monitor_follow_size(struct monitor *m)
+{
+	unsigned rows, cols;
+
+	if (m->tty_fd < 0 || m->paused || console_get_size(m->tty_fd, &rows, &cols) < 0 ||
+	    (rows == m->rows && cols == m->cols))
+		return;
+	m->rows = rows;
+	m->cols = cols;
+	if (monitor_resize(m, 0, rows, cols) < 0)
+		log_debug("resize: %s", err_msg());
 }

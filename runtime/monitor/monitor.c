@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/protocol.h"
 #include "common/unix-socket.h"
+#include "common/stop-point.h"
 #include "runtime/host/cgroup.h"
 #include "runtime/host/console.h"
 #include "runtime/host/jail.h"
@@ -29,6 +30,7 @@
 #include "runtime/monitor/monitor-int.h"
 #include "runtime/monitor/monitor-relay.h"
 #include "runtime/monitor/monitor.h"
+#include "runtime/monitor/teardown.h"
 #include "runtime/sandbox/sandbox.h"
 #include "runtime/sandbox/template.h"
 #include "runtime/store/hooks.h"
@@ -36,22 +38,6 @@
 #define EXIT_MONITOR_FAILED 255
 #define POWEROFF_WAIT_MS 3000
 #define TTY_POLL_MS 250
-
-/* The guest's pty follows the size of ours (no SIGWINCH reaches a monitor
- * in its own session: the size is looked at when idle). A paused guest
- * cannot take a new size: it is passed on after the resume. */
-static void follow_size(struct monitor *m)
-{
-	unsigned rows, cols;
-
-	if (m->tty_fd < 0 || m->paused || console_get_size(m->tty_fd, &rows, &cols) < 0 ||
-	    (rows == m->rows && cols == m->cols))
-		return;
-	m->rows = rows;
-	m->cols = cols;
-	if (monitor_resize(m, 0, rows, cols) < 0)
-		log_debug("resize: %s", err_msg());
-}
 
 /* START with WAIT: the guest builds the container and answers READY. */
 static int create_container(struct monitor *m)
@@ -89,6 +75,7 @@ static int create_container(struct monitor *m)
 		if (r < 0)
 			return r;
 	}
+	guest_channel_unlisten(&m->ch);
 	m->relays[CHAN_STDIN] = relay_start(STDIN_FILENO, m->ch.stream_fds[CHAN_STDIN], true);
 	m->relays[CHAN_STDOUT] = relay_start(m->ch.stream_fds[CHAN_STDOUT], STDOUT_FILENO, false);
 	m->relays[CHAN_STDERR] = relay_start(m->ch.stream_fds[CHAN_STDERR], STDERR_FILENO, false);
@@ -141,7 +128,7 @@ static int report_ready(struct monitor *m, int r)
 		q = write_all(m->a->ready_fd, line, strlen(line));
 	free(line);
 	close(m->a->ready_fd);
-	m->a->ready_fd = -1;
+	m->a->ready_fd = m->ch.abandon_fd = -1;
 	return q;
 }
 
@@ -175,6 +162,11 @@ static int host_setup(struct monitor *m)
 		if (r < 0)
 			return r;
 	}
+	/* Our pid and cgroup in the state at once: whoever removes the
+	 * container if we die during create finds them there. */
+	r = container_set_status(a->c, OCI_STATUS_CREATING, getpid());
+	if (r < 0)
+		return r;
 	r = hooks_run(spec, OCI_HOOK_PRESTART, a->c->state);
 	if (r >= 0)
 		r = hooks_run(spec, OCI_HOOK_CREATE_RUNTIME, a->c->state);
@@ -243,9 +235,17 @@ static int bring_up(struct monitor *m)
 		return -ENOMEM;
 	if (access(base, F_OK) < 0)
 		free(TAKE_PTR(base));
-	r = host_setup(m);
+	/* First, while privileged and in no cgroup of the container's: the
+	 * guard that removes the container (the network namespace's changes
+	 * need privilege) if our creator dies before create ends
+	 * (create-guard.h). */
+	r = create_guard_start(a->c, &a->ready_fd, 1, &m->guard);
+	stop_point("monitor:guard");
+	if (r >= 0)
+		r = host_setup(m);
 	if (r >= 0)
 		r = serve_own_netns(m);
+	stop_point("monitor:setup");
 	if (r >= 0)
 		r = guest_channel_listen(&m->ch, CHAN_NR);
 	/* Hooks have run; the VM's threads start with nothing to inherit. */
@@ -262,6 +262,7 @@ static int bring_up(struct monitor *m)
 		                              .vsock_path = m->ch.base,
 		                              .console_path = a->console_path,
 		                              .net = a->net});
+	stop_point("monitor:vm");
 	/* The host's whole part of create, up to the guest's own work. */
 	if (r >= 0)
 		log_info("VM: running: host_us=%llu disk_us=%llu",
@@ -291,33 +292,6 @@ static int bring_up(struct monitor *m)
 	if (r >= 0 && a->restore_dir)
 		r = container_set_status(a->c, OCI_STATUS_RUNNING, getpid());
 	return r;
-}
-
-static int watch_signals(void)
-{
-	sigset_t set;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGQUIT);
-	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGUSR2);
-	sigaddset(&set, SIGWINCH);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-}
-
-/* Signals sent to the monitor go to the container's process, as runc's
- * foreground forwarding does. */
-static void forward_signal(struct monitor *m)
-{
-	struct signalfd_siginfo si;
-
-	while (read(m->signal_fd, &si, sizeof(si)) == sizeof(si))
-		if (!m->exited && si.ssi_signo != SIGWINCH && monitor_signal(m, 0, (int)si.ssi_signo, false) < 0)
-			log_debug("forwarding signal %u: %s", si.ssi_signo, err_msg());
 }
 
 /* A frame from guest-init that stopped mid-way is given a deadline
@@ -383,11 +357,11 @@ static int serve(struct monitor *m)
 			return err_set(-ECONNRESET, "the VM ended (%s%s%s) before the container's process exited",
 			               vm_exit_reason_name(res.reason), res.detail[0] ? ": " : "", res.detail);
 		}
-		follow_size(m);
+		monitor_follow_size(m);
 		if (p[P_CONTROL].revents)
 			monitor_serve_client(m);
 		if (p[P_SIGNAL].revents)
-			forward_signal(m);
+			monitor_forward_signals(m);
 		for (int i = 0; i < MONITOR_MAX_SUBS; i++)
 			if (p[P_SUBS + i].revents && m->subs[i] == p[P_SUBS + i].fd)
 				monitor_sub_gone(m, i);
@@ -491,9 +465,40 @@ static _Noreturn void exit_boot_failed(struct monitor *m)
 	_exit(EXIT_MONITOR_FAILED);
 }
 
+/* Whether the process that ran create (and reads ready_fd) is gone. */
+static bool creator_gone(struct monitor *m)
+{
+	struct pollfd p = {.fd = m->a->ready_fd, .events = 0};
+
+	return m->a->ready_fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLHUP));
+}
+
+/* Nobody waits for create's outcome: remove the container ourselves (the
+ * VM, our cgroup), then have the guard, privileged, remove the rest (the
+ * network namespace's changes, the state directory); without one (we
+ * failed before forking it, privileged still) do it here. */
+static _Noreturn void abandoned(struct monitor *m)
+{
+	struct container *c = m->a->c;
+
+	log_error("the process that ran create went away: removing container %s", c->state->id);
+	end_vm(m);
+	shut_down(m);
+	if (m->cgroup_path && cgroup_leave(m->cgroup_path, m->cgroup_unit) < 0)
+		log_warn("%s", err_msg());
+	m->a->c = NULL;
+	if (m->guard.pid > 0) {
+		container_free(c); /* the lock: the guard takes it */
+		create_guard_end(&m->guard, true);
+	} else if (teardown_container(c, false) < 0) {
+		log_error("%s", err_msg());
+	}
+	_exit(EXIT_MONITOR_FAILED);
+}
+
 _Noreturn void monitor_main(struct monitor_args *a)
 {
-	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1};
+	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1, .guard = {.fd = -1}};
 	int r;
 
 	for (int i = 0; i < MONITOR_MAX_EXECS; i++)
@@ -502,12 +507,14 @@ _Noreturn void monitor_main(struct monitor_args *a)
 		m.subs[i] = -1;
 	m.tty_fd = -1;
 	signal(SIGPIPE, SIG_IGN);
-	m.signal_fd = watch_signals();
+	m.signal_fd = monitor_watch_signals();
 	if (guest_channel_init(&m.ch, a->c->dir, MONITOR_VSOCK_SOCK) < 0 ||
 	    asprintf(&m.control_path, "%s/%s", a->c->dir, MONITOR_CONTROL_SOCK) < 0)
 		_exit(EXIT_MONITOR_FAILED);
-	/* Until the container runs, a signal to us ends the boot. */
+	/* Until the container runs, a signal to us ends the boot, and so
+	 * does the end of our creator. */
 	m.ch.stop_fd = m.signal_fd;
+	m.ch.abandon_fd = a->ready_fd;
 	m.ch.on_note = note;
 	m.ch.opaque = &m;
 	r = bring_up(&m);
@@ -515,14 +522,19 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	 * kills us and removes the state, which names the cgroup). */
 	if (r < 0 && m.cgroup_path)
 		cgroup_leave(m.cgroup_path, m.cgroup_unit);
+	stop_point("monitor:ready");
+	if (r == -ECANCELED || creator_gone(&m))
+		abandoned(&m);
+	create_guard_end(&m.guard, false);
 	if (report_ready(&m, r) < 0 && r >= 0) {
-		/* Still holding the creator's lock: remove what it would have. */
-		log_error("the creating process went away: removing container %s", a->c->state->id);
+		/* Gone after the guard was let go: what the network namespace
+		 * took needs privileges we no longer have. The state (stopped
+		 * once we exit) keeps it for `delete`. */
+		log_error("the creating process went away: container %s is left for delete", a->c->state->id);
 		end_vm(&m);
 		shut_down(&m);
 		if (m.cgroup_path)
 			cgroup_leave(m.cgroup_path, m.cgroup_unit);
-		rm_rf(a->c->dir);
 		_exit(EXIT_MONITOR_FAILED);
 	}
 	/* The lock was create's: release it whether or not we made it. */

@@ -53,6 +53,8 @@ int monitor_terminal_setup(struct monitor *m)
 		r = guest_channel_accept(&m->ch, CHAN_STDIN, GUEST_REPLY_TIMEOUT_MS, "the container's terminal stream");
 	if (r < 0)
 		return r;
+	/* The other stdio ports take no stream: none stays open. */
+	guest_channel_unlisten(&m->ch);
 	if (m->tty_fd >= 0)
 		in = out = m->tty_fd;
 	m->relays[CHAN_STDIN] = relay_start(in, m->ch.stream_fds[CHAN_STDIN], true);

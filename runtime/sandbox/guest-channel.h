@@ -7,7 +7,8 @@
  * unix-socket backend turns a connection to port P into one to the
  * listener at "<base>_P", which this module owns: it listens, accepts
  * streams, says HELLO and sends requests, each wait bounded by a deadline,
- * by the VM's end and, while a stop fd is set, by a stop signal.
+ * by the VM's end and, while they are set, by a stop signal and by the
+ * end of the creating process.
  * Messages from the guest that answer nothing (EXIT, OOM) go to on_note.
  * Used by the monitor (runtime/monitor/) and by template builds.
  */
@@ -26,6 +27,10 @@
 
 /* The host ports guest-init connects to, in the order it connects. */
 enum { CHAN_CTL, CHAN_STDIN, CHAN_STDOUT, CHAN_STDERR, CHAN_NR };
+
+/* How long a stream to a stdio port may take to send its token before the
+ * next connection is looked at. */
+#define GUEST_TOKEN_WAIT_MS (5 * 1000)
 
 /* How long guest-init may take to answer a request. */
 #define GUEST_REPLY_TIMEOUT_MS (120 * 1000)
@@ -46,7 +51,14 @@ struct guest_channel {
 	struct sandbox *sb; /* the VM, once it exists: its end ends waits */
 	int stop_fd; /* a signalfd whose SIGTERM/SIGINT/SIGHUP/SIGQUIT end waits, or -1 */
 	int stop_signal; /* the signal that ended a wait, or 0 */
+	/* A pipe's write end whose reader going away ends waits (-ECANCELED):
+	 * the process that ran `create` and waits for its outcome; or -1. */
+	int abandon_fd;
 	uint64_t next_id;
+	/* Sent with our HELLO: the streams of the container's init must open
+	 * with it (guest_channel_accept() of a stdio port checks). */
+	bool has_token;
+	uint8_t token[PROTO_TOKEN_BYTES];
 	/* A message from the guest that answers no request. */
 	void (*on_note)(void *opaque, const struct proto_msg *msg);
 	void *opaque;
@@ -61,8 +73,21 @@ int guest_channel_init(struct guest_channel *ch, const char *dir, const char *na
 int guest_channel_listen(struct guest_channel *ch, unsigned int nports);
 
 /* Accept the stream of port i within timeout_ms into ch->stream_fds[i];
- * what names it in errors. */
+ * what names it in errors. Then the port's listener is closed (its socket
+ * removed): no second stream, from guest-init or any other process in the
+ * guest, reaches it. On a stdio port, after HELLO, only a stream that opens
+ * with the HELLO's token is taken: one that sends other bytes, or nothing
+ * within GUEST_TOKEN_WAIT_MS, is closed with a warning (a process in the
+ * guest that connected first) and the next is waited for. */
 int guest_channel_accept(struct guest_channel *ch, int i, int timeout_ms, const char *what);
+
+/* A new random token for a process's stdio streams. 0 or -errno. */
+int guest_stream_token(uint8_t token[PROTO_TOKEN_BYTES]);
+
+/* Read the first PROTO_TOKEN_BYTES bytes of stream fd within timeout_ms
+ * and compare them with token (in constant time): 0 when equal, -EACCES
+ * when not, -ETIMEDOUT, -ECONNRESET (closed before) or -errno. */
+int guest_stream_check_token(int fd, const uint8_t *token, int timeout_ms);
 
 /* Whether a connection waits on port i's listener now. */
 bool guest_channel_pending(const struct guest_channel *ch, int i);
@@ -83,7 +108,8 @@ bool guest_channel_stalled(struct guest_channel *ch, bool paused);
 /* The poll() timeout until a partial frame would stall: -1 (none), or ms. */
 int guest_channel_poll_ms(const struct guest_channel *ch);
 
-/* guest-init's HELLO, checked for the protocol version, and ours back. */
+/* guest-init's HELLO, checked for the protocol version, and ours back,
+ * with a new token for the init's streams (ch->token). */
 int guest_channel_hello(struct guest_channel *ch, int timeout_ms);
 
 /* Send msg with a new id within timeout_ms (guest-init may have stopped

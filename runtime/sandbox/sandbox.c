@@ -186,10 +186,13 @@ static int add_disk(struct sandbox *s, const struct sandbox_disk *d, unsigned in
 	else
 		snprintf(what, sizeof(what), "disk %s", d->path ? d->path : d->id ? d->id : "");
 	if (d->path)
-		r = virtio_blk_new(
-		    &s->vm->mem,
-		    &(struct virtio_blk_opts){.path = d->path, .base = d->base, .read_only = d->read_only, .id = d->id},
-		    &s->disks[i]);
+		r = virtio_blk_new(&s->vm->mem,
+		                   &(struct virtio_blk_opts){.path = d->path,
+		                                             .base = d->base,
+		                                             .read_only = d->read_only,
+		                                             .offer_writable = d->offer_writable,
+		                                             .id = d->id},
+		                   &s->disks[i]);
 	else
 		r = virtio_blk_new_empty(&s->vm->mem, d->id, &s->disks[i]);
 	if (r < 0)

@@ -46,6 +46,9 @@ struct sandbox_disk {
 	const char *path; /* image; NULL: a disk without media (a template's) */
 	const char *base; /* path is a copy-on-write overlay of this base, or NULL */
 	bool read_only;
+	/* Read-only media behind a writable offer (no VIRTIO_BLK_F_RO): a
+	 * checkpoint's disk whose guest negotiated it so (virtio/blk/blk.h). */
+	bool offer_writable;
 	const char *id; /* what the guest reads as the disk's serial */
 };
 

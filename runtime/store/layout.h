@@ -21,6 +21,9 @@
 #define MONITOR_CHECKPOINT_CONFIG "config.json"
 #define MONITOR_CHECKPOINT_MARK "kvrun-checkpoint"
 
+/* Key of the private state map: the network namespace the VM serves
+ * (recorded before anything is done in it, so that any delete can undo). */
+#define STATE_KEY_NETNS "netns"
 /* Key of the private state map: the host cgroup the monitor is in. */
 #define STATE_KEY_CGROUP "cgroup-path"
 /* ... and the systemd unit that holds it (--systemd-cgroup, systemd up). */

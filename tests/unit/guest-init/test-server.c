@@ -135,7 +135,7 @@ static pid_t start_guest(int ctl, int host_end)
 		close(host_end);
 		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 			_exit(90);
-		r = gi_hello(ctl);
+		r = gi_hello(ctl, &srv);
 		if (r >= 0)
 			r = gi_serve(&srv);
 		/* Hand the init's wait status back through our own exit code. */
@@ -350,7 +350,7 @@ static int test_reconnect(void *opaque)
 
 	if (fd < 0)
 		return fd;
-	if (gi_hello(fd) < 0) {
+	if (gi_hello(fd, opaque) < 0) {
 		close(fd);
 		return -EPROTO;
 	}
