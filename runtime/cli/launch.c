@@ -375,9 +375,15 @@ int launch_kill(struct cli_context *ctx, const char *id, int signo, bool all)
 	_cleanup_free_ char *req = NULL;
 	int r;
 
-	r = container_load_for(ctx->root, id, CONTAINER_OP_KILL, &c);
+	r = container_load(ctx->root, id, true, &c);
 	if (r < 0)
 		return r;
+	/* As runc's Signal(): --all of a stopped container has nothing to
+	 * signal and succeeds; otherwise the state comes before the signal. */
+	if (c->state->status == OCI_STATUS_STOPPED)
+		return all ? 0 : err_set(-ESRCH, "container not running");
+	if (signo < 0 || signo >= _NSIG)
+		return err_set(-EINVAL, "unable to signal init: invalid argument");
 	if (asprintf(&req, "kill %d %d", signo, all ? 1 : 0) < 0)
 		return -ENOMEM;
 	r = monitor_call(c->dir, req, signo == SIGKILL ? 10000 : REQUEST_TIMEOUT_MS, NULL);
