@@ -335,37 +335,118 @@ TEST(signal_death)
 	proto_start_free(&s);
 }
 
+static void set_arg0(struct proto_start *s, const char *arg0)
+{
+	free(s->process.args[0]);
+	s->process.args[0] = strdup(arg0);
+}
+
+static void write_mode(const char *rel, const char *text, mode_t mode)
+{
+	char path[512];
+
+	write_text(rel, text);
+	snprintf(path, sizeof(path), "%s/%s", rootfs, rel);
+	chmod(path, mode);
+}
+
+/* What runc's init finds before "ready" fails the create (or exec) with
+ * Go's exec.LookPath's words; what only execve can tell comes after
+ * start, on the process's stderr, with exit status 1. */
 TEST(exec_failures)
 {
 	struct proto_start s;
 	struct result res;
 
+	write_mode("notexec", "echo hi\n", 0644);
+	write_mode("badinterp", "#!/nonexistent/interp\necho hi\n", 0755);
+	write_mode("garbage", "not a program at all\n", 0755);
 	base_spec(&s, "");
-	free(s.process.args[0]);
-	s.process.args[0] = strdup("/nope");
+	set_arg0(&s, "/nope");
 	run(&s, NULL, &res);
-	/* Found missing before "ready": create fails, as under runc. */
 	is_int(res.spawn_err, -ENOENT);
 	is_str(res.msg, "exec: \"/nope\": stat /nope: no such file or directory");
 	ok(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 127, "exit 127 (status 0x%x)", res.status);
 
-	free(s.process.args[0]);
-	s.process.args[0] = strdup("nope");
+	set_arg0(&s, "nope");
 	run(&s, NULL, &res);
 	is_int(res.spawn_err, -ENOENT);
 	is_str(res.msg, "exec: \"nope\": executable file not found in $PATH");
 
-	free(s.process.args[0]);
-	s.process.args[0] = strdup("/etc/passwd");
+	set_arg0(&s, "/notexec");
 	run(&s, NULL, &res);
-	is_int(res.go_err, -EACCES);
-	is_str(res.msg, "exec: \"/etc/passwd\": permission denied");
+	is_int(res.spawn_err, -EACCES);
+	is_str(res.msg, "exec: \"/notexec\": permission denied");
 	ok(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 126, "exit 126 (status 0x%x)", res.status);
+
+	set_arg0(&s, "/etc");
+	run(&s, NULL, &res);
+	is_int(res.spawn_err, -EACCES);
+	is_str(res.msg, "exec: \"/etc\": permission denied");
+
+	set_arg0(&s, "/badinterp");
+	run(&s, NULL, &res);
+	is_int(res.spawn_err, 0);
+	is_int(res.go_err, 0);
+	is_str(res.out, "exec /badinterp: no such file or directory\n");
+	ok(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 1, "bad interpreter: exit 1 (status 0x%x)", res.status);
+
+	set_arg0(&s, "/garbage");
+	run(&s, NULL, &res);
+	is_int(res.go_err, 0);
+	is_str(res.out, "exec /garbage: exec format error\n");
+	ok(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 1, "ENOEXEC: exit 1 (status 0x%x)", res.status);
+
+	/* No PATH at all: nothing is searched (Go's LookPath). */
+	set_arg0(&s, "sh");
+	free(s.process.env[0]);
+	s.process.env[0] = strdup("NOPATH=1");
+	run(&s, NULL, &res);
+	is_int(res.spawn_err, -ENOENT);
+	is_str(res.msg, "exec: \"sh\": executable file not found in $PATH");
 
 	free(s.process.cwd);
 	s.process.cwd = strdup("/does/not/exist");
 	run(&s, NULL, &res);
-	ok(res.spawn_err < 0 && strstr(res.msg, "chdir to cwd"), "bad cwd refused at spawn: %s", res.msg);
+	is_int(res.spawn_err, -ENOENT);
+	is_str(res.msg, "chdir to cwd (\"/does/not/exist\") set in config.json failed: no such file or directory");
+	proto_start_free(&s);
+}
+
+/* runc enters the cwd before it drops privileges: root without
+ * CAP_DAC_OVERRIDE gets into a directory only another user may enter
+ * (runc spec's capabilities and a /root that is not root's), and the
+ * ambient set reaches the exec'd program. */
+TEST(cwd_before_caps_and_ambient)
+{
+	struct proto_start s;
+	struct result res;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/locked", rootfs);
+	mkdir(path, 0700);
+	chown(path, 1000, 1000);
+	base_spec(&s, "pwd; busybox grep -E '^Cap(Inh|Eff|Amb):' /proc/self/status | busybox tr -d '\\t'");
+	default_mounts(&s);
+	free(s.process.cwd);
+	s.process.cwd = strdup("/locked");
+	s.process.has_caps = true;
+	/* CAP_KILL (5) and CAP_NET_BIND_SERVICE (10), inheritable and ambient. */
+	s.process.cap_bounding = s.process.cap_effective = s.process.cap_permitted = 0x420;
+	s.process.cap_inheritable = s.process.cap_ambient = 0x420;
+	run(&s, NULL, &res);
+	is_int(res.spawn_err, 0);
+	if (res.msg[0])
+		printf("# %s\n", res.msg);
+	has(&res, "/locked");
+	has(&res, "CapAmb:0000000000000420");
+
+	s.process.uid = s.process.gid = 1000;
+	run(&s, NULL, &res);
+	is_int(res.spawn_err, 0);
+	has(&res, "CapInh:0000000000000420");
+	has(&res, "CapEff:0000000000000420");
+	has(&res, "CapAmb:0000000000000420");
 	proto_start_free(&s);
 }
 
@@ -416,10 +497,22 @@ TEST(hooks)
 
 	base_spec(&s, "exit 0");
 	add_hook(&s.create_container_hooks, &s.n_create_container_hooks, "exit 0");
-	add_hook(&s.create_container_hooks, &s.n_create_container_hooks, "exit 3");
+	add_hook(&s.create_container_hooks, &s.n_create_container_hooks, "echo said; echo oops >&2; exit 3");
 	run(&s, NULL, &res);
 	ok(res.spawn_err < 0, "a failing hook fails the create");
-	is_str(res.msg, "error running createContainer hook #1: exit status 3");
+	is_str(res.msg, "error running createContainer hook #1: exit status 3, stdout: said, stderr: oops");
+	proto_start_free(&s);
+
+	/* After start, as runc's init: on the process's stderr, exit 1. */
+	base_spec(&s, "echo main-ran");
+	add_hook(&s.start_container_hooks, &s.n_start_container_hooks, "busybox cat /nosuchfile");
+	run(&s, NULL, &res);
+	is_int(res.spawn_err, 0);
+	is_int(res.go_err, 0);
+	is_str(res.out, "error running startContainer hook #0: exit status 1, stdout: , stderr: cat: can't open "
+	                "'/nosuchfile': No such file or directory\n");
+	ok(WIFEXITED(res.status) && WEXITSTATUS(res.status) == 1, "failed startContainer hook: exit 1 (status 0x%x)",
+	   res.status);
 	proto_start_free(&s);
 }
 
