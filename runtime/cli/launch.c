@@ -16,6 +16,7 @@
 
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/fileio.h"
 #include "common/log.h"
 #include "runtime/store/checkpoint.h"
 #include "runtime/monitor/guest-spec.h"
@@ -114,6 +115,9 @@ static pid_t fork_monitor(struct monitor_args *a, int *ret_fd)
 		/* Its own session: a terminal's ^C or the caller's process group
 		 * must not reach the VM; signals are forwarded deliberately. */
 		setsid();
+		/* Its pid is the container's for the caller: of the caller's
+		 * descriptors it keeps stdio only, as runc's init does. */
+		(void)fd_close_inherited(3);
 		if (a->c->dir[0] == '/' && chdir("/") < 0)
 			_exit(255);
 		a->ready_fd = p[1];
