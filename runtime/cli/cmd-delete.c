@@ -22,7 +22,7 @@ static int delete_rest(struct container *c)
 
 	/* With a systemd unit, stopping it removes the cgroup (runc's
 	 * Destroy); what systemd did not create goes after. */
-	if ((cg || unit) && cgroup_leave(cg, unit) < 0)
+	if ((cg || unit) && cgroup_leave(cg, oci_map_get(&c->state->private_data, STATE_KEY_CGROUP_BASE), unit) < 0)
 		log_warn("%s", err_msg());
 	c->state->status = OCI_STATUS_STOPPED;
 	if (c->state->bundle && access(c->state->bundle, F_OK) == 0 &&

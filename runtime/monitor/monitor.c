@@ -145,6 +145,33 @@ static int report_ready(struct monitor *m, int r)
 	return q;
 }
 
+/* linux.cgroupsPath, or runc's place for a container without one; the
+ * place goes into the state for update and delete. */
+static int join_cgroup(struct monitor *m, const char *cg)
+{
+	struct monitor_args *a = m->a;
+	const struct oci_linux *lx = a->b->spec->linux_spec;
+	struct oci_map *priv = &a->c->state->private_data;
+	int r;
+
+	r = cgroup_join(cg, a->c->state->id, a->systemd_cgroup, lx ? lx->resources : NULL, getpid(), &m->cgroup);
+	if (r < 0 && !(cg && *cg) && (r == -EACCES || r == -EPERM || r == -EROFS)) {
+		/* As runc without root: no cgroup of its own when none was
+		 * asked for and the hierarchies are not ours to write. */
+		log_debug("no cgroup for the container: %s", err_msg());
+		err_clear();
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	r = oci_map_set(priv, STATE_KEY_CGROUP, m->cgroup.path);
+	if (r >= 0 && m->cgroup.base)
+		r = oci_map_set(priv, STATE_KEY_CGROUP_BASE, m->cgroup.base);
+	if (r >= 0 && m->cgroup.unit)
+		r = oci_map_set(priv, STATE_KEY_CGROUP_UNIT, m->cgroup.unit);
+	return r;
+}
+
 /* Before the VM exists, as runc does before the container's process runs:
  * the cgroup (with the host-side limits), then prestart and createRuntime
  * hooks, which see the state "creating" with our pid. */
@@ -164,17 +191,9 @@ static int host_setup(struct monitor *m)
 		log_debug("no network namespace of our own: %s", strerror(errno));
 		a->new_netns = false;
 	}
-	if (cg && *cg) {
-		r = cgroup_join(cg, a->systemd_cgroup, spec->linux_spec->resources, getpid(), &m->cgroup_path,
-		                &m->cgroup_unit);
-		if (r < 0)
-			return r;
-		r = oci_map_set(&a->c->state->private_data, STATE_KEY_CGROUP, m->cgroup_path);
-		if (r >= 0 && m->cgroup_unit)
-			r = oci_map_set(&a->c->state->private_data, STATE_KEY_CGROUP_UNIT, m->cgroup_unit);
-		if (r < 0)
-			return r;
-	}
+	r = join_cgroup(m, cg);
+	if (r < 0)
+		return r;
 	r = hooks_run(spec, OCI_HOOK_PRESTART, a->c->state);
 	if (r >= 0)
 		r = hooks_run(spec, OCI_HOOK_CREATE_RUNTIME, a->c->state);
@@ -494,15 +513,15 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	r = bring_up(&m);
 	/* On failure our cgroup goes before create hears of it (create then
 	 * kills us and removes the state, which names the cgroup). */
-	if (r < 0 && m.cgroup_path)
-		cgroup_leave(m.cgroup_path, m.cgroup_unit);
+	if (r < 0 && m.cgroup.path)
+		cgroup_leave(m.cgroup.path, m.cgroup.base, m.cgroup.unit);
 	if (report_ready(&m, r) < 0 && r >= 0) {
 		/* Still holding the creator's lock: remove what it would have. */
 		log_error("the creating process went away: removing container %s", a->c->state->id);
 		end_vm(&m);
 		shut_down(&m);
-		if (m.cgroup_path)
-			cgroup_leave(m.cgroup_path, m.cgroup_unit);
+		if (m.cgroup.path)
+			cgroup_leave(m.cgroup.path, m.cgroup.base, m.cgroup.unit);
 		rm_rf(a->c->dir);
 		_exit(EXIT_MONITOR_FAILED);
 	}
