@@ -169,6 +169,13 @@ int gi_oom_open(const char *cg, struct proto_oom *ret);
 /* Read the OOM counters ("oom", "oom_kill") of memory.events again. */
 int gi_oom_read(int fd, struct proto_oom *ret);
 
+/* ---- ps.c: the container's processes ---- */
+
+/* Every process of proc_dir ("/proc") in the pid namespace of init, with
+ * the clock and memory their figures are measured against, into *ret (the
+ * caller frees it with proto_msg_free of its message). */
+int gi_ps_collect(const char *proc_dir, pid_t init, struct proto_ps *ret);
+
 /* ---- restore.c: a VM restored from a template ---- */
 
 /* Set the clock and seed the entropy pool from START's identity fields

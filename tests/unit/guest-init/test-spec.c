@@ -516,6 +516,60 @@ TEST(hooks)
 	proto_start_free(&s);
 }
 
+/* kvrun ps's source: the processes of a pid namespace from /proc, in
+ * the namespace's numbering, whatever the image holds. */
+TEST(ps_collect)
+{
+	struct proto_msg m = {.type = PROTO_MSG_PS};
+	char comm[64] = "", path[64];
+	int pfd[2], st;
+	pid_t c, g = 0;
+
+	if (pipe(pfd) < 0)
+		return;
+	c = fork();
+	if (c == 0) {
+		if (unshare(CLONE_NEWPID) < 0)
+			_exit(1);
+		g = fork();
+		if (g == 0) {
+			execl("/bin/busybox", "sleep", "30", (char *)NULL);
+			_exit(1);
+		}
+		(void)!write(pfd[1], &g, sizeof(g));
+		waitpid(g, NULL, 0);
+		_exit(0);
+	}
+	close(pfd[1]);
+	ok(read(pfd[0], &g, sizeof(g)) == sizeof(g) && g > 0, "the namespace's init is %d", (int)g);
+	close(pfd[0]);
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)g);
+	for (int i = 0; i < 200 && strncmp(comm, "busybox", 7) != 0; i++) {
+		char *s = NULL;
+
+		usleep(10000);
+		if (read_file_all(path, sizeof(comm), &s, NULL) == 0)
+			snprintf(comm, sizeof(comm), "%s", s);
+		free(s);
+	}
+	is_int(gi_ps_collect("/proc", g, &m.u.ps), 0);
+	is_int(m.u.ps.n_procs, 1);
+	if (m.u.ps.n_procs == 1) {
+		struct proto_ps_proc *p = &m.u.ps.procs[0];
+
+		ok(p->pid == 1 && p->ppid == 0, "pid 1 of its namespace, parent outside (%u, %u)", p->pid, p->ppid);
+		is_str(p->comm, "busybox");
+		ok(p->args && p->args[0] && p->args[1] && !strcmp(p->args[1], "30") && !p->args[2], "its command line");
+		ok(p->stat && p->stat[0] == 'S', "sleeping: %s", p->stat ? p->stat : "(none)");
+		ok(p->uid == 0 && p->rss_kb > 0 && p->vsize_kb > 0, "owner and sizes");
+	}
+	ok(m.u.ps.hz > 0 && m.u.ps.boot_time > 0 && m.u.ps.uptime_cs > 0 && m.u.ps.mem_total_kb > 0,
+	   "clock and memory to measure against");
+	proto_msg_free(&m);
+	kill(g, SIGKILL);
+	waitpid(c, &st, 0);
+}
+
 static int can_unshare(void)
 {
 	pid_t pid = fork();
