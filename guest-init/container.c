@@ -22,6 +22,7 @@
 
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/spec-support.h"
 #include "guest-init/guest-init.h"
 
 enum sync_type {
@@ -279,10 +280,12 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret)
 	ret->sync_fd = ret->pty_master = -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return err_setsys(-errno, "socketpair");
-	if (sp->start)
-		flags |= CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | (sp->new_pidns ? CLONE_NEWPID : 0);
-	else if (sp->join_pid > 0 && (r = enter_pidns(sp->join_pid, &saved_pidns)) < 0)
-		goto fail;
+	/* The namespaces kvrun features lists (common/spec-support.c). */
+	for (size_t i = 0; sp->start && i < spec_namespaces_count; i++)
+		if (spec_namespaces[i].clone_flag != CLONE_NEWPID || sp->new_pidns)
+			flags |= (unsigned long)spec_namespaces[i].clone_flag;
+		else if (sp->join_pid > 0 && (r = enter_pidns(sp->join_pid, &saved_pidns)) < 0)
+			goto fail;
 	/* A raw clone behaves as fork() and takes namespace flags. */
 	pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
 	if (pid == 0) {
