@@ -24,6 +24,7 @@
 #include "runtime/store/monitor-client.h"
 #include "runtime/monitor/monitor.h"
 #include "runtime/sandbox/guest-channel.h"
+#include "runtime/host/cgroup.h"
 #include "runtime/host/netns.h"
 #include "runtime/host/rootfs-cache.h"
 #include "runtime/sandbox/sandbox.h"
@@ -286,6 +287,20 @@ static int bring_up(struct cli_context *ctx, struct container *c, const struct c
 	return r;
 }
 
+/* After a failed create, the container's cgroup, which the monitor may
+ * have had no right left to remove (runtime/host/cgroup.h); the monitor is
+ * gone by then. */
+static void remove_cgroup(struct cli_context *ctx, const struct bundle *b, const char *id)
+{
+	const struct oci_linux *lx = b->spec->linux_spec;
+	struct cgroup_place pl = {0};
+
+	if (cgroup_place_of(lx ? lx->cgroups_path : NULL, id, ctx->systemd_cgroup, &pl) < 0 ||
+	    cgroup_leave(pl.path, pl.base, pl.unit) < 0)
+		log_debug("removing the container's cgroup: %s", err_msg());
+	cgroup_place_free(&pl);
+}
+
 int launch_container(struct cli_context *ctx, const char *id, const struct create_opts *o, const struct bundle *b,
                      pid_t *ret_pid)
 {
@@ -313,6 +328,7 @@ int launch_container(struct cli_context *ctx, const char *id, const struct creat
 			/* Keep the message: destroying may record its own. */
 			_cleanup_free_ char *msg = strdup(err_msg());
 
+			remove_cgroup(ctx, b, id);
 			launch_destroy(c);
 			err_set(r, "%s", msg ? msg : "create failed");
 		} else {

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -312,6 +313,33 @@ int cgroup_update(const char *path, const char *base, const struct oci_linux_res
 	return r;
 }
 
+/* rmdir of a container's cgroup in which something is left (a hook's
+ * background child): as runc's destroy, SIGKILL it and try again for up
+ * to a second. -1 with errno as rmdir's. */
+static int rmdir_emptied(const char *dir)
+{
+	char procs[1100];
+
+	for (int tries = 0; rmdir(dir) < 0; tries++) {
+		_cleanup_free_ char *list = NULL;
+
+		if (errno != EBUSY || tries == 100 || pathf(procs, sizeof(procs), "%s/cgroup.procs", dir) < 0)
+			return -1;
+		if (read_file_all(procs, 1 << 20, &list, NULL) == 0)
+			for (char *p = list, *end; *p; p = end) {
+				long pid = strtol(p, &end, 10);
+
+				if (end == p)
+					break;
+				if (pid > 0 && pid != getpid())
+					kill((pid_t)pid, SIGKILL);
+			}
+		usleep(10 * 1000);
+		errno = EBUSY;
+	}
+	return 0;
+}
+
 int cgroup_remove(const char *path, const char *base)
 {
 	struct hier h[MAX_HIER];
@@ -332,7 +360,7 @@ int cgroup_remove(const char *path, const char *base)
 		(void)pathf(root_procs, sizeof(root_procs), "%s/cgroup.procs", h[i].dir);
 		if (rmdir(dir) < 0 && errno == EBUSY) {
 			(void)write_file(root_procs, spid);
-			if (rmdir(dir) < 0 && errno != ENOENT && r == 0)
+			if (rmdir_emptied(dir) < 0 && errno != ENOENT && r == 0)
 				r = err_setsys(-errno, "remove cgroup %s", dir);
 		} else if (errno != ENOENT && access(dir, F_OK) == 0 && r == 0) {
 			r = err_setsys(-errno, "remove cgroup %s", dir);
@@ -415,45 +443,76 @@ static int own_cgroups(char **ret)
 	return r < 0 ? err_setsys(r, "read %s", cgroup_self_file) : 0;
 }
 
-int cgroup_join(const char *cgroups_path, const char *id, bool systemd, const struct oci_linux_resources *res,
-                pid_t pid, struct cgroup_place *ret)
+/* The default cgroupsPath with --systemd-cgroup, or NULL. */
+static int default_systemd_path(const char *cgroups_path, const char *id, bool systemd, char **ret)
 {
-	_cleanup_free_ char *path = NULL, *unit = NULL, *base = NULL, *dflt = NULL;
-	int r;
-
+	*ret = NULL;
 	/* runc's place for a container without linux.cgroupsPath: its
 	 * systemd driver's "system.slice:runc:<id>" (here kvrun's own
 	 * prefix), or <id> below the caller's cgroup in each hierarchy. */
-	if ((!cgroups_path || !*cgroups_path) && systemd) {
-		if (asprintf(&dflt, "system.slice:kvrun:%s", id) < 0)
-			return -ENOMEM;
-		cgroups_path = dflt;
-	}
-	if (cgroups_path && *cgroups_path) {
-		r = cgroup_resolve(cgroups_path, systemd, &path);
-	} else {
-		if (!id || !*id || strchr(id, '/') || !strcmp(id, ".") || !strcmp(id, ".."))
-			return err_set(-EINVAL, "invalid container id for a cgroup: %s", id ? id : "");
-		path = strdup(id);
-		r = path ? own_cgroups(&base) : -ENOMEM;
-	}
-	if (r < 0)
+	if ((!cgroups_path || !*cgroups_path) && systemd && asprintf(ret, "system.slice:kvrun:%s", id) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* path and base of the container's cgroup (no unit). */
+static int resolve_place(const char *cgroups_path, const char *id, bool systemd, struct cgroup_place *ret)
+{
+	if (cgroups_path && *cgroups_path)
+		return cgroup_resolve(cgroups_path, systemd, &ret->path);
+	if (!id || !*id || strchr(id, '/') || !strcmp(id, ".") || !strcmp(id, ".."))
+		return err_set(-EINVAL, "invalid container id for a cgroup: %s", id ? id : "");
+	ret->path = strdup(id);
+	return ret->path ? own_cgroups(&ret->base) : -ENOMEM;
+}
+
+int cgroup_place_of(const char *cgroups_path, const char *id, bool systemd, struct cgroup_place *ret)
+{
+	_cleanup_free_ char *dflt = NULL, *slice = NULL;
+	struct cgroup_place p = {0};
+	int r;
+
+	r = default_systemd_path(cgroups_path, id, systemd, &dflt);
+	if (r >= 0)
+		r = resolve_place(dflt ? dflt : cgroups_path, id, systemd, &p);
+	if (r >= 0 && systemd && cgroup_systemd_running())
+		r = cgroup_unit_names(dflt ? dflt : cgroups_path, &slice, &p.unit);
+	if (r < 0) {
+		cgroup_place_free(&p);
 		return r;
-	if (systemd && cgroup_systemd_running()) {
-		r = systemd_start(cgroups_path, res, pid, &unit);
-		if (r < 0)
-			return r;
-	} else if (systemd) {
-		log_info("systemd is not running: placing the container in the cgroupfs path of %s", cgroups_path);
 	}
+	*ret = p;
+	return 0;
+}
+
+int cgroup_join(const char *cgroups_path, const char *id, bool systemd, const struct oci_linux_resources *res,
+                pid_t pid, struct cgroup_place *ret)
+{
+	_cleanup_free_ char *dflt = NULL;
+	struct cgroup_place p = {0};
+	int r;
+
+	r = default_systemd_path(cgroups_path, id, systemd, &dflt);
+	if (dflt)
+		cgroups_path = dflt;
+	if (r >= 0)
+		r = resolve_place(cgroups_path, id, systemd, &p);
+	if (r >= 0 && systemd && cgroup_systemd_running())
+		r = systemd_start(cgroups_path, res, pid, &p.unit);
+	else if (r >= 0 && systemd)
+		log_info("systemd is not running: placing the container in the cgroupfs path of %s", cgroups_path);
 	/* Hierarchies systemd leaves alone (v1 cpuset, net_cls...) and the
 	 * limits it has no property for, written to the unit's files. */
-	r = cgroup_enter(path, base, res, pid);
-	if (r < 0)
-		return unit ? cleanup_keeping_error(r, unit) : r;
-	ret->path = TAKE_PTR(path);
-	ret->base = TAKE_PTR(base);
-	ret->unit = TAKE_PTR(unit);
+	if (r >= 0) {
+		r = cgroup_enter(p.path, p.base, res, pid);
+		if (r < 0 && p.unit)
+			r = cleanup_keeping_error(r, p.unit);
+	}
+	if (r < 0) {
+		cgroup_place_free(&p);
+		return r;
+	}
+	*ret = p;
 	return 0;
 }
 

@@ -73,6 +73,13 @@ int cgroup_join(const char *cgroups_path, const char *id, bool systemd, const st
                 pid_t pid, struct cgroup_place *ret);
 void cgroup_place_free(struct cgroup_place *p);
 
+/* Where cgroup_join() would put the container (nothing is created), for
+ * whoever cleans up after a create that failed: the monitor, which has
+ * dropped its capabilities by then, cannot remove a cgroup at the top of
+ * a hierarchy (mode 555). Called by the creating process, whose cgroups
+ * are the monitor's base. */
+int cgroup_place_of(const char *cgroups_path, const char *id, bool systemd, struct cgroup_place *ret);
+
 /* With unit (cgroup_join's) and systemd running, tell systemd the new
  * limits in res (SetUnitProperties), so that it keeps them; then, either
  * way, cgroup_update(path, res). */

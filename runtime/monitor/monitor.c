@@ -145,6 +145,18 @@ static int report_ready(struct monitor *m, int r)
 	return q;
 }
 
+/* Out of our cgroup after a failure, its message kept: without our
+ * capabilities a cgroup at the top of a hierarchy stays, for create. */
+static void leave_cgroup(struct monitor *m)
+{
+	char msg[1024];
+
+	snprintf(msg, sizeof(msg), "%s", err_msg());
+	if (cgroup_leave(m->cgroup.path, m->cgroup.base, m->cgroup.unit) < 0)
+		log_debug("leaving the container's cgroup: %s", err_msg());
+	err_set(-EIO, "%s", msg);
+}
+
 /* linux.cgroupsPath, or runc's place for a container without one; the
  * place goes into the state for update and delete. */
 static int join_cgroup(struct monitor *m, const char *cg)
@@ -512,16 +524,16 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	m.ch.opaque = &m;
 	r = bring_up(&m);
 	/* On failure our cgroup goes before create hears of it (create then
-	 * kills us and removes the state, which names the cgroup). */
+	 * kills us, removes the state and what we could not remove). */
 	if (r < 0 && m.cgroup.path)
-		cgroup_leave(m.cgroup.path, m.cgroup.base, m.cgroup.unit);
+		leave_cgroup(&m);
 	if (report_ready(&m, r) < 0 && r >= 0) {
 		/* Still holding the creator's lock: remove what it would have. */
 		log_error("the creating process went away: removing container %s", a->c->state->id);
 		end_vm(&m);
 		shut_down(&m);
 		if (m.cgroup.path)
-			cgroup_leave(m.cgroup.path, m.cgroup.base, m.cgroup.unit);
+			leave_cgroup(&m);
 		rm_rf(a->c->dir);
 		_exit(EXIT_MONITOR_FAILED);
 	}
