@@ -248,6 +248,7 @@ static const struct field ps_proc_fields[] = {
     FLD(11, F_U64, struct proto_ps_proc, cpu_ticks), FLD(12, F_U64, struct proto_ps_proc, start_ticks),
     FLD(13, F_U64, struct proto_ps_proc, vsize_kb),  FLD(14, F_U64, struct proto_ps_proc, rss_kb),
     FLD(15, F_STR, struct proto_ps_proc, comm),      FLD(16, F_STRV, struct proto_ps_proc, args),
+    FLD(17, F_STRV, struct proto_ps_proc, env),
 };
 DESC(ps_proc_desc, struct proto_ps_proc, ps_proc_fields);
 

@@ -256,6 +256,7 @@ struct proto_ps_proc {
 	uint64_t vsize_kb, rss_kb;
 	char *comm; /* the kernel's name for it (at most 15 bytes) */
 	char **args; /* its command line, cut at PROTO_PS_ARGS_MAX bytes; NULL when empty */
+	char **env; /* its environment, as args (ps's BSD e option shows it) */
 };
 
 /* Bounds of a PS answer (the frame must stay under KVRUN_PROTO_MAX_BODY). */

@@ -110,14 +110,15 @@ static char *stat_text(const struct raw *r)
 	return strdup(s);
 }
 
-/* The command line, its NULs as separators, cut at PROTO_PS_ARGS_MAX. */
-static char **read_args(int dir)
+/* The command line or environment (file), its NULs as separators, cut
+ * at PROTO_PS_ARGS_MAX. */
+static char **read_strings(int dir, const char *file)
 {
 	char buf[PROTO_PS_ARGS_MAX + 1];
 	size_t len = 0, n = 0;
 	char **v;
 
-	if (read_small(dir, "cmdline", buf, sizeof(buf), &len) < 0 || len == 0)
+	if (read_small(dir, file, buf, sizeof(buf), &len) < 0 || len == 0)
 		return NULL;
 	for (size_t i = 0; i < len; i++)
 		n += buf[i] == '\0';
@@ -166,14 +167,18 @@ static int read_proc(int proc, const char *name, const struct stat *ns, struct r
 		return -EBADMSG;
 	out->stat = stat_text(r);
 	out->comm = strdup(comm);
-	out->args = read_args(dir);
+	out->args = read_strings(dir, "cmdline");
+	out->env = read_strings(dir, "environ");
 	if (out->stat && out->comm)
 		return 0;
 	free(out->stat);
 	free(out->comm);
 	for (size_t i = 0; out->args && out->args[i]; i++)
 		free(out->args[i]);
+	for (size_t i = 0; out->env && out->env[i]; i++)
+		free(out->env[i]);
 	free(out->args);
+	free(out->env);
 	*out = (struct proto_ps_proc){0};
 	return -ENOMEM;
 }

@@ -117,6 +117,7 @@ struct ps_format {
 	struct column cols[MAX_COLS];
 	int n;
 	bool no_header;
+	bool env; /* BSD e: the environment after the command line */
 };
 
 static const char *const formats[] = {
@@ -181,7 +182,7 @@ void ps_format_free(struct ps_format *f)
 
 /* What the options asked for, before the format is built. */
 struct ps_opts {
-	bool full, jobs, bsd, user;
+	bool full, jobs, bsd, user, env;
 	const char *custom[16];
 	int n_custom;
 };
@@ -198,12 +199,15 @@ static int refuse(const char *opt, char c)
  * next argument (-o, o). */
 static int option_letter(struct ps_opts *o, bool bsd, char c, bool *ret_arg)
 {
-	static const char unix_select[] = "eAadNx", bsd_select[] = "axge", ignored[] = "w";
+	static const char unix_select[] = "eAadN", bsd_select[] = "axg", ignored[] = "w";
 
 	*ret_arg = false;
 	if (strchr(ignored, c) || strchr(bsd ? bsd_select : unix_select, c)) {
-		/* procps takes -x as BSD's x, with x's format. */
-		o->bsd |= bsd || c == 'x';
+		o->bsd |= bsd;
+		return 0;
+	}
+	if (bsd && c == 'e') {
+		o->env = true;
 		return 0;
 	}
 	if (c == 'o') {
@@ -221,11 +225,23 @@ static int option_letter(struct ps_opts *o, bool bsd, char c, bool *ret_arg)
 	return 0;
 }
 
+/* procps reads a command line with a "-x" as BSD options throughout
+ * ("-e -x" is e and x: the environment, every process of the user). */
+static bool bsd_throughout(char *const *args, int nargs)
+{
+	for (int i = 0; i < nargs; i++)
+		if (args[i][0] == '-' && args[i][1] != '-' && strchr(args[i], 'x'))
+			return true;
+	return false;
+}
+
 static int parse_args(char *const *args, int nargs, struct ps_opts *o, bool *ret_no_header)
 {
+	bool all_bsd = bsd_throughout(args, nargs);
+
 	for (int i = 0; i < nargs; i++) {
 		const char *a = args[i];
-		bool bsd = a[0] != '-', takes = false;
+		bool bsd = a[0] != '-' || (all_bsd && a[1] != '-'), takes = false;
 
 		if (strcmp(a, "--no-headers") == 0 || strcmp(a, "--no-heading") == 0) {
 			*ret_no_header = true;
@@ -243,7 +259,7 @@ static int parse_args(char *const *args, int nargs, struct ps_opts *o, bool *ret
 			return err_set(-EINVAL, "ps option %s is not supported (docs/runtime.md)", a);
 		if (!*a || (a[0] == '-' && !a[1]))
 			return err_set(-EINVAL, "ps option \"%s\" is not one", a);
-		for (const char *c = a + !bsd; *c; c++) {
+		for (const char *c = a + (a[0] == '-'); *c; c++) {
 			int r = bsd && *c == 'h' ? 0 : option_letter(o, bsd, *c, &takes);
 
 			if (bsd && *c == 'h')
@@ -275,6 +291,7 @@ int ps_format_parse(char *const *args, int nargs, struct ps_format **ret)
 	if (nargs == 0)
 		args = dflt, nargs = 1;
 	r = parse_args(args, nargs, &o, &f->no_header);
+	f->env = o.env;
 	for (int i = 0; r >= 0 && i < o.n_custom; i++)
 		r = add_columns(f, o.custom[i]);
 	if (r >= 0 && !o.n_custom)
@@ -357,13 +374,15 @@ static const char *group_name(uint32_t gid, int width, char *buf, size_t size)
 
 /* args joined by spaces; "[comm]" when there are none (a kernel thread,
  * a zombie's), with " <defunct>" for a zombie. */
-static void args_text(const struct proto_ps_proc *p, char *buf, size_t size)
+static void args_text(const struct proto_ps_proc *p, bool env, char *buf, size_t size)
 {
 	size_t n = 0;
 
 	buf[0] = '\0';
 	for (size_t i = 0; p->args && p->args[i] && n + 1 < size; i++)
 		n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? " " : "", p->args[i]);
+	for (size_t i = 0; env && p->args && p->args[0] && p->env && p->env[i] && n + 1 < size; i++)
+		n += (size_t)snprintf(buf + n, size - n, " %s", p->env[i]);
 	if (!p->args || !p->args[0])
 		snprintf(buf, size, "[%s]%s", p->comm ? p->comm : "", p->stat && p->stat[0] == 'Z' ? " <defunct>" : "");
 }
@@ -426,7 +445,8 @@ static unsigned long long pcpu_tenths(const struct proto_ps_proc *p, const struc
 	return v > 999 ? 999 : v;
 }
 
-static void value(const struct proto_ps_proc *p, const struct keyword *k, const struct clock *c, char *buf, size_t size)
+static void value(const struct ps_format *f, const struct proto_ps_proc *p, const struct keyword *k,
+                  const struct clock *c, char *buf, size_t size)
 {
 	char tmp[64];
 	unsigned long long v, start = c->boot_time + (c->hz ? p->start_ticks / c->hz : 0);
@@ -464,7 +484,7 @@ static void value(const struct proto_ps_proc *p, const struct keyword *k, const 
 		snprintf(buf, size, "%s", p->comm ? p->comm : "");
 		break;
 	case F_ARGS:
-		args_text(p, buf, size);
+		args_text(p, f->env, buf, size);
 		break;
 	case F_STAT:
 		snprintf(buf, size, "%s", p->stat ? p->stat : "?");
@@ -560,7 +580,7 @@ int ps_table_print(const struct ps_format *f, const struct proto_ps *ps, time_t 
 	qsort(order, ps->n_procs, sizeof(*order), by_pid);
 	for (size_t i = 0; i < ps->n_procs; i++) {
 		for (int j = 0; j < f->n; j++)
-			value(order[i], f->cols[j].k, &c, cells[j], sizeof(cells[j]));
+			value(f, order[i], f->cols[j].k, &c, cells[j], sizeof(cells[j]));
 		print_line(f, cells, out);
 	}
 	return fflush(out) == 0 ? 0 : err_setsys(-errno, "write");

@@ -12,7 +12,7 @@
 /* 2024-01-02T03:04:05Z; the guest booted an hour before. */
 #define T0 ((time_t)1704164645)
 
-static char *strv[3][4] = {{"sleep", "1000", NULL}, {"/bin/sh", "-c", "sleep 5", NULL}, {NULL}};
+static char *strv[3][4] = {{"sleep", "1000", NULL}, {"/bin/sh", "-c", "sleep 5", NULL}, {"HOME=/", "A=b", NULL}};
 
 static struct proto_ps_proc procs[] = {
     /* Listed out of order: the table is sorted by pid. */
@@ -42,7 +42,8 @@ static struct proto_ps_proc procs[] = {
      .start_ticks = 100 * 60,
      .vsize_kb = 1200,
      .rss_kb = 600,
-     .threads = 1},
+     .threads = 1,
+     .env = strv[2]},
     {.pid = 9,
      .ppid = 1,
      .pgid = 1,
@@ -114,11 +115,15 @@ TEST(bsd_formats)
 	                     "root         1 10.0  0.2   1200   600 ?        Ss   02:05   5:54 sleep 1000\n"
 	                     "12345        7  0.0  0.3   2268  1024 pts/0    S+   02:54   0:00 /bin/sh -c sleep 5\n"
 	                     "root         9  0.0  0.0      0     0 ?        Z    02:05   0:00 [true] <defunct>\n");
-	/* procps takes -x as BSD's x, with x's format. */
+	/* procps reads a line with -x as BSD options: e is the environment. */
 	is_str(table("-e -x"), "  PID TTY      STAT   TIME COMMAND\n"
-	                       "    1 ?        Ss     5:54 sleep 1000\n"
+	                       "    1 ?        Ss     5:54 sleep 1000 HOME=/ A=b\n"
 	                       "    7 pts/0    S+     0:00 /bin/sh -c sleep 5\n"
 	                       "    9 ?        Z      0:00 [true] <defunct>\n");
+	is_str(table("ax"), "  PID TTY      STAT   TIME COMMAND\n"
+	                    "    1 ?        Ss     5:54 sleep 1000\n"
+	                    "    7 pts/0    S+     0:00 /bin/sh -c sleep 5\n"
+	                    "    9 ?        Z      0:00 [true] <defunct>\n");
 	is_str(table("-e"), "  PID TTY          TIME CMD\n"
 	                    "    1 ?        00:05:54 sleep\n"
 	                    "    7 pts/0    00:00:00 sh\n"
