@@ -321,6 +321,12 @@ int gi_child_prepare(const struct proto_process *p, const struct proto_seccomp *
 		r = gi_seccomp_load(sc);
 out:
 	gi_user_free(&u);
+	if (r < 0) {
+		int code = ret->code;
+
+		gi_exec_free(ret);
+		ret->code = code;
+	}
 	return r;
 }
 
