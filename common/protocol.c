@@ -243,6 +243,29 @@ static const struct field network_fields[] = {
 };
 DESC(network_desc, struct proto_network, network_fields);
 
+static const struct field ps_proc_fields[] = {
+    FLD(1, F_U32, struct proto_ps_proc, pid),        FLD(2, F_U32, struct proto_ps_proc, ppid),
+    FLD(3, F_U32, struct proto_ps_proc, pgid),       FLD(4, F_U32, struct proto_ps_proc, sid),
+    FLD(5, F_U32, struct proto_ps_proc, uid),        FLD(6, F_U32, struct proto_ps_proc, gid),
+    FLD(7, F_U32, struct proto_ps_proc, tty),        FLD(8, F_STR, struct proto_ps_proc, stat),
+    FLD(9, F_I32, struct proto_ps_proc, nice),       FLD(10, F_U32, struct proto_ps_proc, threads),
+    FLD(11, F_U64, struct proto_ps_proc, cpu_ticks), FLD(12, F_U64, struct proto_ps_proc, start_ticks),
+    FLD(13, F_U64, struct proto_ps_proc, vsize_kb),  FLD(14, F_U64, struct proto_ps_proc, rss_kb),
+    FLD(15, F_STR, struct proto_ps_proc, comm),      FLD(16, F_STRV, struct proto_ps_proc, args),
+    FLD(17, F_STRV, struct proto_ps_proc, env),
+};
+DESC(ps_proc_desc, struct proto_ps_proc, ps_proc_fields);
+
+static const struct field ps_fields[] = {
+    FLD_RECV(1, struct proto_ps, procs, n_procs, ps_proc_desc),
+    FLD(2, F_U64, struct proto_ps, hz),
+    FLD(3, F_U64, struct proto_ps, boot_time),
+    FLD(4, F_U64, struct proto_ps, uptime_cs),
+    FLD(5, F_U64, struct proto_ps, mem_total_kb),
+    FLD(6, F_BOOL, struct proto_ps, truncated),
+};
+DESC(ps_desc, struct proto_ps, ps_fields);
+
 static const struct field error_fields[] = {
     FLD(1, F_U32, struct proto_error, err),
     FLD(2, F_STR, struct proto_error, message),
@@ -281,6 +304,8 @@ const struct desc *proto_desc_of(uint16_t type)
 		return &oom_desc;
 	case PROTO_MSG_NETWORK:
 		return &network_desc;
+	case PROTO_MSG_PS:
+		return &ps_desc;
 	}
 	return NULL;
 }
@@ -292,7 +317,7 @@ const char *proto_type_name(uint16_t type)
 	    [PROTO_MSG_GO] = "GO",         [PROTO_MSG_STARTED] = "STARTED", [PROTO_MSG_EXEC] = "EXEC",
 	    [PROTO_MSG_SIGNAL] = "SIGNAL", [PROTO_MSG_RESIZE] = "RESIZE",   [PROTO_MSG_EXIT] = "EXIT",
 	    [PROTO_MSG_STATS] = "STATS",   [PROTO_MSG_ERROR] = "ERROR",     [PROTO_MSG_UPDATE] = "UPDATE",
-	    [PROTO_MSG_OOM] = "OOM",       [PROTO_MSG_NETWORK] = "NETWORK",
+	    [PROTO_MSG_OOM] = "OOM",       [PROTO_MSG_NETWORK] = "NETWORK", [PROTO_MSG_PS] = "PS",
 	};
 
 	if (type < ARRAY_SIZE(names) && names[type])

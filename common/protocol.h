@@ -62,6 +62,7 @@ enum proto_type {
 	PROTO_MSG_UPDATE = 12, /* host -> guest: change the container's cgroup limits */
 	PROTO_MSG_OOM = 13, /* guest -> host: the OOM killer killed in the container (id 0) */
 	PROTO_MSG_NETWORK = 14, /* host -> guest: apply the network again (a restored checkpoint) */
+	PROTO_MSG_PS = 15, /* host -> guest request (empty), guest -> host answer: the container's processes */
 	PROTO_MSG__MAX,
 };
 
@@ -256,6 +257,40 @@ struct proto_network {
 	uint64_t realtime_ns; /* as START's: the clock stood still while saved */
 };
 
+/* PS: one process of the container, from the guest's /proc. Process ids
+ * as the container's pid namespace numbers them (0: outside it, such as
+ * the parent of the container's init). */
+struct proto_ps_proc {
+	uint32_t pid, ppid, pgid, sid;
+	uint32_t uid, gid; /* effective */
+	uint32_t tty; /* tty_nr of /proc/PID/stat, 0 = none */
+	char *stat; /* procps's STAT: the state letter and its flags ("Ss", "R+", "Z") */
+	int32_t nice;
+	uint32_t threads;
+	uint64_t cpu_ticks; /* user + system time, in ticks of hz */
+	uint64_t start_ticks; /* when it started, ticks after boot */
+	uint64_t vsize_kb, rss_kb;
+	char *comm; /* the kernel's name for it (at most 15 bytes) */
+	char **args; /* its command line, cut at PROTO_PS_ARGS_MAX bytes; NULL when empty */
+	char **env; /* its environment, as args (ps's BSD e option shows it) */
+};
+
+/* Bounds of a PS answer (the frame must stay under KVRUN_PROTO_MAX_BODY). */
+#define PROTO_PS_MAX_PROCS 2048
+#define PROTO_PS_ARGS_MAX 1024
+
+/* The answer: the processes and what their times and sizes are measured
+ * against. truncated: more processes than PROTO_PS_MAX_PROCS. */
+struct proto_ps {
+	struct proto_ps_proc *procs;
+	size_t n_procs;
+	uint64_t hz; /* ticks per second */
+	uint64_t boot_time; /* btime of /proc/stat, seconds since the epoch */
+	uint64_t uptime_cs; /* /proc/uptime, hundredths of a second */
+	uint64_t mem_total_kb;
+	bool truncated;
+};
+
 struct proto_error {
 	uint32_t err; /* positive errno */
 	char *message;
@@ -277,6 +312,7 @@ struct proto_msg {
 		struct proto_update update; /* UPDATE; answered by ERROR (err 0 = done) */
 		struct proto_oom oom; /* OOM; not answered */
 		struct proto_network network; /* NETWORK; answered by ERROR (err 0 = done) */
+		struct proto_ps ps; /* PS answer; a request has none */
 		struct proto_error error;
 	} u;
 };

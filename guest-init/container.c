@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Forking the container process. The child runs the whole setup, reports
- * "ready" over a SOCK_SEQPACKET pair (with its pty master when it has a
- * terminal), waits for "go", then execs; the pair is close-on-exec, so EOF
- * after "go" means the exec succeeded, as runc's exec fifo does. And
- * signalling every process of the container (kill --all).
+ * Forking the container process. The child runs the whole setup (its pty
+ * master sent first when it has a terminal), reports "ready" over a
+ * SOCK_SEQPACKET pair, waits for "go", closes the pair and then runs the
+ * startContainer hooks and execs, as runc's init does after its exec fifo
+ * was opened. And signalling every process of the container (kill --all).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,12 +22,14 @@
 
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/spec-support.h"
 #include "guest-init/guest-init.h"
 
 enum sync_type {
 	SYNC_READY = 1,
 	SYNC_GO,
 	SYNC_ERROR,
+	SYNC_PTY, /* the pty master, sent before the process's own setup */
 };
 
 struct sync_msg {
@@ -37,23 +39,29 @@ struct sync_msg {
 	char msg[1024];
 };
 
+/* With an fd, sendmsg; without one a plain write, which the process's own
+ * seccomp filter (loaded before "ready", as runc loads it before its exec
+ * fifo) is likelier to allow. */
 static int sync_send(int fd, const struct sync_msg *m, int pass_fd)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
 	struct iovec iov = {(void *)m, sizeof(*m)};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *c;
 
-	if (pass_fd >= 0) {
-		struct cmsghdr *c;
-
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+	if (pass_fd < 0) {
+		while (write(fd, m, sizeof(*m)) < 0)
+			if (errno != EINTR)
+				return -errno;
+		return 0;
 	}
+	mh.msg_control = cbuf;
+	mh.msg_controllen = sizeof(cbuf);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
 	while (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
 		if (errno != EINTR)
 			return -errno;
@@ -157,12 +165,42 @@ static int join_namespaces(pid_t pid)
 	return 0;
 }
 
+/* The child's wait for "go", by read() for the same reason as sync_send. */
+static bool child_wait_go(int fd)
+{
+	struct sync_msg m;
+	ssize_t n;
+
+	do
+		n = read(fd, &m, sizeof(m));
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)sizeof(m) && m.type == SYNC_GO;
+}
+
+/* After "go" nobody waits for an answer any more (start has returned, as
+ * runc's does once its init opened the exec fifo): a failing
+ * startContainer hook or execve is told on the process's stderr, and the
+ * process exits 1, as runc's init does. */
+static _Noreturn void child_after_go(const struct gi_spawn *sp, struct gi_exec *e)
+{
+	if (sp->start) {
+		int r = gi_run_hooks(sp->start->start_container_hooks, sp->start->n_start_container_hooks,
+		                     "startContainer", sp->start->state_json);
+
+		if (r < 0) {
+			dprintf(STDERR_FILENO, "%s\n", err_msg()[0] ? err_msg() : strerror(-r));
+			_exit(1);
+		}
+	}
+	gi_child_exec(sp->process, e);
+}
+
 static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 {
 	const struct proto_process *p = sp->process;
-	struct sync_msg m = {.type = SYNC_READY};
-	int master = -1, code, r;
-
+	struct sync_msg m = {.type = SYNC_PTY};
+	struct gi_exec e;
+	int master = -1, r;
 	sigset_t all;
 
 	/* PID 1 blocks SIGCHLD for its signalfd; the container starts clean. */
@@ -183,29 +221,27 @@ static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 	if (r >= 0 && sp->start)
 		r = gi_run_hooks(sp->start->create_container_hooks, sp->start->n_create_container_hooks,
 		                 "createContainer", sp->start->state_json);
+	if (r >= 0)
+		r = p->terminal ? child_terminal(p, &master) : child_stdio(sp->stdio);
 	if (r < 0)
 		child_fail(fd, r, 1);
-	/* As runc: a missing binary is create's error, not start's. */
-	r = gi_check_exec(p, &code);
-	if (r < 0)
-		child_fail(fd, r, code);
-	r = p->terminal ? child_terminal(p, &master) : child_stdio(sp->stdio);
-	if (r < 0)
-		child_fail(fd, r, 1);
-	if (sync_send(fd, &m, master) < 0)
-		_exit(1);
-	if (master >= 0)
+	/* The master travels before the setup, whose seccomp filter could
+	 * refuse sendmsg. */
+	if (master >= 0) {
+		if (sync_send(fd, &m, master) < 0)
+			_exit(1);
 		close(master);
-	if (sync_recv(fd, &m, NULL) <= 0 || m.type != SYNC_GO)
-		_exit(1);
-	if (sp->start) {
-		r = gi_run_hooks(sp->start->start_container_hooks, sp->start->n_start_container_hooks, "startContainer",
-		                 sp->start->state_json);
-		if (r < 0)
-			child_fail(fd, r, 1);
 	}
-	r = gi_child_exec(p, sp->seccomp, &code);
-	child_fail(fd, r, code);
+	/* As runc: everything up to the lookup of the executable fails
+	 * create (or exec), not start. */
+	r = gi_child_prepare(p, sp->seccomp, &e);
+	if (r < 0)
+		child_fail(fd, r, e.code);
+	m.type = SYNC_READY;
+	if (sync_send(fd, &m, -1) < 0 || !child_wait_go(fd))
+		_exit(1);
+	close(fd);
+	child_after_go(sp, &e);
 }
 
 static int enter_cgroup(const char *dir, pid_t pid)
@@ -248,10 +284,12 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret)
 	ret->sync_fd = ret->pty_master = -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return err_setsys(-errno, "socketpair");
-	if (sp->start)
-		flags |= CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | (sp->new_pidns ? CLONE_NEWPID : 0);
-	else if (sp->join_pid > 0 && (r = enter_pidns(sp->join_pid, &saved_pidns)) < 0)
-		goto fail;
+	/* The namespaces kvrun features lists (common/spec-support.c). */
+	for (size_t i = 0; sp->start && i < spec_namespaces_count; i++)
+		if (spec_namespaces[i].clone_flag != CLONE_NEWPID || sp->new_pidns)
+			flags |= (unsigned long)spec_namespaces[i].clone_flag;
+		else if (sp->join_pid > 0 && (r = enter_pidns(sp->join_pid, &saved_pidns)) < 0)
+			goto fail;
 	/* A raw clone behaves as fork() and takes namespace flags. */
 	pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
 	if (pid == 0) {
@@ -271,6 +309,8 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret)
 	if (sp->cgroup_dir)
 		enter_cgroup(sp->cgroup_dir, pid); /* best effort: stats only */
 	r = sync_recv(sv[0], &m, &master);
+	if (r == 1 && m.type == SYNC_PTY)
+		r = sync_recv(sv[0], &m, NULL);
 	if (r == 1 && m.type == SYNC_READY) {
 		ret->pty_master = master;
 		return 0;

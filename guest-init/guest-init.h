@@ -5,12 +5,13 @@
  * host can test the spec application in throwaway namespaces.
  *
  * All functions return >= 0 or a negative errno and record context with
- * err_set(); none of them exits, except gi_child_exec() which only returns
- * on failure.
+ * err_set(); none of them exits, except gi_child_exec(), which never
+ * returns.
  */
 #ifndef KVRUN_GUEST_INIT_H
 #define KVRUN_GUEST_INIT_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -83,20 +84,37 @@ int gi_seccomp_load(const struct proto_seccomp *sc);
  * starts. Needs CAP_SYS_ADMIN or no_new_privs. */
 int gi_deny_vsock(void);
 
-/* Apply rlimits, oom_score_adj, user and groups, umask, capabilities,
- * no_new_privs, seccomp, cwd, and exec p->args with p->env (HOME added
- * from the passwd entry when missing, PATH searched as runc does). Runs in
- * the child. Returns only on failure: *ret_code is the exit code to use
- * (126 when found but not executable, 127 when not found, 1 otherwise) and
- * err_msg() holds runc's wording, e.g. `exec: "/nope": stat /nope: no
- * such file or directory`. */
-/* The lookup runc does before create returns: chdir to the process's cwd
- * and find args[0] (in $PATH when it has no slash), so that a missing
- * binary fails create (exit code 127 in *ret_code), not start. Returns 0
- * or a negative errno with runc's message. */
-int gi_check_exec(const struct proto_process *p, int *ret_code);
+/* What is left to do once the process is prepared: execve(path, args,
+ * env). code is the exit status a failed preparation means (127: the
+ * executable is not there, 126: it cannot be run, 1: anything else). */
+struct gi_exec {
+	char path[PATH_MAX];
+	char **env; /* the spec's strings, plus home */
+	char *home; /* "HOME=..." added from the passwd entry, or NULL */
+	int code;
+};
 
-int gi_child_exec(const struct proto_process *p, const struct proto_seccomp *sc, int *ret_code);
+/* Everything runc's init does before it waits for `start`, in its order:
+ * rlimits, oom_score_adj, seccomp (without no_new_privs), the cwd (tried
+ * as root first, again as the user when refused), bounding set, user and
+ * groups, capability sets (ambient included), umask, HOME, the lookup of
+ * args[0] (Go's exec.LookPath in the process's $PATH, then access(X_OK))
+ * and no_new_privs with its seccomp. Runs in the child. Failures carry
+ * runc's wording: `exec: "/nope": stat /nope: no such file or directory`,
+ * `exec: "nope": executable file not found in $PATH`, `exec: "/etc":
+ * permission denied`, `chdir to cwd ("/x") set in config.json failed: ...`.
+ * Release ret with gi_exec_free() when not exec'ing. */
+int gi_child_prepare(const struct proto_process *p, const struct proto_seccomp *sc, struct gi_exec *ret);
+void gi_exec_free(struct gi_exec *e);
+
+/* execve(e->path). A failure can only be told the way runc's init tells
+ * it once `start` has returned: "exec <path>: <Go's errno text>" on the
+ * process's stderr, exit status 1 (e.g. a script whose interpreter is
+ * missing: "exec /run.sh: no such file or directory"). */
+_Noreturn void gi_child_exec(const struct proto_process *p, struct gi_exec *e);
+
+/* strerror(errnum) as Go prints it ("no such file or directory"), in buf. */
+const char *gi_go_strerror(int errnum, char *buf, size_t size);
 
 /* Map "RLIMIT_NOFILE" to its number, -EINVAL when unknown. */
 int gi_rlimit_from_name(const char *name);
@@ -135,9 +153,9 @@ struct gi_child {
  * err_msg() and *ret->pid still set to the (exiting) child, to be reaped. */
 int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret);
 
-/* Tell a ready child to exec. Returns 0 once the exec succeeded; on an
- * exec failure returns the negative errno with runc's message in err_msg()
- * (the child then exits 126/127). Closes c->sync_fd either way. */
+/* Tell a ready child to go on. Returns 0 once it took "go": what is left
+ * (startContainer hooks, execve) reports its failures on the process's
+ * stderr with exit status 1, as under runc. Closes c->sync_fd. */
 int gi_go(struct gi_child *c);
 
 /* Signal every process in the pid namespace of init (kill --all). */
@@ -156,6 +174,13 @@ int gi_cgroup_set_limit(const char *cg, const char *file, uint64_t v);
 int gi_oom_open(const char *cg, struct proto_oom *ret);
 /* Read the OOM counters ("oom", "oom_kill") of memory.events again. */
 int gi_oom_read(int fd, struct proto_oom *ret);
+
+/* ---- ps.c: the container's processes ---- */
+
+/* Every process of proc_dir ("/proc") in the pid namespace of init, with
+ * the clock and memory their figures are measured against, into *ret (the
+ * caller frees it with proto_msg_free of its message). */
+int gi_ps_collect(const char *proc_dir, pid_t init, struct proto_ps *ret);
 
 /* ---- restore.c: a VM restored from a template ---- */
 

@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "common/path.h"
+#include "common/spec-support.h"
 #include "guest-init/guest-init.h"
 
 int gi_mount_root_disk(const struct proto_start *s, const char *target)
@@ -34,70 +35,23 @@ int gi_mount_root_disk(const struct proto_start *s, const char *target)
 	return 0;
 }
 
-struct mopt {
-	const char *name;
-	bool clear;
-	unsigned long flag;
-};
-
-static const struct mopt mount_opts[] = {
-    {"ro", false, MS_RDONLY},
-    {"rw", true, MS_RDONLY},
-    {"nosuid", false, MS_NOSUID},
-    {"suid", true, MS_NOSUID},
-    {"nodev", false, MS_NODEV},
-    {"dev", true, MS_NODEV},
-    {"noexec", false, MS_NOEXEC},
-    {"exec", true, MS_NOEXEC},
-    {"sync", false, MS_SYNCHRONOUS},
-    {"async", true, MS_SYNCHRONOUS},
-    {"dirsync", false, MS_DIRSYNC},
-    {"remount", false, MS_REMOUNT},
-    {"mand", false, MS_MANDLOCK},
-    {"nomand", true, MS_MANDLOCK},
-    {"noatime", false, MS_NOATIME},
-    {"atime", true, MS_NOATIME},
-    {"nodiratime", false, MS_NODIRATIME},
-    {"diratime", true, MS_NODIRATIME},
-    {"relatime", false, MS_RELATIME},
-    {"norelatime", true, MS_RELATIME},
-    {"strictatime", false, MS_STRICTATIME},
-    {"nostrictatime", true, MS_STRICTATIME},
-    {"bind", false, MS_BIND},
-    {"rbind", false, MS_BIND | MS_REC},
-};
-
-static const struct mopt prop_opts[] = {
-    {"private", false, MS_PRIVATE},       {"rprivate", false, MS_PRIVATE | MS_REC},
-    {"shared", false, MS_SHARED},         {"rshared", false, MS_SHARED | MS_REC},
-    {"slave", false, MS_SLAVE},           {"rslave", false, MS_SLAVE | MS_REC},
-    {"unbindable", false, MS_UNBINDABLE}, {"runbindable", false, MS_UNBINDABLE | MS_REC},
-};
-
-static const struct mopt *find_opt(const struct mopt *t, size_t n, const char *name)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(t[i].name, name) == 0)
-			return &t[i];
-	return NULL;
-}
-
 int gi_mount_options(char *const *options, unsigned long *ret_flags, unsigned long *ret_propagation, char **ret_data)
 {
 	unsigned long flags = 0, prop = 0;
 	_cleanup_free_ char *data = strdup("");
-	const struct mopt *o;
+	const struct spec_mount_option *o;
 
 	if (!data)
 		return -ENOMEM;
+	/* The options kvrun features lists (common/spec-support.c). */
 	for (char *const *opt = options; opt && *opt; opt++) {
-		if ((o = find_opt(mount_opts, ARRAY_SIZE(mount_opts), *opt))) {
+		if ((o = spec_mount_option_find(*opt)) && o->propagation) {
+			prop |= o->flag;
+		} else if (o) {
 			if (o->clear)
 				flags &= ~o->flag;
 			else
 				flags |= o->flag;
-		} else if ((o = find_opt(prop_opts, ARRAY_SIZE(prop_opts), *opt))) {
-			prop |= o->flag;
 		} else {
 			char *nd;
 
@@ -404,11 +358,9 @@ int gi_rootfs_finalize(const struct proto_start *s)
 
 static unsigned long root_propagation(const struct proto_start *s)
 {
-	const struct mopt *o = NULL;
+	const struct spec_mount_option *o = spec_mount_option_find(s->rootfs_propagation);
 
-	if (s->rootfs_propagation)
-		o = find_opt(prop_opts, ARRAY_SIZE(prop_opts), s->rootfs_propagation);
-	return o ? o->flag : MS_SLAVE | MS_REC;
+	return o && o->propagation ? o->flag : MS_SLAVE | MS_REC;
 }
 
 int gi_rootfs_setup(const struct proto_start *s, const char *rootfs, const char *files_dir)

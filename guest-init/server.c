@@ -199,13 +199,28 @@ static int handle_stats(struct state *st, uint64_t id)
 	return reply(st, PROTO_MSG_STATS, id, &m);
 }
 
+static int handle_ps(struct state *st, uint64_t id)
+{
+	struct proto_msg m = {.type = PROTO_MSG_PS};
+	int r;
+
+	if (!st->init_pid || st->init_done)
+		return reply_error(st, id, -ESRCH, "container is not running");
+	err_clear();
+	r = gi_ps_collect("/proc", st->init_pid, &m.u.ps);
+	r = r < 0 ? reply_error(st, id, r, err_msg()) : reply(st, PROTO_MSG_PS, id, &m);
+	proto_msg_free(&m);
+	return r;
+}
+
 static int handle_signal(struct state *st, const struct proto_msg *m)
 {
 	const struct proto_signal *s = &m->u.signal;
 	struct proc *p = proc_find(st, (pid_t)s->pid);
 	int r = 0;
 
-	if (s->signo == 0 || s->signo >= 65)
+	/* 0 only asks whether the process is there (runc kill ID 0). */
+	if (s->signo >= 65)
 		return reply_error(st, m->id, -EINVAL, "invalid signal");
 	if (!p || p->exited)
 		return reply_error(st, m->id, -ESRCH, "process not found");
@@ -309,6 +324,8 @@ static int handle_msg(struct state *st, struct proto_msg *m)
 		return handle_resize(st, m);
 	case PROTO_MSG_STATS:
 		return handle_stats(st, m->id);
+	case PROTO_MSG_PS:
+		return handle_ps(st, m->id);
 	case PROTO_MSG_UPDATE:
 		return handle_update(st, m);
 	case PROTO_MSG_NETWORK:

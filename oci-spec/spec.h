@@ -490,8 +490,11 @@ void oci_resources_free(struct oci_linux_resources *r);
 
 /* "RLIMIT_NOFILE" -> RLIMIT_NOFILE, or -EINVAL. */
 int oci_rlimit_from_name(const char *name);
-/* Signal from "KILL", "SIGKILL", "9" or "SIGRTMIN+3" (as runc kill accepts),
- * or -EINVAL. */
+/* A signal as runc kill reads it: a decimal integer (Go's Atoi: "9",
+ * "+9", "034"; 0 asks only whether the process is there), or a name of
+ * signals 1..31 in any case, with or without SIG ("KILL", "sigkill").
+ * -EINVAL for anything else; -ERANGE for an integer that is no signal
+ * (runc accepts it, and the kill then fails with EINVAL). */
 int oci_signal_from_name(const char *name);
 /* "CAP_SYS_ADMIN" -> 21, or -EINVAL. */
 int oci_capability_from_name(const char *name);

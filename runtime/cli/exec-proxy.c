@@ -392,6 +392,9 @@ static int proxy_main(const struct exec_proxy_opts *o, int ready_fd)
 
 	for (int i = 0; i < NR_STREAMS; i++)
 		p.listen_fds[i] = p.streams[i] = -1;
+	/* Our pid stands for the process: of the caller's descriptors we
+	 * keep stdio only, as runc's init does. */
+	(void)fd_close_inherited(3);
 	signal(SIGPIPE, SIG_IGN);
 	sfd = block_signals();
 	r = pp->terminal ? setup_terminal(&p) : 0;

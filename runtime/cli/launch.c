@@ -16,6 +16,7 @@
 
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/stop-point.h"
 #include "runtime/store/checkpoint.h"
@@ -26,6 +27,7 @@
 #include "runtime/monitor/monitor.h"
 #include "runtime/monitor/teardown.h"
 #include "runtime/sandbox/guest-channel.h"
+#include "runtime/host/cgroup.h"
 #include "runtime/host/netns.h"
 #include "runtime/host/rootfs-cache.h"
 #include "runtime/sandbox/sandbox.h"
@@ -115,6 +117,9 @@ static pid_t fork_monitor(struct monitor_args *a, int *ret_fd)
 		/* Its own session: a terminal's ^C or the caller's process group
 		 * must not reach the VM; signals are forwarded deliberately. */
 		setsid();
+		/* Its pid is the container's for the caller: of the caller's
+		 * descriptors it keeps stdio only, as runc's init does. */
+		(void)fd_close_inherited(3);
 		if (a->c->dir[0] == '/' && chdir("/") < 0)
 			_exit(255);
 		a->ready_fd = p[1];
@@ -292,6 +297,20 @@ static int bring_up(struct cli_context *ctx, struct container *c, const struct c
 	return r;
 }
 
+/* After a failed create, the container's cgroup, which the monitor may
+ * have had no right left to remove (runtime/host/cgroup.h); the monitor is
+ * gone by then. */
+static void remove_cgroup(struct cli_context *ctx, const struct bundle *b, const char *id)
+{
+	const struct oci_linux *lx = b->spec->linux_spec;
+	struct cgroup_place pl = {0};
+
+	if (cgroup_place_of(lx ? lx->cgroups_path : NULL, id, ctx->systemd_cgroup, &pl) < 0 ||
+	    cgroup_leave(pl.path, pl.base, pl.unit) < 0)
+		log_debug("removing the container's cgroup: %s", err_msg());
+	cgroup_place_free(&pl);
+}
+
 int launch_container(struct cli_context *ctx, const char *id, const struct create_opts *o, const struct bundle *b,
                      pid_t *ret_pid)
 {
@@ -320,6 +339,7 @@ int launch_container(struct cli_context *ctx, const char *id, const struct creat
 			/* Keep the message: destroying may record its own. */
 			_cleanup_free_ char *msg = strdup(err_msg());
 
+			remove_cgroup(ctx, b, id);
 			launch_destroy(c);
 			err_set(r, "%s", msg ? msg : "create failed");
 		} else {
@@ -409,6 +429,12 @@ int launch_kill(struct cli_context *ctx, const char *id, int signo, bool all)
 	r = container_peek_for(ctx->root, id, CONTAINER_OP_KILL, &c);
 	if (r < 0)
 		return r;
+	/* As runc's Signal(): --all of a stopped container has nothing to
+	 * signal and succeeds; otherwise the state comes before the signal. */
+	if (c->state->status == OCI_STATUS_STOPPED)
+		return all ? 0 : err_set(-ESRCH, "container not running");
+	if (signo < 0 || signo >= _NSIG)
+		return err_set(-EINVAL, "unable to signal init: invalid argument");
 	if (c->state->status == OCI_STATUS_CREATING) {
 		/* Its monitor serves requests once create is done; SIGKILL ends
 		 * the create (its monitor; the creator then removes it all). */

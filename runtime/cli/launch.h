@@ -30,8 +30,11 @@ int launch_destroy(struct container *c);
  * record it running. */
 int launch_start(struct cli_context *ctx, const char *id);
 
-/* Send signo to the container's process through its monitor; for SIGKILL,
- * kill an unresponsive monitor itself. */
+/* Send signo to the container's process through its monitor (0 only asks
+ * whether it is there), as runc kill: a stopped container is "container
+ * not running" (with all, success: nothing to signal); signo < 0 stands
+ * for an integer that is no signal ("unable to signal init: invalid
+ * argument"). For SIGKILL, kill an unresponsive monitor itself. */
 int launch_kill(struct cli_context *ctx, const char *id, int signo, bool all);
 
 /* SIGKILL the monitor with pid (if alive) and wait up to timeout_ms for it

@@ -16,6 +16,7 @@
 
 #include "common/protocol.h"
 #include "runtime/monitor/create-guard.h"
+#include "runtime/host/cgroup.h"
 #include "runtime/monitor/monitor.h"
 #include "runtime/sandbox/guest-channel.h"
 
@@ -44,8 +45,7 @@ struct monitor {
 	struct sandbox *sb;
 	struct guest_channel ch;
 	char *control_path;
-	char *cgroup_path; /* resolved linux.cgroupsPath we are in, or NULL */
-	char *cgroup_unit; /* the systemd scope holding it, or NULL */
+	struct cgroup_place cgroup; /* the host cgroup we are in (path NULL: none) */
 	int control_fd; /* listener of control.sock */
 	int signal_fd;
 	bool exited; /* EXIT of the container's init received */

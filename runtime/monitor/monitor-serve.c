@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -196,6 +197,34 @@ static int do_ps(struct monitor *m, char *detail, size_t size)
 	return len < size ? 0 : err_set(-ENOBUFS, "too many processes");
 }
 
+/* `procs`: the container's processes from the guest (PS), passed on as
+ * the PS frame after the "ok" line; *answered then. */
+static int do_procs(struct monitor *m, int fd, bool *answered)
+{
+	struct proto_msg msg = {.type = PROTO_MSG_PS}, ans = {0};
+	int r;
+
+	if (m->exited)
+		return err_set(-ESRCH, "container not running");
+	if (m->paused)
+		return err_set(-EBUSY, "container is paused: its processes cannot be listed");
+	r = guest_channel_request(&m->ch, &msg, GUEST_REPLY_TIMEOUT_MS, &ans);
+	if (r >= 0 && ans.type != PROTO_MSG_PS)
+		r = err_set(-EPROTO, "expected PS, got %s", proto_type_name(ans.type));
+	if (r >= 0) {
+		/* A client that does not read must not stall us. */
+		struct timeval tv = {.tv_sec = CLIENT_WAIT_MS / 1000};
+
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		*answered = true;
+		r = write_all(fd, "ok\n", 3);
+		if (r >= 0)
+			r = proto_send(fd, &ans);
+	}
+	proto_msg_free(&ans);
+	return r;
+}
+
 static int do_stats(struct monitor *m, char *detail, size_t size)
 {
 	struct proto_msg msg = {.type = PROTO_MSG_STATS}, ans = {0};
@@ -358,7 +387,7 @@ void monitor_serve_client(struct monitor *m)
 	unsigned pid, rows, cols;
 	unsigned long long pids, mem;
 	int signo, all, r, has_pids, has_mem;
-	bool keep = false;
+	bool keep = false, answered = false;
 
 	if (fd < 0 || read_line(fd, line, sizeof(line), &fds) < 0)
 		return;
@@ -384,6 +413,8 @@ void monitor_serve_client(struct monitor *m)
 		r = do_ps(m, detail, sizeof(detail));
 	else if (strcmp(line, "stats") == 0)
 		r = do_stats(m, detail, sizeof(detail));
+	else if (strcmp(line, "procs") == 0)
+		r = do_procs(m, fd, &answered);
 	else if (sscanf(line, "update %d %llu %d %llu", &has_pids, &pids, &has_mem, &mem) == 4)
 		r = do_update(m, has_pids, pids, has_mem, mem);
 	else if (strcmp(line, "events") == 0)
@@ -394,7 +425,8 @@ void monitor_serve_client(struct monitor *m)
 		r = err_set(-EINVAL, "unknown request \"%s\"", line);
 	if (r < 0)
 		log_debug("request \"%s\": %s", line, err_msg());
-	answer(fd, r, detail);
+	if (!answered)
+		answer(fd, r, detail);
 	if (keep)
 		fd = -1; /* now the exec's or the subscriber's */
 }

@@ -132,6 +132,45 @@ static int report_ready(struct monitor *m, int r)
 	return q;
 }
 
+/* Out of our cgroup after a failure, its message kept: without our
+ * capabilities a cgroup at the top of a hierarchy stays, for create. */
+static void leave_cgroup(struct monitor *m)
+{
+	char msg[1024];
+
+	snprintf(msg, sizeof(msg), "%s", err_msg());
+	if (cgroup_leave(m->cgroup.path, m->cgroup.base, m->cgroup.unit) < 0)
+		log_debug("leaving the container's cgroup: %s", err_msg());
+	err_set(-EIO, "%s", msg);
+}
+
+/* linux.cgroupsPath, or runc's place for a container without one; the
+ * place goes into the state for update and delete. */
+static int join_cgroup(struct monitor *m, const char *cg)
+{
+	struct monitor_args *a = m->a;
+	const struct oci_linux *lx = a->b->spec->linux_spec;
+	struct oci_map *priv = &a->c->state->private_data;
+	int r;
+
+	r = cgroup_join(cg, a->c->state->id, a->systemd_cgroup, lx ? lx->resources : NULL, getpid(), &m->cgroup);
+	if (r < 0 && !(cg && *cg) && (r == -EACCES || r == -EPERM || r == -EROFS)) {
+		/* As runc without root: no cgroup of its own when none was
+		 * asked for and the hierarchies are not ours to write. */
+		log_debug("no cgroup for the container: %s", err_msg());
+		err_clear();
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	r = oci_map_set(priv, STATE_KEY_CGROUP, m->cgroup.path);
+	if (r >= 0 && m->cgroup.base)
+		r = oci_map_set(priv, STATE_KEY_CGROUP_BASE, m->cgroup.base);
+	if (r >= 0 && m->cgroup.unit)
+		r = oci_map_set(priv, STATE_KEY_CGROUP_UNIT, m->cgroup.unit);
+	return r;
+}
+
 /* Before the VM exists, as runc does before the container's process runs:
  * the cgroup (with the host-side limits), then prestart and createRuntime
  * hooks, which see the state "creating" with our pid. */
@@ -151,17 +190,9 @@ static int host_setup(struct monitor *m)
 		log_debug("no network namespace of our own: %s", strerror(errno));
 		a->new_netns = false;
 	}
-	if (cg && *cg) {
-		r = cgroup_join(cg, a->systemd_cgroup, spec->linux_spec->resources, getpid(), &m->cgroup_path,
-		                &m->cgroup_unit);
-		if (r < 0)
-			return r;
-		r = oci_map_set(&a->c->state->private_data, STATE_KEY_CGROUP, m->cgroup_path);
-		if (r >= 0 && m->cgroup_unit)
-			r = oci_map_set(&a->c->state->private_data, STATE_KEY_CGROUP_UNIT, m->cgroup_unit);
-		if (r < 0)
-			return r;
-	}
+	r = join_cgroup(m, cg);
+	if (r < 0)
+		return r;
 	/* Our pid and cgroup in the state at once: whoever removes the
 	 * container if we die during create finds them there. */
 	r = container_set_status(a->c, OCI_STATUS_CREATING, getpid());
@@ -484,7 +515,7 @@ static _Noreturn void abandoned(struct monitor *m)
 	log_error("the process that ran create went away: removing container %s", c->state->id);
 	end_vm(m);
 	shut_down(m);
-	if (m->cgroup_path && cgroup_leave(m->cgroup_path, m->cgroup_unit) < 0)
+	if (m->cgroup.path && cgroup_leave(m->cgroup.path, m->cgroup.base, m->cgroup.unit) < 0)
 		log_warn("%s", err_msg());
 	m->a->c = NULL;
 	if (m->guard.pid > 0) {
@@ -519,9 +550,9 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	m.ch.opaque = &m;
 	r = bring_up(&m);
 	/* On failure our cgroup goes before create hears of it (create then
-	 * kills us and removes the state, which names the cgroup). */
-	if (r < 0 && m.cgroup_path)
-		cgroup_leave(m.cgroup_path, m.cgroup_unit);
+	 * kills us, removes the state and what we could not remove). */
+	if (r < 0 && m.cgroup.path)
+		leave_cgroup(&m);
 	stop_point("monitor:ready");
 	if (r == -ECANCELED || creator_gone(&m))
 		abandoned(&m);
@@ -533,8 +564,8 @@ _Noreturn void monitor_main(struct monitor_args *a)
 		log_error("the creating process went away: container %s is left for delete", a->c->state->id);
 		end_vm(&m);
 		shut_down(&m);
-		if (m.cgroup_path)
-			cgroup_leave(m.cgroup_path, m.cgroup_unit);
+		if (m.cgroup.path)
+			leave_cgroup(&m);
 		_exit(EXIT_MONITOR_FAILED);
 	}
 	/* The lock was create's: release it whether or not we made it. */

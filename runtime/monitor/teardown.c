@@ -17,7 +17,7 @@ static void leave_cgroup(const struct oci_state *s)
 
 	/* With a systemd unit, stopping it removes the cgroup (runc's
 	 * Destroy); what systemd did not create goes after. */
-	if ((cg || unit) && cgroup_leave(cg, unit) < 0)
+	if ((cg || unit) && cgroup_leave(cg, oci_map_get(&s->private_data, STATE_KEY_CGROUP_BASE), unit) < 0)
 		log_warn("%s", err_msg());
 	err_clear();
 }

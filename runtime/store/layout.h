@@ -26,6 +26,9 @@
 #define STATE_KEY_NETNS "netns"
 /* Key of the private state map: the host cgroup the monitor is in. */
 #define STATE_KEY_CGROUP "cgroup-path"
+/* ... its base when it is relative (runtime/host/cgroup.h: the creator's
+ * /proc/self/cgroup, for a container without linux.cgroupsPath) ... */
+#define STATE_KEY_CGROUP_BASE "cgroup-base"
 /* ... and the systemd unit that holds it (--systemd-cgroup, systemd up). */
 #define STATE_KEY_CGROUP_UNIT "cgroup-unit"
 

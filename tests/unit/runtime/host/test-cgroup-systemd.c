@@ -333,7 +333,8 @@ TEST(join_and_leave)
 {
 	struct fake_peer p = {.handler = fake_systemd};
 	struct oci_linux_resources r = {0};
-	char *path = NULL, *unit = NULL, mem[32];
+	struct cgroup_place pl = {0};
+	char mem[32];
 	struct stat st;
 
 	r.memory.has_limit = true, r.memory.limit = 128 << 20;
@@ -342,9 +343,9 @@ TEST(join_and_leave)
 	snprintf(want_pid, sizeof(want_pid), "au:[%d]", (int)getpid());
 	is_int(fake_peer_start_listen(&p, priv), 0);
 	ok(cgroup_systemd_running(), "systemd counts as running");
-	is_int(cgroup_join("system.slice:p:n", true, &r, getpid(), &path, &unit), 0);
-	is_str(path, "/system.slice/p-n.scope");
-	is_str(unit, "p-n.scope");
+	is_int(cgroup_join("system.slice:p:n", "n", true, &r, getpid(), &pl), 0);
+	is_str(pl.path, "/system.slice/p-n.scope");
+	is_str(pl.unit, "p-n.scope");
 	is_str(p.unit, "p-n.scope");
 	is_str(fake_prop(&p, "PIDs"), want_pid);
 	is_str(fake_prop(&p, "Slice"), "s:system.slice");
@@ -356,14 +357,14 @@ TEST(join_and_leave)
 	is_str(scope_file("memory.max"), mem);
 	/* update: systemd is told, then the file is written. */
 	r.memory.limit = 64 << 20;
-	is_int(cgroup_update_unit(path, unit, &r), 0);
+	is_int(cgroup_update_unit(pl.path, NULL, pl.unit, &r), 0);
 	is_str(p.set_unit, "p-n.scope");
 	ok(p.set_runtime, "runtime properties");
 	snprintf(mem, sizeof(mem), "t:%lld", (long long)((64 << 20) + CGROUP_MONITOR_ALLOWANCE));
 	is_str(fake_prop(&p, "MemoryLimit"), mem);
 	is_int(p.nprops, 1);
 	is_str(scope_file("memory.max"), mem + 2);
-	is_int(cgroup_leave(path, unit), 0);
+	is_int(cgroup_leave(pl.path, NULL, pl.unit), 0);
 	ok(stat(scope, &st) < 0 && errno == ENOENT, "the unit's cgroup is gone");
 	fake_peer_stop(&p);
 	is_str(p.stop_unit, "p-n.scope");
@@ -372,54 +373,122 @@ TEST(join_and_leave)
 	is_str(p.calls[1].member, "Get");
 	is_str(p.calls[2].member, "StartTransientUnit");
 	is_int(p.bad_messages, 0);
-	free(path);
-	free(unit);
+	cgroup_place_free(&pl);
 }
 
 TEST(join_system_bus)
 {
 	struct fake_peer p = {.handler = fake_systemd};
-	char *path = NULL, *unit = NULL;
+	struct cgroup_place pl = {0};
 
 	fake_tree(true);
 	unlink(priv);
 	p.rm_on_stop = scope;
 	is_int(fake_peer_start_listen(&p, bus), 0);
-	is_int(cgroup_join("system.slice:p:n", true, NULL, getpid(), &path, &unit), 0);
-	is_str(unit, "p-n.scope");
-	is_int(cgroup_leave(path, unit), 0);
+	is_int(cgroup_join("system.slice:p:n", "n", true, NULL, getpid(), &pl), 0);
+	is_str(pl.unit, "p-n.scope");
+	is_int(cgroup_leave(pl.path, NULL, pl.unit), 0);
 	fake_peer_stop(&p);
 	is_str(p.calls[0].member, "Hello");
 	is_str(p.calls[1].member, "AddMatch");
 	is_str(p.calls[2].member, "Subscribe");
 	is_str(p.stop_unit, "p-n.scope");
-	free(path);
-	free(unit);
+	cgroup_place_free(&pl);
 }
 
 TEST(join_fails_after_start)
 {
 	struct fake_peer p = {.handler = fake_systemd};
-	char *path = NULL, *unit = NULL;
+	struct cgroup_place pl = {0};
 	struct stat st;
 
 	/* No cgroup.procs: joining the unit's cgroup fails after the unit
 	 * exists, which must then be stopped. */
 	fake_tree(false);
 	is_int(fake_peer_start_listen(&p, priv), 0);
-	ok(cgroup_join("system.slice:p:n", true, NULL, getpid(), &path, &unit) < 0, "join fails");
+	ok(cgroup_join("system.slice:p:n", "n", true, NULL, getpid(), &pl) < 0, "join fails");
 	ok(strstr(err_msg(), "cgroup.procs") != NULL, "the error is the cgroupfs one: %s", err_msg());
 	fake_peer_stop(&p);
 	is_str(p.unit, "p-n.scope");
 	is_str(p.stop_unit, "p-n.scope");
 	ok(stat(scope, &st) < 0, "the directory made is removed");
-	ok(!path && !unit, "nothing returned");
+	ok(!pl.path && !pl.unit, "nothing returned");
+}
+
+static void touch_procs(const char *rel)
+{
+	char f[600];
+
+	snprintf(f, sizeof(f), "%s/%s", cgroot, rel);
+	mkdir_p(f, 0755);
+	snprintf(f, sizeof(f), "%s/%s/cgroup.procs", cgroot, rel);
+	write_file_atomic(f, "", 0, 0644);
+}
+
+static const char *procs_of(const char *rel)
+{
+	static char buf[64];
+	char f[600], *s = NULL;
+
+	snprintf(f, sizeof(f), "%s/%s/cgroup.procs", cgroot, rel);
+	if (read_file_all(f, sizeof(buf), &s, NULL) < 0)
+		return "MISSING";
+	snprintf(buf, sizeof(buf), "%s", s);
+	free(s);
+	unlink(f); /* a plain directory: rmdir needs it empty */
+	return buf;
+}
+
+/* No linux.cgroupsPath: runc's place, <id> below the creator's cgroup in
+ * each hierarchy (which differ here, as on a host whose memory hierarchy
+ * puts us deeper), removed later by a process whose cgroups differ; with
+ * --systemd-cgroup, system.slice:kvrun:<id>. */
+TEST(default_place)
+{
+	static const char self[] = "4:memory:/process_api/x\n1:cpu:/\n0::/\n";
+	struct cgroup_place pl = {0};
+	char f[600], pid[32];
+	struct stat st;
+
+	fake_tree(false);
+	rmdir(rundir);
+	write_file_atomic(selff, self, strlen(self), 0644);
+	touch_procs("memory/process_api/x/ctr");
+	touch_procs("cpu/ctr");
+	touch_procs("unified/ctr");
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	is_int(cgroup_join(NULL, "ctr", false, NULL, getpid(), &pl), 0);
+	is_str(pl.path, "ctr");
+	is_str(pl.base, self);
+	ok(pl.unit == NULL, "no unit");
+	is_str(procs_of("memory/process_api/x/ctr"), pid);
+	is_str(procs_of("cpu/ctr"), pid);
+	is_str(procs_of("unified/ctr"), pid);
+	write_file_atomic(selff, "4:memory:/else\n1:cpu:/else\n0::/else\n", 36, 0644);
+	is_int(cgroup_leave(pl.path, pl.base, NULL), 0);
+	snprintf(f, sizeof(f), "%s/memory/process_api/x/ctr", cgroot);
+	ok(stat(f, &st) < 0 && errno == ENOENT, "removed from the memory hierarchy by its base");
+	snprintf(f, sizeof(f), "%s/cpu/ctr", cgroot);
+	ok(stat(f, &st) < 0 && errno == ENOENT, "removed from the cpu hierarchy");
+	cgroup_place_free(&pl);
+
+	ok(cgroup_join(NULL, "../x", false, NULL, getpid(), &pl) < 0, "an id that is no name refused");
+
+	write_file_atomic(selff, "0::/user.slice\n", 15, 0644);
+	touch_procs("unified/system.slice/kvrun-ctr.scope");
+	is_int(cgroup_join("", "ctr", true, NULL, getpid(), &pl), 0);
+	is_str(pl.path, "/system.slice/kvrun-ctr.scope");
+	ok(pl.base == NULL, "an absolute path has no base");
+	is_str(procs_of("unified/system.slice/kvrun-ctr.scope"), pid);
+	is_int(cgroup_leave(pl.path, pl.base, pl.unit), 0);
+	cgroup_place_free(&pl);
 }
 
 TEST(no_systemd_is_cgroupfs)
 {
 	struct fake_peer p = {.handler = fake_systemd};
-	char *path = NULL, *unit = NULL, f[400];
+	struct cgroup_place pl = {0};
+	char f[400];
 	struct stat st;
 
 	fake_tree(false);
@@ -431,17 +500,17 @@ TEST(no_systemd_is_cgroupfs)
 	mkdir_p(scope, 0755);
 	snprintf(f, sizeof(f), "%s/cgroup.procs", scope);
 	write_file_atomic(f, "", 0, 0644);
-	is_int(cgroup_join("system.slice:p:n", true, NULL, getpid(), &path, &unit), 0);
-	is_str(path, "/system.slice/p-n.scope");
-	ok(unit == NULL, "no unit");
+	is_int(cgroup_join("system.slice:p:n", "n", true, NULL, getpid(), &pl), 0);
+	is_str(pl.path, "/system.slice/p-n.scope");
+	ok(pl.unit == NULL && pl.base == NULL, "no unit, no base");
 	snprintf(want_pid, sizeof(want_pid), "%d", getpid());
 	is_str(scope_file("cgroup.procs"), want_pid);
 	unlink(f);
-	is_int(cgroup_leave(path, unit), 0);
+	is_int(cgroup_leave(pl.path, NULL, pl.unit), 0);
 	ok(stat(scope, &st) < 0, "and removed by kvrun");
 	fake_peer_stop(&p);
 	is_int(p.connections, 0);
-	free(path);
+	cgroup_place_free(&pl);
 	(void)rm_rf(tmp);
 }
 
