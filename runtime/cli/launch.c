@@ -426,7 +426,7 @@ int launch_kill(struct cli_context *ctx, const char *id, int signo, bool all)
 
 	/* No lock: the monitor serializes requests, and a kill must get
 	 * through while a create or a start holds the lock. */
-	r = container_peek_for(ctx->root, id, CONTAINER_OP_KILL, &c);
+	r = container_load(ctx->root, id, false, &c);
 	if (r < 0)
 		return r;
 	/* As runc's Signal(): --all of a stopped container has nothing to
