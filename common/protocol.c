@@ -96,11 +96,9 @@ static const struct field process_fields[] = {
     FLD(21, F_U32, struct proto_process, stdin_port),
     FLD(22, F_U32, struct proto_process, stdout_port),
     FLD(23, F_U32, struct proto_process, stderr_port),
-    FLD(24, F_STR, struct proto_process, apparmor_profile),
-    FLD(25, F_STR, struct proto_process, selinux_label),
-    FLD_HAS(26, F_U32, struct proto_process, ioprio, has_ioprio),
-    FLD_RECP(27, struct proto_process, sched, sched_desc),
-    FLD_RECV(28, struct proto_process, extra_fds, n_extra_fds, extra_fd_desc),
+    FLD_HAS(24, F_U32, struct proto_process, ioprio, has_ioprio),
+    FLD_RECP(25, struct proto_process, sched, sched_desc),
+    FLD_RECV(26, struct proto_process, extra_fds, n_extra_fds, extra_fd_desc),
 };
 DESC(process_desc, struct proto_process, process_fields);
 
@@ -235,17 +233,16 @@ static const struct field start_fields[] = {
     FLD_RECP(17, struct proto_start, net, netcfg_desc),
     FLD_HAS(18, F_U64, struct proto_start, realtime_ns, has_realtime),
     {19, F_RAW, offsetof(struct proto_start, seed), PROTO_SEED_BYTES, offsetof(struct proto_start, has_seed), NULL},
-    FLD(20, F_STR, struct proto_start, mount_label),
-    FLD_RECV(21, struct proto_start, devices, n_devices, device_desc),
-    FLD(22, F_BOOL, struct proto_start, device_filter),
-    FLD(23, F_BOOL, struct proto_start, device_default_allow),
-    FLD_RECV(24, struct proto_start, device_rules, n_device_rules, device_rule_desc),
-    FLD_RECV(25, struct proto_start, cgroup, n_cgroup, cgroup_set_desc),
-    FLD(26, F_BOOL, struct proto_start, user_ns),
-    FLD_RECV(27, struct proto_start, uid_mappings, n_uid_mappings, id_map_desc),
-    FLD_RECV(28, struct proto_start, gid_mappings, n_gid_mappings, id_map_desc),
-    FLD(29, F_BOOL, struct proto_start, cgroup_ns),
-    FLD_HAS(30, F_U32, struct proto_start, personality, has_personality),
+    FLD_RECV(20, struct proto_start, devices, n_devices, device_desc),
+    FLD(21, F_BOOL, struct proto_start, device_filter),
+    FLD(22, F_BOOL, struct proto_start, device_default_allow),
+    FLD_RECV(23, struct proto_start, device_rules, n_device_rules, device_rule_desc),
+    FLD_RECV(24, struct proto_start, cgroup, n_cgroup, cgroup_set_desc),
+    FLD(25, F_BOOL, struct proto_start, user_ns),
+    FLD_RECV(26, struct proto_start, uid_mappings, n_uid_mappings, id_map_desc),
+    FLD_RECV(27, struct proto_start, gid_mappings, n_gid_mappings, id_map_desc),
+    FLD(28, F_BOOL, struct proto_start, cgroup_ns),
+    FLD_HAS(29, F_U32, struct proto_start, personality, has_personality),
 };
 DESC(start_desc, struct proto_start, start_fields);
 

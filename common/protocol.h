@@ -124,9 +124,6 @@ struct proto_process {
 	/* Host vsock ports for stdio, 0 = none (the fd gets /dev/null). With
 	 * terminal, only stdin_port is used: one bidirectional pty stream. */
 	uint32_t stdin_port, stdout_port, stderr_port;
-	/* Linux security modules: applied as runc does, or refused where the
-	 * guest kernel has none (NULL: not set). */
-	char *apparmor_profile, *selinux_label;
 	bool has_ioprio;
 	uint32_t ioprio; /* the kernel's encoding: class << 13 | level */
 	struct proto_sched *sched; /* NULL: inherit */
@@ -244,7 +241,6 @@ struct proto_start {
 	uint64_t realtime_ns; /* CLOCK_REALTIME, nanoseconds since the epoch */
 	bool has_seed;
 	uint8_t seed[PROTO_SEED_BYTES];
-	char *mount_label; /* linux.mountLabel: refused without SELinux */
 	struct proto_device *devices;
 	size_t n_devices;
 	/* The device cgroup filter of the container (linux.resources.devices

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/personality.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -28,6 +29,7 @@ enum sync_type {
 	SYNC_READY = 1,
 	SYNC_GO,
 	SYNC_ERROR,
+	SYNC_CONTINUE, /* PID 1 placed the child (cgroup, user namespace maps) */
 };
 
 struct sync_msg {
@@ -138,17 +140,25 @@ static int child_stdio(const int stdio[3])
 	return 0;
 }
 
-static int join_namespaces(pid_t pid)
+/* The user namespace first: it owns the others. */
+static int join_namespaces(pid_t pid, const struct proto_start *c)
 {
 	static const struct {
 		const char *name;
 		int type;
-	} nss[] = {{"ipc", CLONE_NEWIPC}, {"uts", CLONE_NEWUTS}, {"mnt", CLONE_NEWNS}};
+	} nss[] = {{"user", CLONE_NEWUSER},
+	           {"ipc", CLONE_NEWIPC},
+	           {"uts", CLONE_NEWUTS},
+	           {"mnt", CLONE_NEWNS},
+	           {"cgroup", CLONE_NEWCGROUP}};
 
 	for (size_t i = 0; i < ARRAY_SIZE(nss); i++) {
 		_cleanup_close_ int fd = -1;
 		char path[64];
 
+		if ((nss[i].type == CLONE_NEWUSER && !(c && c->user_ns)) ||
+		    (nss[i].type == CLONE_NEWCGROUP && !(c && c->cgroup_ns)))
+			continue;
 		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, nss[i].name);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || setns(fd, nss[i].type) < 0)
@@ -159,6 +169,7 @@ static int join_namespaces(pid_t pid)
 
 static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 {
+	const struct proto_start *c = sp->container ? sp->container : sp->start;
 	const struct proto_process *p = sp->process;
 	struct sync_msg m = {.type = SYNC_READY};
 	int master = -1, code, r;
@@ -172,10 +183,24 @@ static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 	err_clear();
 	if (setsid() < 0)
 		child_fail(fd, err_setsys(-errno, "setsid"), 1);
-	if (sp->start)
+	/* Nothing before PID 1 has placed us: the cgroup (its limits and
+	 * device filter apply from the first step), the maps. */
+	if (sync_recv(fd, &m, NULL) <= 0 || m.type != SYNC_CONTINUE)
+		_exit(1);
+	m.type = SYNC_READY;
+	r = 0;
+	if (sp->start && sp->start->user_ns)
+		r = gi_userns_become_root();
+	/* After joining the cgroup: the namespace's root is the container's. */
+	if (r >= 0 && sp->start && sp->start->cgroup_ns && unshare(CLONE_NEWCGROUP) < 0)
+		r = err_setsys(-errno, "unshare the cgroup namespace");
+	if (r >= 0 && sp->start)
 		r = gi_rootfs_setup(sp->start, sp->rootfs, sp->files_dir ? sp->files_dir : GI_FILES_DIR);
-	else
-		r = join_namespaces(sp->join_pid);
+	else if (r >= 0)
+		r = join_namespaces(sp->join_pid, sp->container);
+	/* linux.personality: the container's init and exec'd processes (runc). */
+	if (r >= 0 && c && c->has_personality && personality(c->personality) < 0)
+		r = err_setsys(-errno, "set personality %#x", c->personality);
 	if (r >= 0 && sp->start)
 		r = gi_run_hooks(sp->start->create_container_hooks, sp->start->n_create_container_hooks,
 		                 "createContainer", sp->start->state_json);
@@ -217,6 +242,20 @@ static int enter_cgroup(const char *dir, pid_t pid)
 	return write_all(fd, buf, strlen(buf));
 }
 
+/* Between clone and the child's first step: its cgroup, and what its
+ * user namespace needs from PID 1. */
+static int place_child(const struct gi_spawn *sp, pid_t pid)
+{
+	int r;
+
+	if (sp->cgroup_dir) {
+		r = enter_cgroup(sp->cgroup_dir, pid);
+		if (r < 0 && sp->cgroup_required)
+			return err_setsys(r, "put the container's process in its cgroup %s", sp->cgroup_dir);
+	}
+	return gi_userns_parent(sp, pid);
+}
+
 /* EXEC: children of the caller land in the container's pid namespace
  * while *saved holds the caller's own, to be restored after the fork. */
 static int enter_pidns(pid_t pid, int *saved)
@@ -245,7 +284,8 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret)
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return err_setsys(-errno, "socketpair");
 	if (sp->start)
-		flags |= CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | (sp->new_pidns ? CLONE_NEWPID : 0);
+		flags |= CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | (sp->new_pidns ? CLONE_NEWPID : 0) |
+		         (sp->start->user_ns ? CLONE_NEWUSER : 0);
 	else if (sp->join_pid > 0 && (r = enter_pidns(sp->join_pid, &saved_pidns)) < 0)
 		goto fail;
 	/* A raw clone behaves as fork() and takes namespace flags. */
@@ -264,8 +304,14 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret)
 	close(sv[1]);
 	ret->pid = pid;
 	ret->sync_fd = sv[0];
-	if (sp->cgroup_dir)
-		enter_cgroup(sp->cgroup_dir, pid); /* best effort: stats only */
+	r = place_child(sp, pid);
+	if (r >= 0)
+		r = sync_send(sv[0], &(struct sync_msg){.type = SYNC_CONTINUE}, -1);
+	if (r < 0) {
+		close(sv[0]); /* the child ends at EOF */
+		ret->sync_fd = -1;
+		return r;
+	}
 	r = sync_recv(sv[0], &m, &master);
 	if (r == 1 && m.type == SYNC_READY) {
 		ret->pty_master = master;

@@ -106,12 +106,14 @@ int gi_run_hooks(const struct proto_hook *hooks, size_t n, const char *kind, con
 
 struct gi_spawn {
 	const struct proto_start *start; /* START, or NULL for EXEC */
+	const struct proto_start *container; /* the container's START (both); may be NULL */
 	const struct proto_process *process; /* what to exec */
 	const struct proto_seccomp *seccomp; /* container's filter, may be NULL */
 	const char *rootfs; /* START: the mounted disk */
 	const char *files_dir; /* START: staging for copied-in files */
 	pid_t join_pid; /* EXEC: the container init to join (0 for START) */
 	const char *cgroup_dir; /* cgroup to place the child in, NULL = none */
+	bool cgroup_required; /* failing to place it there is an error (limits, device filter) */
 	bool new_pidns; /* START: CLONE_NEWPID as well */
 	int stdio[3]; /* fds the child gets as 0,1,2 (-1: /dev/null); unused with a terminal */
 };
@@ -134,11 +136,28 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret);
  * (the child then exits 126/127). Closes c->sync_fd either way. */
 int gi_go(struct gi_child *c);
 
+/* ---- userns.c: the container's user namespace ---- */
+
+/* PID 1's part, between clone and the child's setup, when the container
+ * has a user namespace (nothing otherwise): for START the uid and gid
+ * maps, the staging directory owned by the namespace's root; for both,
+ * the process's rlimits and oom_score_adj (they may need privilege over
+ * the VM). */
+int gi_userns_parent(const struct gi_spawn *sp, pid_t pid);
+/* The child's part: become root of the new namespace (setresgid/uid 0). */
+int gi_userns_become_root(void);
+
 /* Signal every process in the pid namespace of init (kill --all). */
 int gi_kill_container(pid_t init, int signo);
 
 /* ---- cgroup.c: the container's cgroup ---- */
 
+/* Enable every controller root's cgroup.controllers lists for its
+ * children, then make dir (the container's cgroup). Best effort. */
+void gi_cgroup_init(const char *root, const char *dir);
+/* Write START's cgroup values into cg (the container's cgroup), in order;
+ * the first failure names its config.json field. */
+int gi_cgroup_apply(const char *cg, const struct proto_start *s);
 /* STATS: CPU, memory and pids counters of the cgroup cg (none when cg is
  * NULL; what cannot be read stays as it was) and the VM's memory. */
 void gi_cgroup_stats(const char *cg, struct proto_stats *s);
@@ -150,6 +169,29 @@ int gi_cgroup_set_limit(const char *cg, const char *file, uint64_t v);
 int gi_oom_open(const char *cg, struct proto_oom *ret);
 /* Read the OOM counters ("oom", "oom_kill") of memory.events again. */
 int gi_oom_read(int fd, struct proto_oom *ret);
+
+/* ---- devices.c: device nodes ---- */
+
+/* Where the guest kernel lists its devices ("/sys/dev"; tests may point
+ * it elsewhere). */
+extern const char *gi_sysfs_dev;
+/* The guest's node ("/dev/fuse") of a 'c' or 'b' device: 0, or -ENODEV
+ * when the guest kernel has no such device. */
+int gi_device_guest_node(uint32_t type, uint32_t major, uint32_t minor, char *out, size_t outlen);
+/* runc's default nodes (null, zero, full, random, urandom, tty), then
+ * s->devices, under rootfs/dev...: mknod, or with s->user_ns a bind of
+ * the guest's node. A device the guest kernel lacks is refused naming
+ * its linux.devices entry. */
+int gi_devices_create(const struct proto_start *s, const char *rootfs);
+
+/* ---- devfilter.c: the device cgroup filter ---- */
+
+struct bpf_insn;
+/* The BPF_PROG_TYPE_CGROUP_DEVICE program for START's device rules (see
+ * struct proto_start). *ret is malloc'd. */
+int gi_devfilter_build(const struct proto_start *s, struct bpf_insn **ret, size_t *ret_n);
+/* Load it and attach it to cgroup_dir (nothing when s has no filter). */
+int gi_devfilter_attach(const char *cgroup_dir, const struct proto_start *s);
 
 /* ---- restore.c: a VM restored from a template ---- */
 

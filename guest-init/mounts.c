@@ -235,15 +235,6 @@ static int mount_one(const struct proto_mount *m, size_t idx, const char *rootfs
 	return 0;
 }
 
-struct dev_node {
-	const char *name;
-	unsigned int major, minor;
-};
-
-static const struct dev_node default_devs[] = {
-    {"null", 1, 3}, {"zero", 1, 5}, {"full", 1, 7}, {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0},
-};
-
 static const char *const dev_links[][2] = {
     {"/proc/self/fd", "fd"},       {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
     {"/proc/self/fd/2", "stderr"}, {"pts/ptmx", "ptmx"},
@@ -257,11 +248,13 @@ static bool spec_mounts(const struct proto_start *s, const char *dest)
 	return false;
 }
 
-/* runc's default devices and /dev links. Without a /dev mount in the spec
- * a tmpfs is mounted there, so a read-only root disk still gets nodes. */
+/* runc's default devices and /dev links, then linux.devices. Without a
+ * /dev mount in the spec a tmpfs is mounted there, so a read-only root
+ * disk still gets nodes. */
 static int setup_dev(const struct proto_start *s, const char *rootfs)
 {
 	char path[PATH_MAX];
+	int r;
 
 	snprintf(path, sizeof(path), "%s/dev", rootfs);
 	if (!spec_mounts(s, "/dev")) {
@@ -269,15 +262,9 @@ static int setup_dev(const struct proto_start *s, const char *rootfs)
 		    mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=65536k") < 0)
 			return err_setsys(-errno, "mount tmpfs on %s", path);
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(default_devs); i++) {
-		snprintf(path, sizeof(path), "%s/dev/%s", rootfs, default_devs[i].name);
-		unlink(path);
-		if (mknod(path, S_IFCHR | 0666, makedev(default_devs[i].major, default_devs[i].minor)) < 0)
-			return err_setsys(-errno, "mknod %s", path);
-		/* mknod honours the umask; the nodes must be world-usable. */
-		if (chmod(path, 0666) < 0)
-			return err_setsys(-errno, "chmod %s", path);
-	}
+	r = gi_devices_create(s, rootfs);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < ARRAY_SIZE(dev_links); i++) {
 		snprintf(path, sizeof(path), "%s/dev/%s", rootfs, dev_links[i][1]);
 		if (symlink(dev_links[i][0], path) < 0 && errno != EEXIST)

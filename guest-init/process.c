@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The last steps before execve, in runc's order: rlimits, oom_score_adj,
- * bounding set, user and groups (keeping capabilities), the other
+ * scheduler and I/O priority, bounding set, user and groups (keeping capabilities), the other
  * capability sets, umask, cwd, no_new_privs, seccomp, exec.
  */
 #include <errno.h>
@@ -13,6 +13,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -52,6 +53,35 @@ static int apply_oom_score_adj(const struct proto_process *p)
 	snprintf(buf, sizeof(buf), "%d", p->oom_score_adj);
 	if (write_all(fd, buf, strlen(buf)) < 0)
 		return err_setsys(-errno, "write oom_score_adj %s", buf);
+	return 0;
+}
+
+/* process.scheduler (sched_setattr) and ioPriority (ioprio_set on the
+ * process group), as runc sets them: before the capabilities drop. */
+static int apply_sched(const struct proto_process *p)
+{
+	struct {
+		uint32_t size, policy;
+		uint64_t flags;
+		int32_t nice;
+		uint32_t priority;
+		uint64_t runtime, deadline, period;
+	} attr = {0};
+
+	if (p->has_ioprio && syscall(SYS_ioprio_set, 2 /* IOPRIO_WHO_PGRP */, 0, (int)p->ioprio) < 0)
+		return err_setsys(-errno, "failed to set io priority");
+	if (!p->sched)
+		return 0;
+	attr.size = sizeof(attr);
+	attr.policy = p->sched->policy;
+	attr.flags = p->sched->flags;
+	attr.nice = p->sched->nice;
+	attr.priority = p->sched->priority;
+	attr.runtime = p->sched->runtime;
+	attr.deadline = p->sched->deadline;
+	attr.period = p->sched->period;
+	if (syscall(SYS_sched_setattr, 0, &attr, 0) < 0)
+		return err_setsys(-errno, "error setting scheduler");
 	return 0;
 }
 
@@ -216,7 +246,7 @@ int gi_child_exec(const struct proto_process *p, const struct proto_seccomp *sc,
 	*ret_code = 1;
 	if (!p->args || !p->args[0])
 		return err_set(-EINVAL, "args must not be empty");
-	if ((r = apply_rlimits(p)) < 0 || (r = apply_oom_score_adj(p)) < 0)
+	if ((r = apply_rlimits(p)) < 0 || (r = apply_oom_score_adj(p)) < 0 || (r = apply_sched(p)) < 0)
 		return r;
 	/* Without no_new_privs the filter needs CAP_SYS_ADMIN, so it goes in
 	 * before the user switch; with it, as late as possible (runc). */

@@ -171,14 +171,17 @@ static int proc_spawn(struct state *st, const struct proto_msg *m, pid_t join, s
 	p->init = !join;
 	r = proc_stdio(st, p, pp, child_fds);
 	if (r >= 0) {
+		const struct proto_start *c = &st->start.u.start;
 		struct gi_spawn sp = {
 		    .start = join ? NULL : &m->u.start,
+		    .container = c,
 		    .process = pp,
 		    .seccomp = st->start.u.start.seccomp,
 		    .rootfs = st->srv->rootfs_dir,
 		    .files_dir = st->srv->files_dir,
 		    .join_pid = join,
 		    .cgroup_dir = st->srv->cgroup_dir,
+		    .cgroup_required = c->device_filter || c->n_cgroup,
 		    .new_pidns = true,
 		    .stdio = {child_fds[0], child_fds[1], child_fds[2]},
 		};
@@ -226,6 +229,22 @@ static int start_failed(struct state *st, int r)
 	return reply(st, PROTO_MSG_EXIT, st->start.id, &em);
 }
 
+/* The container's cgroup gets START's limits and device filter before
+ * its process is put in it. */
+static int start_cgroup(struct state *st, const struct proto_start *s)
+{
+	const char *cg = st->srv->cgroup_dir;
+	int r;
+
+	err_clear();
+	r = gi_cgroup_apply(cg, s);
+	if (r < 0 || !s->device_filter)
+		return r;
+	if (!cg)
+		return err_set(-ENOTSUP, "linux.resources.devices: the container has no cgroup");
+	return gi_devfilter_attach(cg, s);
+}
+
 static int handle_start(struct state *st, struct proto_msg *m)
 {
 	struct proto_start *s = &m->u.start;
@@ -252,6 +271,9 @@ static int handle_start(struct state *st, struct proto_msg *m)
 		if (r < 0)
 			return start_failed(st, err_prefix(r, "network setup"));
 	}
+	r = start_cgroup(st, s);
+	if (r < 0)
+		return start_failed(st, r);
 	r = proc_spawn(st, &st->start, 0, &p);
 	if (r < 0)
 		return 0;

@@ -197,7 +197,5 @@ int guest_linux_from_oci(const struct oci_linux *l, struct proto_start *s)
 		s->has_personality = true;
 		s->personality = strcmp(l->personality.domain, "LINUX32") == 0 ? PER_LINUX32 : PER_LINUX;
 	}
-	if (l->mount_label && *l->mount_label && !(s->mount_label = strdup(l->mount_label)))
-		return -ENOMEM;
 	return 0;
 }

@@ -4,7 +4,7 @@
  * files runc writes at create (pids.max, memory.max/low/swap.max,
  * hugetlb.*.max, linux.resources.unified) for the container's cgroup in
  * the VM, devices and the device cgroup filter (device-rules.h), user and
- * cgroup namespaces, personality and the mount label.
+ * cgroup namespaces and personality.
  */
 #ifndef KVRUN_RUNTIME_GUEST_LINUX_H
 #define KVRUN_RUNTIME_GUEST_LINUX_H

@@ -151,9 +151,6 @@ static int conv_process(const struct oci_process *op, struct proto_process *p)
 	p->stdin_port = GUEST_PORT_STDIN;
 	p->stdout_port = GUEST_PORT_STDOUT;
 	p->stderr_port = GUEST_PORT_STDERR;
-	if ((op->apparmor_profile && *op->apparmor_profile && !(p->apparmor_profile = strdup(op->apparmor_profile))) ||
-	    (op->selinux_label && *op->selinux_label && !(p->selinux_label = strdup(op->selinux_label))))
-		return -ENOMEM;
 	return conv_sched(op, p);
 }
 

@@ -18,10 +18,35 @@ static const char *dot(const char *prefix)
 	return prefix ? "." : "";
 }
 
+/* No Linux security module policy is ever loaded in the VM: kvrun's
+ * kernel has none (CONFIG_SECURITY is not set) and guest-init loads no
+ * AppArmor profile or SELinux policy into any kernel. runc fails a
+ * profile or label it cannot apply; so does kvrun, before the VM boots.
+ * "unconfined" asks for what every process in the VM already is. */
+static int check_lsm(const struct oci_process *p, const char *prefix)
+{
+	const char *aa = p->apparmor_profile;
+
+	if (aa && *aa && strcmp(aa, "unconfined") != 0)
+		return REFUSE("%s%sapparmorProfile: apparmor profile \"%s\" is set, but AppArmor is not enabled in the "
+		              "container's VM (only \"unconfined\" can be honoured)",
+		              pfx(prefix), dot(prefix), aa);
+	if (p->selinux_label && *p->selinux_label)
+		return REFUSE("%s%sselinuxLabel: selinux label is specified in config, but SELinux is not enabled in the "
+		              "container's VM",
+		              pfx(prefix), dot(prefix));
+	return 0;
+}
+
 int spec_support_check_process(const struct oci_process *p, const char *prefix)
 {
+	int r;
+
 	if (!p)
 		return 0;
+	r = check_lsm(p, prefix);
+	if (r < 0)
+		return r;
 	/* CPU numbers name the host's CPUs; the process runs on the VM's. */
 	if (p->exec_cpu_affinity.initial && *p->exec_cpu_affinity.initial)
 		return REFUSE("%s%sexecCPUAffinity.initial: CPU affinity is not supported: the container's processes "
@@ -149,6 +174,9 @@ static int check_linux(const struct oci_linux *l)
 	if (l->intel_rdt.present)
 		return REFUSE("linux.intelRdt: intelRdt is specified in config, but Intel RDT is not available in "
 		              "the VM");
+	if (l->mount_label && *l->mount_label)
+		return REFUSE("linux.mountLabel: a mount label is specified in config, but SELinux is not enabled in the "
+		              "container's VM");
 	if (l->personality.flags && l->personality.flags[0])
 		return REFUSE("linux.personality.flags: personality flags are not supported");
 	/* The notification fd would be the guest kernel's. */
