@@ -225,7 +225,7 @@ static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 		if (r < 0)
 			child_fail(fd, r, 1);
 	}
-	r = gi_child_exec(p, sp->seccomp, &code);
+	r = gi_child_exec(p, sp->seccomp, c && c->user_ns, &code);
 	child_fail(fd, r, code);
 }
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -67,7 +68,7 @@ static void emit_rule(struct prog *p, const struct proto_device_rule *r, bool al
 int gi_devfilter_build(const struct proto_start *s, struct bpf_insn **ret, size_t *ret_n)
 {
 	struct prog p = {0};
-	size_t need = 6;
+	size_t need = 6 + 2; /* the loads, the default's mov and exit */
 
 	for (size_t i = 0; i < s->n_device_rules; i++) {
 		const struct proto_device_rule *r = &s->device_rules[i];
@@ -92,6 +93,10 @@ int gi_devfilter_build(const struct proto_start *s, struct bpf_insn **ret, size_
 		emit_rule(&p, &s->device_rules[i], !s->device_default_allow);
 	emit(&p, BPF_ALU | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, s->device_default_allow);
 	emit(&p, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+	if (p.n != need) {
+		free(p.insn);
+		return err_set(-EFAULT, "device filter: %zu instructions made, %zu planned", p.n, need);
+	}
 	*ret = p.insn;
 	*ret_n = p.n;
 	return 0;
@@ -132,6 +137,7 @@ int gi_devfilter_attach(const char *cgroup_dir, const struct proto_start *s)
 	attr.attach_type = BPF_CGROUP_DEVICE;
 	attr.attach_flags = BPF_F_ALLOW_MULTI;
 	if (bpf(BPF_PROG_ATTACH, &attr) < 0)
-		return err_setsys(-errno, "linux.resources.devices: attach the device cgroup program to %s", cgroup_dir);
+		return err_setsys(-errno, "linux.resources.devices: attach the device cgroup program to %s",
+		                  cgroup_dir);
 	return 0;
 }

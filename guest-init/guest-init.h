@@ -91,7 +91,9 @@ int gi_seccomp_load(const struct proto_seccomp *sc);
  * or a negative errno with runc's message. */
 int gi_check_exec(const struct proto_process *p, int *ret_code);
 
-int gi_child_exec(const struct proto_process *p, const struct proto_seccomp *sc, int *ret_code);
+/* limits_set: PID 1 has set the rlimits and oom_score_adj already (a user
+ * namespace, where the process itself may not). */
+int gi_child_exec(const struct proto_process *p, const struct proto_seccomp *sc, bool limits_set, int *ret_code);
 
 /* Map "RLIMIT_NOFILE" to its number, -EINVAL when unknown. */
 int gi_rlimit_from_name(const char *name);

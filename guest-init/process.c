@@ -235,7 +235,7 @@ int gi_check_exec(const struct proto_process *p, int *ret_code)
 	return find_exec(p->args[0], p->env, exe, sizeof(exe), ret_code);
 }
 
-int gi_child_exec(const struct proto_process *p, const struct proto_seccomp *sc, int *ret_code)
+int gi_child_exec(const struct proto_process *p, const struct proto_seccomp *sc, bool limits_set, int *ret_code)
 {
 	_cleanup_free_ char *home = NULL;
 	_cleanup_free_ char **env = NULL;
@@ -246,7 +246,9 @@ int gi_child_exec(const struct proto_process *p, const struct proto_seccomp *sc,
 	*ret_code = 1;
 	if (!p->args || !p->args[0])
 		return err_set(-EINVAL, "args must not be empty");
-	if ((r = apply_rlimits(p)) < 0 || (r = apply_oom_score_adj(p)) < 0 || (r = apply_sched(p)) < 0)
+	if (!limits_set && ((r = apply_rlimits(p)) < 0 || (r = apply_oom_score_adj(p)) < 0))
+		return r;
+	if ((r = apply_sched(p)) < 0)
 		return r;
 	/* Without no_new_privs the filter needs CAP_SYS_ADMIN, so it goes in
 	 * before the user switch; with it, as late as possible (runc). */

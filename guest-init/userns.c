@@ -33,7 +33,8 @@ static int write_map(pid_t pid, const char *file, const struct proto_id_map *m, 
 	int fd, r = 0;
 
 	if (!n)
-		return err_set(-EINVAL, "a user namespace needs %s", strcmp(file, "uid_map") ? "gidMappings" : "uidMappings");
+		return err_set(-EINVAL, "a user namespace needs %s",
+		               strcmp(file, "uid_map") ? "gidMappings" : "uidMappings");
 	if (n > 340)
 		return err_set(-E2BIG, "too many %s entries (%zu; the kernel takes 340)", file, n);
 	for (size_t i = 0; i < n; i++)

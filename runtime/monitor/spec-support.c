@@ -32,9 +32,10 @@ static int check_lsm(const struct oci_process *p, const char *prefix)
 		              "container's VM (only \"unconfined\" can be honoured)",
 		              pfx(prefix), dot(prefix), aa);
 	if (p->selinux_label && *p->selinux_label)
-		return REFUSE("%s%sselinuxLabel: selinux label is specified in config, but SELinux is not enabled in the "
-		              "container's VM",
-		              pfx(prefix), dot(prefix));
+		return REFUSE(
+		    "%s%sselinuxLabel: selinux label is specified in config, but SELinux is not enabled in the "
+		    "container's VM",
+		    pfx(prefix), dot(prefix));
 	return 0;
 }
 
@@ -175,8 +176,9 @@ static int check_linux(const struct oci_linux *l)
 		return REFUSE("linux.intelRdt: intelRdt is specified in config, but Intel RDT is not available in "
 		              "the VM");
 	if (l->mount_label && *l->mount_label)
-		return REFUSE("linux.mountLabel: a mount label is specified in config, but SELinux is not enabled in the "
-		              "container's VM");
+		return REFUSE(
+		    "linux.mountLabel: a mount label is specified in config, but SELinux is not enabled in the "
+		    "container's VM");
 	if (l->personality.flags && l->personality.flags[0])
 		return REFUSE("linux.personality.flags: personality flags are not supported");
 	/* The notification fd would be the guest kernel's. */
