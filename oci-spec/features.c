@@ -105,9 +105,9 @@ static struct oci_features kvrun_features = {
 	    .cgroup = {.present = true,
                        .v1 = OCI_FALSE,
                        .v2 = OCI_TRUE,
-                       .systemd = OCI_FALSE,
+                       .systemd = OCI_TRUE,
                        .systemd_user = OCI_FALSE,
-                       .rdma = OCI_UNSET},
+                       .rdma = OCI_FALSE},
 	    .seccomp = {.present = true,
                         .enabled = OCI_TRUE,
                         .actions = oci_seccomp_actions,
@@ -115,8 +115,8 @@ static struct oci_features kvrun_features = {
                         .archs = oci_seccomp_archs},
 	    .apparmor_enabled = OCI_FALSE,
 	    .selinux_enabled = OCI_FALSE,
-	    .intel_rdt_enabled = OCI_UNSET,
-	    .idmap_mounts = OCI_UNSET,
+	    .intel_rdt_enabled = OCI_FALSE,
+	    .idmap_mounts = OCI_FALSE,
 	},
 };
 
