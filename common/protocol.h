@@ -91,6 +91,9 @@ struct proto_sched {
 	uint64_t runtime, deadline, period; /* ns */
 };
 
+/* Preserved fds a process may have (create --preserve-fds). */
+#define PROTO_MAX_EXTRA_FDS 64
+
 /* A preserved fd's direction, as the host fd was opened. */
 #define PROTO_EXTRA_FD_READ 0x1u /* the container reads what the host fd gives */
 #define PROTO_EXTRA_FD_WRITE 0x2u /* what the container writes goes to the host fd */

@@ -140,6 +140,38 @@ static int child_stdio(const int stdio[3])
 	return 0;
 }
 
+/* fd moved to min or above (closing the old one), for the fds the child
+ * still needs once the preserved fds take 3, 4, ... */
+static int fd_above(int fd, int min)
+{
+	int nfd;
+
+	if (fd < 0 || fd >= min)
+		return fd;
+	nfd = fcntl(fd, F_DUPFD_CLOEXEC, min);
+	close(fd);
+	return nfd;
+}
+
+/* The preserved fds on 3, 4, ...: first out of the way (above the range),
+ * then into place, the only fds above 2 that survive exec. */
+static int child_extra_fds(const int *extra, size_t n)
+{
+	int tmp[PROTO_MAX_EXTRA_FDS];
+
+	if (n > PROTO_MAX_EXTRA_FDS)
+		return err_set(-E2BIG, "too many preserved fds");
+	for (size_t i = 0; i < n; i++)
+		if ((tmp[i] = fcntl(extra[i], F_DUPFD_CLOEXEC, 3 + (int)n)) < 0)
+			return err_setsys(-errno, "preserved fd %zu", 3 + i);
+	for (size_t i = 0; i < n; i++) {
+		if (dup2(tmp[i], 3 + (int)i) < 0)
+			return err_setsys(-errno, "dup2 preserved fd %zu", 3 + i);
+		close(tmp[i]);
+	}
+	return 0;
+}
+
 /* The user namespace first: it owns the others. */
 static int join_namespaces(pid_t pid, const struct proto_start *c)
 {
@@ -211,6 +243,14 @@ static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 	if (r < 0)
 		child_fail(fd, r, code);
 	r = p->terminal ? child_terminal(p, &master) : child_stdio(sp->stdio);
+	if (r >= 0 && sp->n_extra) {
+		/* The sync socket and the pty master must not be in the way. */
+		fd = fd_above(fd, 3 + (int)sp->n_extra);
+		master = fd_above(master, 3 + (int)sp->n_extra);
+		if (fd < 0 || (p->terminal && master < 0))
+			_exit(1);
+		r = child_extra_fds(sp->extra, sp->n_extra);
+	}
 	if (r < 0)
 		child_fail(fd, r, 1);
 	if (sync_send(fd, &m, master) < 0)

@@ -118,6 +118,8 @@ struct gi_spawn {
 	bool cgroup_required; /* failing to place it there is an error (limits, device filter) */
 	bool new_pidns; /* START: CLONE_NEWPID as well */
 	int stdio[3]; /* fds the child gets as 0,1,2 (-1: /dev/null); unused with a terminal */
+	const int *extra; /* fds the child gets as 3, 4, ... (preserved fds' streams) */
+	size_t n_extra;
 };
 
 struct gi_child {

@@ -16,33 +16,7 @@
 #include "common/log.h"
 #include "common/protocol.h"
 #include "config.h"
-#include "guest-init/guest-init.h"
-#include "guest-init/relay.h"
-#include "guest-init/server.h"
-
-#define MAX_PROCS 64
-
-struct proc {
-	bool used, init, exited, reported;
-	pid_t pid;
-	int status;
-	uint64_t id; /* request that started it */
-	struct gi_child child;
-	int fds[6]; /* owned: sockets, pipe ends, pty master */
-	struct relay in, out, err;
-};
-
-struct state {
-	struct gi_server *srv;
-	struct proc procs[MAX_PROCS];
-	struct proto_msg start; /* kept: exec'd processes share its seccomp */
-	bool started;
-	pid_t init_pid;
-	int init_status;
-	bool init_done, host_gone;
-	int oom_fd; /* the container cgroup's memory.events, or -1 */
-	struct proto_oom oom; /* its counters last read */
-};
+#include "guest-init/server-int.h"
 
 static int reply(struct state *st, uint16_t type, uint64_t id, struct proto_msg *m)
 {
@@ -61,6 +35,7 @@ static int reply_error(struct state *st, uint64_t id, int negerr, const char *ms
 
 static void proc_close(struct proc *p)
 {
+	proc_extra_close(p);
 	for (size_t i = 0; i < ARRAY_SIZE(p->fds); i++)
 		if (p->fds[i] >= 0)
 			close(p->fds[i]);
@@ -95,68 +70,6 @@ static struct proc *proc_find(struct state *st, pid_t pid)
 	return NULL;
 }
 
-static int nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
-}
-
-static int open_port(struct state *st, uint32_t port, int *ret)
-{
-	int fd;
-
-	if (!port) {
-		*ret = -1;
-		return 0;
-	}
-	fd = st->srv->connect_port(port, st->srv->opaque);
-	if (fd < 0)
-		return err_setsys(fd, "connect stdio port %u", port);
-	*ret = fd;
-	return nonblock(fd);
-}
-
-/* Connect the stdio streams and make the pipes the child gets. Slots:
- * fds[0..2] = host streams, fds[3..5] = our pipe ends. */
-static int proc_stdio(struct state *st, struct proc *p, const struct proto_process *pp, int child_fds[3])
-{
-	int r, pfd[2];
-
-	child_fds[0] = child_fds[1] = child_fds[2] = -1;
-	if (pp->terminal)
-		return open_port(st, pp->stdin_port, &p->fds[0]);
-	const uint32_t ports[3] = {pp->stdin_port, pp->stdout_port, pp->stderr_port};
-	for (int i = 0; i < 3; i++) {
-		r = open_port(st, ports[i], &p->fds[i]);
-		if (r < 0)
-			return r;
-		if (p->fds[i] < 0)
-			continue;
-		if (pipe2(pfd, O_CLOEXEC) < 0)
-			return err_setsys(-errno, "pipe");
-		/* stdin: we write pfd[1], the child reads pfd[0]; outputs reverse. */
-		p->fds[3 + i] = i == 0 ? pfd[1] : pfd[0];
-		child_fds[i] = i == 0 ? pfd[0] : pfd[1];
-		nonblock(p->fds[3 + i]);
-	}
-	relay_init(&p->in, p->fds[0], p->fds[3], true);
-	relay_init(&p->out, p->fds[4], p->fds[1], true);
-	relay_init(&p->err, p->fds[5], p->fds[2], true);
-	return 0;
-}
-
-static void proc_terminal(struct proc *p)
-{
-	p->fds[3] = p->child.pty_master;
-	p->child.pty_master = -1;
-	if (p->fds[3] < 0)
-		return;
-	nonblock(p->fds[3]);
-	relay_init(&p->in, p->fds[0], p->fds[3], false);
-	relay_init(&p->out, p->fds[3], p->fds[0], false);
-}
-
 /* Spawn for START (join == 0) or EXEC; on failure the ERROR is sent and
  * the proc stays to report the child's exit. */
 static int proc_spawn(struct state *st, const struct proto_msg *m, pid_t join, struct proc **ret)
@@ -169,7 +82,9 @@ static int proc_spawn(struct state *st, const struct proto_msg *m, pid_t join, s
 		return reply_error(st, m->id, -EAGAIN, "too many processes");
 	p->id = m->id;
 	p->init = !join;
-	r = proc_stdio(st, p, pp, child_fds);
+	r = proc_stdio_connect(st, p, pp, child_fds);
+	if (r >= 0)
+		r = proc_extra_connect(st, p, pp);
 	if (r >= 0) {
 		const struct proto_start *c = &st->start.u.start;
 		struct gi_spawn sp = {
@@ -184,15 +99,19 @@ static int proc_spawn(struct state *st, const struct proto_msg *m, pid_t join, s
 		    .cgroup_required = c->device_filter || c->n_cgroup,
 		    .new_pidns = true,
 		    .stdio = {child_fds[0], child_fds[1], child_fds[2]},
+		    .extra = p->extra,
+		    .n_extra = p->n_extra,
 		};
 		r = gi_spawn(&sp, &p->child);
 		p->pid = p->child.pid;
 	}
+	/* The child has its own copies: the streams end with it. */
+	proc_extra_close(p);
 	for (int i = 0; i < 3; i++)
 		if (child_fds[i] >= 0)
 			close(child_fds[i]);
 	if (r >= 0 && pp->terminal)
-		proc_terminal(p);
+		proc_terminal_relays(p);
 	if (p->init)
 		st->init_pid = p->pid;
 	*ret = p;
@@ -460,31 +379,6 @@ static int report_exits(struct state *st)
 	return 0;
 }
 
-static void relay_events(struct proc *p, struct pollfd *pfd, size_t *n, struct relay **who)
-{
-	struct relay *rs[3] = {&p->in, &p->out, &p->err};
-
-	for (int i = 0; i < 3; i++) {
-		short ev;
-		int fd = relay_poll(rs[i], &ev);
-
-		if (fd < 0)
-			continue;
-		pfd[*n] = (struct pollfd){.fd = fd, .events = ev};
-		who[(*n)++] = rs[i];
-	}
-}
-
-static void relay_done(struct proc *p, struct relay *r)
-{
-	if (r == &p->in && p->fds[3] >= 0 && !isatty(p->fds[3])) {
-		close(p->fds[3]); /* stdin EOF reaches the process */
-		p->fds[3] = -1;
-	} else if (r != &p->in && r->dst >= 0) {
-		shutdown(r->dst, SHUT_WR); /* EOF for the host's reader */
-	}
-}
-
 static bool busy(struct state *st)
 {
 	if (!st->init_done)
@@ -493,49 +387,6 @@ static bool busy(struct state *st)
 		if (st->procs[i].used)
 			return true;
 	return false;
-}
-
-/* The init's stdio streams broke with the control stream (a restored
- * checkpoint): open them again from START's ports, on which the restoring
- * monitor listens. Exec'd processes lost their host side (their proxies
- * were processes of the saved monitor): they are killed. */
-static void reopen_streams(struct state *st)
-{
-	const struct proto_process *pp = &st->start.u.start.process;
-
-	for (size_t i = 0; i < MAX_PROCS; i++) {
-		struct proc *p = &st->procs[i];
-		const uint32_t ports[3] = {pp->stdin_port, pp->stdout_port, pp->stderr_port};
-		bool tty = pp->terminal;
-
-		if (!p->used || p->exited)
-			continue;
-		if (!p->init) {
-			kill(p->pid, SIGKILL);
-			continue;
-		}
-		for (int j = 0; j < (tty ? 1 : 3); j++) {
-			int fd = -1;
-
-			if (p->fds[j] < 0 || (j == 0 && !tty && p->fds[3] < 0))
-				continue; /* stdin already at EOF */
-			if (open_port(st, ports[j], &fd) < 0) {
-				log_error("%s", err_msg());
-				continue;
-			}
-			close(p->fds[j]);
-			p->fds[j] = fd;
-		}
-		if (tty) {
-			relay_init(&p->in, p->fds[0], p->fds[3], false);
-			relay_init(&p->out, p->fds[3], p->fds[0], false);
-			continue;
-		}
-		if (p->in.active || p->fds[3] >= 0)
-			relay_init(&p->in, p->fds[0], p->fds[3], true);
-		relay_init(&p->out, p->fds[4], p->fds[1], true);
-		relay_init(&p->err, p->fds[5], p->fds[2], true);
-	}
 }
 
 /* A control stream that broke while the container is not done: the VM
@@ -556,7 +407,7 @@ static bool reconnect(struct state *st)
 	}
 	st->srv->ctl = fd;
 	if (st->started)
-		reopen_streams(st);
+		server_reopen_streams(st);
 	return true;
 }
 
@@ -573,7 +424,7 @@ static int poll_once(struct state *st, int sfd)
 	pfd[n++] = (struct pollfd){.fd = st->oom_fd, .events = POLLPRI};
 	for (size_t i = 0; i < MAX_PROCS; i++)
 		if (st->procs[i].used)
-			relay_events(&st->procs[i], pfd, &n, who);
+			proc_relay_events(&st->procs[i], pfd, &n, who);
 	if (poll(pfd, n, -1) < 0)
 		return errno == EINTR ? 0 : -errno;
 	if (pfd[0].revents) {
@@ -607,7 +458,7 @@ static int poll_once(struct state *st, int sfd)
 
 			if (p->used && (who[i] == &p->in || who[i] == &p->out || who[i] == &p->err)) {
 				if (relay_step(who[i]) == 1)
-					relay_done(p, who[i]);
+					proc_relay_done(p, who[i]);
 				break;
 			}
 		}

@@ -24,6 +24,9 @@
 #define GUEST_PORT_STDOUT 1026
 #define GUEST_PORT_STDERR 1027
 
+/* The creator's preserved fds (create --preserve-fds): 1028 + i. */
+#define GUEST_PORT_EXTRA 1028
+
 /* The host ports guest-init connects to, in the order it connects. */
 enum { CHAN_CTL, CHAN_STDIN, CHAN_STDOUT, CHAN_STDERR, CHAN_NR };
 
@@ -37,6 +40,9 @@ struct guest_channel {
 	int base_dirfd; /* held while base goes through /proc/self/fd, or -1 */
 	int listen_fds[CHAN_NR];
 	int stream_fds[CHAN_NR]; /* accepted streams, or -1 */
+	/* The preserved fds' ports, GUEST_PORT_EXTRA + i. */
+	int extra_listen[PROTO_MAX_EXTRA_FDS], extra_stream[PROTO_MAX_EXTRA_FDS];
+	unsigned int n_extra;
 	struct sandbox *sb; /* the VM, once it exists: its end ends waits */
 	int stop_fd; /* a signalfd whose SIGTERM/SIGINT/SIGHUP/SIGQUIT end waits, or -1 */
 	int stop_signal; /* the signal that ended a wait, or 0 */
@@ -57,6 +63,12 @@ int guest_channel_listen(struct guest_channel *ch, unsigned int nports);
 /* Accept the stream of port i within timeout_ms into ch->stream_fds[i];
  * what names it in errors. */
 int guest_channel_accept(struct guest_channel *ch, int i, int timeout_ms, const char *what);
+
+/* Listen on the n ports of preserved fds too (at most PROTO_MAX_EXTRA_FDS). */
+int guest_channel_listen_extra(struct guest_channel *ch, unsigned int n);
+
+/* Accept preserved fd i's stream into ch->extra_stream[i]. */
+int guest_channel_accept_extra(struct guest_channel *ch, unsigned int i, int timeout_ms);
 
 /* Whether a connection waits on port i's listener now. */
 bool guest_channel_pending(const struct guest_channel *ch, int i);
