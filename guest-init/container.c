@@ -199,6 +199,31 @@ static int join_namespaces(pid_t pid, const struct proto_start *c)
 	return 0;
 }
 
+/* START: the namespaces' identities, the root filesystem and the
+ * createContainer hooks; EXEC: the container's namespaces joined. */
+static int child_setup(const struct gi_spawn *sp)
+{
+	const struct proto_start *c = sp->container ? sp->container : sp->start;
+	int r = 0;
+
+	if (sp->start && sp->start->user_ns)
+		r = gi_userns_become_root();
+	/* After joining the cgroup: the namespace's root is the container's. */
+	if (r >= 0 && sp->start && sp->start->cgroup_ns && unshare(CLONE_NEWCGROUP) < 0)
+		r = err_setsys(-errno, "unshare the cgroup namespace");
+	if (r >= 0 && sp->start)
+		r = gi_rootfs_setup(sp->start, sp->rootfs, sp->files_dir ? sp->files_dir : GI_FILES_DIR);
+	else if (r >= 0)
+		r = join_namespaces(sp->join_pid, sp->container);
+	/* linux.personality: the container's init and exec'd processes (runc). */
+	if (r >= 0 && c && c->has_personality && personality(c->personality) < 0)
+		r = err_setsys(-errno, "set personality %#x", c->personality);
+	if (r >= 0 && sp->start)
+		r = gi_run_hooks(sp->start->create_container_hooks, sp->start->n_create_container_hooks,
+		                 "createContainer", sp->start->state_json);
+	return r;
+}
+
 static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 {
 	const struct proto_start *c = sp->container ? sp->container : sp->start;
@@ -220,22 +245,7 @@ static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 	if (sync_recv(fd, &m, NULL) <= 0 || m.type != SYNC_CONTINUE)
 		_exit(1);
 	m.type = SYNC_READY;
-	r = 0;
-	if (sp->start && sp->start->user_ns)
-		r = gi_userns_become_root();
-	/* After joining the cgroup: the namespace's root is the container's. */
-	if (r >= 0 && sp->start && sp->start->cgroup_ns && unshare(CLONE_NEWCGROUP) < 0)
-		r = err_setsys(-errno, "unshare the cgroup namespace");
-	if (r >= 0 && sp->start)
-		r = gi_rootfs_setup(sp->start, sp->rootfs, sp->files_dir ? sp->files_dir : GI_FILES_DIR);
-	else if (r >= 0)
-		r = join_namespaces(sp->join_pid, sp->container);
-	/* linux.personality: the container's init and exec'd processes (runc). */
-	if (r >= 0 && c && c->has_personality && personality(c->personality) < 0)
-		r = err_setsys(-errno, "set personality %#x", c->personality);
-	if (r >= 0 && sp->start)
-		r = gi_run_hooks(sp->start->create_container_hooks, sp->start->n_create_container_hooks,
-		                 "createContainer", sp->start->state_json);
+	r = child_setup(sp);
 	if (r < 0)
 		child_fail(fd, r, 1);
 	/* As runc: a missing binary is create's error, not start's. */
