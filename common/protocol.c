@@ -39,7 +39,9 @@
 		t, F_RECA, offsetof(type, member), offsetof(type, cnt), NO_HAS, &d, \
 		    sizeof(((type *)0)->member) / sizeof(((type *)0)->member[0])    \
 	}
-#define DESC(name, type, arr) static const struct desc name = {sizeof(type), arr, ARRAY_SIZE(arr)}
+#define DESC(name, type, arr)                                                              \
+	_Static_assert(ARRAY_SIZE(arr) <= PROTO_MAX_FIELDS, #name " has too many fields"); \
+	static const struct desc name = {sizeof(type), arr, ARRAY_SIZE(arr)}
 
 /* Tags are per record; never reuse a number with another meaning. */
 static const struct field hello_fields[] = {
@@ -56,6 +58,20 @@ static const struct field rlimit_fields[] = {
     FLD(3, F_U64, struct proto_rlimit, hard),
 };
 DESC(rlimit_desc, struct proto_rlimit, rlimit_fields);
+
+static const struct field sched_fields[] = {
+    FLD(1, F_U32, struct proto_sched, policy),   FLD(2, F_I32, struct proto_sched, nice),
+    FLD(3, F_U32, struct proto_sched, priority), FLD(4, F_U64, struct proto_sched, flags),
+    FLD(5, F_U64, struct proto_sched, runtime),  FLD(6, F_U64, struct proto_sched, deadline),
+    FLD(7, F_U64, struct proto_sched, period),
+};
+DESC(sched_desc, struct proto_sched, sched_fields);
+
+static const struct field extra_fd_fields[] = {
+    FLD(1, F_U32, struct proto_extra_fd, port),
+    FLD(2, F_U32, struct proto_extra_fd, mode),
+};
+DESC(extra_fd_desc, struct proto_extra_fd, extra_fd_fields);
 
 static const struct field process_fields[] = {
     FLD(1, F_STRV, struct proto_process, args),
@@ -83,6 +99,9 @@ static const struct field process_fields[] = {
     FLD(23, F_U32, struct proto_process, stderr_port),
     {24, F_RAW, offsetof(struct proto_process, token), PROTO_TOKEN_BYTES, offsetof(struct proto_process, has_token),
      NULL},
+    FLD_HAS(25, F_U32, struct proto_process, ioprio, has_ioprio),
+    FLD_RECP(26, struct proto_process, sched, sched_desc),
+    FLD_RECV(27, struct proto_process, extra_fds, n_extra_fds, extra_fd_desc),
 };
 DESC(process_desc, struct proto_process, process_fields);
 
@@ -127,6 +146,36 @@ static const struct field seccomp_fields[] = {
     FLD_RECV(5, struct proto_seccomp, rules, n_rules, scrule_desc),
 };
 DESC(seccomp_desc, struct proto_seccomp, seccomp_fields);
+
+static const struct field device_fields[] = {
+    FLD(1, F_STR, struct proto_device, path),  FLD(2, F_U32, struct proto_device, type),
+    FLD(3, F_U32, struct proto_device, major), FLD(4, F_U32, struct proto_device, minor),
+    FLD(5, F_U32, struct proto_device, mode),  FLD(6, F_U32, struct proto_device, uid),
+    FLD(7, F_U32, struct proto_device, gid),
+};
+DESC(device_desc, struct proto_device, device_fields);
+
+static const struct field device_rule_fields[] = {
+    FLD(1, F_U32, struct proto_device_rule, type),       FLD(2, F_BOOL, struct proto_device_rule, has_major),
+    FLD(3, F_BOOL, struct proto_device_rule, has_minor), FLD(4, F_U32, struct proto_device_rule, major),
+    FLD(5, F_U32, struct proto_device_rule, minor),      FLD(6, F_U32, struct proto_device_rule, access),
+};
+DESC(device_rule_desc, struct proto_device_rule, device_rule_fields);
+
+static const struct field cgroup_set_fields[] = {
+    FLD(1, F_STR, struct proto_cgroup_set, file),
+    FLD(2, F_STR, struct proto_cgroup_set, value),
+    FLD(3, F_STR, struct proto_cgroup_set, field),
+    FLD(4, F_BOOL, struct proto_cgroup_set, optional),
+};
+DESC(cgroup_set_desc, struct proto_cgroup_set, cgroup_set_fields);
+
+static const struct field id_map_fields[] = {
+    FLD(1, F_U32, struct proto_id_map, container_id),
+    FLD(2, F_U32, struct proto_id_map, host_id),
+    FLD(3, F_U32, struct proto_id_map, size),
+};
+DESC(id_map_desc, struct proto_id_map, id_map_fields);
 
 static const struct field hook_fields[] = {
     FLD(1, F_STR, struct proto_hook, path),
@@ -188,6 +237,16 @@ static const struct field start_fields[] = {
     FLD_HAS(18, F_U64, struct proto_start, realtime_ns, has_realtime),
     {19, F_RAW, offsetof(struct proto_start, seed), PROTO_SEED_BYTES, offsetof(struct proto_start, has_seed), NULL},
     FLD(20, F_BOOL, struct proto_start, allow_vsock),
+    FLD_RECV(21, struct proto_start, devices, n_devices, device_desc),
+    FLD(22, F_BOOL, struct proto_start, device_filter),
+    FLD(23, F_BOOL, struct proto_start, device_default_allow),
+    FLD_RECV(24, struct proto_start, device_rules, n_device_rules, device_rule_desc),
+    FLD_RECV(25, struct proto_start, cgroup, n_cgroup, cgroup_set_desc),
+    FLD(26, F_BOOL, struct proto_start, user_ns),
+    FLD_RECV(27, struct proto_start, uid_mappings, n_uid_mappings, id_map_desc),
+    FLD_RECV(28, struct proto_start, gid_mappings, n_gid_mappings, id_map_desc),
+    FLD(29, F_BOOL, struct proto_start, cgroup_ns),
+    FLD_HAS(30, F_U32, struct proto_start, personality, has_personality),
 };
 DESC(start_desc, struct proto_start, start_fields);
 

@@ -91,6 +91,27 @@ struct proto_rlimit {
 	uint64_t soft, hard;
 };
 
+/* process.scheduler, numbers as sched_setattr(2) takes them. */
+struct proto_sched {
+	uint32_t policy; /* SCHED_OTHER... */
+	int32_t nice;
+	uint32_t priority;
+	uint64_t flags; /* SCHED_FLAG_* */
+	uint64_t runtime, deadline, period; /* ns */
+};
+
+/* Preserved fds a process may have (create --preserve-fds). */
+#define PROTO_MAX_EXTRA_FDS 64
+
+/* A preserved fd's direction, as the host fd was opened. */
+#define PROTO_EXTRA_FD_READ 0x1u /* the container reads what the host fd gives */
+#define PROTO_EXTRA_FD_WRITE 0x2u /* what the container writes goes to the host fd */
+
+struct proto_extra_fd {
+	uint32_t port; /* host vsock port of its stream */
+	uint32_t mode; /* PROTO_EXTRA_FD_* */
+};
+
 /* Process spec, shared by START and EXEC. */
 struct proto_process {
 	char **args; /* NULL-terminated; at least one entry to be valid */
@@ -120,6 +141,13 @@ struct proto_process {
 	 * reached the port first. */
 	bool has_token;
 	uint8_t token[PROTO_TOKEN_BYTES];
+	bool has_ioprio;
+	uint32_t ioprio; /* the kernel's encoding: class << 13 | level */
+	struct proto_sched *sched; /* NULL: inherit */
+	/* The creator's preserved fds, in order from fd 3 (create/run
+	 * --preserve-fds): each a stream to a host port. */
+	struct proto_extra_fd *extra_fds;
+	size_t n_extra_fds;
 };
 
 struct proto_mount {
@@ -162,6 +190,39 @@ struct proto_seccomp {
 	size_t n_rules;
 };
 
+/* linux.devices[]: a node created in the container's /dev. */
+struct proto_device {
+	char *path; /* in the container, absolute */
+	uint32_t type; /* 'c', 'b', 'u' or 'p' */
+	uint32_t major, minor;
+	uint32_t mode; /* permission bits */
+	uint32_t uid, gid;
+};
+
+/* One exception of the device cgroup filter (see proto_start). */
+struct proto_device_rule {
+	uint32_t type; /* 'c' or 'b' */
+	bool has_major, has_minor; /* false: any */
+	uint32_t major, minor;
+	uint32_t access; /* PROTO_DEV_ACC_* */
+};
+
+#define PROTO_DEV_ACC_MKNOD 0x1u /* the kernel's BPF_DEVCG_ACC_* values */
+#define PROTO_DEV_ACC_READ 0x2u
+#define PROTO_DEV_ACC_WRITE 0x4u
+
+/* A value for a file of the container's cgroup in the guest. */
+struct proto_cgroup_set {
+	char *file; /* "pids.max" */
+	char *value;
+	char *field; /* the config.json field it comes from, for errors */
+	bool optional; /* a missing file is fine: the VM lacks what it limits */
+};
+
+struct proto_id_map {
+	uint32_t container_id, host_id, size;
+};
+
 struct proto_hook {
 	char *path; /* resolved in the container's root filesystem */
 	char **args, **env;
@@ -200,6 +261,27 @@ struct proto_start {
 	/* The container's processes may open AF_VSOCK sockets (annotation
 	 * io.kvrun.vsock); by default guest-init denies them (seccomp). */
 	bool allow_vsock;
+	struct proto_device *devices;
+	size_t n_devices;
+	/* The device cgroup filter of the container (linux.resources.devices
+	 * with runc's default rules after them, reduced as runc's emulator
+	 * does): a device access is allowed when it matches a rule and
+	 * device_default_allow is false, or matches none and it is true. */
+	bool device_filter;
+	bool device_default_allow;
+	struct proto_device_rule *device_rules;
+	size_t n_device_rules;
+	/* Written, in order, to the container's cgroup before it is entered. */
+	struct proto_cgroup_set *cgroup;
+	size_t n_cgroup;
+	/* A user namespace (linux.uidMappings/gidMappings) and a cgroup
+	 * namespace for the container. */
+	bool user_ns;
+	struct proto_id_map *uid_mappings, *gid_mappings;
+	size_t n_uid_mappings, n_gid_mappings;
+	bool cgroup_ns;
+	bool has_personality;
+	uint32_t personality; /* PER_LINUX or PER_LINUX32 */
 };
 
 struct proto_signal {

@@ -86,9 +86,11 @@ const char *const *spec_mount_option_names(void)
 	return names;
 }
 
-/* user and cgroup namespaces are not applied inside the guest. */
+/* network is the VM's own; user (linux.uidMappings) and cgroup only when
+ * the config asks for them. */
 const struct spec_namespace spec_namespaces[] = {
-    {"ipc", CLONE_NEWIPC}, {"mount", CLONE_NEWNS}, {"network", 0}, {"pid", CLONE_NEWPID}, {"uts", CLONE_NEWUTS},
+    {"cgroup", CLONE_NEWCGROUP}, {"ipc", CLONE_NEWIPC},   {"mount", CLONE_NEWNS}, {"network", 0},
+    {"pid", CLONE_NEWPID},       {"user", CLONE_NEWUSER}, {"uts", CLONE_NEWUTS},
 };
 const size_t spec_namespaces_count = ARRAY_SIZE(spec_namespaces);
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/personality.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -30,6 +31,7 @@ enum sync_type {
 	SYNC_GO,
 	SYNC_ERROR,
 	SYNC_PTY, /* the pty master, sent before the process's own setup */
+	SYNC_CONTINUE, /* PID 1 placed the child (cgroup, user namespace maps) */
 };
 
 struct sync_msg {
@@ -146,17 +148,57 @@ static int child_stdio(const int stdio[3])
 	return 0;
 }
 
-static int join_namespaces(pid_t pid)
+/* fd moved to min or above (closing the old one), for the fds the child
+ * still needs once the preserved fds take 3, 4, ... */
+static int fd_above(int fd, int min)
+{
+	int nfd;
+
+	if (fd < 0 || fd >= min)
+		return fd;
+	nfd = fcntl(fd, F_DUPFD_CLOEXEC, min);
+	close(fd);
+	return nfd;
+}
+
+/* The preserved fds on 3, 4, ...: first out of the way (above the range),
+ * then into place, the only fds above 2 that survive exec. */
+static int child_extra_fds(const int *extra, size_t n)
+{
+	int tmp[PROTO_MAX_EXTRA_FDS];
+
+	if (n > PROTO_MAX_EXTRA_FDS)
+		return err_set(-E2BIG, "too many preserved fds");
+	for (size_t i = 0; i < n; i++)
+		if ((tmp[i] = fcntl(extra[i], F_DUPFD_CLOEXEC, 3 + (int)n)) < 0)
+			return err_setsys(-errno, "preserved fd %zu", 3 + i);
+	for (size_t i = 0; i < n; i++) {
+		if (dup2(tmp[i], 3 + (int)i) < 0)
+			return err_setsys(-errno, "dup2 preserved fd %zu", 3 + i);
+		close(tmp[i]);
+	}
+	return 0;
+}
+
+/* The user namespace first: it owns the others. */
+static int join_namespaces(pid_t pid, const struct proto_start *c)
 {
 	static const struct {
 		const char *name;
 		int type;
-	} nss[] = {{"ipc", CLONE_NEWIPC}, {"uts", CLONE_NEWUTS}, {"mnt", CLONE_NEWNS}};
+	} nss[] = {{"user", CLONE_NEWUSER},
+	           {"ipc", CLONE_NEWIPC},
+	           {"uts", CLONE_NEWUTS},
+	           {"mnt", CLONE_NEWNS},
+	           {"cgroup", CLONE_NEWCGROUP}};
 
 	for (size_t i = 0; i < ARRAY_SIZE(nss); i++) {
 		_cleanup_close_ int fd = -1;
 		char path[64];
 
+		if ((nss[i].type == CLONE_NEWUSER && !(c && c->user_ns)) ||
+		    (nss[i].type == CLONE_NEWCGROUP && !(c && c->cgroup_ns)))
+			continue;
 		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, nss[i].name);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || setns(fd, nss[i].type) < 0)
@@ -195,8 +237,34 @@ static _Noreturn void child_after_go(const struct gi_spawn *sp, struct gi_exec *
 	gi_child_exec(sp->process, e);
 }
 
+/* START: the namespaces' identities, the root filesystem and the
+ * createContainer hooks; EXEC: the container's namespaces joined. */
+static int child_setup(const struct gi_spawn *sp)
+{
+	const struct proto_start *c = sp->container ? sp->container : sp->start;
+	int r = 0;
+
+	if (sp->start && sp->start->user_ns)
+		r = gi_userns_become_root();
+	/* After joining the cgroup: the namespace's root is the container's. */
+	if (r >= 0 && sp->start && sp->start->cgroup_ns && unshare(CLONE_NEWCGROUP) < 0)
+		r = err_setsys(-errno, "unshare the cgroup namespace");
+	if (r >= 0 && sp->start)
+		r = gi_rootfs_setup(sp->start, sp->rootfs, sp->files_dir ? sp->files_dir : GI_FILES_DIR);
+	else if (r >= 0)
+		r = join_namespaces(sp->join_pid, sp->container);
+	/* linux.personality: the container's init and exec'd processes (runc). */
+	if (r >= 0 && c && c->has_personality && personality(c->personality) < 0)
+		r = err_setsys(-errno, "set personality %#x", c->personality);
+	if (r >= 0 && sp->start)
+		r = gi_run_hooks(sp->start->create_container_hooks, sp->start->n_create_container_hooks,
+		                 "createContainer", sp->start->state_json);
+	return r;
+}
+
 static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 {
+	const struct proto_start *c = sp->container ? sp->container : sp->start;
 	const struct proto_process *p = sp->process;
 	struct sync_msg m = {.type = SYNC_PTY};
 	struct gi_exec e;
@@ -214,15 +282,22 @@ static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 	 * too) opens no vsock stream to the host's ports. */
 	if (!sp->allow_vsock && (r = gi_deny_vsock()) < 0)
 		child_fail(fd, r, 1);
-	if (sp->start)
-		r = gi_rootfs_setup(sp->start, sp->rootfs, sp->files_dir ? sp->files_dir : GI_FILES_DIR);
-	else
-		r = join_namespaces(sp->join_pid);
-	if (r >= 0 && sp->start)
-		r = gi_run_hooks(sp->start->create_container_hooks, sp->start->n_create_container_hooks,
-		                 "createContainer", sp->start->state_json);
+	/* Nothing before PID 1 has placed us: the cgroup (its limits and
+	 * device filter apply from the first step), the maps. */
+	if (sync_recv(fd, &m, NULL) <= 0 || m.type != SYNC_CONTINUE)
+		_exit(1);
+	m.type = SYNC_PTY;
+	r = child_setup(sp);
 	if (r >= 0)
 		r = p->terminal ? child_terminal(p, &master) : child_stdio(sp->stdio);
+	if (r >= 0 && sp->n_extra) {
+		/* The sync socket and the pty master must not be in the way. */
+		fd = fd_above(fd, 3 + (int)sp->n_extra);
+		master = fd_above(master, 3 + (int)sp->n_extra);
+		if (fd < 0 || (p->terminal && master < 0))
+			_exit(1);
+		r = child_extra_fds(sp->extra, sp->n_extra);
+	}
 	if (r < 0)
 		child_fail(fd, r, 1);
 	/* The master travels before the setup, whose seccomp filter could
@@ -234,7 +309,7 @@ static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 	}
 	/* As runc: everything up to the lookup of the executable fails
 	 * create (or exec), not start. */
-	r = gi_child_prepare(p, sp->seccomp, &e);
+	r = gi_child_prepare(p, sp->seccomp, c && c->user_ns, &e);
 	if (r < 0)
 		child_fail(fd, r, e.code);
 	m.type = SYNC_READY;
@@ -255,6 +330,20 @@ static int enter_cgroup(const char *dir, pid_t pid)
 	if (fd < 0)
 		return -errno;
 	return write_all(fd, buf, strlen(buf));
+}
+
+/* Between clone and the child's first step: its cgroup, and what its
+ * user namespace needs from PID 1. */
+static int place_child(const struct gi_spawn *sp, pid_t pid)
+{
+	int r;
+
+	if (sp->cgroup_dir) {
+		r = enter_cgroup(sp->cgroup_dir, pid);
+		if (r < 0 && sp->cgroup_required)
+			return err_setsys(r, "put the container's process in its cgroup %s", sp->cgroup_dir);
+	}
+	return gi_userns_parent(sp, pid);
 }
 
 /* EXEC: children of the caller land in the container's pid namespace
@@ -284,12 +373,19 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret)
 	ret->sync_fd = ret->pty_master = -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return err_setsys(-errno, "socketpair");
-	/* The namespaces kvrun features lists (common/spec-support.c). */
-	for (size_t i = 0; sp->start && i < spec_namespaces_count; i++)
-		if (spec_namespaces[i].clone_flag != CLONE_NEWPID || sp->new_pidns)
-			flags |= (unsigned long)spec_namespaces[i].clone_flag;
-		else if (sp->join_pid > 0 && (r = enter_pidns(sp->join_pid, &saved_pidns)) < 0)
-			goto fail;
+	/* The namespaces kvrun features lists (common/spec-support.c): the
+	 * user namespace when the config has one; the cgroup namespace is the
+	 * child's own step, once PID 1 has placed it in its cgroup. */
+	for (size_t i = 0; sp->start && i < spec_namespaces_count; i++) {
+		unsigned long f = (unsigned long)spec_namespaces[i].clone_flag;
+
+		if (f == CLONE_NEWCGROUP || (f == CLONE_NEWUSER && !sp->start->user_ns))
+			continue;
+		if (f != CLONE_NEWPID || sp->new_pidns)
+			flags |= f;
+	}
+	if (!sp->start && sp->join_pid > 0 && (r = enter_pidns(sp->join_pid, &saved_pidns)) < 0)
+		goto fail;
 	/* A raw clone behaves as fork() and takes namespace flags. */
 	pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
 	if (pid == 0) {
@@ -306,8 +402,14 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret)
 	close(sv[1]);
 	ret->pid = pid;
 	ret->sync_fd = sv[0];
-	if (sp->cgroup_dir)
-		enter_cgroup(sp->cgroup_dir, pid); /* best effort: stats only */
+	r = place_child(sp, pid);
+	if (r >= 0)
+		r = sync_send(sv[0], &(struct sync_msg){.type = SYNC_CONTINUE}, -1);
+	if (r < 0) {
+		close(sv[0]); /* the child ends at EOF */
+		ret->sync_fd = -1;
+		return r;
+	}
 	r = sync_recv(sv[0], &m, &master);
 	if (r == 1 && m.type == SYNC_PTY)
 		r = sync_recv(sv[0], &m, NULL);

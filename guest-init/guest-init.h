@@ -103,8 +103,11 @@ struct gi_exec {
  * runc's wording: `exec: "/nope": stat /nope: no such file or directory`,
  * `exec: "nope": executable file not found in $PATH`, `exec: "/etc":
  * permission denied`, `chdir to cwd ("/x") set in config.json failed: ...`.
- * Release ret with gi_exec_free() when not exec'ing. */
-int gi_child_prepare(const struct proto_process *p, const struct proto_seccomp *sc, struct gi_exec *ret);
+ * limits_set: PID 1 has set the rlimits and oom_score_adj already (a user
+ * namespace, where the process itself may not). Release ret with
+ * gi_exec_free() when not exec'ing. */
+int gi_child_prepare(const struct proto_process *p, const struct proto_seccomp *sc, bool limits_set,
+                     struct gi_exec *ret);
 void gi_exec_free(struct gi_exec *e);
 
 /* execve(e->path). A failure can only be told the way runc's init tells
@@ -129,15 +132,19 @@ int gi_run_hooks(const struct proto_hook *hooks, size_t n, const char *kind, con
 
 struct gi_spawn {
 	const struct proto_start *start; /* START, or NULL for EXEC */
+	const struct proto_start *container; /* the container's START (both); may be NULL */
 	const struct proto_process *process; /* what to exec */
 	const struct proto_seccomp *seccomp; /* container's filter, may be NULL */
 	const char *rootfs; /* START: the mounted disk */
 	const char *files_dir; /* START: staging for copied-in files */
 	pid_t join_pid; /* EXEC: the container init to join (0 for START) */
 	const char *cgroup_dir; /* cgroup to place the child in, NULL = none */
+	bool cgroup_required; /* failing to place it there is an error (limits, device filter) */
 	bool new_pidns; /* START: CLONE_NEWPID as well */
 	bool allow_vsock; /* the config allows AF_VSOCK sockets (else gi_deny_vsock()) */
 	int stdio[3]; /* fds the child gets as 0,1,2 (-1: /dev/null); unused with a terminal */
+	const int *extra; /* fds the child gets as 3, 4, ... (preserved fds' streams) */
+	size_t n_extra;
 };
 
 struct gi_child {
@@ -158,11 +165,28 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret);
  * stderr with exit status 1, as under runc. Closes c->sync_fd. */
 int gi_go(struct gi_child *c);
 
+/* ---- userns.c: the container's user namespace ---- */
+
+/* PID 1's part, between clone and the child's setup, when the container
+ * has a user namespace (nothing otherwise): for START the uid and gid
+ * maps, the staging directory owned by the namespace's root; for both,
+ * the process's rlimits and oom_score_adj (they may need privilege over
+ * the VM). */
+int gi_userns_parent(const struct gi_spawn *sp, pid_t pid);
+/* The child's part: become root of the new namespace (setresgid/uid 0). */
+int gi_userns_become_root(void);
+
 /* Signal every process in the pid namespace of init (kill --all). */
 int gi_kill_container(pid_t init, int signo);
 
 /* ---- cgroup.c: the container's cgroup ---- */
 
+/* Enable every controller root's cgroup.controllers lists for its
+ * children, then make dir (the container's cgroup). Best effort. */
+void gi_cgroup_init(const char *root, const char *dir);
+/* Write START's cgroup values into cg (the container's cgroup), in order;
+ * the first failure names its config.json field. */
+int gi_cgroup_apply(const char *cg, const struct proto_start *s);
 /* STATS: CPU, memory and pids counters of the cgroup cg (none when cg is
  * NULL; what cannot be read stays as it was) and the VM's memory. */
 void gi_cgroup_stats(const char *cg, struct proto_stats *s);
@@ -181,6 +205,29 @@ int gi_oom_read(int fd, struct proto_oom *ret);
  * the clock and memory their figures are measured against, into *ret (the
  * caller frees it with proto_msg_free of its message). */
 int gi_ps_collect(const char *proc_dir, pid_t init, struct proto_ps *ret);
+
+/* ---- devices.c: device nodes ---- */
+
+/* Where the guest kernel lists its devices ("/sys/dev"; tests may point
+ * it elsewhere). */
+extern const char *gi_sysfs_dev;
+/* The guest's node ("/dev/fuse") of a 'c' or 'b' device: 0, or -ENODEV
+ * when the guest kernel has no such device. */
+int gi_device_guest_node(uint32_t type, uint32_t major, uint32_t minor, char *out, size_t outlen);
+/* runc's default nodes (null, zero, full, random, urandom, tty), then
+ * s->devices, under rootfs/dev...: mknod, or with s->user_ns a bind of
+ * the guest's node. A device the guest kernel lacks is refused naming
+ * its linux.devices entry. */
+int gi_devices_create(const struct proto_start *s, const char *rootfs);
+
+/* ---- devfilter.c: the device cgroup filter ---- */
+
+struct bpf_insn;
+/* The BPF_PROG_TYPE_CGROUP_DEVICE program for START's device rules (see
+ * struct proto_start). *ret is malloc'd. */
+int gi_devfilter_build(const struct proto_start *s, struct bpf_insn **ret, size_t *ret_n);
+/* Load it and attach it to cgroup_dir (nothing when s has no filter). */
+int gi_devfilter_attach(const char *cgroup_dir, const struct proto_start *s);
 
 /* ---- restore.c: a VM restored from a template ---- */
 

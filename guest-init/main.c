@@ -52,20 +52,6 @@ static void mount_basics(void)
 	}
 }
 
-static void setup_cgroup(void)
-{
-	int fd = open("/sys/fs/cgroup/cgroup.subtree_control", O_WRONLY | O_CLOEXEC);
-
-	if (fd >= 0) {
-		/* One at a time: a controller the kernel lacks must not stop the rest. */
-		(void)!write(fd, "+cpu", 4);
-		(void)!write(fd, "+memory", 7);
-		(void)!write(fd, "+pids", 5);
-		close(fd);
-	}
-	mkdir(GI_CGROUP_DIR, 0755);
-}
-
 static int vsock_connect(uint32_t port, void *opaque)
 {
 	struct sockaddr_vm sa = {.svm_family = AF_VSOCK, .svm_cid = KVRUN_VSOCK_HOST_CID, .svm_port = port};
@@ -142,7 +128,7 @@ int main(void)
 	r = gi_load_modules(GI_MODULES_DIR, GI_MODULES_LIST);
 	if (r < 0)
 		log_error("%s", err_msg());
-	setup_cgroup();
+	gi_cgroup_init("/sys/fs/cgroup", GI_CGROUP_DIR);
 	/* Loopback works even when START brings no network (or never comes). */
 	if (netcfg_apply(NULL) < 0)
 		log_error("%s", err_msg());

@@ -2,11 +2,12 @@
 /*
  * The container process's own setup, in runc's order, all of it before
  * the process reports "ready" (so that its failures are create's, as under
- * runc): rlimits, oom_score_adj, seccomp without no_new_privs, cwd (as the
- * caller), bounding set, user and groups (keeping capabilities), cwd again
- * as the user when the first try was refused, the other capability sets,
- * umask, the executable's lookup, no_new_privs and its seccomp. After
- * "go" only the startContainer hooks and execve are left.
+ * runc): rlimits, oom_score_adj, scheduler and I/O priority, seccomp
+ * without no_new_privs, cwd (as the caller), bounding set, user and groups
+ * (keeping capabilities), cwd again as the user when the first try was
+ * refused, the other capability sets, umask, the executable's lookup,
+ * no_new_privs and its seccomp. After "go" only the startContainer hooks
+ * and execve are left.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -57,6 +59,35 @@ static int apply_oom_score_adj(const struct proto_process *p)
 	snprintf(buf, sizeof(buf), "%d", p->oom_score_adj);
 	if (write_all(fd, buf, strlen(buf)) < 0)
 		return err_setsys(-errno, "write oom_score_adj %s", buf);
+	return 0;
+}
+
+/* process.scheduler (sched_setattr) and ioPriority (ioprio_set on the
+ * process group), as runc sets them: before the capabilities drop. */
+static int apply_sched(const struct proto_process *p)
+{
+	struct {
+		uint32_t size, policy;
+		uint64_t flags;
+		int32_t nice;
+		uint32_t priority;
+		uint64_t runtime, deadline, period;
+	} attr = {0};
+
+	if (p->has_ioprio && syscall(SYS_ioprio_set, 2 /* IOPRIO_WHO_PGRP */, 0, (int)p->ioprio) < 0)
+		return err_setsys(-errno, "failed to set io priority");
+	if (!p->sched)
+		return 0;
+	attr.size = sizeof(attr);
+	attr.policy = p->sched->policy;
+	attr.flags = p->sched->flags;
+	attr.nice = p->sched->nice;
+	attr.priority = p->sched->priority;
+	attr.runtime = p->sched->runtime;
+	attr.deadline = p->sched->deadline;
+	attr.period = p->sched->period;
+	if (syscall(SYS_sched_setattr, 0, &attr, 0) < 0)
+		return err_setsys(-errno, "error setting scheduler");
 	return 0;
 }
 
@@ -276,7 +307,8 @@ static int enter_cwd(const struct proto_process *p, bool second, bool *ret_again
 	               gi_go_strerror(errno, e, sizeof(e)));
 }
 
-int gi_child_prepare(const struct proto_process *p, const struct proto_seccomp *sc, struct gi_exec *ret)
+int gi_child_prepare(const struct proto_process *p, const struct proto_seccomp *sc, bool limits_set,
+                     struct gi_exec *ret)
 {
 	struct gi_user u = {0};
 	bool again = false;
@@ -286,7 +318,9 @@ int gi_child_prepare(const struct proto_process *p, const struct proto_seccomp *
 	ret->code = 1;
 	if (!p->args || !p->args[0])
 		return err_set(-EINVAL, "args must not be empty");
-	if ((r = apply_rlimits(p)) < 0 || (r = apply_oom_score_adj(p)) < 0)
+	if (!limits_set && ((r = apply_rlimits(p)) < 0 || (r = apply_oom_score_adj(p)) < 0))
+		return r;
+	if ((r = apply_sched(p)) < 0)
 		return r;
 	/* Without no_new_privs the filter needs CAP_SYS_ADMIN, so it goes in
 	 * before the user switch; with it, as late as possible (runc). */

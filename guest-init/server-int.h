@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What server.c (the control loop) shares with server-stdio.c (the
- * processes' stdio streams). Internal to guest-init. */
+/*
+ * Private to guest-init's server (server.c, server-streams.c): the state
+ * of the control loop and the processes it runs, and the streams each
+ * process's stdio and preserved fds travel on.
+ */
 #ifndef KVRUN_GUEST_INIT_SERVER_INT_H
 #define KVRUN_GUEST_INIT_SERVER_INT_H
 
 #include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "common/protocol.h"
 #include "guest-init/guest-init.h"
@@ -22,6 +26,8 @@ struct proc {
 	uint64_t id; /* request that started it */
 	struct gi_child child;
 	int fds[6]; /* owned: sockets, pipe ends, pty master */
+	int extra[PROTO_MAX_EXTRA_FDS]; /* preserved fds' streams, until the child has them */
+	size_t n_extra;
 	struct relay in, out, err;
 };
 
@@ -37,25 +43,20 @@ struct state {
 	struct proto_oom oom; /* its counters last read */
 };
 
-/* O_NONBLOCK on fd: 0 or -errno. */
-int nonblock(int fd);
-
-/* Connect the stdio streams of process pp (each opened with its token)
- * and make the pipes the child gets: p->fds[0..2] = host streams,
- * p->fds[3..5] = our pipe ends; child_fds[] the child's ends (-1: none). */
-int proc_stdio(struct state *st, struct proc *p, const struct proto_process *pp, int child_fds[3]);
-
-/* A terminal process: its pty master relayed to the one stream. */
-void proc_terminal(struct proc *p);
-
-/* The poll entries of p's active relays, appended at pfd[*n]. */
-void relay_events(struct proc *p, struct pollfd *pfd, size_t *n, struct relay **who);
-
-/* Relay r of p reached its end: EOF passed on. */
-void relay_done(struct proc *p, struct relay *r);
-
-/* After a reconnection: open the init's streams again (the new HELLO's
- * token), kill the exec'd processes (their host side is gone). */
-void reopen_streams(struct state *st);
+/* Connect the stdio streams and make the pipes the child gets. */
+int proc_stdio_connect(struct state *st, struct proc *p, const struct proto_process *pp, int child_fds[3]);
+/* Connect the preserved fds' streams into p->extra. */
+int proc_extra_connect(struct state *st, struct proc *p, const struct proto_process *pp);
+/* Close what proc_extra_connect() left (the child has its copies). */
+void proc_extra_close(struct proc *p);
+/* A terminal: relay between the host stream and the pty master. */
+void proc_terminal_relays(struct proc *p);
+/* The pollfds of p's active relays, appended at pfd[*n] (who[] says whose). */
+void proc_relay_events(struct proc *p, struct pollfd *pfd, size_t *n, struct relay **who);
+/* A relay of p reached EOF: pass it on. */
+void proc_relay_done(struct proc *p, struct relay *r);
+/* After a restore: the init's streams again from START's ports; exec'd
+ * processes (whose host side is gone) are killed. */
+void server_reopen_streams(struct state *st);
 
 #endif

@@ -39,6 +39,7 @@ static int reply_error(struct state *st, uint64_t id, int negerr, const char *ms
 
 static void proc_close(struct proc *p)
 {
+	proc_extra_close(p);
 	for (size_t i = 0; i < ARRAY_SIZE(p->fds); i++)
 		if (p->fds[i] >= 0)
 			close(p->fds[i]);
@@ -85,28 +86,37 @@ static int proc_spawn(struct state *st, const struct proto_msg *m, pid_t join, s
 		return reply_error(st, m->id, -EAGAIN, "too many processes");
 	p->id = m->id;
 	p->init = !join;
-	r = proc_stdio(st, p, pp, child_fds);
+	r = proc_stdio_connect(st, p, pp, child_fds);
+	if (r >= 0)
+		r = proc_extra_connect(st, p, pp);
 	if (r >= 0) {
+		const struct proto_start *c = &st->start.u.start;
 		struct gi_spawn sp = {
 		    .start = join ? NULL : &m->u.start,
+		    .container = c,
 		    .process = pp,
 		    .seccomp = st->start.u.start.seccomp,
 		    .rootfs = st->srv->rootfs_dir,
 		    .files_dir = st->srv->files_dir,
 		    .join_pid = join,
 		    .cgroup_dir = st->srv->cgroup_dir,
+		    .cgroup_required = c->device_filter || c->n_cgroup,
 		    .new_pidns = true,
 		    .allow_vsock = st->start.u.start.allow_vsock,
 		    .stdio = {child_fds[0], child_fds[1], child_fds[2]},
+		    .extra = p->extra,
+		    .n_extra = p->n_extra,
 		};
 		r = gi_spawn(&sp, &p->child);
 		p->pid = p->child.pid;
 	}
+	/* The child has its own copies: the streams end with it. */
+	proc_extra_close(p);
 	for (int i = 0; i < 3; i++)
 		if (child_fds[i] >= 0)
 			close(child_fds[i]);
 	if (r >= 0 && pp->terminal)
-		proc_terminal(p);
+		proc_terminal_relays(p);
 	if (p->init)
 		st->init_pid = p->pid;
 	*ret = p;
@@ -143,6 +153,22 @@ static int start_failed(struct state *st, int r)
 	return reply(st, PROTO_MSG_EXIT, st->start.id, &em);
 }
 
+/* The container's cgroup gets START's limits and device filter before
+ * its process is put in it. */
+static int start_cgroup(struct state *st, const struct proto_start *s)
+{
+	const char *cg = st->srv->cgroup_dir;
+	int r;
+
+	err_clear();
+	r = gi_cgroup_apply(cg, s);
+	if (r < 0 || !s->device_filter)
+		return r;
+	if (!cg)
+		return err_set(-ENOTSUP, "linux.resources.devices: the container has no cgroup");
+	return gi_devfilter_attach(cg, s);
+}
+
 static int handle_start(struct state *st, struct proto_msg *m)
 {
 	struct proto_start *s = &m->u.start;
@@ -169,6 +195,9 @@ static int handle_start(struct state *st, struct proto_msg *m)
 		if (r < 0)
 			return start_failed(st, err_prefix(r, "network setup"));
 	}
+	r = start_cgroup(st, s);
+	if (r < 0)
+		return start_failed(st, r);
 	r = proc_spawn(st, &st->start, 0, &p);
 	if (r < 0)
 		return 0;
@@ -400,7 +429,7 @@ static bool reconnect(struct state *st)
 	}
 	st->srv->ctl = fd;
 	if (st->started)
-		reopen_streams(st);
+		server_reopen_streams(st);
 	return true;
 }
 
@@ -417,7 +446,7 @@ static int poll_once(struct state *st, int sfd)
 	pfd[n++] = (struct pollfd){.fd = st->oom_fd, .events = POLLPRI};
 	for (size_t i = 0; i < MAX_PROCS; i++)
 		if (st->procs[i].used)
-			relay_events(&st->procs[i], pfd, &n, who);
+			proc_relay_events(&st->procs[i], pfd, &n, who);
 	if (poll(pfd, n, -1) < 0)
 		return errno == EINTR ? 0 : -errno;
 	if (pfd[0].revents) {
@@ -451,7 +480,7 @@ static int poll_once(struct state *st, int sfd)
 
 			if (p->used && (who[i] == &p->in || who[i] == &p->out || who[i] == &p->err)) {
 				if (relay_step(who[i]) == 1)
-					relay_done(p, who[i]);
+					proc_relay_done(p, who[i]);
 				break;
 			}
 		}

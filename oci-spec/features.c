@@ -44,8 +44,8 @@ static struct oci_features kvrun_features = {
                         .archs = spec_seccomp_archs},
 	    .apparmor_enabled = OCI_FALSE,
 	    .selinux_enabled = OCI_FALSE,
-	    .intel_rdt_enabled = OCI_UNSET,
-	    .idmap_mounts = OCI_UNSET,
+	    .intel_rdt_enabled = OCI_FALSE,
+	    .idmap_mounts = OCI_FALSE,
 	},
 };
 

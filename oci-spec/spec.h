@@ -486,6 +486,13 @@ int oci_process_validate(const struct oci_process *p, const char *name, const ch
 int oci_resources_parse(const char *json, size_t len, const char *name, struct oci_linux_resources **ret);
 void oci_resources_free(struct oci_linux_resources *r);
 
+/* For tests that list what the parser reads: fn is called with the JSON
+ * path ("linux.resources.pids.limit", "mounts[0].type") of every member
+ * the parsers look up, present or not, in the order they look. NULL stops
+ * it. Not thread-safe; not for product code. */
+typedef void (*oci_field_observer_fn)(const char *path, void *data);
+void oci_spec_observe_fields(oci_field_observer_fn fn, void *data);
+
 /* ---- name tables -------------------------------------------------------- */
 
 /* "RLIMIT_NOFILE" -> RLIMIT_NOFILE, or -EINVAL. */

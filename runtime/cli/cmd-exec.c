@@ -13,6 +13,7 @@
 #include "runtime/cli/cli-args.h"
 #include "runtime/cli/exec-proxy.h"
 #include "runtime/monitor/guest-spec.h"
+#include "runtime/monitor/spec-support.h"
 #include "runtime/store/state.h"
 
 /* An absolute form of path (the proxy may chdir). */
@@ -222,6 +223,8 @@ static int build_process(const struct exec_opts *o, const char *bundle, char **a
 
 	if (o->process) {
 		r = oci_process_load(o->process, &op);
+		if (r >= 0)
+			r = spec_support_check_process(op, NULL);
 		if (r >= 0)
 			r = guest_process_from_oci(op, ret);
 		oci_process_free(op);

@@ -21,6 +21,7 @@
 #include "common/stop-point.h"
 #include "runtime/store/checkpoint.h"
 #include "runtime/monitor/guest-spec.h"
+#include "runtime/cli/create.h"
 #include "runtime/cli/launch.h"
 #include "runtime/store/monitor-client.h"
 #include "runtime/store/proc-stat.h"
@@ -28,6 +29,7 @@
 #include "runtime/monitor/teardown.h"
 #include "runtime/sandbox/guest-channel.h"
 #include "runtime/host/cgroup.h"
+#include "runtime/host/console.h"
 #include "runtime/host/netns.h"
 #include "runtime/host/rootfs-cache.h"
 #include "runtime/sandbox/sandbox.h"
@@ -170,7 +172,8 @@ static unsigned int queue_pairs(const struct vm_plan *plan)
 }
 
 static int build_and_fork(struct cli_context *ctx, struct container *c, const struct create_opts *o,
-                          const struct bundle *b, const struct vm_plan *plan, struct netns_setup *net, pid_t *ret_pid)
+                          const struct bundle *b, const struct vm_plan *plan, struct netns_setup *net,
+                          const struct preserved_fds *pf, pid_t *ret_pid)
 {
 	_cleanup_free_ char *disk = NULL, *base = NULL, *pid_file = NULL, *console = NULL, *console_socket = NULL;
 	_cleanup_close_ int base_lock = -1;
@@ -187,6 +190,7 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	    .new_netns = !net,
 	    .queue_pairs = queue_pairs(plan),
 	    .t_start_ns = ctx->t_start_ns,
+	    .preserved = pf,
 	};
 	struct timespec t0, t1;
 	int r, fd = -1;
@@ -272,14 +276,14 @@ static void log_net(const struct netns_setup *ns, const char *netns)
 
 /* The container's network and VM, in its claimed state directory. */
 static int bring_up(struct cli_context *ctx, struct container *c, const struct create_opts *o, const struct bundle *b,
-                    const struct vm_plan *plan, const char *netns, pid_t *ret_pid)
+                    const struct vm_plan *plan, const char *netns, const struct preserved_fds *pf, pid_t *ret_pid)
 {
 	struct netns_setup ns;
 	int r;
 
 	/* A new namespace is the monitor's own: made and served there. */
 	if (!netns)
-		return build_and_fork(ctx, c, o, b, plan, NULL, ret_pid);
+		return build_and_fork(ctx, c, o, b, plan, NULL, pf, ret_pid);
 	r = netns_setup(netns, c->state->id, queue_pairs(plan), &ns);
 	if (r < 0) {
 		/* It undid what it did, and must not undo what it did not
@@ -291,7 +295,7 @@ static int bring_up(struct cli_context *ctx, struct container *c, const struct c
 	}
 	stop_point("create:net");
 	log_net(&ns, netns);
-	r = build_and_fork(ctx, c, o, b, plan, &ns, ret_pid);
+	r = build_and_fork(ctx, c, o, b, plan, &ns, pf, ret_pid);
 	/* The monitor has its own copies of the TAP fds. */
 	netns_setup_close(&ns);
 	return r;
@@ -311,9 +315,22 @@ static void remove_cgroup(struct cli_context *ctx, const struct bundle *b, const
 	cgroup_place_free(&pl);
 }
 
+/* create --pidfd-socket: runc sends a pidfd of the container's init; the
+ * host process that stands for the container is its monitor (a signal
+ * to it reaches the container, its end is the container's). */
+static int send_pidfd(const char *path, pid_t pid)
+{
+	_cleanup_close_ int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	if (fd < 0)
+		return err_setsys(-errno, "pidfd_open of the monitor (pid %d)", (int)pid);
+	return console_send_fd_as(path, fd, "standard", "pidfd socket", "the container's pidfd");
+}
+
 int launch_container(struct cli_context *ctx, const char *id, const struct create_opts *o, const struct bundle *b,
                      pid_t *ret_pid)
 {
+	struct preserved_fds pf;
 	struct vm_plan plan = {0};
 	struct container *c = NULL;
 	struct oci_state *s = NULL;
@@ -326,6 +343,9 @@ int launch_container(struct cli_context *ctx, const char *id, const struct creat
 		r = check_netns(b, &netns);
 	if (r < 0)
 		return err_prefix(r, "%s/config.json", b->path);
+	r = create_preserved_fds(o->preserve_fds, &pf);
+	if (r < 0)
+		return r;
 	r = vm_plan_make(b->spec, ctx->kernel, &plan);
 	if (r < 0)
 		return r;
@@ -334,7 +354,9 @@ int launch_container(struct cli_context *ctx, const char *id, const struct creat
 		r = container_create(ctx->root, s, &c);
 	if (r >= 0) {
 		stop_point("create:claimed");
-		r = bring_up(ctx, c, o, b, &plan, netns, ret_pid);
+		r = bring_up(ctx, c, o, b, &plan, netns, &pf, ret_pid);
+		if (r >= 0 && o->pidfd_socket && *o->pidfd_socket && (r = send_pidfd(o->pidfd_socket, *ret_pid)) < 0)
+			launch_kill_monitor(*ret_pid, 10000);
 		if (r < 0) {
 			/* Keep the message: destroying may record its own. */
 			_cleanup_free_ char *msg = strdup(err_msg());

@@ -49,7 +49,7 @@ struct hier {
 	char cur[256]; /* where this process (or the base) is in it */
 	char path[512]; /* the container's cgroup in it (hier_resolve) */
 	bool v2;
-	bool memory, cpu, cpuset;
+	bool memory, cpu, cpuset, pids;
 };
 
 /* The hierarchies, with cur as base says (text in /proc/self/cgroup's
@@ -82,6 +82,7 @@ static int hierarchies(const char *base, struct hier *h, int max)
 			h[n].memory = strstr(ctl, "memory") != NULL;
 			h[n].cpu = strcmp(ctl, "cpu") == 0 || strncmp(ctl, "cpu,", 4) == 0;
 			h[n].cpuset = strcmp(ctl, "cpuset") == 0;
+			h[n].pids = strcmp(ctl, "pids") == 0;
 		}
 		if (stat(h[n].dir, &st) == 0 && S_ISDIR(st.st_mode))
 			n++;
@@ -221,44 +222,99 @@ static void cpuset_init(const char *root, const char *path)
 	}
 }
 
-static int set_limits(const struct hier *h, const char *dir, const struct oci_linux_resources *res)
+/* A v2 file a hybrid host's cgroup2 lacks (it has no controllers) is
+ * not an error: the v1 hierarchies hold the limit. */
+static int write_limit(const struct hier *h, const char *dir, const char *file, const char *value)
 {
+	int r = write_value(dir, file, value);
+
+	if (h->v2 && r == -ENOENT)
+		r = 0, err_clear();
+	return r;
+}
+
+static int set_memory(const struct hier *h, const char *dir, const struct oci_linux_resources *res)
+{
+	char v[64];
+
+	if (!res->memory.has_limit || res->memory.limit <= 0 || !(h->memory || h->v2))
+		return 0;
+	snprintf(v, sizeof(v), "%" PRId64, res->memory.limit + CGROUP_MONITOR_ALLOWANCE);
+	return write_limit(h, dir, h->v2 ? "memory.max" : "memory.limit_in_bytes", v);
+}
+
+static int set_cpu(const struct hier *h, const char *dir, const struct oci_linux_resources *res)
+{
+	const struct oci_cpu *c = &res->cpu;
+	uint64_t period = c->has_period && c->period ? c->period : 100000;
 	char v[64];
 	int r = 0;
 
-	if (!res)
+	if (!h->cpu && !h->v2)
 		return 0;
-	if (res->memory.has_limit && res->memory.limit > 0 && (h->memory || h->v2)) {
-		snprintf(v, sizeof(v), "%" PRId64, res->memory.limit + CGROUP_MONITOR_ALLOWANCE);
-		r = h->v2 ? write_value(dir, "memory.max", v) : write_value(dir, "memory.limit_in_bytes", v);
-		/* A hybrid host's cgroup2 has no controllers: nothing to set. */
-		if (h->v2 && r == -ENOENT)
-			r = 0, err_clear();
-		if (r < 0)
-			return r;
-	}
-	if (res->cpu.has_quota && res->cpu.quota > 0 && (h->cpu || h->v2)) {
-		uint64_t period = res->cpu.has_period && res->cpu.period ? res->cpu.period : 100000;
-
+	if (c->has_quota && c->quota > 0) {
 		if (h->v2) {
-			snprintf(v, sizeof(v), "%" PRId64 " %" PRIu64, res->cpu.quota, period);
-			r = write_value(dir, "cpu.max", v);
-			if (r == -ENOENT)
-				r = 0, err_clear();
+			snprintf(v, sizeof(v), "%" PRId64 " %" PRIu64, c->quota, period);
+			r = write_limit(h, dir, "cpu.max", v);
 		} else {
 			snprintf(v, sizeof(v), "%" PRIu64, period);
 			r = write_value(dir, "cpu.cfs_period_us", v);
-			snprintf(v, sizeof(v), "%" PRId64, res->cpu.quota);
+			snprintf(v, sizeof(v), "%" PRId64, c->quota);
 			if (r >= 0)
 				r = write_value(dir, "cpu.cfs_quota_us", v);
 		}
-		if (r < 0)
-			return r;
 	}
-	if (res->cpu.has_shares && res->cpu.shares && h->cpu && !h->v2) {
-		snprintf(v, sizeof(v), "%" PRIu64, res->cpu.shares);
-		r = write_value(dir, "cpu.shares", v);
+	if (r >= 0 && c->has_burst && c->burst) {
+		snprintf(v, sizeof(v), "%" PRIu64, c->burst);
+		r = write_limit(h, dir, h->v2 ? "cpu.max.burst" : "cpu.cfs_burst_us", v);
 	}
+	if (r >= 0 && c->has_shares && c->shares) {
+		snprintf(v, sizeof(v), "%" PRIu64, h->v2 ? cgroup_shares_to_weight(c->shares) : c->shares);
+		r = write_limit(h, dir, h->v2 ? "cpu.weight" : "cpu.shares", v);
+	}
+	return r;
+}
+
+/* The VM's vCPU threads run on the container's CPUs, its memory on its
+ * nodes (the vCPU count follows cpu.cpus too: vm-config.c). */
+static int set_cpuset(const struct hier *h, const char *dir, const struct oci_linux_resources *res)
+{
+	int r = 0;
+
+	if (!h->cpuset && !h->v2)
+		return 0;
+	if (res->cpu.cpus && *res->cpu.cpus)
+		r = write_limit(h, dir, "cpuset.cpus", res->cpu.cpus);
+	if (r >= 0 && res->cpu.mems && *res->cpu.mems)
+		r = write_limit(h, dir, "cpuset.mems", res->cpu.mems);
+	return r;
+}
+
+/* The container's processes are the guest's (limited in the VM); the
+ * host bounds the monitor's tasks: the limit plus its own threads. */
+static int set_pids(const struct hier *h, const char *dir, const struct oci_linux_resources *res)
+{
+	char v[32];
+
+	if (!res->pids.present || res->pids.limit <= 0 || !(h->pids || h->v2))
+		return 0;
+	snprintf(v, sizeof(v), "%" PRId64, res->pids.limit + CGROUP_MONITOR_TASKS_ALLOWANCE);
+	return write_limit(h, dir, "pids.max", v);
+}
+
+static int set_limits(const struct hier *h, const char *dir, const struct oci_linux_resources *res)
+{
+	int r;
+
+	if (!res)
+		return 0;
+	r = set_memory(h, dir, res);
+	if (r >= 0)
+		r = set_cpu(h, dir, res);
+	if (r >= 0)
+		r = set_cpuset(h, dir, res);
+	if (r >= 0)
+		r = set_pids(h, dir, res);
 	return r;
 }
 

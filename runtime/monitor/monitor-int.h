@@ -53,6 +53,7 @@ struct monitor {
 	bool checkpointed; /* saved and ending: the VM goes before the relays */
 	uint32_t exit_status;
 	struct relay *relays[CHAN_NR];
+	struct relay *fd_relays[PROTO_MAX_EXTRA_FDS]; /* preserved fds: from the guest */
 	struct netns_setup own_net; /* new_netns: what the hooks left in ours */
 	struct proto_msg early_start; /* early_create: the START built in create */
 	struct monitor_exec execs[MONITOR_MAX_EXECS];
@@ -64,6 +65,15 @@ struct monitor {
 	uint64_t oom_kill; /* OOM kills in the container so far */
 	struct create_guard guard; /* until create's outcome is known */
 };
+
+/* ---- monitor-fds.c: the creator's preserved fds ---- */
+
+/* Give START's process the preserved fds' ports and directions. */
+int monitor_fds_start(struct monitor *m, struct proto_process *p);
+/* Accept their streams and start the relays (after READY). */
+int monitor_fds_accept(struct monitor *m);
+/* Wait for the relays out of the guest (the VM has ended). */
+void monitor_fds_join(struct monitor *m);
 
 /* OOM from the guest: each new kill goes to the events subscribers. */
 void monitor_oom(struct monitor *m, const struct proto_oom *oom);

@@ -39,6 +39,26 @@
 #define POWEROFF_WAIT_MS 3000
 #define TTY_POLL_MS 250
 
+/* Without a terminal: one stream and relay per stdio fd; the other
+ * stdio ports take no stream, none stays open. */
+static int start_stdio(struct monitor *m)
+{
+	int r;
+
+	for (int i = CHAN_STDIN; i < CHAN_NR; i++) {
+		r = guest_channel_accept(&m->ch, i, GUEST_REPLY_TIMEOUT_MS, "the container's stdio streams");
+		if (r < 0)
+			return r;
+	}
+	guest_channel_unlisten(&m->ch);
+	m->relays[CHAN_STDIN] = relay_start(STDIN_FILENO, m->ch.stream_fds[CHAN_STDIN], true);
+	m->relays[CHAN_STDOUT] = relay_start(m->ch.stream_fds[CHAN_STDOUT], STDOUT_FILENO, false);
+	m->relays[CHAN_STDERR] = relay_start(m->ch.stream_fds[CHAN_STDERR], STDERR_FILENO, false);
+	if (!m->relays[CHAN_STDIN] || !m->relays[CHAN_STDOUT] || !m->relays[CHAN_STDERR])
+		return err_set(-ENOMEM, "cannot start the stdio relays");
+	return 0;
+}
+
 /* START with WAIT: the guest builds the container and answers READY. */
 static int create_container(struct monitor *m)
 {
@@ -55,6 +75,8 @@ static int create_container(struct monitor *m)
 	}
 	if (r >= 0)
 		r = guest_spec_set_identity(&msg.u.start);
+	if (r >= 0 && !m->a->plan->early_create)
+		r = monitor_fds_start(m, &msg.u.start.process);
 	if (r < 0) {
 		proto_start_free(&msg.u.start);
 		return r;
@@ -68,20 +90,12 @@ static int create_container(struct monitor *m)
 		return err_prefix(r, "unable to start container process");
 	log_debug("container created in the guest, pid %u", ans.u.started.pid);
 	proto_msg_free(&ans);
-	if (m->a->b->spec->process->terminal)
-		return monitor_terminal_setup(m);
-	for (int i = CHAN_STDIN; i < CHAN_NR; i++) {
-		r = guest_channel_accept(&m->ch, i, GUEST_REPLY_TIMEOUT_MS, "the container's stdio streams");
-		if (r < 0)
-			return r;
-	}
-	guest_channel_unlisten(&m->ch);
-	m->relays[CHAN_STDIN] = relay_start(STDIN_FILENO, m->ch.stream_fds[CHAN_STDIN], true);
-	m->relays[CHAN_STDOUT] = relay_start(m->ch.stream_fds[CHAN_STDOUT], STDOUT_FILENO, false);
-	m->relays[CHAN_STDERR] = relay_start(m->ch.stream_fds[CHAN_STDERR], STDERR_FILENO, false);
-	if (!m->relays[CHAN_STDIN] || !m->relays[CHAN_STDOUT] || !m->relays[CHAN_STDERR])
-		return err_set(-ENOMEM, "cannot start the stdio relays");
-	return 0;
+	/* The preserved fds' streams first: taking the stdio streams closes
+	 * every listener left. */
+	r = monitor_fds_accept(m);
+	if (r < 0)
+		return r;
+	return m->a->b->spec->process->terminal ? monitor_terminal_setup(m) : start_stdio(m);
 }
 
 /* A message from guest-init that answers no request (guest-channel.h). */
@@ -279,6 +293,8 @@ static int bring_up(struct monitor *m)
 	stop_point("monitor:setup");
 	if (r >= 0)
 		r = guest_channel_listen(&m->ch, CHAN_NR);
+	if (r >= 0 && a->preserved)
+		r = guest_channel_listen_extra(&m->ch, a->preserved->n);
 	/* Hooks have run; the VM's threads start with nothing to inherit. */
 	if (r >= 0 && jail_enabled())
 		r = jail_drop_caps();
@@ -305,6 +321,8 @@ static int bring_up(struct monitor *m)
 		r = guest_spec_from_oci(a->b->spec, a->c->state, &m->early_start.u.start);
 		if (r >= 0)
 			r = guest_spec_set_net(&m->early_start.u.start, a->net ? &a->net->cfg : NULL);
+		if (r >= 0)
+			r = monitor_fds_start(m, &m->early_start.u.start.process);
 		if (r >= 0)
 			r = monitor_terminal_host_side(m);
 	} else if (r >= 0) {
@@ -434,6 +452,8 @@ static void shut_down(struct monitor *m)
 	}
 	sandbox_free(m->sb, NULL);
 	m->sb = m->ch.sb = NULL;
+	/* The VM's end ended the preserved fds' streams. */
+	monitor_fds_join(m);
 	/* Exec'd processes died with the VM: their proxies see EOF. */
 	for (int i = 0; i < MONITOR_MAX_EXECS; i++)
 		if (m->execs[i].fd >= 0) {

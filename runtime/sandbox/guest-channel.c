@@ -38,6 +38,8 @@ int guest_channel_init(struct guest_channel *ch, const char *dir, const char *na
 	*ch = (struct guest_channel){.base_dirfd = -1, .stop_fd = -1, .abandon_fd = -1};
 	for (int i = 0; i < CHAN_NR; i++)
 		ch->listen_fds[i] = ch->stream_fds[i] = -1;
+	for (int i = 0; i < PROTO_MAX_EXTRA_FDS; i++)
+		ch->extra_listen[i] = ch->extra_stream[i] = -1;
 	/* The vsock device connects to "<base>_<port>" for each port: when
 	 * dir makes that too long for sun_path, the base goes through a
 	 * descriptor of the directory that we hold. */
@@ -63,6 +65,22 @@ int guest_channel_listen(struct guest_channel *ch, unsigned int nports)
 		ch->listen_fds[i] = unix_listen(path, 16);
 		if (ch->listen_fds[i] < 0)
 			return ch->listen_fds[i];
+	}
+	return 0;
+}
+
+int guest_channel_listen_extra(struct guest_channel *ch, unsigned int n)
+{
+	char path[256];
+
+	if (n > PROTO_MAX_EXTRA_FDS)
+		return err_set(-E2BIG, "%u preserved fds: at most %d", n, PROTO_MAX_EXTRA_FDS);
+	for (unsigned int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s_%u", ch->base, GUEST_PORT_EXTRA + i);
+		ch->extra_listen[i] = unix_listen(path, 1);
+		if (ch->extra_listen[i] < 0)
+			return ch->extra_listen[i];
+		ch->n_extra = i + 1;
 	}
 	return 0;
 }
@@ -179,6 +197,18 @@ static void unlisten_port(struct guest_channel *ch, int i)
 	unlink(path);
 }
 
+static void unlisten_extra(struct guest_channel *ch, unsigned int i)
+{
+	char path[256];
+
+	if (ch->extra_listen[i] < 0)
+		return;
+	close(ch->extra_listen[i]);
+	ch->extra_listen[i] = -1;
+	snprintf(path, sizeof(path), "%s_%u", ch->base, GUEST_PORT_EXTRA + i);
+	unlink(path);
+}
+
 int guest_channel_accept(struct guest_channel *ch, int i, int timeout_ms, const char *what)
 {
 	int64_t deadline = clock_now_ms() + timeout_ms;
@@ -211,6 +241,22 @@ int guest_channel_accept(struct guest_channel *ch, int i, int timeout_ms, const 
 		log_warn("a stream to vsock port %u did not open with guest-init's token (%s): closed", ports[i],
 		         strerror(-r));
 	}
+}
+
+int guest_channel_accept_extra(struct guest_channel *ch, unsigned int i, int timeout_ms)
+{
+	int r, fd;
+
+	if (i >= ch->n_extra)
+		return -EINVAL;
+	r = wait_readable(ch, ch->extra_listen[i], clock_now_ms() + timeout_ms, timeout_ms, "a preserved fd's stream");
+	if (r < 0)
+		return r;
+	fd = accept4(ch->extra_listen[i], NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return err_setsys(-errno, "accept preserved fd %u's stream", 3 + i);
+	ch->extra_stream[i] = fd;
+	return 0;
 }
 
 bool guest_channel_pending(const struct guest_channel *ch, int i)
@@ -350,6 +396,25 @@ void guest_channel_unlisten(struct guest_channel *ch)
 {
 	for (int i = 0; i < CHAN_NR; i++)
 		unlisten_port(ch, i);
+
+	char path[256];
+
+	for (int i = 0; i < CHAN_NR; i++) {
+		if (ch->listen_fds[i] < 0)
+			continue;
+		close(ch->listen_fds[i]);
+		ch->listen_fds[i] = -1;
+		port_path(ch, i, path, sizeof(path));
+		unlink(path);
+	}
+	for (unsigned int i = 0; i < ch->n_extra; i++) {
+		if (ch->extra_listen[i] < 0)
+			continue;
+		close(ch->extra_listen[i]);
+		ch->extra_listen[i] = -1;
+		snprintf(path, sizeof(path), "%s_%u", ch->base, GUEST_PORT_EXTRA + i);
+		unlink(path);
+	}
 }
 
 void guest_channel_close(struct guest_channel *ch)
@@ -360,7 +425,10 @@ void guest_channel_close(struct guest_channel *ch)
 			close(ch->stream_fds[i]);
 			ch->stream_fds[i] = -1;
 		}
-	proto_reader_reset(&ch->reader);
+	for (int i = 0; i < CHAN_NR; i++)
+		unlisten_port(ch, i);
+	for (unsigned int i = 0; i < ch->n_extra; i++)
+		unlisten_extra(ch, i);
 	if (ch->base_dirfd >= 0)
 		close(ch->base_dirfd);
 	ch->base_dirfd = -1;

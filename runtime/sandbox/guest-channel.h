@@ -25,6 +25,9 @@
 #define GUEST_PORT_STDOUT 1026
 #define GUEST_PORT_STDERR 1027
 
+/* The creator's preserved fds (create --preserve-fds): 1028 + i. */
+#define GUEST_PORT_EXTRA 1028
+
 /* The host ports guest-init connects to, in the order it connects. */
 enum { CHAN_CTL, CHAN_STDIN, CHAN_STDOUT, CHAN_STDERR, CHAN_NR };
 
@@ -48,6 +51,9 @@ struct guest_channel {
 	int listen_fds[CHAN_NR];
 	int stream_fds[CHAN_NR]; /* accepted streams, or -1 */
 	struct proto_reader reader; /* frames on stream_fds[CHAN_CTL], read without blocking */
+	/* The preserved fds' ports, GUEST_PORT_EXTRA + i. */
+	int extra_listen[PROTO_MAX_EXTRA_FDS], extra_stream[PROTO_MAX_EXTRA_FDS];
+	unsigned int n_extra;
 	struct sandbox *sb; /* the VM, once it exists: its end ends waits */
 	int stop_fd; /* a signalfd whose SIGTERM/SIGINT/SIGHUP/SIGQUIT end waits, or -1 */
 	int stop_signal; /* the signal that ended a wait, or 0 */
@@ -88,6 +94,13 @@ int guest_stream_token(uint8_t token[PROTO_TOKEN_BYTES]);
  * and compare them with token (in constant time): 0 when equal, -EACCES
  * when not, -ETIMEDOUT, -ECONNRESET (closed before) or -errno. */
 int guest_stream_check_token(int fd, const uint8_t *token, int timeout_ms);
+
+/* Listen on the n ports of preserved fds too (at most PROTO_MAX_EXTRA_FDS). */
+int guest_channel_listen_extra(struct guest_channel *ch, unsigned int n);
+
+/* Accept preserved fd i's stream into ch->extra_stream[i] (after HELLO,
+ * one that opens with the token), then close its listener. */
+int guest_channel_accept_extra(struct guest_channel *ch, unsigned int i, int timeout_ms);
 
 /* Whether a connection waits on port i's listener now. */
 bool guest_channel_pending(const struct guest_channel *ch, int i);

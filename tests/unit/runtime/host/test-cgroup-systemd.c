@@ -484,6 +484,80 @@ TEST(default_place)
 	cgroup_place_free(&pl);
 }
 
+/* The cgroupfs driver on a hybrid host (v1 controllers and cgroup2 at
+ * unified): the host-side limits go where each hierarchy takes them. */
+static void hybrid_file(const char *root, const char *rel, const char *text)
+{
+	char f[600];
+
+	snprintf(f, sizeof(f), "%s/%s", root, rel);
+	write_file_atomic(f, text, strlen(text), 0644);
+}
+
+static const char *hybrid_read(const char *root, const char *rel)
+{
+	static char buf[64];
+	char f[600], *s = NULL;
+
+	snprintf(f, sizeof(f), "%s/%s", root, rel);
+	if (read_file_all(f, sizeof(buf), &s, NULL) < 0)
+		return "MISSING";
+	snprintf(buf, sizeof(buf), "%s", s);
+	free(s);
+	return buf;
+}
+
+TEST(cgroupfs_host_limits)
+{
+	static const char *const files[] = {"memory/c/cgroup.procs",  "memory/c/memory.limit_in_bytes",
+	                                    "cpu/c/cgroup.procs",     "cpu/c/cpu.cfs_period_us",
+	                                    "cpu/c/cpu.cfs_quota_us", "cpu/c/cpu.cfs_burst_us",
+	                                    "cpu/c/cpu.shares",       "cpuset/c/cgroup.procs",
+	                                    "cpuset/c/cpuset.cpus",   "cpuset/c/cpuset.mems",
+	                                    "pids/c/cgroup.procs",    "pids/c/pids.max",
+	                                    "unified/c/cgroup.procs", "unified/c/cpu.weight"};
+	struct oci_linux_resources r = {0};
+	char root[300], d[400], v[32];
+
+	snprintf(root, sizeof(root), "%s/hy", tmp);
+	(void)rm_rf(root);
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		snprintf(d, sizeof(d), "%s/%s", root, files[i]);
+		*strrchr(d, '/') = 0;
+		mkdir_p(d, 0755);
+		hybrid_file(root, files[i], "");
+	}
+	hybrid_file(root, "cpuset/cpuset.cpus", "0-7\n");
+	hybrid_file(root, "cpuset/cpuset.mems", "0\n");
+	snprintf(d, sizeof(d), "%s/self", root);
+	hybrid_file(root, "self", "5:pids:/\n4:memory:/\n3:cpuset:/\n1:cpu:/\n0::/\n");
+	cgroup_mount_root = root;
+	cgroup_self_file = d;
+	r.memory.has_limit = true, r.memory.limit = 256 << 20;
+	r.cpu.has_quota = true, r.cpu.quota = 50000;
+	r.cpu.has_burst = true, r.cpu.burst = 20000;
+	r.cpu.has_shares = true, r.cpu.shares = 512;
+	r.cpu.cpus = (char *)"2-3";
+	r.pids.present = true, r.pids.limit = 100;
+	is_int(cgroup_enter("/c", NULL, &r, getpid()), 0);
+	snprintf(v, sizeof(v), "%lld", (long long)((256 << 20) + CGROUP_MONITOR_ALLOWANCE));
+	is_str(hybrid_read(root, "memory/c/memory.limit_in_bytes"), v);
+	is_str(hybrid_read(root, "cpu/c/cpu.cfs_quota_us"), "50000");
+	is_str(hybrid_read(root, "cpu/c/cpu.cfs_period_us"), "100000");
+	is_str(hybrid_read(root, "cpu/c/cpu.cfs_burst_us"), "20000");
+	is_str(hybrid_read(root, "cpu/c/cpu.shares"), "512");
+	/* Written over the parent's copy (a plain file here keeps its tail). */
+	ok(strncmp(hybrid_read(root, "cpuset/c/cpuset.cpus"), "2-3", 3) == 0, "cpuset.cpus: %s",
+	   hybrid_read(root, "cpuset/c/cpuset.cpus"));
+	is_str(hybrid_read(root, "cpuset/c/cpuset.mems"), "0\n"); /* the parent's */
+	snprintf(v, sizeof(v), "%d", 100 + CGROUP_MONITOR_TASKS_ALLOWANCE);
+	is_str(hybrid_read(root, "pids/c/pids.max"), v);
+	/* cgroup2 takes what it has files for (here: the weight). */
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)cgroup_shares_to_weight(512));
+	is_str(hybrid_read(root, "unified/c/cpu.weight"), v);
+	(void)rm_rf(root);
+}
+
 TEST(no_systemd_is_cgroupfs)
 {
 	struct fake_peer p = {.handler = fake_systemd};

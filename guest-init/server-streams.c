@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The stdio streams of the container's processes: connected to the
- * host's ports with their token, relayed to the processes' pipes or pty,
- * opened again after a restore. */
+/* The streams of a container's processes: stdio (connected to the host's
+ * ports with their token, relayed through pipes or a pty, opened again
+ * after a restore), preserved fds (handed to the process as they are). */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -15,7 +14,15 @@
 #include "common/log.h"
 #include "guest-init/server-int.h"
 
-int nonblock(int fd)
+void proc_extra_close(struct proc *p)
+{
+	for (size_t i = 0; i < p->n_extra; i++)
+		if (p->extra[i] >= 0)
+			close(p->extra[i]);
+	p->n_extra = 0;
+}
+
+static int nonblock(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);
 
@@ -52,9 +59,38 @@ static const uint8_t *stream_token(const struct state *st, const struct proto_pr
 	return st->srv->has_host_token ? st->srv->host_token : NULL;
 }
 
+/* The preserved fds' streams, closed in the direction the host fd does
+ * not go: the process holds the stream itself (no relay here). */
+int proc_extra_connect(struct state *st, struct proc *p, const struct proto_process *pp)
+{
+	int r;
+
+	if (pp->n_extra_fds > PROTO_MAX_EXTRA_FDS)
+		return err_set(-E2BIG, "%zu preserved fds: at most %d", pp->n_extra_fds, PROTO_MAX_EXTRA_FDS);
+	for (size_t i = 0; i < pp->n_extra_fds; i++) {
+		const struct proto_extra_fd *e = &pp->extra_fds[i];
+		const uint8_t *token = stream_token(st, pp);
+		int fd = st->srv->connect_port(e->port, st->srv->opaque);
+
+		if (fd < 0)
+			return err_setsys(fd, "connect preserved fd %zu's port %u", 3 + i, e->port);
+		p->extra[p->n_extra++] = fd;
+		if (token && (r = write_all(fd, token, PROTO_TOKEN_BYTES)) < 0)
+			return err_setsys(r, "preserved fd %zu's stream", 3 + i);
+		r = 0;
+		if (!(e->mode & PROTO_EXTRA_FD_WRITE))
+			r = shutdown(fd, SHUT_WR);
+		else if (!(e->mode & PROTO_EXTRA_FD_READ))
+			r = shutdown(fd, SHUT_RD);
+		if (r < 0)
+			return err_setsys(-errno, "preserved fd %zu", 3 + i);
+	}
+	return 0;
+}
+
 /* Connect the stdio streams and make the pipes the child gets. Slots:
  * fds[0..2] = host streams, fds[3..5] = our pipe ends. */
-int proc_stdio(struct state *st, struct proc *p, const struct proto_process *pp, int child_fds[3])
+int proc_stdio_connect(struct state *st, struct proc *p, const struct proto_process *pp, int child_fds[3])
 {
 	int r, pfd[2];
 
@@ -81,7 +117,7 @@ int proc_stdio(struct state *st, struct proc *p, const struct proto_process *pp,
 	return 0;
 }
 
-void proc_terminal(struct proc *p)
+void proc_terminal_relays(struct proc *p)
 {
 	p->fds[3] = p->child.pty_master;
 	p->child.pty_master = -1;
@@ -92,7 +128,7 @@ void proc_terminal(struct proc *p)
 	relay_init(&p->out, p->fds[3], p->fds[0], false);
 }
 
-void relay_events(struct proc *p, struct pollfd *pfd, size_t *n, struct relay **who)
+void proc_relay_events(struct proc *p, struct pollfd *pfd, size_t *n, struct relay **who)
 {
 	struct relay *rs[3] = {&p->in, &p->out, &p->err};
 
@@ -107,7 +143,7 @@ void relay_events(struct proc *p, struct pollfd *pfd, size_t *n, struct relay **
 	}
 }
 
-void relay_done(struct proc *p, struct relay *r)
+void proc_relay_done(struct proc *p, struct relay *r)
 {
 	if (r == &p->in && p->fds[3] >= 0 && !isatty(p->fds[3])) {
 		close(p->fds[3]); /* stdin EOF reaches the process */
@@ -121,7 +157,7 @@ void relay_done(struct proc *p, struct relay *r)
  * checkpoint): open them again from START's ports, on which the restoring
  * monitor listens. Exec'd processes lost their host side (their proxies
  * were processes of the saved monitor): they are killed. */
-void reopen_streams(struct state *st)
+void server_reopen_streams(struct state *st)
 {
 	const struct proto_process *pp = &st->start.u.start.process;
 
