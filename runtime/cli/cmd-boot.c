@@ -18,9 +18,11 @@
 
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/fileio.h"
 #include "common/log.h"
 #include "runtime/cli/cli-args.h"
 #include "runtime/cli/cli-help.h"
+#include "runtime/cli/log-sink.h"
 #include "runtime/host/jail.h"
 #include "runtime/sandbox/sandbox.h"
 #include "vmm/snapshot.h"
@@ -52,6 +54,7 @@ struct boot_opts {
 	bool vm_shape_given; /* --cpus or --memory */
 	bool restore_trust;
 	bool jail; /* --jail: the monitor's sandbox around the running VM */
+	char *jail_paths[SANDBOX_MAX_DISKS + 5]; /* absolute paths for the jail, owned */
 };
 
 static int parse_size(const char *s, uint64_t *ret)
@@ -345,6 +348,82 @@ static void take_snapshot(struct test_device *td, void *opaque)
 		sandbox_resume(br->sb);
 }
 
+/* *p made absolute (the jail binds each file at its path, and its cwd is
+ * its root); the string is kept in o->jail_paths[*i]. */
+static int absolute(struct boot_opts *o, unsigned int *i, const char **p)
+{
+	char *abs;
+
+	if (!*p)
+		return 0;
+	abs = realpath(*p, NULL);
+	if (!abs)
+		return err_setsys(-errno, "%s", *p);
+	o->jail_paths[(*i)++] = abs;
+	*p = abs;
+	return 0;
+}
+
+/* The vsock device's directory becomes the jail's state directory: its
+ * sockets are reached there (it must be searchable, and the sockets the
+ * guest connects to writable, by the jail's uid). */
+static int jail_vsock(struct boot_opts *o, unsigned int *i, struct jail_config *c)
+{
+	const char *slash;
+	char *dir, *in_jail;
+
+	if (!o->vm.vsock_path)
+		return 0;
+	slash = strrchr(o->vm.vsock_path, '/');
+	dir = slash ? strndup(o->vm.vsock_path, (size_t)(slash - o->vm.vsock_path)) : strdup(".");
+	if (!dir)
+		return -ENOMEM;
+	o->jail_paths[(*i)++] = dir;
+	c->state_dir = *dir ? dir : "/";
+	c->state_dir_writable = true;
+	if (asprintf(&in_jail, "%s/%s", JAIL_STATE_DIR, slash ? slash + 1 : o->vm.vsock_path) < 0)
+		return -ENOMEM;
+	o->jail_paths[(*i)++] = in_jail;
+	o->vm.vsock_path = in_jail;
+	return 0;
+}
+
+/* The monitor's jail around this VM: what it reads bound at absolute
+ * paths, a uid of its own, a new network namespace. */
+static int enter_jail(struct boot_opts *o, struct jail **ret)
+{
+	struct jail_config c = {.profile = JAIL_MONITOR, .devices = true, .net = JAIL_NET_NEW};
+	struct boot_config *b = &o->vm.boot;
+	unsigned int n = 0;
+	unsigned long base;
+	int r;
+
+	r = jail_uid_base(&base);
+	if (r < 0)
+		return r;
+	jail_ids_for(base, getpid(), &c.uid, &c.gid);
+	r = absolute(o, &n, &b->kernel_path);
+	if (r >= 0)
+		r = absolute(o, &n, &b->initrd_path);
+	if (r >= 0)
+		r = absolute(o, &n, &o->restore_path);
+	for (unsigned int d = 0; r >= 0 && d < o->vm.ndisks; d++)
+		r = absolute(o, &n, &o->vm.disks[d].path);
+	if (r >= 0)
+		r = jail_vsock(o, &n, &c);
+	if (r >= 0)
+		r = jail_config_bind(&c, b->kernel_path, false);
+	if (r >= 0)
+		r = jail_config_bind(&c, b->initrd_path, false);
+	if (r >= 0)
+		r = jail_config_bind(&c, o->restore_path, false);
+	for (unsigned int d = 0; r >= 0 && d < o->vm.ndisks; d++)
+		r = jail_config_bind(&c, o->vm.disks[d].path, !o->vm.disks[d].read_only);
+	if (r >= 0)
+		r = jail_mount(&c, ret);
+	return r >= 0 ? jail_begin(*ret) : r;
+}
+
 /* Build the VM (booted, or restored) with its vCPUs stopped. */
 static int build_vm(const struct boot_opts *o, struct boot_run *br)
 {
@@ -385,24 +464,41 @@ static int prepare_vm(const struct boot_opts *o, struct boot_run *br)
 	return r;
 }
 
+/* Only stdio, the console file and the log go into the jail. */
+static int close_inherited(const struct boot_opts *o)
+{
+	int keep[] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, o->console_fd, log_sink_fd()};
+	int r = fd_close_all_except(keep, ARRAY_SIZE(keep));
+
+	return r < 0 ? err_setsys(r, "close inherited descriptors") : 0;
+}
+
 static int run_vm(struct boot_opts *o, struct vm_result *res)
 {
 	struct boot_run br = {.o = o, .signal_fd = -1};
+	struct jail *jail = NULL;
 	int r;
 
 	r = open_console(o);
-	/* Before the VM's threads exist, so that they inherit no capability. */
+	/* Before the VM's threads exist: they are made in the jail. */
 	if (r >= 0 && o->jail)
-		r = jail_drop_caps();
+		r = close_inherited(o);
+	if (r >= 0 && o->jail)
+		r = enter_jail(o, &jail);
 	o->vm.stopped = true;
 	if (r >= 0)
 		r = build_vm(o, &br);
 	if (r >= 0)
 		r = prepare_vm(o, &br);
+	/* Before the guest's first instruction: its own uid, the serving
+	 * filter, and the vCPU threads' own. */
+	if (r >= 0 && jail) {
+		br.sb->vm->vcpu_thread_init = jail_vcpu_thread;
+		br.sb->vm->vcpu_thread_opaque = jail;
+		r = jail_finish(jail);
+	}
 	if (r >= 0)
 		r = vm_start(br.sb->vm);
-	if (r >= 0 && o->jail)
-		r = jail_seccomp(JAIL_MONITOR);
 	if (br.sb && (r >= 0 || br.sb->vm->started)) {
 		vm_wait(br.sb->vm, res);
 		if (o->timings)
@@ -415,6 +511,7 @@ static int run_vm(struct boot_opts *o, struct vm_result *res)
 	sandbox_free(br.sb, NULL);
 	if (o->console_fd >= 0)
 		close(o->console_fd);
+	jail_free(jail);
 	return r;
 }
 
@@ -465,7 +562,8 @@ static int run_boot(struct cli_context *ctx, int argc, char **argv)
 	    {"test-device", NULL, CLI_BOOL, &o.vm.test_device,
 	     "add the test device (exit/irq/ncpus ports, MMIO window)"},
 	    {"jail", NULL, CLI_BOOL, &o.jail,
-	     "run the VM in the container monitor's sandbox: no capabilities, no_new_privs, its seccomp allowlist"},
+	     "run the VM in the container monitor's jail (docs/security.md): a uid of its own, a mount namespace "
+	     "holding only the VM's files, no capabilities, its seccomp filters"},
 	    {"timeout", NULL, CLI_STRING, &f.timeout, "end the VM after this many seconds"},
 	    {"timings", NULL, CLI_BOOL, &o.timings, "print a JSON line with setup/boot times and memory on stderr"},
 	    {"snapshot-on-port", NULL, CLI_STRING, &o.snapshot_path,
@@ -498,6 +596,8 @@ static int run_boot(struct cli_context *ctx, int argc, char **argv)
 		r = report(&o, &res);
 	for (unsigned int d = 0; d < SANDBOX_MAX_DISKS; d++)
 		free(o.disk_paths[d]);
+	for (size_t p = 0; p < ARRAY_SIZE(o.jail_paths); p++)
+		free(o.jail_paths[p]);
 	return r;
 }
 

@@ -12,7 +12,9 @@
 #include "oci-spec/spec.h"
 #include "runtime/cli/cli-args.h"
 #include "runtime/cli/exec-proxy.h"
+#include "runtime/host/jail.h"
 #include "runtime/monitor/guest-spec.h"
+#include "runtime/store/layout.h"
 #include "runtime/store/state.h"
 
 /* An absolute form of path (the proxy may chdir). */
@@ -242,6 +244,34 @@ static int build_process(const struct exec_opts *o, const char *bundle, char **a
 	return r;
 }
 
+/* The uid of the container's jail, which its exec proxies share: the one
+ * its monitor recorded, else (a monitor made with $KVRUN_JAIL=0) the one a
+ * jail of the monitor's pid would have; 0 with $KVRUN_JAIL=0. */
+static int exec_jail_uid(const struct container *c, uid_t *ret)
+{
+	const char *s = oci_map_get(&c->state->private_data, STATE_KEY_JAIL_UID);
+	unsigned long base;
+	gid_t gid;
+	char *end;
+	int r;
+
+	*ret = 0;
+	if (!jail_enabled())
+		return 0;
+	if (s) {
+		unsigned long v = strtoul(s, &end, 10);
+
+		if (*end || v == 0 || v > 0x7fffffff)
+			return err_set(-EINVAL, "state of %s: bad %s '%s'", c->state->id, STATE_KEY_JAIL_UID, s);
+		*ret = (uid_t)v;
+		return 0;
+	}
+	r = jail_uid_base(&base);
+	if (r >= 0)
+		jail_ids_for(base, c->state->pid, ret, &gid);
+	return r;
+}
+
 /* Everything after the flags; errors read "exec failed: ..." as runc's. */
 static int exec_do(struct cli_context *ctx, const struct exec_opts *o, char **argv, int nargs)
 {
@@ -249,6 +279,7 @@ static int exec_do(struct cli_context *ctx, const struct exec_opts *o, char **ar
 	_cleanup_free_ char *dir = NULL, *bundle = NULL, *pid_file = NULL;
 	struct proto_process proc = {0};
 	bool terminal = false, have_socket;
+	uid_t jail_uid;
 	int r;
 
 	/* The process is checked before the lookup, so that a mistake in it is
@@ -268,6 +299,9 @@ static int exec_do(struct cli_context *ctx, const struct exec_opts *o, char **ar
 	                       o->ignore_paused ? CONTAINER_OP_EXEC_IGNORE_PAUSED : CONTAINER_OP_EXEC, &c);
 	if (r < 0)
 		return r;
+	r = exec_jail_uid(c, &jail_uid);
+	if (r < 0)
+		return r;
 	dir = strdup(c->dir);
 	bundle = strdup(c->state->bundle ? c->state->bundle : ".");
 	if (o->pid_file && *o->pid_file)
@@ -282,7 +316,8 @@ static int exec_do(struct cli_context *ctx, const struct exec_opts *o, char **ar
 		                                             .proc = &proc,
 		                                             .console_socket = have_socket ? o->console_socket : NULL,
 		                                             .pid_file = pid_file,
-		                                             .detach = o->detach});
+		                                             .detach = o->detach,
+		                                             .jail_uid = jail_uid});
 	proto_process_free(&proc);
 	return r;
 }

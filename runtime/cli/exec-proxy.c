@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/unix-socket.h"
 #include "runtime/cli/exec-proxy.h"
+#include "runtime/cli/log-sink.h"
 #include "runtime/host/console.h"
 #include "runtime/host/jail.h"
 #include "runtime/monitor/monitor-relay.h"
@@ -41,6 +42,10 @@ enum { S_IN, S_OUT, S_ERR, NR_STREAMS };
 
 struct proxy {
 	const struct exec_proxy_opts *o;
+	const char *dir; /* the state directory as the proxy sees it (in the jail: JAIL_STATE_DIR) */
+	struct jail *jail;
+	int ready_fd;
+	int sfd; /* signalfd */
 	int listen_fds[NR_STREAMS];
 	char *listen_paths[NR_STREAMS];
 	int streams[NR_STREAMS];
@@ -68,6 +73,9 @@ static int listen_streams(struct proxy *p, int n)
 		p->listen_fds[i] = unix_listen(p->listen_paths[i], 1);
 		if (p->listen_fds[i] < 0)
 			return p->listen_fds[i];
+		/* The jailed monitor's vsock device connects to it. */
+		if (p->o->jail_uid && jail_own_path(p->listen_paths[i], p->o->jail_uid, p->o->jail_uid) < 0)
+			return -errno;
 	}
 	return 0;
 }
@@ -230,7 +238,7 @@ static int call(struct proxy *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(req, sizeof(req), fmt, ap);
 	va_end(ap);
-	r = monitor_call(p->o->dir, req, CALL_TIMEOUT_MS, NULL);
+	r = monitor_call(p->dir, req, CALL_TIMEOUT_MS, NULL);
 	if (r < 0)
 		log_debug("exec proxy: %s: %s", req, err_msg());
 	return r;
@@ -306,18 +314,43 @@ static _Noreturn void serve(struct proxy *p, int sfd)
 	finish(p, SIGKILL);
 }
 
-/* The relays and everything after them run without privilege: no
- * capabilities (dropped before the relay threads exist, which inherit
- * that), no_new_privs and the proxy's seccomp allowlist. */
-static void jail(struct proxy *p)
+/* The proxy keeps its streams, its control connection, its stdio or pty,
+ * its signals, the ready pipe and the log; the rest goes. */
+static int close_others(struct proxy *p)
 {
-	bool on = jail_enabled();
+	int keep[] = {STDIN_FILENO,      STDOUT_FILENO, STDERR_FILENO, p->ctl,      p->streams[S_IN], p->streams[S_OUT],
+	              p->streams[S_ERR], p->tty_fd,     p->sfd,        p->ready_fd, log_sink_fd()};
+	int r = fd_close_all_except(keep, ARRAY_SIZE(keep));
 
-	if (on && jail_drop_caps() < 0)
-		log_warn("exec proxy sandbox: %s", err_msg());
-	start_relays(p);
-	if (on && jail_seccomp(JAIL_PROXY) < 0)
-		log_warn("exec proxy sandbox: %s: running without a seccomp filter", err_msg());
+	return r < 0 ? err_setsys(r, "close inherited descriptors") : 0;
+}
+
+/* The relays and everything after them run in the jail (exec-proxy.h),
+ * which must be complete before they start: the jail's steps need a
+ * process with one thread. */
+static int enter_jail(struct proxy *p)
+{
+	struct jail_config c = {.profile = JAIL_PROXY,
+	                        .uid = p->o->jail_uid,
+	                        .gid = p->o->jail_uid,
+	                        .state_dir = p->o->dir,
+	                        .net = JAIL_NET_NEW};
+	int r;
+
+	if (!p->o->jail_uid)
+		return 0;
+	tzset();
+	r = jail_mount(&c, &p->jail);
+	if (r >= 0)
+		r = close_others(p);
+	if (r >= 0)
+		r = jail_begin(p->jail);
+	if (r >= 0)
+		r = jail_finish(p->jail);
+	if (r < 0)
+		return err_prefix(r, "exec proxy jail");
+	p->dir = JAIL_STATE_DIR;
+	return 0;
 }
 
 static int write_pid(const char *path, pid_t pid)
@@ -333,14 +366,15 @@ static int write_pid(const char *path, pid_t pid)
  * else serves and never returns. ready_fd (or -1) hears "ok". */
 static int proxy_main(const struct exec_proxy_opts *o, int ready_fd)
 {
-	struct proxy p = {.o = o, .ctl = -1, .in_fd = 0, .out_fd = 1, .err_fd = 2, .tty_fd = -1};
+	struct proxy p = {
+	    .o = o, .dir = o->dir, .ready_fd = ready_fd, .ctl = -1, .in_fd = 0, .out_fd = 1, .err_fd = 2, .tty_fd = -1};
 	struct proto_process *pp = o->proc;
-	int n = pp->terminal ? 1 : NR_STREAMS, sfd, r;
+	int n = pp->terminal ? 1 : NR_STREAMS, r;
 
 	for (int i = 0; i < NR_STREAMS; i++)
 		p.listen_fds[i] = p.streams[i] = -1;
 	signal(SIGPIPE, SIG_IGN);
-	sfd = block_signals();
+	p.sfd = block_signals();
 	r = pp->terminal ? setup_terminal(&p) : 0;
 	if (r >= 0)
 		r = listen_streams(&p, n);
@@ -353,18 +387,22 @@ static int proxy_main(const struct exec_proxy_opts *o, int ready_fd)
 		r = accept_streams(&p, n);
 	if (r >= 0 && !o->detach && o->pid_file)
 		r = write_pid(o->pid_file, getpid());
+	/* A jail that cannot be made fails the exec: the process started is
+	 * killed when our control connection closes. */
+	if (r >= 0)
+		r = enter_jail(&p);
 	if (r < 0) {
 		unlisten(&p);
 		if (p.raw)
 			console_restore(STDIN_FILENO, &p.saved);
 		return r;
 	}
-	jail(&p);
+	start_relays(&p);
 	if (ready_fd >= 0) {
 		(void)write_all(ready_fd, "ok\n", 3);
 		close(ready_fd);
 	}
-	serve(&p, sfd);
+	serve(&p, p.sfd);
 }
 
 int exec_proxy_run(const struct exec_proxy_opts *o)

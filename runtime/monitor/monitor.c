@@ -57,18 +57,11 @@ static void follow_size(struct monitor *m)
 static int create_container(struct monitor *m)
 {
 	struct proto_msg msg = {.type = PROTO_MSG_START, .flags = PROTO_START_F_WAIT}, ans = {0};
-	int r = 0;
+	int r;
 
-	if (m->a->plan->early_create) {
-		msg.u.start = m->early_start.u.start; /* built by bring_up */
-		m->early_start = (struct proto_msg){0};
-	} else {
-		r = guest_spec_from_oci(m->a->b->spec, m->a->c->state, &msg.u.start);
-		if (r >= 0)
-			r = guest_spec_set_net(&msg.u.start, m->a->net ? &m->a->net->cfg : NULL);
-	}
-	if (r >= 0)
-		r = guest_spec_set_identity(&msg.u.start);
+	msg.u.start = m->start.u.start; /* built by build_start() */
+	m->start = (struct proto_msg){0};
+	r = guest_spec_set_identity(&msg.u.start);
 	if (r < 0) {
 		proto_start_free(&msg.u.start);
 		return r;
@@ -113,15 +106,6 @@ static void note(void *opaque, const struct proto_msg *msg)
 		return;
 	}
 	monitor_exec_exited(m, msg->id, msg->u.exit.status);
-}
-
-static int write_pid_file(const char *path)
-{
-	char buf[32];
-	int n = snprintf(buf, sizeof(buf), "%d", (int)getpid());
-	int r = write_file_atomic(path, buf, (size_t)n, 0644);
-
-	return r < 0 ? err_setsys(r, "write pid file %s", path) : 0;
 }
 
 /* Tell the creator how it went. Fails when the creator is gone (killed
@@ -181,21 +165,32 @@ static int host_setup(struct monitor *m)
 	return r;
 }
 
-/* A checkpoint's VM, or a new one (from a template or booted). */
-static int start_vm(struct monitor *m, const struct sandbox_opts *o)
+/* A checkpoint's VM, or a new one (from a template or booted), with its
+ * vCPUs stopped: the jail is finished before they run. */
+static int build_vm(struct monitor *m)
 {
-	_cleanup_free_ char *snap = NULL;
-
+	struct monitor_args *a = m->a;
+	_cleanup_free_ char *disk = NULL;
+	struct sandbox_opts o = {
+	    .plan = a->plan,
+	    .ndisks = 1,
+	    .vsock_path = m->ch.base,
+	    .console_fd = m->console_fd > 0 ? m->console_fd : 0,
+	    .net = a->net,
+	    .stopped = true,
+	};
 	int r;
 
-	if (!m->a->restore_dir) {
-		r = template_launch(o, &m->sb);
-	} else {
-		if (asprintf(&snap, "%s/%s", m->a->restore_dir, MONITOR_CHECKPOINT_VM) < 0)
-			return -ENOMEM;
-		log_info("VM: restoring checkpoint %s", m->a->restore_dir);
-		r = sandbox_restore(o, snap, 0, false, NULL, &m->sb);
-	}
+	if (asprintf(&disk, "%s/%s", m->dir, MONITOR_DISK) < 0)
+		return -ENOMEM;
+	o.disks[0] = (struct sandbox_disk){.path = disk,
+	                                   .base = m->disk_base,
+	                                   .read_only = a->b->spec->root && a->b->spec->root->readonly,
+	                                   .id = "rootfs"};
+	if (a->restore_dir)
+		r = sandbox_restore(&o, m->snapshot, 0, false, NULL, &m->sb);
+	else
+		r = template_launch(&o, m->snapshot, &m->sb);
 	m->ch.sb = m->sb;
 	return r;
 }
@@ -232,64 +227,88 @@ static int finish_boot(struct monitor *m)
 	return r;
 }
 
-static int bring_up(struct monitor *m)
+/* The START of the container's process: from the spec, with files the
+ * guest gets copies of read now (the jail sees none of them). */
+static int build_start(struct monitor *m)
 {
 	struct monitor_args *a = m->a;
-	_cleanup_free_ char *disk = NULL, *base = NULL;
 	int r;
 
-	if (asprintf(&disk, "%s/%s", a->c->dir, MONITOR_DISK) < 0 ||
-	    asprintf(&base, "%s/%s", a->c->dir, MONITOR_DISK_BASE) < 0)
-		return -ENOMEM;
-	if (access(base, F_OK) < 0)
-		free(TAKE_PTR(base));
+	if (a->restore_dir)
+		return 0;
+	r = guest_spec_from_oci(a->b->spec, a->c->state, &m->start.u.start);
+	if (r >= 0)
+		r = guest_spec_set_net(&m->start.u.start, a->net ? &a->net->cfg : NULL);
+	return r;
+}
+
+/* Our pid (its start time with it), cgroup and jail uid in state.json now:
+ * create records the rest once we report, and cleans up after us when we
+ * fail (a jailed monitor can do neither). */
+static int record_state(struct monitor *m)
+{
+	struct monitor_args *a = m->a;
+	char uid[16];
+	int r = 0;
+
+	if (jail_enabled()) {
+		uid_t u;
+		gid_t g;
+
+		jail_ids_for(a->plan->jail_uid_base, getpid(), &u, &g);
+		snprintf(uid, sizeof(uid), "%u", (unsigned)u);
+		r = oci_map_set(&a->c->state->private_data, STATE_KEY_JAIL_UID, uid);
+	}
+	return r < 0 ? r : container_record_pid(a->c, getpid());
+}
+
+/* What needs the host's view and privilege, before the jail. */
+static int host_part(struct monitor *m)
+{
+	int r;
+
 	r = host_setup(m);
 	if (r >= 0)
 		r = serve_own_netns(m);
 	if (r >= 0)
-		r = guest_channel_listen(&m->ch, CHAN_NR);
-	/* Hooks have run; the VM's threads start with nothing to inherit. */
-	if (r >= 0 && jail_enabled())
-		r = jail_drop_caps();
+		r = record_state(m);
 	if (r >= 0)
-		r = start_vm(
-		    m, &(struct sandbox_opts){.plan = a->plan,
-		                              .disks = {{.path = disk,
-		                                         .base = base,
-		                                         .read_only = a->b->spec->root && a->b->spec->root->readonly,
-		                                         .id = "rootfs"}},
-		                              .ndisks = 1,
-		                              .vsock_path = m->ch.base,
-		                              .console_path = a->console_path,
-		                              .net = a->net});
+		r = monitor_terminal_host_side(m);
+	if (r >= 0)
+		r = build_start(m);
+	if (r >= 0)
+		r = monitor_vm_files(m);
+	/* Log lines carry local time: the zone is read while it can be. */
+	tzset();
+	return r;
+}
+
+static int bring_up(struct monitor *m)
+{
+	struct monitor_args *a = m->a;
+	int r;
+
+	r = host_part(m);
+	if (r >= 0)
+		r = monitor_jail_mount(m);
+	if (r >= 0)
+		r = monitor_open_sockets(m);
+	if (r >= 0)
+		r = monitor_jail_begin(m);
+	if (r >= 0)
+		r = build_vm(m);
+	if (r >= 0)
+		r = monitor_jail_finish(m);
+	if (r >= 0)
+		r = vm_start(m->sb->vm);
 	/* The host's whole part of create, up to the guest's own work. */
 	if (r >= 0)
 		log_info("VM: running: host_us=%llu disk_us=%llu",
 		         (unsigned long long)((vm_now_ns() - a->t_start_ns) / 1000), (unsigned long long)a->disk_us);
-	if (r >= 0 && a->plan->early_create) {
-		/* Everything the guest does is left to finish_boot(), after create
-		 * has returned: the spec it needs is built now, while the state
-		 * is still ours. */
-		r = guest_spec_from_oci(a->b->spec, a->c->state, &m->early_start.u.start);
-		if (r >= 0)
-			r = guest_spec_set_net(&m->early_start.u.start, a->net ? &a->net->cfg : NULL);
-		if (r >= 0)
-			r = monitor_terminal_host_side(m);
-	} else if (r >= 0) {
+	/* With early_create, everything the guest does is left to
+	 * finish_boot(), after create has returned. */
+	if (r >= 0 && !a->plan->early_create)
 		r = finish_boot(m);
-	}
-	if (r >= 0 && a->pid_file)
-		r = write_pid_file(a->pid_file);
-	if (r >= 0)
-		m->control_fd = unix_listen(m->control_path, 16);
-	if (m->control_fd < 0 && r >= 0)
-		r = m->control_fd;
-	if (r >= 0)
-		r = container_set_status(a->c, OCI_STATUS_CREATED, getpid());
-	/* A restored container's process is already running: created, then
-	 * running, as the state machine has it. */
-	if (r >= 0 && a->restore_dir)
-		r = container_set_status(a->c, OCI_STATUS_RUNNING, getpid());
 	return r;
 }
 
@@ -450,19 +469,6 @@ _Noreturn void monitor_exit_like(uint32_t status)
 	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_MONITOR_FAILED);
 }
 
-/* Everything privileged is done: the seccomp allowlist for the rest. */
-static void enter_jail(void)
-{
-	if (!jail_enabled()) {
-		log_warn("monitor sandbox off ($KVRUN_JAIL=%s)", getenv("KVRUN_JAIL"));
-		return;
-	}
-	if (jail_seccomp(JAIL_MONITOR) < 0)
-		log_warn("monitor sandbox: %s: serving without a seccomp filter", err_msg());
-	else
-		log_debug("monitor sandbox on: no capabilities, no_new_privs, seccomp allowlist");
-}
-
 /* The boot did not finish: a signal that stopped it ends us as it would
  * have ended the container's process (the caller sees 128+N). */
 static _Noreturn void exit_boot_failed(struct monitor *m)
@@ -474,7 +480,7 @@ static _Noreturn void exit_boot_failed(struct monitor *m)
 
 _Noreturn void monitor_main(struct monitor_args *a)
 {
-	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1};
+	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1, .console_fd = -1};
 	int r;
 
 	for (int i = 0; i < MONITOR_MAX_EXECS; i++)
@@ -484,26 +490,27 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	m.tty_fd = -1;
 	signal(SIGPIPE, SIG_IGN);
 	m.signal_fd = watch_signals();
-	if (guest_channel_init(&m.ch, a->c->dir, MONITOR_VSOCK_SOCK) < 0 ||
-	    asprintf(&m.control_path, "%s/%s", a->c->dir, MONITOR_CONTROL_SOCK) < 0)
-		_exit(EXIT_MONITOR_FAILED);
-	/* Until the container runs, a signal to us ends the boot. */
-	m.ch.stop_fd = m.signal_fd;
-	m.ch.on_note = note;
-	m.ch.opaque = &m;
+	/* Without listeners until monitor_open_sockets(). Until the container
+	 * runs, a signal to us ends the boot. */
+	m.ch = (struct guest_channel){.base_dirfd = -1, .stop_fd = m.signal_fd, .on_note = note, .opaque = &m};
+	for (int i = 0; i < CHAN_NR; i++)
+		m.ch.listen_fds[i] = m.ch.stream_fds[i] = -1;
 	r = bring_up(&m);
 	/* On failure our cgroup goes before create hears of it (create then
-	 * kills us and removes the state, which names the cgroup). */
-	if (r < 0 && m.cgroup_path)
+	 * kills us and removes the state, which names the cgroup). In the
+	 * jail we cannot: create does it once we are gone. */
+	if (r < 0 && m.cgroup_path && !m.jail)
 		cgroup_leave(m.cgroup_path, m.cgroup_unit);
 	if (report_ready(&m, r) < 0 && r >= 0) {
-		/* Still holding the creator's lock: remove what it would have. */
+		/* Still holding the creator's lock: remove what it would have
+		 * (jailed: the VM; `delete` finds the rest, its pid gone). */
 		log_error("the creating process went away: removing container %s", a->c->state->id);
 		end_vm(&m);
 		shut_down(&m);
-		if (m.cgroup_path)
+		if (m.cgroup_path && !m.jail)
 			cgroup_leave(m.cgroup_path, m.cgroup_unit);
-		rm_rf(a->c->dir);
+		if (!m.jail)
+			rm_rf(a->c->dir);
 		_exit(EXIT_MONITOR_FAILED);
 	}
 	/* The lock was create's: release it whether or not we made it. */
@@ -525,7 +532,6 @@ _Noreturn void monitor_main(struct monitor_args *a)
 			exit_boot_failed(&m);
 		}
 	}
-	enter_jail();
 	r = serve(&m);
 	if (r < 0)
 		log_error("%s", err_msg());

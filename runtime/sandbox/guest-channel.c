@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -62,6 +63,20 @@ int guest_channel_listen(struct guest_channel *ch, unsigned int nports)
 		ch->listen_fds[i] = unix_listen(path, 16);
 		if (ch->listen_fds[i] < 0)
 			return ch->listen_fds[i];
+	}
+	return 0;
+}
+
+int guest_channel_own(const struct guest_channel *ch, uid_t uid, gid_t gid)
+{
+	char path[256];
+
+	for (int i = 0; i < CHAN_NR; i++) {
+		if (ch->listen_fds[i] < 0)
+			continue;
+		port_path(ch, i, path, sizeof(path));
+		if (chown(path, uid, gid) < 0 || chmod(path, 0600) < 0)
+			return err_setsys(-errno, "hand %s to uid %u", path, (unsigned)uid);
 	}
 	return 0;
 }

@@ -429,6 +429,45 @@ int container_load(const char *root, const char *id, bool exclusive, struct cont
 	return 0;
 }
 
+int container_reload(struct container *c)
+{
+	struct oci_state *old = c->state;
+	int r;
+
+	c->state = NULL;
+	r = read_state(c);
+	if (r < 0) {
+		c->state = old;
+		return r;
+	}
+	oci_state_free(old);
+	return 0;
+}
+
+/* pid and its start time (which tells it from a later process with its
+ * number) into c's state. */
+static int record_pid(struct container *c, pid_t pid)
+{
+	struct proc_stat st;
+	int r;
+
+	r = proc_stat_read(container_proc_root, pid, &st);
+	if (r < 0)
+		return r == -ESRCH ? err_set(r, "process %d has exited", (int)pid) : r;
+	r = map_set_ull(&c->state->private_data, STATE_KEY_PID_START, st.start_time);
+	if (r < 0)
+		return r;
+	c->state->pid = pid;
+	return 0;
+}
+
+int container_record_pid(struct container *c, pid_t pid)
+{
+	int r = record_pid(c, pid);
+
+	return r < 0 ? r : container_save(c);
+}
+
 int container_set_status(struct container *c, enum oci_status status, pid_t pid)
 {
 	int r;
@@ -437,15 +476,9 @@ int container_set_status(struct container *c, enum oci_status status, pid_t pid)
 	if (r < 0)
 		return r;
 	if (pid > 0) {
-		struct proc_stat st;
-
-		r = proc_stat_read(container_proc_root, pid, &st);
-		if (r < 0)
-			return r == -ESRCH ? err_set(r, "process %d has exited", (int)pid) : r;
-		r = map_set_ull(&c->state->private_data, STATE_KEY_PID_START, st.start_time);
+		r = record_pid(c, pid);
 		if (r < 0)
 			return r;
-		c->state->pid = pid;
 	}
 	c->state->status = status;
 	return container_save(c);
