@@ -21,9 +21,9 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "runtime/cli/cli-args.h"
+#include "runtime/cli/boot-jail.h"
 #include "runtime/cli/cli-help.h"
 #include "runtime/cli/log-sink.h"
-#include "runtime/host/jail.h"
 #include "runtime/sandbox/sandbox.h"
 #include "vmm/snapshot.h"
 #include "vmm/test-device.h"
@@ -54,7 +54,7 @@ struct boot_opts {
 	bool vm_shape_given; /* --cpus or --memory */
 	bool restore_trust;
 	bool jail; /* --jail: the monitor's sandbox around the running VM */
-	char *jail_paths[SANDBOX_MAX_DISKS + 5]; /* absolute paths for the jail, owned */
+	struct boot_jail jail_paths; /* the paths given, made absolute for the jail */
 };
 
 static int parse_size(const char *s, uint64_t *ret)
@@ -348,82 +348,6 @@ static void take_snapshot(struct test_device *td, void *opaque)
 		sandbox_resume(br->sb);
 }
 
-/* *p made absolute (the jail binds each file at its path, and its cwd is
- * its root); the string is kept in o->jail_paths[*i]. */
-static int absolute(struct boot_opts *o, unsigned int *i, const char **p)
-{
-	char *abs;
-
-	if (!*p)
-		return 0;
-	abs = realpath(*p, NULL);
-	if (!abs)
-		return err_setsys(-errno, "%s", *p);
-	o->jail_paths[(*i)++] = abs;
-	*p = abs;
-	return 0;
-}
-
-/* The vsock device's directory becomes the jail's state directory: its
- * sockets are reached there (it must be searchable, and the sockets the
- * guest connects to writable, by the jail's uid). */
-static int jail_vsock(struct boot_opts *o, unsigned int *i, struct jail_config *c)
-{
-	const char *slash;
-	char *dir, *in_jail;
-
-	if (!o->vm.vsock_path)
-		return 0;
-	slash = strrchr(o->vm.vsock_path, '/');
-	dir = slash ? strndup(o->vm.vsock_path, (size_t)(slash - o->vm.vsock_path)) : strdup(".");
-	if (!dir)
-		return -ENOMEM;
-	o->jail_paths[(*i)++] = dir;
-	c->state_dir = *dir ? dir : "/";
-	c->state_dir_writable = true;
-	if (asprintf(&in_jail, "%s/%s", JAIL_STATE_DIR, slash ? slash + 1 : o->vm.vsock_path) < 0)
-		return -ENOMEM;
-	o->jail_paths[(*i)++] = in_jail;
-	o->vm.vsock_path = in_jail;
-	return 0;
-}
-
-/* The monitor's jail around this VM: what it reads bound at absolute
- * paths, a uid of its own, a new network namespace. */
-static int enter_jail(struct boot_opts *o, struct jail **ret)
-{
-	struct jail_config c = {.profile = JAIL_MONITOR, .devices = true, .net = JAIL_NET_NEW};
-	struct boot_config *b = &o->vm.boot;
-	unsigned int n = 0;
-	unsigned long base;
-	int r;
-
-	r = jail_uid_base(&base);
-	if (r < 0)
-		return r;
-	jail_ids_for(base, getpid(), &c.uid, &c.gid);
-	r = absolute(o, &n, &b->kernel_path);
-	if (r >= 0)
-		r = absolute(o, &n, &b->initrd_path);
-	if (r >= 0)
-		r = absolute(o, &n, &o->restore_path);
-	for (unsigned int d = 0; r >= 0 && d < o->vm.ndisks; d++)
-		r = absolute(o, &n, &o->vm.disks[d].path);
-	if (r >= 0)
-		r = jail_vsock(o, &n, &c);
-	if (r >= 0)
-		r = jail_config_bind(&c, b->kernel_path, false);
-	if (r >= 0)
-		r = jail_config_bind(&c, b->initrd_path, false);
-	if (r >= 0)
-		r = jail_config_bind(&c, o->restore_path, false);
-	for (unsigned int d = 0; r >= 0 && d < o->vm.ndisks; d++)
-		r = jail_config_bind(&c, o->vm.disks[d].path, !o->vm.disks[d].read_only);
-	if (r >= 0)
-		r = jail_mount(&c, ret);
-	return r >= 0 ? jail_begin(*ret) : r;
-}
-
 /* Build the VM (booted, or restored) with its vCPUs stopped. */
 static int build_vm(const struct boot_opts *o, struct boot_run *br)
 {
@@ -484,7 +408,7 @@ static int run_vm(struct boot_opts *o, struct vm_result *res)
 	if (r >= 0 && o->jail)
 		r = close_inherited(o);
 	if (r >= 0 && o->jail)
-		r = enter_jail(o, &jail);
+		r = boot_jail_enter(&o->jail_paths, &o->vm, &o->restore_path, &jail);
 	o->vm.stopped = true;
 	if (r >= 0)
 		r = build_vm(o, &br);
@@ -596,8 +520,7 @@ static int run_boot(struct cli_context *ctx, int argc, char **argv)
 		r = report(&o, &res);
 	for (unsigned int d = 0; d < SANDBOX_MAX_DISKS; d++)
 		free(o.disk_paths[d]);
-	for (size_t p = 0; p < ARRAY_SIZE(o.jail_paths); p++)
-		free(o.jail_paths[p]);
+	boot_jail_done(&o.jail_paths);
 	return r;
 }
 

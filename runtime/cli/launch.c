@@ -194,20 +194,21 @@ static int record_created(struct container *c, pid_t pid, const char *pid_file, 
 }
 
 /* After a monitor that failed (and is gone now): the cgroup it joined,
- * which a jailed monitor cannot remove itself. */
-static void leave_cgroup(struct container *c)
+ * which a jailed monitor cannot remove itself. The failure r, whose
+ * message is kept, is returned. */
+static int leave_cgroup(struct container *c, int r)
 {
+	_cleanup_free_ char *msg = strdup(err_msg());
 	const char *cg, *unit;
 
-	if (container_reload(c) < 0) {
-		err_clear();
-		return;
+	if (container_reload(c) >= 0) {
+		cg = oci_map_get(&c->state->private_data, STATE_KEY_CGROUP);
+		unit = oci_map_get(&c->state->private_data, STATE_KEY_CGROUP_UNIT);
+		if ((cg || unit) && cgroup_leave(cg, unit) < 0)
+			log_debug("removing the failed monitor's cgroup: %s", err_msg());
 	}
-	cg = oci_map_get(&c->state->private_data, STATE_KEY_CGROUP);
-	unit = oci_map_get(&c->state->private_data, STATE_KEY_CGROUP_UNIT);
-	if ((cg || unit) && cgroup_leave(cg, unit) < 0)
-		log_debug("removing the failed monitor's cgroup: %s", err_msg());
 	err_clear();
+	return msg && *msg ? err_set(r, "%s", msg) : r;
 }
 
 static int console_path(struct cli_context *ctx, const struct container *c, char **ret)
@@ -302,8 +303,7 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 		kill(pid, SIGKILL);
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
-		leave_cgroup(c);
-		return r;
+		return leave_cgroup(c, r);
 	}
 	*ret_pid = pid;
 	return 0;

@@ -286,25 +286,32 @@ static int host_part(struct monitor *m)
 static int bring_up(struct monitor *m)
 {
 	struct monitor_args *a = m->a;
+	uint64_t t0, jail_ns;
 	int r;
 
 	r = host_part(m);
+	t0 = vm_now_ns();
 	if (r >= 0)
 		r = monitor_jail_mount(m);
 	if (r >= 0)
 		r = monitor_open_sockets(m);
 	if (r >= 0)
 		r = monitor_jail_begin(m);
+	jail_ns = vm_now_ns() - t0;
 	if (r >= 0)
 		r = build_vm(m);
+	t0 = vm_now_ns();
 	if (r >= 0)
 		r = monitor_jail_finish(m);
+	jail_ns += vm_now_ns() - t0;
 	if (r >= 0)
 		r = vm_start(m->sb->vm);
-	/* The host's whole part of create, up to the guest's own work. */
+	/* The host's whole part of create, up to the guest's own work, and
+	 * what of it the jail took. */
 	if (r >= 0)
-		log_info("VM: running: host_us=%llu disk_us=%llu",
-		         (unsigned long long)((vm_now_ns() - a->t_start_ns) / 1000), (unsigned long long)a->disk_us);
+		log_info("VM: running: host_us=%llu disk_us=%llu jail_us=%llu",
+		         (unsigned long long)((vm_now_ns() - a->t_start_ns) / 1000), (unsigned long long)a->disk_us,
+		         (unsigned long long)(jail_ns / 1000));
 	/* With early_create, everything the guest does is left to
 	 * finish_boot(), after create has returned. */
 	if (r >= 0 && !a->plan->early_create)

@@ -143,6 +143,9 @@ static int jail_child(struct jail **ret, enum jail_profile p, pid_t pid)
 	return r;
 }
 
+/* The parent, which the jailed child must not reach. */
+static pid_t victim;
+
 static void child_main(jailed_fn fn, enum jail_profile p, int out_fd, int go_fd)
 {
 	FILE *out = fdopen(out_fd, "w");
@@ -150,6 +153,7 @@ static void child_main(jailed_fn fn, enum jail_profile p, int out_fd, int go_fd)
 	char c;
 	int r;
 
+	victim = getppid();
 	setvbuf(out, NULL, _IONBF, 0);
 	r = jail_child(&j, p, getpid());
 	if (r >= 0 && build_fn)
@@ -381,19 +385,19 @@ static int do_mmap_exec(FILE *out, struct jail *j)
 
 static int do_kill_parent(FILE *out, struct jail *j)
 {
-	return kill(getppid(), 0);
+	return kill(victim, 0);
 }
 
 static int do_tgkill_parent(FILE *out, struct jail *j)
 {
-	return (int)syscall(SYS_tgkill, getppid(), getppid(), 0);
+	return (int)syscall(SYS_tgkill, victim, victim, 0);
 }
 
 static int do_prlimit_parent(FILE *out, struct jail *j)
 {
 	struct rlimit rl;
 
-	return prlimit(getppid(), RLIMIT_NOFILE, NULL, &rl);
+	return prlimit(victim, RLIMIT_NOFILE, NULL, &rl);
 }
 
 static int do_tiocsti(FILE *out, struct jail *j)
@@ -405,7 +409,7 @@ static int do_tiocsti(FILE *out, struct jail *j)
 
 static int do_ptrace(FILE *out, struct jail *j)
 {
-	return (int)syscall(SYS_ptrace, 16 /* PTRACE_ATTACH */, getppid(), 0, 0);
+	return (int)syscall(SYS_ptrace, 16 /* PTRACE_ATTACH */, victim, 0, 0);
 }
 
 static void *vcpu_socket(void *opaque)
