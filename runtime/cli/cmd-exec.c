@@ -9,6 +9,7 @@
 
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "oci-spec/spec.h"
 #include "runtime/cli/cli-args.h"
 #include "runtime/cli/exec-proxy.h"
@@ -245,31 +246,27 @@ static int build_process(const struct exec_opts *o, const char *bundle, char **a
 }
 
 /* The uid of the container's jail, which its exec proxies share: the one
- * its monitor recorded, else (a monitor made with $KVRUN_JAIL=0) the one a
- * jail of the monitor's pid would have; 0 with $KVRUN_JAIL=0. */
+ * its monitor recorded; 0 (no jail) with $KVRUN_JAIL=0 here, or for a
+ * container whose monitor has none ($KVRUN_JAIL=0 at its create: a jailed
+ * proxy could not reach its root-owned control.sock). */
 static int exec_jail_uid(const struct container *c, uid_t *ret)
 {
 	const char *s = oci_map_get(&c->state->private_data, STATE_KEY_JAIL_UID);
-	unsigned long base;
-	gid_t gid;
+	unsigned long v;
 	char *end;
-	int r;
 
 	*ret = 0;
 	if (!jail_enabled())
 		return 0;
-	if (s) {
-		unsigned long v = strtoul(s, &end, 10);
-
-		if (*end || v == 0 || v > 0x7fffffff)
-			return err_set(-EINVAL, "state of %s: bad %s '%s'", c->state->id, STATE_KEY_JAIL_UID, s);
-		*ret = (uid_t)v;
+	if (!s) {
+		log_warn("container %s runs without a jail: so does this exec", c->state->id);
 		return 0;
 	}
-	r = jail_uid_base(&base);
-	if (r >= 0)
-		jail_ids_for(base, c->state->pid, ret, &gid);
-	return r;
+	v = strtoul(s, &end, 10);
+	if (*end || v < 65536 || v > 0x7fffffff)
+		return err_set(-EINVAL, "state of %s: bad %s '%s'", c->state->id, STATE_KEY_JAIL_UID, s);
+	*ret = (uid_t)v;
+	return 0;
 }
 
 /* Everything after the flags; errors read "exec failed: ..." as runc's. */

@@ -330,15 +330,18 @@ static int close_others(struct proxy *p)
  * process with one thread. */
 static int enter_jail(struct proxy *p)
 {
-	struct jail_config c = {.profile = JAIL_PROXY,
-	                        .uid = p->o->jail_uid,
-	                        .gid = p->o->jail_uid,
-	                        .state_dir = p->o->dir,
-	                        .net = JAIL_NET_NEW};
+	struct jail_config c = {
+	    .profile = JAIL_PROXY, .uid = p->o->jail_uid, .gid = p->o->jail_uid, .net = JAIL_NET_NEW};
+	_cleanup_free_ char *dir = NULL;
 	int r;
 
 	if (!p->o->jail_uid)
 		return 0;
+	/* --root may be relative: the jail binds absolute paths. */
+	dir = realpath(p->o->dir, NULL);
+	if (!dir)
+		return err_setsys(-errno, "%s", p->o->dir);
+	c.state_dir = dir;
 	tzset();
 	r = jail_mount(&c, &p->jail);
 	if (r >= 0)

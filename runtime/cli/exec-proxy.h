@@ -32,7 +32,7 @@ struct exec_proxy_opts {
 	bool detach;
 	/* The container's jail uid (and gid), which the proxy's own jail runs
 	 * as and the stdio sockets it listens on are handed to; 0: no jail
-	 * ($KVRUN_JAIL=0). */
+	 * ($KVRUN_JAIL=0 here, or at the container's create). */
 	uid_t jail_uid;
 };
 

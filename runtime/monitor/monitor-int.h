@@ -41,6 +41,7 @@ struct monitor {
 	const char *dir; /* the state directory as the monitor sees it (JAIL_STATE_DIR when jailed) */
 	char *snapshot; /* the template's or the checkpoint's vm.snap, or NULL: a cold boot */
 	char *disk_base; /* the root disk's base image (its symlink resolved), or NULL */
+	char *state_dir; /* the state directory's absolute path, for the jail */
 	int console_fd; /* the guest console log, or -1 */
 	char *control_path;
 	char *cgroup_path; /* resolved linux.cgroupsPath we are in, or NULL */

@@ -72,9 +72,13 @@ static int jail_config(struct monitor *m, struct jail_config *c)
 	const struct vm_plan *p = m->a->plan;
 	int r;
 
+	/* --root may be relative: the jail binds absolute paths. */
+	m->state_dir = realpath(m->a->c->dir, NULL);
+	if (!m->state_dir)
+		return err_setsys(-errno, "%s", m->a->c->dir);
 	*c = (struct jail_config){
 	    .profile = JAIL_MONITOR,
-	    .state_dir = m->a->c->dir,
+	    .state_dir = m->state_dir,
 	    .state_dir_writable = true,
 	    .devices = true,
 	    /* The container's network namespace (its TAPs are open already),
