@@ -174,7 +174,13 @@ static const struct rule serve_rules[] = {
     ANY("setsockopt"),
     ANY("getsockname"),
     ANY("getpeername"),
-    ANY("fcntl"),
+    /* Not F_SETOWN or F_SETSIG: a signal at I/O, to a process chosen
+     * while still uid 0, would reach any. */
+    IF1("fcntl", EQ(1, F_GETFD)),
+    IF1("fcntl", EQ(1, F_SETFD)),
+    IF1("fcntl", EQ(1, F_GETFL)),
+    IF1("fcntl", EQ(1, F_SETFL)),
+    IF1("fcntl", EQ(1, F_DUPFD_CLOEXEC)),
     ANY("dup"),
     ANY("dup3"),
     ANY("pipe2"),
