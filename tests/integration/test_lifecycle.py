@@ -23,6 +23,7 @@ import termios
 import threading
 import time
 
+import guestlib
 from bundlelib import processes_mentioning
 from taplib import Tap
 
@@ -260,8 +261,10 @@ def test_poststop_delete(t, tmp):
 
 def test_boot_signal(t, tmp):
     """A monitor whose guest never comes up (the freestanding test guest
-    spinning where a kernel would boot) ends on SIGTERM: create fails
-    naming the signal, the monitor dies by it, nothing is left."""
+    spinning where a kernel would boot) is jailed while it waits, without
+    the descriptors create was given besides stdio; it ends on SIGTERM:
+    create fails naming the signal, the monitor dies by it, nothing is
+    left."""
     what = "SIGTERM to a monitor whose guest is still booting"
     guest = os.environ.get("KVRUN_TEST_GUEST", "")
     if not os.path.exists("/dev/kvm") or not os.path.isfile(guest):
@@ -274,8 +277,13 @@ def test_boot_signal(t, tmp):
     env = dict(os.environ, KVRUN_CONFIG=cfg, KVRUN_CACHE_DIR=os.path.join(tmp, "cache"))
     env.pop("KVRUN_KERNEL", None)
     b = make_bundle(tmp, "b-bootsig")
+    # A descriptor the engine passed to create: the monitor must not keep it.
+    extra = os.path.join(tmp, "engine-extra-fd")
+    extra_fd = os.open(extra, os.O_WRONLY | os.O_CREAT, 0o600)
     create = subprocess.Popen([KVRUN, "--root", root, "create", "--bundle", b, "bootsig"], env=env,
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              pass_fds=(extra_fd,))
+    os.close(extra_fd)
     monitor = None
     for _ in range(200):
         others = [int(p) for p in processes_mentioning(root) if int(p) != create.pid]
@@ -289,6 +297,21 @@ def test_boot_signal(t, tmp):
         create.kill()
         create.communicate()
         return
+    # Its jail is complete before the guest's first instruction.
+    problems = ["not looked at"]
+    for _ in range(50):
+        problems = guestlib.jail_problems(monitor)
+        if not problems:
+            break
+        time.sleep(0.1)
+    t.ok(not problems, f"{what}: the monitor is jailed (every thread Seccomp 2, NoNewPrivs 1, no capability; "
+         "not uid 0; its own root)", "\n".join(problems))
+    try:
+        fds = [os.readlink(f"/proc/{monitor}/fd/{fd}") for fd in os.listdir(f"/proc/{monitor}/fd")]
+    except OSError as e:
+        fds = [str(e)]
+    t.ok(extra not in fds, f"{what}: the monitor does not hold the descriptor the engine passed to create",
+         "\n".join(fds))
     time.sleep(1)
     os.kill(monitor, signal.SIGTERM)
     try:
