@@ -416,6 +416,10 @@ static int run_vm(struct boot_opts *o, struct vm_result *res)
 		r = prepare_vm(o, &br);
 	/* Before the guest's first instruction: its own uid, the serving
 	 * filter, and the vCPU threads' own. */
+	/* The thread registering guest RAM first: the serving filter has no
+	 * KVM_SET_USER_MEMORY_REGION. */
+	if (r >= 0 && jail)
+		r = vm_memslots_wait(br.sb->vm);
 	if (r >= 0 && jail) {
 		br.sb->vm->vcpu_thread_init = jail_vcpu_thread;
 		br.sb->vm->vcpu_thread_opaque = jail;

@@ -114,7 +114,9 @@ int jail_mount(const struct jail_config *c, struct jail **ret);
  * every step are compiled here. */
 int jail_begin(struct jail *j);
 
-/* The uid and gid, and the serving filter on every thread. */
+/* The uid and gid, and the serving filter on every thread: a thread still
+ * doing what only the build filter allows (vm_memslots_wait() first) would
+ * be killed. */
 int jail_finish(struct jail *j);
 
 /* Each vCPU thread, before its first KVM_RUN: the vCPU filter on itself.

@@ -160,6 +160,11 @@ int monitor_jail_finish(struct monitor *m)
 
 	if (!m->jail)
 		return 0;
+	/* The thread registering guest RAM must be done: the serving filter
+	 * has no KVM_SET_USER_MEMORY_REGION. */
+	r = vm_memslots_wait(m->sb->vm);
+	if (r < 0)
+		return r;
 	m->sb->vm->vcpu_thread_init = jail_vcpu_thread;
 	m->sb->vm->vcpu_thread_opaque = m->jail;
 	r = jail_finish(m->jail);
