@@ -61,7 +61,10 @@ static int create_container(struct monitor *m)
 
 	msg.u.start = m->start.u.start; /* built by build_start() */
 	m->start = (struct proto_msg){0};
-	r = guest_spec_set_identity(&msg.u.start);
+	/* The interfaces now: a template's restore set each one's dev_mac. */
+	r = guest_spec_set_net(&msg.u.start, m->a->net ? &m->a->net->cfg : NULL);
+	if (r >= 0)
+		r = guest_spec_set_identity(&msg.u.start);
 	if (r < 0) {
 		proto_start_free(&msg.u.start);
 		return r;
@@ -228,18 +231,13 @@ static int finish_boot(struct monitor *m)
 }
 
 /* The START of the container's process: from the spec, with files the
- * guest gets copies of read now (the jail sees none of them). */
+ * guest gets copies of read now (the jail sees none of them). Its
+ * interfaces are added when it is sent. */
 static int build_start(struct monitor *m)
 {
 	struct monitor_args *a = m->a;
-	int r;
 
-	if (a->restore_dir)
-		return 0;
-	r = guest_spec_from_oci(a->b->spec, a->c->state, &m->start.u.start);
-	if (r >= 0)
-		r = guest_spec_set_net(&m->start.u.start, a->net ? &a->net->cfg : NULL);
-	return r;
+	return a->restore_dir ? 0 : guest_spec_from_oci(a->b->spec, a->c->state, &m->start.u.start);
 }
 
 /* Our pid (its start time with it), cgroup and jail uid in state.json now:
