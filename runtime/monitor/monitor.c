@@ -270,7 +270,10 @@ static int host_part(struct monitor *m)
 		r = serve_own_netns(m);
 	if (r >= 0)
 		r = record_state(m);
-	if (r >= 0)
+	/* The pty's master goes to the console socket, which the jail cannot
+	 * reach. (Our own stdin is made raw later, as before: a ^C during the
+	 * boot still interrupts run.) */
+	if (r >= 0 && m->a->console_socket)
 		r = monitor_terminal_host_side(m);
 	if (r >= 0)
 		r = build_start(m);
@@ -312,7 +315,9 @@ static int bring_up(struct monitor *m)
 		         (unsigned long long)(jail_ns / 1000));
 	/* With early_create, everything the guest does is left to
 	 * finish_boot(), after create has returned. */
-	if (r >= 0 && !a->plan->early_create)
+	if (r >= 0 && a->plan->early_create)
+		r = monitor_terminal_host_side(m);
+	else if (r >= 0)
 		r = finish_boot(m);
 	return r;
 }
