@@ -23,6 +23,7 @@ struct jail {
 	gid_t gid;
 	pid_t pid; /* the jailed process: the only one its signals may reach */
 	bool log_only; /* $KVRUN_JAIL=log: the filters' default logs and allows */
+	bool seal_state_dir; /* JAIL_STATE_DIR goes read-only at jail_begin() */
 	bool begun, finished;
 	struct sock_fprog filters[JAIL_NR_FILTERS]; /* compiled by jail_begin() */
 };

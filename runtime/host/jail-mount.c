@@ -3,7 +3,9 @@
  * jail_mount() (jail.h): the jail's namespaces and its root. The root is a
  * small tmpfs, mounted over /tmp in the jail's own mount namespace (the
  * host's /tmp is untouched), that holds the state directory at
- * JAIL_STATE_DIR, each bound path at its own path and the device nodes;
+ * JAIL_STATE_DIR (and, on their own mounts, the files of it that stay
+ * writable once jail_begin() seals it), each bound path at its own path
+ * and the device nodes;
  * the process pivots into it and the host's tree is detached. Every source
  * is opened (O_PATH, in the new namespace) before the tmpfs covers
  * anything, and bound through /proc/self/fd, so a source under /tmp is
@@ -100,7 +102,7 @@ static int open_sources(const struct jail_config *c, struct source *s, unsigned 
 	int r = 0;
 
 	if (c->state_dir)
-		r = add_source(s, &n, c->state_dir, JAIL_STATE_DIR, c->state_dir_writable, false);
+		r = add_source(s, &n, c->state_dir, JAIL_STATE_DIR, true, false);
 	for (unsigned int i = 0; r >= 0 && i < c->nbinds; i++) {
 		const char *p = c->binds[i].path;
 
@@ -180,6 +182,22 @@ static int pivot(void)
 	return 0;
 }
 
+/* Each of the state directory's writable files on its own mount, which
+ * stays writable when the directory's is made read-only. */
+static int bind_state_files(const struct jail_config *c)
+{
+	char path[PATH_MAX];
+
+	for (unsigned int i = 0; c->state_dir && i < JAIL_MAX_STATE_FILES && c->state_files[i]; i++) {
+		if (strchr(c->state_files[i], '/') || c->state_files[i][0] == '.')
+			return err_set(-EINVAL, "jail: %s is not a name in the state directory", c->state_files[i]);
+		snprintf(path, sizeof(path), "%s%s/%s", STAGE, JAIL_STATE_DIR, c->state_files[i]);
+		if (mount(path, path, NULL, MS_BIND, NULL) < 0)
+			return err_setsys(-errno, "jail: bind %s/%s", c->state_dir, c->state_files[i]);
+	}
+	return 0;
+}
+
 static int build_root(const struct jail_config *c)
 {
 	struct source s[MAX_SOURCES];
@@ -199,6 +217,8 @@ static int build_root(const struct jail_config *c)
 		r = bind_source(&s[i]);
 	for (unsigned int i = 0; i < n; i++)
 		close(s[i].fd);
+	if (r >= 0)
+		r = bind_state_files(c);
 	return r >= 0 ? pivot() : r;
 }
 
@@ -219,8 +239,12 @@ int jail_mount(const struct jail_config *c, struct jail **ret)
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
-	*j = (struct jail){
-	    .profile = c->profile, .uid = c->uid, .gid = c->gid, .pid = getpid(), .log_only = jail_log_only()};
+	*j = (struct jail){.profile = c->profile,
+	                   .uid = c->uid,
+	                   .gid = c->gid,
+	                   .pid = getpid(),
+	                   .log_only = jail_log_only(),
+	                   .seal_state_dir = c->state_dir && !c->state_dir_writable};
 	*ret = j;
 	return 0;
 }

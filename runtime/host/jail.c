@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -108,6 +109,10 @@ int jail_begin(struct jail *j)
 
 	if (j->begun)
 		return -EALREADY;
+	/* While CAP_SYS_ADMIN is still there. */
+	if (j->seal_state_dir && mount(NULL, JAIL_STATE_DIR, NULL,
+	                               MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return err_setsys(-errno, "jail: seal %s", JAIL_STATE_DIR);
 	/* No core, no ptrace by the same uid, root-owned /proc entries. */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		return err_setsys(-errno, "jail: PR_SET_DUMPABLE");

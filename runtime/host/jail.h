@@ -10,7 +10,8 @@
  *                 the VM needs (its state directory at JAIL_STATE_DIR,
  *                 its images bound read-only at their own paths,
  *                 /dev/kvm and /dev/vhost-net), no /proc;
- *   jail_begin()  every capability but CAP_SETUID/CAP_SETGID dropped (the
+ *   jail_begin()  the state directory sealed (read-only but for the VM's
+ *                 disk), every capability but CAP_SETUID/CAP_SETGID dropped (the
  *                 bounding set emptied), no_new_privs, not dumpable, and
  *                 the build filter: seccomp with SCMP_ACT_KILL_PROCESS as
  *                 the default, signals and rlimits only for the process
@@ -70,12 +71,24 @@ enum jail_net {
 	JAIL_NET_JOIN, /* the one at netns_path */
 };
 
+/* Files of the state directory that stay writable once it is sealed. */
+#define JAIL_MAX_STATE_FILES 2
+
 struct jail_config {
 	enum jail_profile profile;
 	uid_t uid;
 	gid_t gid;
-	const char *state_dir; /* host directory bound at JAIL_STATE_DIR, or NULL */
+	/* A host directory bound at JAIL_STATE_DIR, or NULL. Writable until
+	 * jail_begin() (the sockets the jail serves are made there), then
+	 * sealed: read-only but for state_files (the names of files in it,
+	 * each bound writable on its own), so that nothing that runs in the
+	 * jail can touch the rest (state.json, whose bundle path names the
+	 * hooks `delete` runs). state_dir_writable leaves it writable
+	 * throughout (`kvrun boot`, whose vsock device makes its socket there
+	 * while the VM is built). */
+	const char *state_dir;
 	bool state_dir_writable;
+	const char *state_files[JAIL_MAX_STATE_FILES];
 	struct jail_bind binds[JAIL_MAX_BINDS];
 	unsigned int nbinds;
 	bool devices; /* /dev/kvm, and /dev/vhost-net when the host has it */

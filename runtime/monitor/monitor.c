@@ -178,6 +178,7 @@ static int build_vm(struct monitor *m)
 	    .plan = a->plan,
 	    .ndisks = 1,
 	    .vsock_path = m->ch.base,
+	    .vsock_guest_only = true,
 	    .console_fd = m->console_fd > 0 ? m->console_fd : 0,
 	    .net = a->net,
 	    .stopped = true,

@@ -58,6 +58,9 @@ struct sandbox_opts {
 	struct sandbox_disk disks[SANDBOX_MAX_DISKS];
 	unsigned int ndisks;
 	const char *vsock_path; /* guest port P reaches <vsock_path>_P; NULL: no vsock device */
+	/* No listener at vsock_path for host-initiated streams (a container's
+	 * VM: nothing uses them, and its jail seals the directory). */
+	bool vsock_guest_only;
 	const char *console_path; /* guest console log (appended), NULL: off */
 	int console_fd; /* or this fd (borrowed), when > 0 (0: unset, never stdin) */
 	bool test_device; /* the freestanding test guest's device (vmm/test-device.h) */

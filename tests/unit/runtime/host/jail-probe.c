@@ -131,8 +131,7 @@ static int enter(struct jail_config *c, struct vm **ret_vm)
 
 int main(int argc, char **argv)
 {
-	struct jail_config c = {
-	    .profile = JAIL_MONITOR, .state_dir_writable = true, .devices = true, .net = JAIL_NET_NEW};
+	struct jail_config c = {.profile = JAIL_MONITOR, .devices = true, .net = JAIL_NET_NEW};
 	struct probe p = {0};
 	struct vm *vm = NULL;
 	bool vcpu = false;

@@ -116,6 +116,8 @@ typedef int (*jailed_fn)(FILE *out, struct jail *j);
  * VM there), or NULL. */
 static int (*build_fn)(FILE *out);
 static bool with_devices;
+/* A file of the state directory that stays writable once it is sealed. */
+static const char *state_file;
 
 struct child {
 	pid_t pid;
@@ -129,7 +131,7 @@ static int jail_child(struct jail **ret, enum jail_profile p, pid_t pid)
 {
 	struct jail_config c = {.profile = p,
 	                        .state_dir = state_dir,
-	                        .state_dir_writable = true,
+	                        .state_files = {state_file},
 	                        .devices = with_devices,
 	                        .net = JAIL_NET_NEW};
 	int r;
@@ -480,6 +482,66 @@ TEST(what_kills)
 	ok(WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == 0, "a vCPU thread takes its filter (0x%x)", ch.status);
 }
 
+/* ---- the state directory, sealed ----------------------------------------- */
+
+static int err_open(const char *path, int flags)
+{
+	int fd = open(path, flags | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+/* While the VM is built (uid 0 still, no capability that bypasses it),
+ * only the disk of the state directory can be written. */
+static int build_sealed(FILE *out)
+{
+	fprintf(out, "write_state=%d\n", err_open(JAIL_STATE_DIR "/file", O_WRONLY));
+	fprintf(out, "create=%d\n", err_open(JAIL_STATE_DIR "/new", O_WRONLY | O_CREAT));
+	fprintf(out, "unlink=%d\n", unlink(JAIL_STATE_DIR "/file") < 0 ? -errno : 0);
+	fprintf(out, "write_disk=%d\n", err_open(JAIL_STATE_DIR "/disk.img", O_RDWR));
+	return 0;
+}
+
+static int nothing_more(FILE *out, struct jail *j)
+{
+	return 0;
+}
+
+TEST(sealed_state_dir)
+{
+	char path[128];
+	struct child ch;
+	int fd;
+
+	if (!can_jail())
+		return;
+	snprintf(path, sizeof(path), "%s/file", state_dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/disk.img", state_dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	close(fd);
+	build_fn = build_sealed;
+	state_file = "disk.img";
+	run_child(&ch, nothing_more, JAIL_MONITOR);
+	build_fn = NULL;
+	state_file = NULL;
+	ok(WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == 0, "the jailed child ran to its end (0x%x: %s)", ch.status,
+	   ch.out);
+	is_str(value(ch.out, "write_state"), "-30"); /* EROFS */
+	is_str(value(ch.out, "create"), "-30");
+	is_str(value(ch.out, "unlink"), "-30");
+	is_str(value(ch.out, "write_disk"), "0");
+	snprintf(path, sizeof(path), "%s/file", state_dir);
+	ok(access(path, F_OK) == 0, "the state directory's file is still there");
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/disk.img", state_dir);
+	unlink(path);
+}
+
 /* ---- a checkpoint, jailed -------------------------------------------- */
 
 static int snap_fd = -1, copy_fd = -1, disk_fd = -1;
@@ -547,9 +609,11 @@ TEST(checkpoint_into_fds)
 	close(fd);
 	build_fn = build_vm;
 	with_devices = true;
+	state_file = "disk.img";
 	run_child(&ch, checkpoint, JAIL_MONITOR);
 	build_fn = NULL;
 	with_devices = false;
+	state_file = NULL;
 	ok(WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == 0, "the jailed child ran to its end (0x%x: %s)", ch.status,
 	   ch.out);
 	is_str(value(ch.out, "vm"), "0");
