@@ -210,6 +210,10 @@ static void run_child(struct child *ch, jailed_fn fn, enum jail_profile p)
 		if (read_file_all(path, sizeof(ch->proc_status) - 1, &s, NULL) == 0)
 			snprintf(ch->proc_status, sizeof(ch->proc_status), "%s", s);
 		ch->root_is_host = same_root(ch->pid);
+		/* A socket the jail must reach, handed to its uid as the monitor
+		 * hands its own (when there is one). */
+		snprintf(path, sizeof(path), "%s/own.sock", state_dir);
+		(void)chown(path, (uid_t)(BASE + (unsigned long)ch->pid), (gid_t)(BASE + (unsigned long)ch->pid));
 	}
 	(void)write(go[1], "g", 1);
 	close(go[1]);
@@ -304,6 +308,10 @@ static int sees(FILE *out, struct jail *j)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	fprintf(out, "unix=%d\n", fd >= 0 ? 0 : -errno);
 	fprintf(out, "connect_root=%d\n", err_of(connect(fd, (struct sockaddr *)&sa, sizeof(sa))));
+	close(fd);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/own.sock", JAIL_STATE_DIR);
+	fprintf(out, "connect_own=%d\n", err_of(connect(fd, (struct sockaddr *)&sa, sizeof(sa))));
 	fprintf(out, "thread=%d\n",
 	        pthread_create(&t, NULL, nothing, (void *)1) == 0 && !pthread_join(t, &res) && res == (void *)1 ? 0
 	                                                                                                        : -1);
@@ -316,7 +324,7 @@ TEST(jailed_child)
 {
 	struct child ch;
 	char want[64];
-	int fd;
+	int fd, own;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 
 	if (!can_jail())
@@ -330,6 +338,11 @@ TEST(jailed_child)
 	ok(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && chmod(sa.sun_path, 0600) == 0 &&
 	       listen(fd, 1) == 0,
 	   "a root-only socket in the state directory");
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/own.sock", state_dir);
+	own = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ok(own >= 0 && bind(own, (struct sockaddr *)&sa, sizeof(sa)) == 0 && chmod(sa.sun_path, 0600) == 0 &&
+	       listen(own, 1) == 0,
+	   "a socket for the jail's uid in the state directory");
 	run_child(&ch, sees, JAIL_MONITOR);
 	ok(WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == 0, "the jailed child ran to its end (0x%x)", ch.status);
 	is_str(value(ch.out, "jail"), "0 ");
@@ -353,10 +366,14 @@ TEST(jailed_child)
 	is_str(value(ch.out, "unlink"), "-13");
 	is_str(value(ch.out, "unix"), "0");
 	is_str(value(ch.out, "connect_root"), "-13");
+	is_str(value(ch.out, "connect_own"), "0"); /* sealed: read-only, and still reached */
 	is_str(value(ch.out, "thread"), "0");
 	is_str(value(ch.out, "kill_self"), "0");
 	is_str(value(ch.out, "prlimit_self"), "0");
 	close(fd);
+	close(own);
+	unlink(sa.sun_path);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/root.sock", state_dir);
 	unlink(sa.sun_path);
 	snprintf(want, sizeof(want), "%s/file", state_dir);
 	ok(access(want, F_OK) == 0, "the root-owned file is still there");
