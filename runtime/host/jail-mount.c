@@ -5,8 +5,8 @@
  * host's /tmp is untouched), that holds the state directory at
  * JAIL_STATE_DIR (and, on their own mounts, the files of it that stay
  * writable once jail_begin() seals it), each bound path at its own path
- * and the device nodes;
- * the process pivots into it and the host's tree is detached. Every source
+ * and the device nodes. The process pivots into it and the host's tree is
+ * detached. Every source
  * is opened (O_PATH, in the new namespace) before the tmpfs covers
  * anything, and bound through /proc/self/fd, so a source under /tmp is
  * found all the same.
@@ -45,9 +45,10 @@ static int check_single_threaded(void)
 {
 	_cleanup_free_ char *status = NULL;
 	const char *t;
+	int r = read_file_all("/proc/self/status", 1 << 16, &status, NULL);
 
-	if (read_file_all("/proc/self/status", 1 << 16, &status, NULL) < 0)
-		return err_setsys(-errno, "jail: read /proc/self/status");
+	if (r < 0)
+		return err_setsys(r, "jail: read /proc/self/status");
 	t = strstr(status, "\nThreads:");
 	if (!t || strtol(t + 9, NULL, 10) != 1)
 		return err_set(-EBUSY, "jail: the process has threads already (the jail must come before them)");
@@ -108,8 +109,9 @@ static int open_sources(const struct jail_config *c, struct source *s, unsigned 
 
 		if (!strncmp(p, JAIL_STATE_DIR "/", sizeof(JAIL_STATE_DIR)) || !strcmp(p, JAIL_STATE_DIR) ||
 		    !strncmp(p, "/dev/", 5))
-			return err_set(-EINVAL, "jail: %s would hide what the jail itself puts there", p);
-		r = add_source(s, &n, p, p, c->binds[i].writable, false);
+			r = err_set(-EINVAL, "jail: %s would hide what the jail itself puts there", p);
+		else
+			r = add_source(s, &n, p, p, c->binds[i].writable, false);
 	}
 	if (r >= 0 && c->devices)
 		r = add_source(s, &n, "/dev/kvm", "/dev/kvm", true, true);
@@ -208,7 +210,7 @@ static int build_root(const struct jail_config *c)
 		return err_setsys(-errno, "jail: new mount namespace");
 	/* Nothing mounted here from now on reaches the host. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-		return err_setsys(-errno, "jail: make the mounts private");
+		return err_setsys(-errno, "jail: make the host's mounts one-way (slave)");
 	/* In the new namespace: a bind's source must be one of its mounts. */
 	r = open_sources(c, s, &n);
 	if (r >= 0 && mount("tmpfs", STAGE, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, ROOT_OPTIONS) < 0)
