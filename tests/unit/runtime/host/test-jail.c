@@ -112,6 +112,8 @@ static char bound[] = "/tmp/kvrun-jail-bound-XXXXXX";
 /* What a child does once jailed; 0 when it got to its end. */
 typedef int (*jailed_fn)(FILE *out, struct jail *j);
 
+static int nothing_more(FILE *out, struct jail *j);
+
 /* What it does between jail_begin() and jail_finish() (a monitor builds its
  * VM there), or NULL. */
 static int (*build_fn)(FILE *out);
@@ -187,6 +189,8 @@ static void run_child(struct child *ch, jailed_fn fn, enum jail_profile p)
 	ssize_t n;
 
 	*ch = (struct child){.status = -1};
+	/* A child killed before it reads "go". */
+	signal(SIGPIPE, SIG_IGN);
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0)
 		return;
 	fflush(NULL);
@@ -497,6 +501,39 @@ TEST(what_kills)
 	}
 	run_child(&ch, do_vcpu_ok, JAIL_MONITOR);
 	ok(WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == 0, "a vCPU thread takes its filter (0x%x)", ch.status);
+}
+
+/* While the VM is built (uid 0 still): its build filter. */
+static int build_kill_parent(FILE *out)
+{
+	return kill(victim, 0);
+}
+
+static int build_setuid_root(FILE *out)
+{
+	return setresuid(0, 0, 0) < 0 ? -errno : setresuid(12345, 12345, 12345);
+}
+
+TEST(what_kills_while_building)
+{
+	static const struct {
+		const char *what;
+		int (*fn)(FILE *out);
+	} cases[] = {
+	    {"kill of another process", build_kill_parent},
+	    {"setresuid to other ids than the jail's", build_setuid_root},
+	};
+	struct child ch;
+
+	if (!can_jail())
+		return;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		build_fn = cases[i].fn;
+		run_child(&ch, nothing_more, JAIL_MONITOR);
+		build_fn = NULL;
+		ok(killed_by_sigsys(&ch), "building: %s kills the jailed process (status 0x%x)", cases[i].what,
+		   ch.status);
+	}
 }
 
 /* ---- the state directory, sealed ----------------------------------------- */
