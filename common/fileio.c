@@ -295,3 +295,33 @@ int fd_close_inherited(int from)
 	}
 	return closed;
 }
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+int fd_close_all_except(const int *keep, size_t n)
+{
+	_cleanup_free_ int *sorted = malloc((n + 1) * sizeof(*sorted));
+	unsigned int from = 0;
+	size_t m = 0;
+
+	if (!sorted)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (keep[i] >= 0)
+			sorted[m++] = keep[i];
+	qsort(sorted, m, sizeof(*sorted), cmp_int);
+	for (size_t i = 0; i <= m; i++) {
+		unsigned int to = i < m ? (unsigned int)sorted[i] : ~0u;
+
+		if (to > from && close_range(from, to - 1, 0) < 0)
+			return -errno;
+		if (i < m)
+			from = to + 1;
+	}
+	return 0;
+}

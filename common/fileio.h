@@ -38,6 +38,10 @@ int fd_copy_range(int in, int out, off_t off, off_t len);
  * errno, no message, on failure. */
 int fd_copy_sparse(int in, int out);
 
+/* Close every descriptor of the process but the n in keep (negative ones
+ * are ignored). 0 or a negative errno. */
+int fd_close_all_except(const int *keep, size_t n);
+
 /* Point stdin, stdout and stderr at /dev/null (best effort): a process
  * that must not hold the caller's stdio. */
 void stdio_to_null(void);

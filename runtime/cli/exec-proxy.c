@@ -25,6 +25,7 @@
 #include "common/unix-socket.h"
 #include "common/stop-point.h"
 #include "runtime/cli/exec-proxy.h"
+#include "runtime/cli/log-sink.h"
 #include "runtime/host/console.h"
 #include "runtime/host/jail.h"
 #include "runtime/monitor/monitor-relay.h"
@@ -47,6 +48,10 @@ enum { S_IN, S_OUT, S_ERR, NR_STREAMS };
 
 struct proxy {
 	const struct exec_proxy_opts *o;
+	const char *dir; /* the state directory as the proxy sees it (in the jail: JAIL_STATE_DIR) */
+	struct jail *jail;
+	int ready_fd;
+	int sfd; /* signalfd */
 	int listen_fds[NR_STREAMS];
 	char *listen_paths[NR_STREAMS];
 	uint32_t ports[NR_STREAMS];
@@ -95,8 +100,12 @@ static int listen_streams(struct proxy *p, int n)
 	int r = guest_stream_token(p->o->proc->token);
 
 	p->o->proc->has_token = true;
-	for (int i = 0; r >= 0 && i < n; i++)
+	for (int i = 0; r >= 0 && i < n; i++) {
 		r = listen_port(p, i);
+		/* The jailed monitor's vsock device connects to it. */
+		if (r >= 0 && p->o->jail_uid && jail_own_path(p->listen_paths[i], p->o->jail_uid, p->o->jail_uid) < 0)
+			r = -errno;
+	}
 	return r;
 }
 
@@ -283,7 +292,7 @@ static int call(struct proxy *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(req, sizeof(req), fmt, ap);
 	va_end(ap);
-	r = monitor_call(p->o->dir, req, CALL_TIMEOUT_MS, NULL);
+	r = monitor_call(p->dir, req, CALL_TIMEOUT_MS, NULL);
 	if (r < 0)
 		log_debug("exec proxy: %s: %s", req, err_msg());
 	return r;
@@ -359,18 +368,46 @@ static _Noreturn void serve(struct proxy *p, int sfd)
 	finish(p, SIGKILL);
 }
 
-/* The relays and everything after them run without privilege: no
- * capabilities (dropped before the relay threads exist, which inherit
- * that), no_new_privs and the proxy's seccomp allowlist. */
-static void jail(struct proxy *p)
+/* The proxy keeps its streams, its control connection, its stdio or pty,
+ * its signals, the ready pipe and the log; the rest goes. */
+static int close_others(struct proxy *p)
 {
-	bool on = jail_enabled();
+	int keep[] = {STDIN_FILENO,      STDOUT_FILENO, STDERR_FILENO, p->ctl,      p->streams[S_IN], p->streams[S_OUT],
+	              p->streams[S_ERR], p->tty_fd,     p->sfd,        p->ready_fd, log_sink_fd()};
+	int r = fd_close_all_except(keep, ARRAY_SIZE(keep));
 
-	if (on && jail_drop_caps() < 0)
-		log_warn("exec proxy sandbox: %s", err_msg());
-	start_relays(p);
-	if (on && jail_seccomp(JAIL_PROXY) < 0)
-		log_warn("exec proxy sandbox: %s: running without a seccomp filter", err_msg());
+	return r < 0 ? err_setsys(r, "close inherited descriptors") : 0;
+}
+
+/* The relays and everything after them run in the jail (exec-proxy.h),
+ * which must be complete before they start: the jail's steps need a
+ * process with one thread. */
+static int enter_jail(struct proxy *p)
+{
+	struct jail_config c = {
+	    .profile = JAIL_PROXY, .uid = p->o->jail_uid, .gid = p->o->jail_uid, .net = JAIL_NET_NEW};
+	_cleanup_free_ char *dir = NULL;
+	int r;
+
+	if (!p->o->jail_uid)
+		return 0;
+	/* --root may be relative: the jail binds absolute paths. */
+	dir = realpath(p->o->dir, NULL);
+	if (!dir)
+		return err_setsys(-errno, "%s", p->o->dir);
+	c.state_dir = dir;
+	tzset();
+	r = jail_mount(&c, &p->jail);
+	if (r >= 0)
+		r = close_others(p);
+	if (r >= 0)
+		r = jail_begin(p->jail);
+	if (r >= 0)
+		r = jail_finish(p->jail);
+	if (r < 0)
+		return err_prefix(r, "exec proxy jail");
+	p->dir = JAIL_STATE_DIR;
+	return 0;
 }
 
 static int write_pid(const char *path, pid_t pid)
@@ -386,9 +423,10 @@ static int write_pid(const char *path, pid_t pid)
  * else serves and never returns. ready_fd (or -1) hears "ok". */
 static int proxy_main(const struct exec_proxy_opts *o, int ready_fd)
 {
-	struct proxy p = {.o = o, .ctl = -1, .in_fd = 0, .out_fd = 1, .err_fd = 2, .tty_fd = -1};
+	struct proxy p = {
+	    .o = o, .dir = o->dir, .ready_fd = ready_fd, .ctl = -1, .in_fd = 0, .out_fd = 1, .err_fd = 2, .tty_fd = -1};
 	struct proto_process *pp = o->proc;
-	int n = pp->terminal ? 1 : NR_STREAMS, sfd, r;
+	int n = pp->terminal ? 1 : NR_STREAMS, r;
 
 	for (int i = 0; i < NR_STREAMS; i++)
 		p.listen_fds[i] = p.streams[i] = -1;
@@ -396,7 +434,7 @@ static int proxy_main(const struct exec_proxy_opts *o, int ready_fd)
 	 * keep stdio only, as runc's init does. */
 	(void)fd_close_inherited(3);
 	signal(SIGPIPE, SIG_IGN);
-	sfd = block_signals();
+	p.sfd = block_signals();
 	r = pp->terminal ? setup_terminal(&p) : 0;
 	if (r >= 0)
 		r = listen_streams(&p, n);
@@ -412,18 +450,22 @@ static int proxy_main(const struct exec_proxy_opts *o, int ready_fd)
 	stop_point("exec:streams");
 	if (r >= 0 && !o->detach && o->pid_file)
 		r = write_pid(o->pid_file, getpid());
+	/* A jail that cannot be made fails the exec: the process started is
+	 * killed when our control connection closes. */
+	if (r >= 0)
+		r = enter_jail(&p);
 	if (r < 0) {
 		unlisten(&p);
 		if (p.raw)
 			console_restore(STDIN_FILENO, &p.saved);
 		return r;
 	}
-	jail(&p);
+	start_relays(&p);
 	if (ready_fd >= 0) {
 		(void)write_all(ready_fd, "ok\n", 3);
 		close(ready_fd);
 	}
-	serve(&p, sfd);
+	serve(&p, p.sfd);
 }
 
 int exec_proxy_run(const struct exec_proxy_opts *o)

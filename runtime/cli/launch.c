@@ -19,6 +19,8 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/stop-point.h"
+#include "runtime/cli/log-sink.h"
+#include "runtime/host/cgroup.h"
 #include "runtime/store/checkpoint.h"
 #include "runtime/monitor/guest-spec.h"
 #include "runtime/cli/create.h"
@@ -100,7 +102,28 @@ static int read_ready(int fd)
 	return err_set(-EIO, "the VM monitor exited before the container was created");
 }
 
-static pid_t fork_monitor(struct monitor_args *a, int *ret_fd)
+/* What the monitor keeps of ours: the container's stdio, the preserved
+ * fds (3.., relayed into the VM), its end of the ready pipe, the state's
+ * lock, the base image's lock, the TAPs and the log. Every other
+ * descriptor the engine or this process had goes. */
+static int close_inherited(const struct monitor_args *a, int ready_fd, int base_lock)
+{
+	int keep[7 + PROTO_MAX_EXTRA_FDS + NET_CONFIG_MAX_IFACES * NET_MAX_QUEUE_PAIRS] = {
+	    STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, ready_fd, a->c->lock_fd, base_lock,
+	};
+	size_t n = 6;
+
+	for (unsigned int i = 0; a->preserved && i < a->preserved->n; i++)
+		keep[n++] = 3 + (int)i;
+
+	for (unsigned int i = 0; a->net && i < a->net->cfg.nr_ifaces; i++)
+		for (unsigned int q = 0; q < a->net->links[i].nr_fds; q++)
+			keep[n++] = a->net->links[i].fds[q];
+	keep[n++] = log_sink_fd();
+	return fd_close_all_except(keep, n);
+}
+
+static pid_t fork_monitor(struct monitor_args *a, int base_lock, int *ret_fd)
 {
 	int p[2];
 	pid_t pid;
@@ -119,10 +142,12 @@ static pid_t fork_monitor(struct monitor_args *a, int *ret_fd)
 		/* Its own session: a terminal's ^C or the caller's process group
 		 * must not reach the VM; signals are forwarded deliberately. */
 		setsid();
-		/* Its pid is the container's for the caller: of the caller's
-		 * descriptors it keeps stdio only, as runc's init does. */
-		(void)fd_close_inherited(3);
 		if (a->c->dir[0] == '/' && chdir("/") < 0)
+			_exit(255);
+		/* Its pid is the container's for the caller: of the caller's
+		 * descriptors it keeps stdio (and --preserve-fds) only, as runc's
+		 * init does. */
+		if (close_inherited(a, p[1], base_lock) < 0)
 			_exit(255);
 		a->ready_fd = p[1];
 		monitor_main(a);
@@ -153,6 +178,32 @@ static int restore_disk(const char *image, const char *disk, const char **ret_di
 	return 0;
 }
 
+static int write_pid_file(const char *path, pid_t pid)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%d", (int)pid);
+	int r = write_file_atomic(path, buf, (size_t)n, 0644);
+
+	return r < 0 ? err_setsys(r, "write pid file %s", path) : 0;
+}
+
+/* The monitor said "ok": what it recorded in the state (its pid, cgroup
+ * and jail), then created (a restored container's process is already
+ * running: created, then running, as the state machine has it), and the
+ * pid file. The jailed monitor can write none of it. */
+static int record_created(struct container *c, pid_t pid, const char *pid_file, bool restored)
+{
+	int r = container_reload(c);
+
+	if (r >= 0)
+		r = container_set_status(c, OCI_STATUS_CREATED, pid);
+	if (r >= 0 && restored)
+		r = container_set_status(c, OCI_STATUS_RUNNING, pid);
+	if (r >= 0 && pid_file)
+		r = write_pid_file(pid_file, pid);
+	return r;
+}
+
 static int console_path(struct cli_context *ctx, const struct container *c, char **ret)
 {
 	const char *env = getenv("KVRUN_CONSOLE");
@@ -173,7 +224,7 @@ static unsigned int queue_pairs(const struct vm_plan *plan)
 
 static int build_and_fork(struct cli_context *ctx, struct container *c, const struct create_opts *o,
                           const struct bundle *b, const struct vm_plan *plan, struct netns_setup *net,
-                          const struct preserved_fds *pf, pid_t *ret_pid)
+                          const char *netns, const struct preserved_fds *pf, pid_t *ret_pid)
 {
 	_cleanup_free_ char *disk = NULL, *base = NULL, *pid_file = NULL, *console = NULL, *console_socket = NULL;
 	_cleanup_close_ int base_lock = -1;
@@ -187,6 +238,7 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	    .ready_fd = -1,
 	    .systemd_cgroup = ctx->systemd_cgroup,
 	    .net = net,
+	    .netns_path = netns,
 	    .new_netns = !net,
 	    .queue_pairs = queue_pairs(plan),
 	    .t_start_ns = ctx->t_start_ns,
@@ -234,17 +286,19 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	a.console_socket = console_socket;
 	/* The monitor inherits base_lock (a cached base image, share-locked)
 	 * and keeps it for its life: the cache never prunes a base in use. */
-	pid = fork_monitor(&a, &fd);
+	pid = fork_monitor(&a, base_lock, &fd);
 	if (pid < 0)
 		return pid;
 	stop_point("create:forked");
 	r = read_ready(fd);
 	close(fd);
+	if (r >= 0)
+		r = record_created(c, pid, pid_file, a.restore_dir != NULL);
 	if (r < 0) {
 		kill(pid, SIGKILL);
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
-		return r;
+		return r; /* launch_destroy() removes the rest */
 	}
 	stop_point("create:ready");
 	*ret_pid = pid;
@@ -283,7 +337,7 @@ static int bring_up(struct cli_context *ctx, struct container *c, const struct c
 
 	/* A new namespace is the monitor's own: made and served there. */
 	if (!netns)
-		return build_and_fork(ctx, c, o, b, plan, NULL, pf, ret_pid);
+		return build_and_fork(ctx, c, o, b, plan, NULL, NULL, pf, ret_pid);
 	r = netns_setup(netns, c->state->id, queue_pairs(plan), &ns);
 	if (r < 0) {
 		/* It undid what it did, and must not undo what it did not
@@ -295,7 +349,7 @@ static int bring_up(struct cli_context *ctx, struct container *c, const struct c
 	}
 	stop_point("create:net");
 	log_net(&ns, netns);
-	r = build_and_fork(ctx, c, o, b, plan, &ns, pf, ret_pid);
+	r = build_and_fork(ctx, c, o, b, plan, &ns, netns, pf, ret_pid);
 	/* The monitor has its own copies of the TAP fds. */
 	netns_setup_close(&ns);
 	return r;

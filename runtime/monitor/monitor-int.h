@@ -44,6 +44,12 @@ struct monitor {
 	struct monitor_args *a;
 	struct sandbox *sb;
 	struct guest_channel ch;
+	struct jail *jail; /* NULL when $KVRUN_JAIL=0 */
+	const char *dir; /* the state directory as the monitor sees it (JAIL_STATE_DIR when jailed) */
+	char *snapshot; /* the template's or the checkpoint's vm.snap, or NULL: a cold boot */
+	char *disk_base; /* the root disk's base image (its symlink resolved), or NULL */
+	char *state_dir; /* the state directory's absolute path, for the jail */
+	int console_fd; /* the guest console log, or -1 */
 	char *control_path;
 	struct cgroup_place cgroup; /* the host cgroup we are in (path NULL: none) */
 	int control_fd; /* listener of control.sock */
@@ -55,7 +61,7 @@ struct monitor {
 	struct relay *relays[CHAN_NR];
 	struct relay *fd_relays[PROTO_MAX_EXTRA_FDS]; /* preserved fds: from the guest */
 	struct netns_setup own_net; /* new_netns: what the hooks left in ours */
-	struct proto_msg early_start; /* early_create: the START built in create */
+	struct proto_msg start; /* the START, built before the jail (it reads host files) */
 	struct monitor_exec execs[MONITOR_MAX_EXECS];
 	int tty_fd; /* host end of the container's terminal, or -1 */
 	bool tty_raw; /* tty_fd is our stdin, made raw: tty_saved restores it */
@@ -74,6 +80,24 @@ int monitor_fds_start(struct monitor *m, struct proto_process *p);
 int monitor_fds_accept(struct monitor *m);
 /* Wait for the relays out of the guest (the VM has ended). */
 void monitor_fds_join(struct monitor *m);
+
+/* monitor-jail.c: the files the VM is made of, found (and the console log
+ * opened) while the host is still visible: the snapshot to restore (a
+ * checkpoint's, or a template's), the root disk's base image. */
+int monitor_vm_files(struct monitor *m);
+
+/* monitor-jail.c: the jail (runtime/host/jail.h) in three steps: its
+ * namespaces and root (m->dir becomes JAIL_STATE_DIR), once the host's part
+ * of create is done; its build filter, once the sockets are made
+ * (monitor_open_sockets()); its uid and serving filter, once the VM is
+ * built, before its vCPUs start. With $KVRUN_JAIL=0 they do nothing. */
+int monitor_jail_mount(struct monitor *m);
+int monitor_jail_begin(struct monitor *m);
+int monitor_jail_finish(struct monitor *m);
+
+/* monitor-jail.c: the guest channel's listeners and control.sock in
+ * m->dir, reachable by the jail's uid. */
+int monitor_open_sockets(struct monitor *m);
 
 /* OOM from the guest: each new kill goes to the events subscribers. */
 void monitor_oom(struct monitor *m, const struct proto_oom *oom);

@@ -63,19 +63,15 @@ static int start_stdio(struct monitor *m)
 static int create_container(struct monitor *m)
 {
 	struct proto_msg msg = {.type = PROTO_MSG_START, .flags = PROTO_START_F_WAIT}, ans = {0};
-	int r = 0;
+	int r;
 
-	if (m->a->plan->early_create) {
-		msg.u.start = m->early_start.u.start; /* built by bring_up */
-		m->early_start = (struct proto_msg){0};
-	} else {
-		r = guest_spec_from_oci(m->a->b->spec, m->a->c->state, &msg.u.start);
-		if (r >= 0)
-			r = guest_spec_set_net(&msg.u.start, m->a->net ? &m->a->net->cfg : NULL);
-	}
+	msg.u.start = m->start.u.start; /* built by build_start() */
+	m->start = (struct proto_msg){0};
+	/* The interfaces now: a template's restore set each one's dev_mac. */
+	r = guest_spec_set_net(&msg.u.start, m->a->net ? &m->a->net->cfg : NULL);
 	if (r >= 0)
 		r = guest_spec_set_identity(&msg.u.start);
-	if (r >= 0 && !m->a->plan->early_create)
+	if (r >= 0)
 		r = monitor_fds_start(m, &msg.u.start.process);
 	if (r < 0) {
 		proto_start_free(&msg.u.start);
@@ -114,15 +110,6 @@ static void note(void *opaque, const struct proto_msg *msg)
 		return;
 	}
 	monitor_exec_exited(m, msg->id, msg->u.exit.status);
-}
-
-static int write_pid_file(const char *path)
-{
-	char buf[32];
-	int n = snprintf(buf, sizeof(buf), "%d", (int)getpid());
-	int r = write_file_atomic(path, buf, (size_t)n, 0644);
-
-	return r < 0 ? err_setsys(r, "write pid file %s", path) : 0;
 }
 
 /* Tell the creator how it went. Fails when the creator is gone (killed
@@ -218,21 +205,33 @@ static int host_setup(struct monitor *m)
 	return r;
 }
 
-/* A checkpoint's VM, or a new one (from a template or booted). */
-static int start_vm(struct monitor *m, const struct sandbox_opts *o)
+/* A checkpoint's VM, or a new one (from a template or booted), with its
+ * vCPUs stopped: the jail is finished before they run. */
+static int build_vm(struct monitor *m)
 {
-	_cleanup_free_ char *snap = NULL;
-
+	struct monitor_args *a = m->a;
+	_cleanup_free_ char *disk = NULL;
+	struct sandbox_opts o = {
+	    .plan = a->plan,
+	    .ndisks = 1,
+	    .vsock_path = m->ch.base,
+	    .vsock_guest_only = true,
+	    .console_fd = m->console_fd > 0 ? m->console_fd : 0,
+	    .net = a->net,
+	    .stopped = true,
+	};
 	int r;
 
-	if (!m->a->restore_dir) {
-		r = template_launch(o, &m->sb);
-	} else {
-		if (asprintf(&snap, "%s/%s", m->a->restore_dir, MONITOR_CHECKPOINT_VM) < 0)
-			return -ENOMEM;
-		log_info("VM: restoring checkpoint %s", m->a->restore_dir);
-		r = sandbox_restore(o, snap, 0, false, NULL, &m->sb);
-	}
+	if (asprintf(&disk, "%s/%s", m->dir, MONITOR_DISK) < 0)
+		return -ENOMEM;
+	o.disks[0] = (struct sandbox_disk){.path = disk,
+	                                   .base = m->disk_base,
+	                                   .read_only = a->b->spec->root && a->b->spec->root->readonly,
+	                                   .id = "rootfs"};
+	if (a->restore_dir)
+		r = sandbox_restore(&o, m->snapshot, 0, false, NULL, &m->sb);
+	else
+		r = template_launch(&o, m->snapshot, &m->sb);
 	m->ch.sb = m->sb;
 	return r;
 }
@@ -269,22 +268,46 @@ static int finish_boot(struct monitor *m)
 	return r;
 }
 
-static int bring_up(struct monitor *m)
+/* The START of the container's process: from the spec, with files the
+ * guest gets copies of read now (the jail sees none of them). Its
+ * interfaces are added when it is sent. */
+static int build_start(struct monitor *m)
 {
 	struct monitor_args *a = m->a;
-	_cleanup_free_ char *disk = NULL, *base = NULL;
+
+	return a->restore_dir ? 0 : guest_spec_from_oci(a->b->spec, a->c->state, &m->start.u.start);
+}
+
+/* Our pid (its start time with it), cgroup and jail uid in state.json now:
+ * create records the rest once we report, and cleans up after us when we
+ * fail (a jailed monitor can do neither). */
+static int record_state(struct monitor *m)
+{
+	struct monitor_args *a = m->a;
+	char uid[16];
+	int r = 0;
+
+	if (jail_enabled()) {
+		uid_t u;
+		gid_t g;
+
+		jail_ids_for(a->plan->jail_uid_base, getpid(), &u, &g);
+		snprintf(uid, sizeof(uid), "%u", (unsigned)u);
+		r = oci_map_set(&a->c->state->private_data, STATE_KEY_JAIL_UID, uid);
+	}
+	return r < 0 ? r : container_record_pid(a->c, getpid());
+}
+
+/* What needs the host's view and privilege, before the jail. */
+static int host_part(struct monitor *m)
+{
 	int r;
 
-	if (asprintf(&disk, "%s/%s", a->c->dir, MONITOR_DISK) < 0 ||
-	    asprintf(&base, "%s/%s", a->c->dir, MONITOR_DISK_BASE) < 0)
-		return -ENOMEM;
-	if (access(base, F_OK) < 0)
-		free(TAKE_PTR(base));
 	/* First, while privileged and in no cgroup of the container's: the
 	 * guard that removes the container (the network namespace's changes
 	 * need privilege) if our creator dies before create ends
 	 * (create-guard.h). */
-	r = create_guard_start(a->c, &a->ready_fd, 1, &m->guard);
+	r = create_guard_start(m->a->c, &m->a->ready_fd, 1, &m->guard);
 	stop_point("monitor:guard");
 	if (r >= 0)
 		r = host_setup(m);
@@ -292,54 +315,57 @@ static int bring_up(struct monitor *m)
 		r = serve_own_netns(m);
 	stop_point("monitor:setup");
 	if (r >= 0)
-		r = guest_channel_listen(&m->ch, CHAN_NR);
-	if (r >= 0 && a->preserved)
-		r = guest_channel_listen_extra(&m->ch, a->preserved->n);
-	/* Hooks have run; the VM's threads start with nothing to inherit. */
-	if (r >= 0 && jail_enabled())
-		r = jail_drop_caps();
+		r = record_state(m);
+	/* The pty's master goes to the console socket, which the jail cannot
+	 * reach. (Our own stdin is made raw later, as before: a ^C during the
+	 * boot still interrupts run.) */
+	if (r >= 0 && m->a->console_socket)
+		r = monitor_terminal_host_side(m);
 	if (r >= 0)
-		r = start_vm(
-		    m, &(struct sandbox_opts){.plan = a->plan,
-		                              .disks = {{.path = disk,
-		                                         .base = base,
-		                                         .read_only = a->b->spec->root && a->b->spec->root->readonly,
-		                                         .id = "rootfs"}},
-		                              .ndisks = 1,
-		                              .vsock_path = m->ch.base,
-		                              .console_path = a->console_path,
-		                              .net = a->net});
+		r = build_start(m);
+	if (r >= 0)
+		r = monitor_vm_files(m);
+	/* Log lines carry local time: the zone is read while it can be. */
+	tzset();
+	return r;
+}
+
+static int bring_up(struct monitor *m)
+{
+	struct monitor_args *a = m->a;
+	uint64_t t0, jail_ns;
+	int r;
+
+	r = host_part(m);
+	t0 = vm_now_ns();
+	if (r >= 0)
+		r = monitor_jail_mount(m);
+	if (r >= 0)
+		r = monitor_open_sockets(m);
+	if (r >= 0)
+		r = monitor_jail_begin(m);
+	jail_ns = vm_now_ns() - t0;
+	if (r >= 0)
+		r = build_vm(m);
+	t0 = vm_now_ns();
+	if (r >= 0)
+		r = monitor_jail_finish(m);
+	jail_ns += vm_now_ns() - t0;
+	if (r >= 0)
+		r = vm_start(m->sb->vm);
 	stop_point("monitor:vm");
-	/* The host's whole part of create, up to the guest's own work. */
+	/* The host's whole part of create, up to the guest's own work, and
+	 * what of it the jail took. */
 	if (r >= 0)
-		log_info("VM: running: host_us=%llu disk_us=%llu",
-		         (unsigned long long)((vm_now_ns() - a->t_start_ns) / 1000), (unsigned long long)a->disk_us);
-	if (r >= 0 && a->plan->early_create) {
-		/* Everything the guest does is left to finish_boot(), after create
-		 * has returned: the spec it needs is built now, while the state
-		 * is still ours. */
-		r = guest_spec_from_oci(a->b->spec, a->c->state, &m->early_start.u.start);
-		if (r >= 0)
-			r = guest_spec_set_net(&m->early_start.u.start, a->net ? &a->net->cfg : NULL);
-		if (r >= 0)
-			r = monitor_fds_start(m, &m->early_start.u.start.process);
-		if (r >= 0)
-			r = monitor_terminal_host_side(m);
-	} else if (r >= 0) {
+		log_info("VM: running: host_us=%llu disk_us=%llu jail_us=%llu",
+		         (unsigned long long)((vm_now_ns() - a->t_start_ns) / 1000), (unsigned long long)a->disk_us,
+		         (unsigned long long)(jail_ns / 1000));
+	/* With early_create, everything the guest does is left to
+	 * finish_boot(), after create has returned. */
+	if (r >= 0 && a->plan->early_create)
+		r = monitor_terminal_host_side(m);
+	else if (r >= 0)
 		r = finish_boot(m);
-	}
-	if (r >= 0 && a->pid_file)
-		r = write_pid_file(a->pid_file);
-	if (r >= 0)
-		m->control_fd = unix_listen(m->control_path, 16);
-	if (m->control_fd < 0 && r >= 0)
-		r = m->control_fd;
-	if (r >= 0)
-		r = container_set_status(a->c, OCI_STATUS_CREATED, getpid());
-	/* A restored container's process is already running: created, then
-	 * running, as the state machine has it. */
-	if (r >= 0 && a->restore_dir)
-		r = container_set_status(a->c, OCI_STATUS_RUNNING, getpid());
 	return r;
 }
 
@@ -494,19 +520,6 @@ _Noreturn void monitor_exit_like(uint32_t status)
 	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_MONITOR_FAILED);
 }
 
-/* Everything privileged is done: the seccomp allowlist for the rest. */
-static void enter_jail(void)
-{
-	if (!jail_enabled()) {
-		log_warn("monitor sandbox off ($KVRUN_JAIL=%s)", getenv("KVRUN_JAIL"));
-		return;
-	}
-	if (jail_seccomp(JAIL_MONITOR) < 0)
-		log_warn("monitor sandbox: %s: serving without a seccomp filter", err_msg());
-	else
-		log_debug("monitor sandbox on: no capabilities, no_new_privs, seccomp allowlist");
-}
-
 /* The boot did not finish: a signal that stopped it ends us as it would
  * have ended the container's process (the caller sees 128+N). */
 static _Noreturn void exit_boot_failed(struct monitor *m)
@@ -549,7 +562,8 @@ static _Noreturn void abandoned(struct monitor *m)
 
 _Noreturn void monitor_main(struct monitor_args *a)
 {
-	struct monitor m = {.a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1, .guard = {.fd = -1}};
+	struct monitor m = {
+	    .a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1, .console_fd = -1, .guard = {.fd = -1}};
 	int r;
 
 	for (int i = 0; i < MONITOR_MAX_EXECS; i++)
@@ -559,19 +573,20 @@ _Noreturn void monitor_main(struct monitor_args *a)
 	m.tty_fd = -1;
 	signal(SIGPIPE, SIG_IGN);
 	m.signal_fd = monitor_watch_signals();
-	if (guest_channel_init(&m.ch, a->c->dir, MONITOR_VSOCK_SOCK) < 0 ||
-	    asprintf(&m.control_path, "%s/%s", a->c->dir, MONITOR_CONTROL_SOCK) < 0)
-		_exit(EXIT_MONITOR_FAILED);
-	/* Until the container runs, a signal to us ends the boot, and so
-	 * does the end of our creator. */
-	m.ch.stop_fd = m.signal_fd;
-	m.ch.abandon_fd = a->ready_fd;
-	m.ch.on_note = note;
-	m.ch.opaque = &m;
+	/* Without listeners until monitor_open_sockets(). Until the container
+	 * runs, a signal to us ends the boot, and so does the end of our
+	 * creator. */
+	m.ch = (struct guest_channel){
+	    .base_dirfd = -1, .stop_fd = m.signal_fd, .abandon_fd = a->ready_fd, .on_note = note, .opaque = &m};
+	for (int i = 0; i < CHAN_NR; i++)
+		m.ch.listen_fds[i] = m.ch.stream_fds[i] = -1;
+	for (int i = 0; i < PROTO_MAX_EXTRA_FDS; i++)
+		m.ch.extra_listen[i] = m.ch.extra_stream[i] = -1;
 	r = bring_up(&m);
 	/* On failure our cgroup goes before create hears of it (create then
-	 * kills us, removes the state and what we could not remove). */
-	if (r < 0 && m.cgroup.path)
+	 * kills us, removes the state and what we could not remove). In the
+	 * jail we cannot: create does it once we are gone. */
+	if (r < 0 && m.cgroup.path && !m.jail)
 		leave_cgroup(&m);
 	stop_point("monitor:ready");
 	if (r == -ECANCELED || creator_gone(&m))
@@ -584,7 +599,7 @@ _Noreturn void monitor_main(struct monitor_args *a)
 		log_error("the creating process went away: container %s is left for delete", a->c->state->id);
 		end_vm(&m);
 		shut_down(&m);
-		if (m.cgroup.path)
+		if (m.cgroup.path && !m.jail)
 			leave_cgroup(&m);
 		_exit(EXIT_MONITOR_FAILED);
 	}
@@ -607,7 +622,6 @@ _Noreturn void monitor_main(struct monitor_args *a)
 			exit_boot_failed(&m);
 		}
 	}
-	enter_jail();
 	r = serve(&m);
 	if (r < 0) {
 		log_error("%s", err_msg());

@@ -42,6 +42,7 @@ struct monitor_args {
 	const char *console_socket; /* absolute, or NULL: receives the pty master */
 	bool systemd_cgroup; /* linux.cgroupsPath is "slice:prefix:name" */
 	struct netns_setup *net; /* interfaces and TAP fds (netns.h), or NULL */
+	const char *netns_path; /* the namespace net serves (the jail joins it), or NULL */
 	const char *restore_dir; /* a checkpoint to resume instead of creating, or NULL */
 	/* The spec asks for a new network namespace (no path): the monitor
 	 * makes one of its own before the hooks run, since engines (docker's

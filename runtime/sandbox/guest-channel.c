@@ -9,6 +9,7 @@
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -81,6 +82,27 @@ int guest_channel_listen_extra(struct guest_channel *ch, unsigned int n)
 		if (ch->extra_listen[i] < 0)
 			return ch->extra_listen[i];
 		ch->n_extra = i + 1;
+	}
+	return 0;
+}
+
+int guest_channel_own(const struct guest_channel *ch, uid_t uid, gid_t gid)
+{
+	char path[256];
+
+	for (int i = 0; i < CHAN_NR; i++) {
+		if (ch->listen_fds[i] < 0)
+			continue;
+		port_path(ch, i, path, sizeof(path));
+		if (chown(path, uid, gid) < 0 || chmod(path, 0600) < 0)
+			return err_setsys(-errno, "hand %s to uid %u", path, (unsigned)uid);
+	}
+	for (unsigned int i = 0; i < ch->n_extra; i++) {
+		if (ch->extra_listen[i] < 0)
+			continue;
+		snprintf(path, sizeof(path), "%s_%u", ch->base, GUEST_PORT_EXTRA + i);
+		if (chown(path, uid, gid) < 0 || chmod(path, 0600) < 0)
+			return err_setsys(-errno, "hand %s to uid %u", path, (unsigned)uid);
 	}
 	return 0;
 }

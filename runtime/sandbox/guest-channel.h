@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sys/types.h>
+
 #include "common/protocol.h"
 
 /* Host ports the container's stdio streams connect to. */
@@ -77,6 +79,11 @@ int guest_channel_init(struct guest_channel *ch, const char *dir, const char *na
 
 /* Listen on the first nports ports (CHAN_CTL ... CHAN_NR). */
 int guest_channel_listen(struct guest_channel *ch, unsigned int nports);
+
+/* Make the listeners' sockets uid's and gid's, mode 0600: the only ones
+ * besides root that may connect (the monitor's jail, whose vsock device
+ * connects to them). */
+int guest_channel_own(const struct guest_channel *ch, uid_t uid, gid_t gid);
 
 /* Accept the stream of port i within timeout_ms into ch->stream_fds[i];
  * what names it in errors. Then the port's listener is closed (its socket

@@ -227,7 +227,8 @@ static int add_virtio(struct sandbox *s, const struct sandbox_opts *o, const str
 	for (unsigned int i = 0; r >= 0 && i < o->ndisks; i++)
 		r = add_disk(s, &o->disks[i], i);
 	if (r >= 0 && o->vsock_path) {
-		r = virtio_vsock_new(&s->vm->mem, s->vm->loop, SANDBOX_GUEST_CID, o->vsock_path, &s->vsock);
+		r = virtio_vsock_new(&s->vm->mem, s->vm->loop, SANDBOX_GUEST_CID, o->vsock_path, !o->vsock_guest_only,
+		                     &s->vsock);
 		if (r < 0)
 			return err_prefix(r, "vsock %s", o->vsock_path);
 		r = attach(s, virtio_vsock_mmio(s->vsock), true, NULL);

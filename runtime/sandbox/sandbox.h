@@ -74,6 +74,9 @@ struct sandbox_opts {
 	const char *vsock_path; /* guest port P reaches <vsock_path>_P; NULL: no vsock device */
 	struct sandbox_share shares[SANDBOX_MAX_SHARES];
 	unsigned int nshares;
+	/* No listener at vsock_path for host-initiated streams (a container's
+	 * VM: nothing uses them, and its jail seals the directory). */
+	bool vsock_guest_only;
 	const char *console_path; /* guest console log (appended), NULL: off */
 	int console_fd; /* or this fd (borrowed), when > 0 (0: unset, never stdin) */
 	bool test_device; /* the freestanding test guest's device (vmm/test-device.h) */

@@ -67,6 +67,10 @@ struct vm_plan {
 	 * keeps rootfs_cache_size bytes of images no container uses. */
 	char *rootfs_cache_dir;
 	uint64_t rootfs_cache_size;
+	/* The monitor's jail runs as uid and gid jail_uid_base + its pid
+	 * ($KVRUN_JAIL_UID_BASE, else the config file's "jail_uid_base", else
+	 * JAIL_UID_BASE_DEFAULT: runtime/host/jail.h). */
+	unsigned long jail_uid_base;
 };
 
 /* Decide the plan for spec. kernel_flag is the global --kernel flag (NULL

@@ -31,5 +31,8 @@
 #define STATE_KEY_CGROUP_BASE "cgroup-base"
 /* ... and the systemd unit that holds it (--systemd-cgroup, systemd up). */
 #define STATE_KEY_CGROUP_UNIT "cgroup-unit"
+/* ... and the uid (and gid) of the monitor's jail, which its exec proxies
+ * share (runtime/host/jail.h); absent when the monitor is not jailed. */
+#define STATE_KEY_JAIL_UID "jail-uid"
 
 #endif

@@ -419,6 +419,30 @@ int container_reload(struct container *c)
 	return 0;
 }
 
+/* pid and its start time (which tells it from a later process with its
+ * number) into c's state. */
+static int record_pid(struct container *c, pid_t pid)
+{
+	struct proc_stat st;
+	int r;
+
+	r = proc_stat_read(container_proc_root, pid, &st);
+	if (r < 0)
+		return r == -ESRCH ? err_set(r, "process %d has exited", (int)pid) : r;
+	r = map_set_ull(&c->state->private_data, STATE_KEY_PID_START, st.start_time);
+	if (r < 0)
+		return r;
+	c->state->pid = pid;
+	return 0;
+}
+
+int container_record_pid(struct container *c, pid_t pid)
+{
+	int r = record_pid(c, pid);
+
+	return r < 0 ? r : container_save(c);
+}
+
 int container_set_status(struct container *c, enum oci_status status, pid_t pid)
 {
 	int r;
@@ -427,15 +451,9 @@ int container_set_status(struct container *c, enum oci_status status, pid_t pid)
 	if (r < 0)
 		return r;
 	if (pid > 0) {
-		struct proc_stat st;
-
-		r = proc_stat_read(container_proc_root, pid, &st);
-		if (r < 0)
-			return r == -ESRCH ? err_set(r, "process %d has exited", (int)pid) : r;
-		r = map_set_ull(&c->state->private_data, STATE_KEY_PID_START, st.start_time);
+		r = record_pid(c, pid);
 		if (r < 0)
 			return r;
-		c->state->pid = pid;
 	}
 	c->state->status = status;
 	return container_save(c);

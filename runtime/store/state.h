@@ -89,6 +89,14 @@ int container_reload(struct container *c);
  * exclusive lock. */
 int container_set_status(struct container *c, enum oci_status status, pid_t pid);
 
+/* Record pid (and its start time) without changing the status, and save.
+ * Needs the exclusive lock. */
+int container_record_pid(struct container *c, pid_t pid);
+
+/* Read state.json again into c->state (what another process holding a
+ * copy of c's lock wrote: the monitor, for create). */
+int container_reload(struct container *c);
+
 /* Write c->state to state.json atomically. Needs the exclusive lock. */
 int container_save(struct container *c);
 

@@ -1,14 +1,28 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The monitor's sandbox (runtime/host/jail.c) around a running VM, with the
-freestanding test guest: `kvrun boot --jail` drops capabilities before the
-VM's threads start and loads the seccomp allowlist once the vCPUs run, as
-a container's monitor does after create. The virtio-blk scenario (disk
-reads, writes, flush) and the virtio-vsock scenario (guest connects to a
-host unix socket; the host connects to the guest) must pass under it, and
-/proc/<pid>/status of the running VM shows Seccomp: 2, NoNewPrivs: 1 and
-no effective capability. Needs /dev/kvm; skips loudly without it."""
+"""The monitor's jail (runtime/host/jail.h, docs/security.md).
+
+1. Probes: the jail-probe helper (KVRUN_JAIL_PROBE) makes the jail as a
+   monitor does (its uid, a mount namespace holding only its state
+   directory and /dev/kvm, a new network namespace, the build filter, a VM
+   built, its uid and serving filter) and tries one thing a compromised
+   monitor would: read /etc/shadow, read another process's memory through
+   /proc/PID/mem, connect to a root-only unix socket (in its own state
+   directory, and elsewhere), unlink a root-owned file, kill, tgkill and
+   prlimit64 another process, TIOCSTI, ptrace; and, on a thread with the
+   vCPU filter, a connect. Each is refused (an errno) or kills the probe
+   (SIGSYS), and the other process and the files are untouched.
+2. The freestanding test guest under `kvrun boot --jail`: the virtio-blk
+   scenario (disk reads, writes, flush), the virtio-vsock scenario (the
+   guest connects to a host unix socket; the host connects to the guest),
+   and a snapshot restored into a jailed VM must pass. While the vsock VM
+   runs, /proc/<pid> shows on every thread Seccomp 2, NoNewPrivs 1 and no
+   capability, a uid of the jail's range, a root that is not the host's,
+   no descriptor of a file outside what the VM was given.
+
+Needs root and /dev/kvm; skips loudly without them."""
 import os
+import signal
 import socket
 import subprocess
 import tempfile
@@ -22,10 +36,15 @@ t = Tap()
 problem = guestlib.kvm_problem()
 if problem:
     t.skip_all(f"needs /dev/kvm: {problem}")
+if os.geteuid() != 0:
+    t.skip_all("needs root (the jail's namespaces and uid)")
 GUEST = os.environ.get("KVRUN_TEST_GUEST", "")
 if not os.path.isfile(GUEST):
     t.ok(False, f"test guest ELF exists (KVRUN_TEST_GUEST={GUEST!r})")
     t.done()
+PROBE = os.environ.get("KVRUN_JAIL_PROBE", "")
+UID_BASE = int(os.environ.get("KVRUN_JAIL_UID_BASE", "0x71000000"), 0)
+UID_RANGE = 1 << 22
 
 VM_TIMEOUT_S = 60
 SECTORS = 2048
@@ -57,6 +76,111 @@ def status_of(pid):
     return fields
 
 
+def probe(state_dir, action, arg=None, vcpu=False):
+    """(result errno or None, killed by SIGSYS, output)."""
+    argv = [PROBE, "--state-dir", state_dir] + (["--vcpu"] if vcpu else []) + [action] + ([str(arg)] if arg else [])
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    res = None
+    for line in p.stdout.splitlines():
+        if line.startswith("result="):
+            res = int(line[7:])
+    jailed = "jailed uid=" in p.stdout
+    return res, jailed and p.returncode == -signal.SIGSYS, jailed, f"rc={p.returncode} {p.stdout} {p.stderr}"
+
+
+def probes():
+    if not os.path.isfile(PROBE):
+        t.ok(False, f"jail-probe exists (KVRUN_JAIL_PROBE={PROBE!r})")
+        return
+    with tempfile.TemporaryDirectory() as state, tempfile.TemporaryDirectory() as elsewhere:
+        os.chmod(state, 0o711)
+        victim = subprocess.Popen(["sleep", "120"])
+        secret = os.path.join(state, "secret")
+        with open(secret, "w") as f:
+            f.write("root only\n")
+        os.chmod(secret, 0o600)
+        socks = []
+        for d in (state, elsewhere):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.bind(os.path.join(d, "root.sock"))
+            os.chmod(os.path.join(d, "root.sock"), 0o600)
+            s.listen(1)
+            socks.append(s)
+        res, killed, jailed, out = probe(state, "nothing")
+        t.ok(jailed and res == 0, "probe: the jail is made and the probe runs in it", out)
+        refused = [
+            ("read /etc/shadow", "read", "/etc/shadow"),
+            ("read a root-only file in its state directory", "read", "/state/secret"),
+            ("read another process's memory", "mem", victim.pid),
+            ("connect to a root-only unix socket in its state directory", "connect", "/state/root.sock"),
+            ("connect to a root-only unix socket elsewhere", "connect", os.path.join(elsewhere, "root.sock")),
+            ("unlink a root-owned file", "unlink", "/state/secret"),
+        ]
+        for what, action, arg in refused:
+            res, killed, jailed, out = probe(state, action, arg)
+            t.ok(jailed and (killed or (res is not None and res < 0)), f"probe: {what}: refused ({res})", out)
+        killing = [
+            ("kill another process", "kill", victim.pid),
+            ("tgkill another process", "tgkill", victim.pid),
+            ("prlimit64 another process", "prlimit", victim.pid),
+            ("TIOCSTI", "tiocsti", None),
+            ("ptrace another process", "ptrace", victim.pid),
+        ]
+        for what, action, arg in killing:
+            res, killed, jailed, out = probe(state, action, arg)
+            t.ok(killed, f"probe: {what}: the probe dies by SIGSYS", out)
+        res, killed, jailed, out = probe(state, "connect", "/state/root.sock", vcpu=True)
+        t.ok(killed, "probe: a connect on a vCPU thread: the probe dies by SIGSYS", out)
+        t.ok(victim.poll() is None, "the other process is still alive")
+        t.ok(os.path.exists(secret), "the root-owned file is still there")
+        victim.kill()
+        victim.wait()
+        for s in socks:
+            s.close()
+
+
+def threads_status(pid):
+    out = {}
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            out[tid] = status_of(f"{pid}/task/{tid}")
+    except OSError:
+        pass
+    return out
+
+
+def check_running(pid, allowed_paths):
+    """What /proc says of a running jailed VM."""
+    tasks = threads_status(pid)
+    t.ok(len(tasks) >= 3, f"running VM: its threads are listed ({len(tasks)})")
+    bad = {tid: (st.get("Seccomp"), st.get("NoNewPrivs"), st.get("CapEff")) for tid, st in tasks.items()
+           if (st.get("Seccomp"), st.get("NoNewPrivs"), st.get("CapEff")) != ("2", "1", "0000000000000000")}
+    t.ok(tasks and not bad, "running VM: every thread has Seccomp 2, NoNewPrivs 1, no capability", str(bad))
+    st = status_of(pid)
+    uids = st.get("Uid", "").split()
+    t.ok(len(uids) == 4 and all(int(u) == UID_BASE + pid for u in uids),
+         f"running VM: uid {UID_BASE + pid} (base + pid), not 0", st.get("Uid"))
+    t.eq(st.get("CapBnd"), "0000000000000000", "running VM: empty bounding set")
+    try:
+        r, h = os.stat(f"/proc/{pid}/root/"), os.stat("/")
+        t.ok((r.st_dev, r.st_ino) != (h.st_dev, h.st_ino), "running VM: its root is not the host's")
+    except OSError as e:
+        t.ok(False, f"running VM: its root: {e}")
+    files = []
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                files.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            except OSError:
+                pass
+    except OSError:
+        pass
+    stray = [f for f in files if f.startswith("/") and f not in allowed_paths]
+    t.ok(files and not stray, f"running VM: no descriptor of a file it was not given ({len(files)} fds)",
+         f"stray: {stray}; all: {files}")
+
+
+probes()
 with tempfile.TemporaryDirectory() as tmp:
     img = os.path.join(tmp, "disk.img")
     guestlib.write_blk_image(img, SEED, SECTORS)
@@ -69,8 +193,11 @@ with tempfile.TemporaryDirectory() as tmp:
 
     uds = os.path.join(tmp, "v.sock")
     PORT, LISTEN = 5000, 6000
+    # The jailed VM reaches the directory and the socket as its own uid.
+    os.chmod(tmp, 0o711)
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(f"{uds}_{PORT}")
+    os.chmod(f"{uds}_{PORT}", 0o666)
     srv.listen(1)
     srv.settimeout(VM_TIMEOUT_S)
     echoed = []
@@ -104,10 +231,7 @@ with tempfile.TemporaryDirectory() as tmp:
     deadline = time.monotonic() + VM_TIMEOUT_S
     while time.monotonic() < deadline and p.poll() is None and marker not in out[0]:
         time.sleep(0.02)
-    st = status_of(p.pid)
-    t.eq(st.get("Seccomp"), "2", "running VM: Seccomp 2 (filter mode)")
-    t.eq(st.get("NoNewPrivs"), "1", "running VM: NoNewPrivs 1")
-    t.eq(st.get("CapEff"), "0000000000000000", "running VM: no effective capability")
+    check_running(p.pid, {"/dev/kvm", "/dev/null", GUEST})
     reply = b""
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
@@ -139,4 +263,18 @@ with tempfile.TemporaryDirectory() as tmp:
     check_run("vsock", p.returncode, out[0].decode(errors="replace"))
     t.eq(b"".join(echoed), f"echo-me-{SEED}".encode(), "vsock: the guest's connect reached the host socket")
     t.eq(reply, f"from-guest-{SEED}".encode(), "vsock: the host's connect reached the guest")
+    # A snapshot (made without the jail: it writes a file) restored in it.
+    snap = os.path.join(tmp, "vm.snap")
+    r = guestlib.boot(["--kernel", GUEST, "--test-device", "--console", "--memory", "64M", "--cmdline",
+                       "test=snapshot mem_expect=64M snap_fill=8M", "--timeout", str(VM_TIMEOUT_S),
+                       "--snapshot-on-port", snap, "--snapshot-stop"], timeout=VM_TIMEOUT_S + 30)
+    t.eq(r.rc, 0, "snapshot of the test guest written")
+    r = guestlib.boot(["--restore", snap, "--test-device", "--console", "--jail", "--timeout", str(VM_TIMEOUT_S)],
+                      timeout=VM_TIMEOUT_S + 30)
+    results, plan = guestlib.parse_tap(r.out + "\n" + r.err)
+    bad = [d for ok, d in results if not ok]
+    # The saved VM printed the first lines of the plan; the restored one the rest.
+    t.ok(results and not bad and plan is not None and len(results) < plan,
+         f"restore: the restored guest's checks pass ({len(results)} of {plan})", r.describe())
+    t.eq(r.rc, 0, "restore: kvrun boot --restore --jail exits 0")
 t.done()

@@ -258,7 +258,7 @@ static void vs_new(struct vs *t, struct fake_drv *clone_of, uint64_t cid)
 		clone_guest(&t->d, clone_of);
 	else
 		fake_drv_init(&t->d);
-	if (event_loop_new(&t->loop) < 0 || virtio_vsock_new(&t->d.mem, t->loop, cid, t->path, &t->v) < 0)
+	if (event_loop_new(&t->loop) < 0 || virtio_vsock_new(&t->d.mem, t->loop, cid, t->path, true, &t->v) < 0)
 		abort();
 	fake_drv_attach(&t->d, virtio_vsock_mmio(t->v));
 }
