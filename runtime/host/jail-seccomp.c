@@ -244,6 +244,9 @@ static const struct rule monitor_serve_rules[] = {
     ANY("copy_file_range"),
     ANY("ftruncate"),
     ANY("flock"),
+    /* The create guard (create-guard.h), forked before the jail, is the
+     * monitor's one child: reaped once create has an outcome. */
+    ANY("wait4"),
     /* Each vCPU thread's own filter (flags 0: no TSYNC, no listener). */
     IF2("seccomp", EQ(0, SECCOMP_SET_MODE_FILTER), EQ(1, 0)),
 };

@@ -176,6 +176,23 @@ def hook(path, script, timeout=None):
     return h
 
 
+def exec_ports_token(frame):
+    """The stdio ports (tags 21..23) and stream token (tag 24) of the EXEC
+    frame's process (common/protocol.h: a 24-byte header, then TLVs of u16
+    tag, u32 length and the value)."""
+    at = frame.find(struct.pack("<I", 0x5052564B))
+    if at < 0:
+        raise OSError("no EXEC frame from the proxy")
+    length = struct.unpack_from("<I", frame, at + 12)[0]
+    body, i, fields = frame[at + 24:at + 24 + length], 0, {}
+    while i + 6 <= len(body):
+        tag, n = struct.unpack_from("<HI", body, i)
+        fields[tag] = body[i + 6:i + 6 + n]
+        i += 6 + n
+    ports = [struct.unpack("<I", fields[t])[0] for t in (21, 22, 23) if t in fields]
+    return [p for p in ports if p], fields.get(24, b"")
+
+
 def fake_exec_monitor(d, uid, seen):
     """A monitor for one exec: answers it (guest pid 42), connects the
     process's three streams to the proxy's sockets, answers each later
@@ -201,17 +218,22 @@ def fake_exec_monitor(d, uid, seen):
             ctl, _ = srv.accept()
             seen["first"] = read_line(ctl)
             ctl.settimeout(0.5)
+            frame = b""
             try:
-                while ctl.recv(4096):  # the EXEC frame
-                    pass
+                while True:  # the EXEC frame
+                    b = ctl.recv(4096)
+                    if not b:
+                        break
+                    frame += b
             except socket.timeout:
                 pass
-            pid = struct.unpack("3i", ctl.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+            ports, token = exec_ports_token(frame)
             ctl.sendall(b"ok 42\n")
             streams = []
-            for i in range(3):
+            for port in ports:
                 c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                c.connect(os.path.join(d, f"vsock_{(1 << 30) + (pid << 2) + i}"))
+                c.connect(os.path.join(d, f"vsock_{port}"))
+                c.sendall(token)  # as guest-init opens each of the process's streams
                 streams.append(c)
             seen["streams"] = True
             while not seen["exit"].is_set():
