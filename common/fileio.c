@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -261,4 +262,66 @@ void stdio_to_null(void)
 		dup2(fd, i);
 	if (fd > 2)
 		close(fd);
+}
+
+int fd_close_inherited(int from)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int fds[256], n = 0, closed = 0;
+	struct dirent *de;
+
+	if (!d)
+		return -errno;
+	/* Collected first: closing while reading the directory would close
+	 * under readdir's feet. Past the array, another pass. */
+	while ((de = readdir(d))) {
+		char *end;
+		long fd = strtol(de->d_name, &end, 10);
+		int flags;
+
+		if (*end || end == de->d_name || fd < from || fd == dirfd(d))
+			continue;
+		flags = fcntl((int)fd, F_GETFD);
+		if (flags >= 0 && !(flags & FD_CLOEXEC) && n < (int)(sizeof(fds) / sizeof(fds[0])))
+			fds[n++] = (int)fd;
+	}
+	closedir(d);
+	for (int i = 0; i < n; i++)
+		closed += close(fds[i]) == 0;
+	if (n == (int)(sizeof(fds) / sizeof(fds[0]))) {
+		int r = fd_close_inherited(from);
+
+		return r < 0 ? r : closed + r;
+	}
+	return closed;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+int fd_close_all_except(const int *keep, size_t n)
+{
+	_cleanup_free_ int *sorted = malloc((n + 1) * sizeof(*sorted));
+	unsigned int from = 0;
+	size_t m = 0;
+
+	if (!sorted)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (keep[i] >= 0)
+			sorted[m++] = keep[i];
+	qsort(sorted, m, sizeof(*sorted), cmp_int);
+	for (size_t i = 0; i <= m; i++) {
+		unsigned int to = i < m ? (unsigned int)sorted[i] : ~0u;
+
+		if (to > from && close_range(from, to - 1, 0) < 0)
+			return -errno;
+		if (i < m)
+			from = to + 1;
+	}
+	return 0;
 }

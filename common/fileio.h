@@ -38,8 +38,20 @@ int fd_copy_range(int in, int out, off_t off, off_t len);
  * errno, no message, on failure. */
 int fd_copy_sparse(int in, int out);
 
+/* Close every descriptor of the process but the n in keep (negative ones
+ * are ignored). 0 or a negative errno. */
+int fd_close_all_except(const int *keep, size_t n);
+
 /* Point stdin, stdout and stderr at /dev/null (best effort): a process
  * that must not hold the caller's stdio. */
 void stdio_to_null(void);
+
+/* Close every descriptor numbered from and up that is not close-on-exec:
+ * those came from whoever started us (an engine's log file...), since
+ * kvrun opens its own close-on-exec. A process that stands for the
+ * container (the monitor, an exec proxy) keeps only stdio of them, as
+ * runc's init keeps only stdio and --preserve-fds. Returns how many were
+ * closed, or -errno when /proc/self/fd cannot be read. */
+int fd_close_inherited(int from);
 
 #endif

@@ -15,7 +15,6 @@
 #include "common/protocol-fields.h"
 #include "common/protocol.h"
 
-#define MAX_FIELDS 32
 #define MAX_DEPTH 4
 
 /* ---- little-endian helpers ---- */
@@ -401,7 +400,7 @@ static int strv_push(char ***sv, size_t *n, size_t *cap, const uint8_t *val, siz
 
 static int decode_record(const struct desc *d, void *obj, const uint8_t *p, size_t len, int depth)
 {
-	size_t caps[MAX_FIELDS] = {0}, counts[MAX_FIELDS] = {0};
+	size_t caps[PROTO_MAX_FIELDS] = {0}, counts[PROTO_MAX_FIELDS] = {0};
 	size_t off = 0;
 
 	while (off < len) {

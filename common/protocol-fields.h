@@ -29,6 +29,9 @@ enum field_kind {
 
 #define NO_HAS ((size_t)-1)
 
+/* Fields a record may have (the decoder keeps a count per field). */
+#define PROTO_MAX_FIELDS 48
+
 struct desc;
 
 struct field {

@@ -39,13 +39,16 @@
 		t, F_RECA, offsetof(type, member), offsetof(type, cnt), NO_HAS, &d, \
 		    sizeof(((type *)0)->member) / sizeof(((type *)0)->member[0])    \
 	}
-#define DESC(name, type, arr) static const struct desc name = {sizeof(type), arr, ARRAY_SIZE(arr)}
+#define DESC(name, type, arr)                                                              \
+	_Static_assert(ARRAY_SIZE(arr) <= PROTO_MAX_FIELDS, #name " has too many fields"); \
+	static const struct desc name = {sizeof(type), arr, ARRAY_SIZE(arr)}
 
 /* Tags are per record; never reuse a number with another meaning. */
 static const struct field hello_fields[] = {
     FLD(1, F_U32, struct proto_hello, version_min),
     FLD(2, F_U32, struct proto_hello, version_max),
     FLD(3, F_STR, struct proto_hello, agent),
+    {4, F_RAW, offsetof(struct proto_hello, token), PROTO_TOKEN_BYTES, offsetof(struct proto_hello, has_token), NULL},
 };
 DESC(hello_desc, struct proto_hello, hello_fields);
 
@@ -55,6 +58,20 @@ static const struct field rlimit_fields[] = {
     FLD(3, F_U64, struct proto_rlimit, hard),
 };
 DESC(rlimit_desc, struct proto_rlimit, rlimit_fields);
+
+static const struct field sched_fields[] = {
+    FLD(1, F_U32, struct proto_sched, policy),   FLD(2, F_I32, struct proto_sched, nice),
+    FLD(3, F_U32, struct proto_sched, priority), FLD(4, F_U64, struct proto_sched, flags),
+    FLD(5, F_U64, struct proto_sched, runtime),  FLD(6, F_U64, struct proto_sched, deadline),
+    FLD(7, F_U64, struct proto_sched, period),
+};
+DESC(sched_desc, struct proto_sched, sched_fields);
+
+static const struct field extra_fd_fields[] = {
+    FLD(1, F_U32, struct proto_extra_fd, port),
+    FLD(2, F_U32, struct proto_extra_fd, mode),
+};
+DESC(extra_fd_desc, struct proto_extra_fd, extra_fd_fields);
 
 static const struct field process_fields[] = {
     FLD(1, F_STRV, struct proto_process, args),
@@ -80,6 +97,11 @@ static const struct field process_fields[] = {
     FLD(21, F_U32, struct proto_process, stdin_port),
     FLD(22, F_U32, struct proto_process, stdout_port),
     FLD(23, F_U32, struct proto_process, stderr_port),
+    {24, F_RAW, offsetof(struct proto_process, token), PROTO_TOKEN_BYTES, offsetof(struct proto_process, has_token),
+     NULL},
+    FLD_HAS(25, F_U32, struct proto_process, ioprio, has_ioprio),
+    FLD_RECP(26, struct proto_process, sched, sched_desc),
+    FLD_RECV(27, struct proto_process, extra_fds, n_extra_fds, extra_fd_desc),
 };
 DESC(process_desc, struct proto_process, process_fields);
 
@@ -126,6 +148,36 @@ static const struct field seccomp_fields[] = {
     FLD_RECV(5, struct proto_seccomp, rules, n_rules, scrule_desc),
 };
 DESC(seccomp_desc, struct proto_seccomp, seccomp_fields);
+
+static const struct field device_fields[] = {
+    FLD(1, F_STR, struct proto_device, path),  FLD(2, F_U32, struct proto_device, type),
+    FLD(3, F_U32, struct proto_device, major), FLD(4, F_U32, struct proto_device, minor),
+    FLD(5, F_U32, struct proto_device, mode),  FLD(6, F_U32, struct proto_device, uid),
+    FLD(7, F_U32, struct proto_device, gid),
+};
+DESC(device_desc, struct proto_device, device_fields);
+
+static const struct field device_rule_fields[] = {
+    FLD(1, F_U32, struct proto_device_rule, type),       FLD(2, F_BOOL, struct proto_device_rule, has_major),
+    FLD(3, F_BOOL, struct proto_device_rule, has_minor), FLD(4, F_U32, struct proto_device_rule, major),
+    FLD(5, F_U32, struct proto_device_rule, minor),      FLD(6, F_U32, struct proto_device_rule, access),
+};
+DESC(device_rule_desc, struct proto_device_rule, device_rule_fields);
+
+static const struct field cgroup_set_fields[] = {
+    FLD(1, F_STR, struct proto_cgroup_set, file),
+    FLD(2, F_STR, struct proto_cgroup_set, value),
+    FLD(3, F_STR, struct proto_cgroup_set, field),
+    FLD(4, F_BOOL, struct proto_cgroup_set, optional),
+};
+DESC(cgroup_set_desc, struct proto_cgroup_set, cgroup_set_fields);
+
+static const struct field id_map_fields[] = {
+    FLD(1, F_U32, struct proto_id_map, container_id),
+    FLD(2, F_U32, struct proto_id_map, host_id),
+    FLD(3, F_U32, struct proto_id_map, size),
+};
+DESC(id_map_desc, struct proto_id_map, id_map_fields);
 
 static const struct field hook_fields[] = {
     FLD(1, F_STR, struct proto_hook, path),
@@ -186,6 +238,17 @@ static const struct field start_fields[] = {
     FLD_RECP(17, struct proto_start, net, netcfg_desc),
     FLD_HAS(18, F_U64, struct proto_start, realtime_ns, has_realtime),
     {19, F_RAW, offsetof(struct proto_start, seed), PROTO_SEED_BYTES, offsetof(struct proto_start, has_seed), NULL},
+    FLD(20, F_BOOL, struct proto_start, allow_vsock),
+    FLD_RECV(21, struct proto_start, devices, n_devices, device_desc),
+    FLD(22, F_BOOL, struct proto_start, device_filter),
+    FLD(23, F_BOOL, struct proto_start, device_default_allow),
+    FLD_RECV(24, struct proto_start, device_rules, n_device_rules, device_rule_desc),
+    FLD_RECV(25, struct proto_start, cgroup, n_cgroup, cgroup_set_desc),
+    FLD(26, F_BOOL, struct proto_start, user_ns),
+    FLD_RECV(27, struct proto_start, uid_mappings, n_uid_mappings, id_map_desc),
+    FLD_RECV(28, struct proto_start, gid_mappings, n_gid_mappings, id_map_desc),
+    FLD(29, F_BOOL, struct proto_start, cgroup_ns),
+    FLD_HAS(30, F_U32, struct proto_start, personality, has_personality),
 };
 DESC(start_desc, struct proto_start, start_fields);
 
@@ -241,6 +304,29 @@ static const struct field network_fields[] = {
 };
 DESC(network_desc, struct proto_network, network_fields);
 
+static const struct field ps_proc_fields[] = {
+    FLD(1, F_U32, struct proto_ps_proc, pid),        FLD(2, F_U32, struct proto_ps_proc, ppid),
+    FLD(3, F_U32, struct proto_ps_proc, pgid),       FLD(4, F_U32, struct proto_ps_proc, sid),
+    FLD(5, F_U32, struct proto_ps_proc, uid),        FLD(6, F_U32, struct proto_ps_proc, gid),
+    FLD(7, F_U32, struct proto_ps_proc, tty),        FLD(8, F_STR, struct proto_ps_proc, stat),
+    FLD(9, F_I32, struct proto_ps_proc, nice),       FLD(10, F_U32, struct proto_ps_proc, threads),
+    FLD(11, F_U64, struct proto_ps_proc, cpu_ticks), FLD(12, F_U64, struct proto_ps_proc, start_ticks),
+    FLD(13, F_U64, struct proto_ps_proc, vsize_kb),  FLD(14, F_U64, struct proto_ps_proc, rss_kb),
+    FLD(15, F_STR, struct proto_ps_proc, comm),      FLD(16, F_STRV, struct proto_ps_proc, args),
+    FLD(17, F_STRV, struct proto_ps_proc, env),
+};
+DESC(ps_proc_desc, struct proto_ps_proc, ps_proc_fields);
+
+static const struct field ps_fields[] = {
+    FLD_RECV(1, struct proto_ps, procs, n_procs, ps_proc_desc),
+    FLD(2, F_U64, struct proto_ps, hz),
+    FLD(3, F_U64, struct proto_ps, boot_time),
+    FLD(4, F_U64, struct proto_ps, uptime_cs),
+    FLD(5, F_U64, struct proto_ps, mem_total_kb),
+    FLD(6, F_BOOL, struct proto_ps, truncated),
+};
+DESC(ps_desc, struct proto_ps, ps_fields);
+
 static const struct field error_fields[] = {
     FLD(1, F_U32, struct proto_error, err),
     FLD(2, F_STR, struct proto_error, message),
@@ -279,6 +365,8 @@ const struct desc *proto_desc_of(uint16_t type)
 		return &oom_desc;
 	case PROTO_MSG_NETWORK:
 		return &network_desc;
+	case PROTO_MSG_PS:
+		return &ps_desc;
 	}
 	return NULL;
 }
@@ -290,7 +378,7 @@ const char *proto_type_name(uint16_t type)
 	    [PROTO_MSG_GO] = "GO",         [PROTO_MSG_STARTED] = "STARTED", [PROTO_MSG_EXEC] = "EXEC",
 	    [PROTO_MSG_SIGNAL] = "SIGNAL", [PROTO_MSG_RESIZE] = "RESIZE",   [PROTO_MSG_EXIT] = "EXIT",
 	    [PROTO_MSG_STATS] = "STATS",   [PROTO_MSG_ERROR] = "ERROR",     [PROTO_MSG_UPDATE] = "UPDATE",
-	    [PROTO_MSG_OOM] = "OOM",       [PROTO_MSG_NETWORK] = "NETWORK",
+	    [PROTO_MSG_OOM] = "OOM",       [PROTO_MSG_NETWORK] = "NETWORK", [PROTO_MSG_PS] = "PS",
 	};
 
 	if (type < ARRAY_SIZE(names) && names[type])

@@ -62,6 +62,7 @@ enum proto_type {
 	PROTO_MSG_UPDATE = 12, /* host -> guest: change the container's cgroup limits */
 	PROTO_MSG_OOM = 13, /* guest -> host: the OOM killer killed in the container (id 0) */
 	PROTO_MSG_NETWORK = 14, /* host -> guest: apply the network again (a restored checkpoint) */
+	PROTO_MSG_PS = 15, /* host -> guest request (empty), guest -> host answer: the container's processes */
 	PROTO_MSG__MAX,
 };
 
@@ -72,14 +73,43 @@ enum proto_type {
 /* Random bytes START carries for the guest's entropy pool. */
 #define PROTO_SEED_BYTES 64
 
+/* Bytes of the token that opens each stdio stream (see proto_process). */
+#define PROTO_TOKEN_BYTES 16
+
 struct proto_hello {
 	uint32_t version_min, version_max; /* versions the sender speaks */
 	char *agent; /* "kvrun-init 0.1.0"; may be NULL */
+	/* The host's: the token guest-init writes first on each stream of
+	 * the container's init process it opens while this control stream
+	 * lasts (a restored VM opens them again). */
+	bool has_token;
+	uint8_t token[PROTO_TOKEN_BYTES];
 };
 
 struct proto_rlimit {
 	char *type; /* "RLIMIT_NOFILE" */
 	uint64_t soft, hard;
+};
+
+/* process.scheduler, numbers as sched_setattr(2) takes them. */
+struct proto_sched {
+	uint32_t policy; /* SCHED_OTHER... */
+	int32_t nice;
+	uint32_t priority;
+	uint64_t flags; /* SCHED_FLAG_* */
+	uint64_t runtime, deadline, period; /* ns */
+};
+
+/* Preserved fds a process may have (create --preserve-fds). */
+#define PROTO_MAX_EXTRA_FDS 64
+
+/* A preserved fd's direction, as the host fd was opened. */
+#define PROTO_EXTRA_FD_READ 0x1u /* the container reads what the host fd gives */
+#define PROTO_EXTRA_FD_WRITE 0x2u /* what the container writes goes to the host fd */
+
+struct proto_extra_fd {
+	uint32_t port; /* host vsock port of its stream */
+	uint32_t mode; /* PROTO_EXTRA_FD_* */
 };
 
 /* Process spec, shared by START and EXEC. */
@@ -106,6 +136,18 @@ struct proto_process {
 	/* Host vsock ports for stdio, 0 = none (the fd gets /dev/null). With
 	 * terminal, only stdin_port is used: one bidirectional pty stream. */
 	uint32_t stdin_port, stdout_port, stderr_port;
+	/* EXEC: written first on each of those streams, so that the host
+	 * takes the streams guest-init opened and no other process's that
+	 * reached the port first. */
+	bool has_token;
+	uint8_t token[PROTO_TOKEN_BYTES];
+	bool has_ioprio;
+	uint32_t ioprio; /* the kernel's encoding: class << 13 | level */
+	struct proto_sched *sched; /* NULL: inherit */
+	/* The creator's preserved fds, in order from fd 3 (create/run
+	 * --preserve-fds): each a stream to a host port. */
+	struct proto_extra_fd *extra_fds;
+	size_t n_extra_fds;
 };
 
 struct proto_mount {
@@ -154,6 +196,39 @@ struct proto_seccomp {
 	size_t n_rules;
 };
 
+/* linux.devices[]: a node created in the container's /dev. */
+struct proto_device {
+	char *path; /* in the container, absolute */
+	uint32_t type; /* 'c', 'b', 'u' or 'p' */
+	uint32_t major, minor;
+	uint32_t mode; /* permission bits */
+	uint32_t uid, gid;
+};
+
+/* One exception of the device cgroup filter (see proto_start). */
+struct proto_device_rule {
+	uint32_t type; /* 'c' or 'b' */
+	bool has_major, has_minor; /* false: any */
+	uint32_t major, minor;
+	uint32_t access; /* PROTO_DEV_ACC_* */
+};
+
+#define PROTO_DEV_ACC_MKNOD 0x1u /* the kernel's BPF_DEVCG_ACC_* values */
+#define PROTO_DEV_ACC_READ 0x2u
+#define PROTO_DEV_ACC_WRITE 0x4u
+
+/* A value for a file of the container's cgroup in the guest. */
+struct proto_cgroup_set {
+	char *file; /* "pids.max" */
+	char *value;
+	char *field; /* the config.json field it comes from, for errors */
+	bool optional; /* a missing file is fine: the VM lacks what it limits */
+};
+
+struct proto_id_map {
+	uint32_t container_id, host_id, size;
+};
+
 struct proto_hook {
 	char *path; /* resolved in the container's root filesystem */
 	char **args, **env;
@@ -189,6 +264,30 @@ struct proto_start {
 	uint64_t realtime_ns; /* CLOCK_REALTIME, nanoseconds since the epoch */
 	bool has_seed;
 	uint8_t seed[PROTO_SEED_BYTES];
+	/* The container's processes may open AF_VSOCK sockets (annotation
+	 * io.kvrun.vsock); by default guest-init denies them (seccomp). */
+	bool allow_vsock;
+	struct proto_device *devices;
+	size_t n_devices;
+	/* The device cgroup filter of the container (linux.resources.devices
+	 * with runc's default rules after them, reduced as runc's emulator
+	 * does): a device access is allowed when it matches a rule and
+	 * device_default_allow is false, or matches none and it is true. */
+	bool device_filter;
+	bool device_default_allow;
+	struct proto_device_rule *device_rules;
+	size_t n_device_rules;
+	/* Written, in order, to the container's cgroup before it is entered. */
+	struct proto_cgroup_set *cgroup;
+	size_t n_cgroup;
+	/* A user namespace (linux.uidMappings/gidMappings) and a cgroup
+	 * namespace for the container. */
+	bool user_ns;
+	struct proto_id_map *uid_mappings, *gid_mappings;
+	size_t n_uid_mappings, n_gid_mappings;
+	bool cgroup_ns;
+	bool has_personality;
+	uint32_t personality; /* PER_LINUX or PER_LINUX32 */
 };
 
 struct proto_signal {
@@ -246,6 +345,40 @@ struct proto_network {
 	uint64_t realtime_ns; /* as START's: the clock stood still while saved */
 };
 
+/* PS: one process of the container, from the guest's /proc. Process ids
+ * as the container's pid namespace numbers them (0: outside it, such as
+ * the parent of the container's init). */
+struct proto_ps_proc {
+	uint32_t pid, ppid, pgid, sid;
+	uint32_t uid, gid; /* effective */
+	uint32_t tty; /* tty_nr of /proc/PID/stat, 0 = none */
+	char *stat; /* procps's STAT: the state letter and its flags ("Ss", "R+", "Z") */
+	int32_t nice;
+	uint32_t threads;
+	uint64_t cpu_ticks; /* user + system time, in ticks of hz */
+	uint64_t start_ticks; /* when it started, ticks after boot */
+	uint64_t vsize_kb, rss_kb;
+	char *comm; /* the kernel's name for it (at most 15 bytes) */
+	char **args; /* its command line, cut at PROTO_PS_ARGS_MAX bytes; NULL when empty */
+	char **env; /* its environment, as args (ps's BSD e option shows it) */
+};
+
+/* Bounds of a PS answer (the frame must stay under KVRUN_PROTO_MAX_BODY). */
+#define PROTO_PS_MAX_PROCS 2048
+#define PROTO_PS_ARGS_MAX 1024
+
+/* The answer: the processes and what their times and sizes are measured
+ * against. truncated: more processes than PROTO_PS_MAX_PROCS. */
+struct proto_ps {
+	struct proto_ps_proc *procs;
+	size_t n_procs;
+	uint64_t hz; /* ticks per second */
+	uint64_t boot_time; /* btime of /proc/stat, seconds since the epoch */
+	uint64_t uptime_cs; /* /proc/uptime, hundredths of a second */
+	uint64_t mem_total_kb;
+	bool truncated;
+};
+
 struct proto_error {
 	uint32_t err; /* positive errno */
 	char *message;
@@ -267,6 +400,7 @@ struct proto_msg {
 		struct proto_update update; /* UPDATE; answered by ERROR (err 0 = done) */
 		struct proto_oom oom; /* OOM; not answered */
 		struct proto_network network; /* NETWORK; answered by ERROR (err 0 = done) */
+		struct proto_ps ps; /* PS answer; a request has none */
 		struct proto_error error;
 	} u;
 };

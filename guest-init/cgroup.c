@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The container's cgroup inside the VM: STATS read it, UPDATE writes its
- * run-time limits, and its memory.events tells of OOM kills. */
+/* The container's cgroup inside the VM: made at boot with every
+ * controller the kernel has, given the limits of START before the
+ * container's process enters it; STATS read it, UPDATE writes its run-time
+ * limits, and its memory.events tells of OOM kills. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/error.h"
+#include "common/fileio.h"
 #include "guest-init/guest-init.h"
 
 static int read_u64(const char *dir, const char *file, const char *key, uint64_t *ret)
@@ -93,4 +98,54 @@ int gi_oom_open(const char *cg, struct proto_oom *ret)
 		fd = -1;
 	}
 	return fd < 0 ? -1 : fd;
+}
+
+void gi_cgroup_init(const char *root, const char *dir)
+{
+	_cleanup_free_ char *ctl = NULL;
+	char path[512], word[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/cgroup.controllers", root);
+	if (read_file_all(path, 4096, &ctl, NULL) < 0)
+		return;
+	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", root);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	/* One at a time: one the kernel refuses must not stop the rest. */
+	for (char *p = ctl, *save = NULL, *w; (w = strtok_r(p, " \n", &save)); p = NULL) {
+		int n = snprintf(word, sizeof(word), "+%s", w);
+
+		if (n > 0 && (size_t)n < sizeof(word))
+			(void)!write(fd, word, (size_t)n);
+	}
+	close(fd);
+	mkdir(dir, 0755);
+}
+
+int gi_cgroup_apply(const char *cg, const struct proto_start *s)
+{
+	for (size_t i = 0; i < s->n_cgroup; i++) {
+		const struct proto_cgroup_set *c = &s->cgroup[i];
+		const char *field = c->field ? c->field : "linux.resources";
+		char path[512];
+		int fd, r = 0;
+
+		if (!c->file || !c->value || !*c->file || strchr(c->file, '/') || c->file[0] == '.')
+			return err_set(-EINVAL, "%s: bad cgroup file name", field);
+		if (!cg)
+			return err_set(-ENOTSUP, "%s: the container has no cgroup", field);
+		snprintf(path, sizeof(path), "%s/%s", cg, c->file);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, c->value, strlen(c->value)) < 0)
+			r = -errno;
+		if (fd >= 0)
+			close(fd);
+		if (r == -ENOENT && c->optional)
+			continue;
+		if (r < 0)
+			return err_setsys(r, "%s: set %s to %s in the container's cgroup", field, c->file, c->value);
+	}
+	return 0;
 }

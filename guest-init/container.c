@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Forking the container process. The child runs the whole setup, reports
- * "ready" over a SOCK_SEQPACKET pair (with its pty master when it has a
- * terminal), waits for "go", then execs; the pair is close-on-exec, so EOF
- * after "go" means the exec succeeded, as runc's exec fifo does. And
- * signalling every process of the container (kill --all).
+ * Forking the container process. The child runs the whole setup (its pty
+ * master sent first when it has a terminal), reports "ready" over a
+ * SOCK_SEQPACKET pair, waits for "go", closes the pair and then runs the
+ * startContainer hooks and execs, as runc's init does after its exec fifo
+ * was opened. And signalling every process of the container (kill --all).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/personality.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -22,12 +23,15 @@
 
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/spec-support.h"
 #include "guest-init/guest-init.h"
 
 enum sync_type {
 	SYNC_READY = 1,
 	SYNC_GO,
 	SYNC_ERROR,
+	SYNC_PTY, /* the pty master, sent before the process's own setup */
+	SYNC_CONTINUE, /* PID 1 placed the child (cgroup, user namespace maps) */
 };
 
 struct sync_msg {
@@ -37,23 +41,29 @@ struct sync_msg {
 	char msg[1024];
 };
 
+/* With an fd, sendmsg; without one a plain write, which the process's own
+ * seccomp filter (loaded before "ready", as runc loads it before its exec
+ * fifo) is likelier to allow. */
 static int sync_send(int fd, const struct sync_msg *m, int pass_fd)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))] = {0};
 	struct iovec iov = {(void *)m, sizeof(*m)};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *c;
 
-	if (pass_fd >= 0) {
-		struct cmsghdr *c;
-
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+	if (pass_fd < 0) {
+		while (write(fd, m, sizeof(*m)) < 0)
+			if (errno != EINTR)
+				return -errno;
+		return 0;
 	}
+	mh.msg_control = cbuf;
+	mh.msg_controllen = sizeof(cbuf);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
 	while (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
 		if (errno != EINTR)
 			return -errno;
@@ -138,17 +148,57 @@ static int child_stdio(const int stdio[3])
 	return 0;
 }
 
-static int join_namespaces(pid_t pid)
+/* fd moved to min or above (closing the old one), for the fds the child
+ * still needs once the preserved fds take 3, 4, ... */
+static int fd_above(int fd, int min)
+{
+	int nfd;
+
+	if (fd < 0 || fd >= min)
+		return fd;
+	nfd = fcntl(fd, F_DUPFD_CLOEXEC, min);
+	close(fd);
+	return nfd;
+}
+
+/* The preserved fds on 3, 4, ...: first out of the way (above the range),
+ * then into place, the only fds above 2 that survive exec. */
+static int child_extra_fds(const int *extra, size_t n)
+{
+	int tmp[PROTO_MAX_EXTRA_FDS];
+
+	if (n > PROTO_MAX_EXTRA_FDS)
+		return err_set(-E2BIG, "too many preserved fds");
+	for (size_t i = 0; i < n; i++)
+		if ((tmp[i] = fcntl(extra[i], F_DUPFD_CLOEXEC, 3 + (int)n)) < 0)
+			return err_setsys(-errno, "preserved fd %zu", 3 + i);
+	for (size_t i = 0; i < n; i++) {
+		if (dup2(tmp[i], 3 + (int)i) < 0)
+			return err_setsys(-errno, "dup2 preserved fd %zu", 3 + i);
+		close(tmp[i]);
+	}
+	return 0;
+}
+
+/* The user namespace first: it owns the others. */
+static int join_namespaces(pid_t pid, const struct proto_start *c)
 {
 	static const struct {
 		const char *name;
 		int type;
-	} nss[] = {{"ipc", CLONE_NEWIPC}, {"uts", CLONE_NEWUTS}, {"mnt", CLONE_NEWNS}};
+	} nss[] = {{"user", CLONE_NEWUSER},
+	           {"ipc", CLONE_NEWIPC},
+	           {"uts", CLONE_NEWUTS},
+	           {"mnt", CLONE_NEWNS},
+	           {"cgroup", CLONE_NEWCGROUP}};
 
 	for (size_t i = 0; i < ARRAY_SIZE(nss); i++) {
 		_cleanup_close_ int fd = -1;
 		char path[64];
 
+		if ((nss[i].type == CLONE_NEWUSER && !(c && c->user_ns)) ||
+		    (nss[i].type == CLONE_NEWCGROUP && !(c && c->cgroup_ns)))
+			continue;
 		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, nss[i].name);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || setns(fd, nss[i].type) < 0)
@@ -157,12 +207,68 @@ static int join_namespaces(pid_t pid)
 	return 0;
 }
 
+/* The child's wait for "go", by read() for the same reason as sync_send. */
+static bool child_wait_go(int fd)
+{
+	struct sync_msg m;
+	ssize_t n;
+
+	do
+		n = read(fd, &m, sizeof(m));
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)sizeof(m) && m.type == SYNC_GO;
+}
+
+/* After "go" nobody waits for an answer any more (start has returned, as
+ * runc's does once its init opened the exec fifo): a failing
+ * startContainer hook or execve is told on the process's stderr, and the
+ * process exits 1, as runc's init does. */
+static _Noreturn void child_after_go(const struct gi_spawn *sp, struct gi_exec *e)
+{
+	if (sp->start) {
+		int r = gi_run_hooks(sp->start->start_container_hooks, sp->start->n_start_container_hooks,
+		                     "startContainer", sp->start->state_json);
+
+		if (r < 0) {
+			dprintf(STDERR_FILENO, "%s\n", err_msg()[0] ? err_msg() : strerror(-r));
+			_exit(1);
+		}
+	}
+	gi_child_exec(sp->process, e);
+}
+
+/* START: the namespaces' identities, the root filesystem and the
+ * createContainer hooks; EXEC: the container's namespaces joined. */
+static int child_setup(const struct gi_spawn *sp)
+{
+	const struct proto_start *c = sp->container ? sp->container : sp->start;
+	int r = 0;
+
+	if (sp->start && sp->start->user_ns)
+		r = gi_userns_become_root();
+	/* After joining the cgroup: the namespace's root is the container's. */
+	if (r >= 0 && sp->start && sp->start->cgroup_ns && unshare(CLONE_NEWCGROUP) < 0)
+		r = err_setsys(-errno, "unshare the cgroup namespace");
+	if (r >= 0 && sp->start)
+		r = gi_rootfs_setup(sp->start, sp->rootfs, sp->files_dir ? sp->files_dir : GI_FILES_DIR);
+	else if (r >= 0)
+		r = join_namespaces(sp->join_pid, sp->container);
+	/* linux.personality: the container's init and exec'd processes (runc). */
+	if (r >= 0 && c && c->has_personality && personality(c->personality) < 0)
+		r = err_setsys(-errno, "set personality %#x", c->personality);
+	if (r >= 0 && sp->start)
+		r = gi_run_hooks(sp->start->create_container_hooks, sp->start->n_create_container_hooks,
+		                 "createContainer", sp->start->state_json);
+	return r;
+}
+
 static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 {
+	const struct proto_start *c = sp->container ? sp->container : sp->start;
 	const struct proto_process *p = sp->process;
-	struct sync_msg m = {.type = SYNC_READY};
-	int master = -1, code, r;
-
+	struct sync_msg m = {.type = SYNC_PTY};
+	struct gi_exec e;
+	int master = -1, r;
 	sigset_t all;
 
 	/* PID 1 blocks SIGCHLD for its signalfd; the container starts clean. */
@@ -172,36 +278,45 @@ static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 	err_clear();
 	if (setsid() < 0)
 		child_fail(fd, err_setsys(-errno, "setsid"), 1);
-	if (sp->start)
-		r = gi_rootfs_setup(sp->start, sp->rootfs, sp->files_dir ? sp->files_dir : GI_FILES_DIR);
-	else
-		r = join_namespaces(sp->join_pid);
-	if (r >= 0 && sp->start)
-		r = gi_run_hooks(sp->start->create_container_hooks, sp->start->n_create_container_hooks,
-		                 "createContainer", sp->start->state_json);
-	if (r < 0)
+	/* First, while it has every capability: the container (its hooks
+	 * too) opens no vsock stream to the host's ports. */
+	if (!sp->allow_vsock && (r = gi_deny_vsock()) < 0)
 		child_fail(fd, r, 1);
-	/* As runc: a missing binary is create's error, not start's. */
-	r = gi_check_exec(p, &code);
-	if (r < 0)
-		child_fail(fd, r, code);
-	r = p->terminal ? child_terminal(p, &master) : child_stdio(sp->stdio);
-	if (r < 0)
-		child_fail(fd, r, 1);
-	if (sync_send(fd, &m, master) < 0)
+	/* Nothing before PID 1 has placed us: the cgroup (its limits and
+	 * device filter apply from the first step), the maps. */
+	if (sync_recv(fd, &m, NULL) <= 0 || m.type != SYNC_CONTINUE)
 		_exit(1);
-	if (master >= 0)
-		close(master);
-	if (sync_recv(fd, &m, NULL) <= 0 || m.type != SYNC_GO)
-		_exit(1);
-	if (sp->start) {
-		r = gi_run_hooks(sp->start->start_container_hooks, sp->start->n_start_container_hooks, "startContainer",
-		                 sp->start->state_json);
-		if (r < 0)
-			child_fail(fd, r, 1);
+	m.type = SYNC_PTY;
+	r = child_setup(sp);
+	if (r >= 0)
+		r = p->terminal ? child_terminal(p, &master) : child_stdio(sp->stdio);
+	if (r >= 0 && sp->n_extra) {
+		/* The sync socket and the pty master must not be in the way. */
+		fd = fd_above(fd, 3 + (int)sp->n_extra);
+		master = fd_above(master, 3 + (int)sp->n_extra);
+		if (fd < 0 || (p->terminal && master < 0))
+			_exit(1);
+		r = child_extra_fds(sp->extra, sp->n_extra);
 	}
-	r = gi_child_exec(p, sp->seccomp, &code);
-	child_fail(fd, r, code);
+	if (r < 0)
+		child_fail(fd, r, 1);
+	/* The master travels before the setup, whose seccomp filter could
+	 * refuse sendmsg. */
+	if (master >= 0) {
+		if (sync_send(fd, &m, master) < 0)
+			_exit(1);
+		close(master);
+	}
+	/* As runc: everything up to the lookup of the executable fails
+	 * create (or exec), not start. */
+	r = gi_child_prepare(p, sp->seccomp, c && c->user_ns, &e);
+	if (r < 0)
+		child_fail(fd, r, e.code);
+	m.type = SYNC_READY;
+	if (sync_send(fd, &m, -1) < 0 || !child_wait_go(fd))
+		_exit(1);
+	close(fd);
+	child_after_go(sp, &e);
 }
 
 static int enter_cgroup(const char *dir, pid_t pid)
@@ -215,6 +330,20 @@ static int enter_cgroup(const char *dir, pid_t pid)
 	if (fd < 0)
 		return -errno;
 	return write_all(fd, buf, strlen(buf));
+}
+
+/* Between clone and the child's first step: its cgroup, and what its
+ * user namespace needs from PID 1. */
+static int place_child(const struct gi_spawn *sp, pid_t pid)
+{
+	int r;
+
+	if (sp->cgroup_dir) {
+		r = enter_cgroup(sp->cgroup_dir, pid);
+		if (r < 0 && sp->cgroup_required)
+			return err_setsys(r, "put the container's process in its cgroup %s", sp->cgroup_dir);
+	}
+	return gi_userns_parent(sp, pid);
 }
 
 /* EXEC: children of the caller land in the container's pid namespace
@@ -244,9 +373,18 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret)
 	ret->sync_fd = ret->pty_master = -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return err_setsys(-errno, "socketpair");
-	if (sp->start)
-		flags |= CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | (sp->new_pidns ? CLONE_NEWPID : 0);
-	else if (sp->join_pid > 0 && (r = enter_pidns(sp->join_pid, &saved_pidns)) < 0)
+	/* The namespaces kvrun features lists (common/spec-support.c): the
+	 * user namespace when the config has one; the cgroup namespace is the
+	 * child's own step, once PID 1 has placed it in its cgroup. */
+	for (size_t i = 0; sp->start && i < spec_namespaces_count; i++) {
+		unsigned long f = (unsigned long)spec_namespaces[i].clone_flag;
+
+		if (f == CLONE_NEWCGROUP || (f == CLONE_NEWUSER && !sp->start->user_ns))
+			continue;
+		if (f != CLONE_NEWPID || sp->new_pidns)
+			flags |= f;
+	}
+	if (!sp->start && sp->join_pid > 0 && (r = enter_pidns(sp->join_pid, &saved_pidns)) < 0)
 		goto fail;
 	/* A raw clone behaves as fork() and takes namespace flags. */
 	pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
@@ -264,9 +402,17 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret)
 	close(sv[1]);
 	ret->pid = pid;
 	ret->sync_fd = sv[0];
-	if (sp->cgroup_dir)
-		enter_cgroup(sp->cgroup_dir, pid); /* best effort: stats only */
+	r = place_child(sp, pid);
+	if (r >= 0)
+		r = sync_send(sv[0], &(struct sync_msg){.type = SYNC_CONTINUE}, -1);
+	if (r < 0) {
+		close(sv[0]); /* the child ends at EOF */
+		ret->sync_fd = -1;
+		return r;
+	}
 	r = sync_recv(sv[0], &m, &master);
+	if (r == 1 && m.type == SYNC_PTY)
+		r = sync_recv(sv[0], &m, NULL);
 	if (r == 1 && m.type == SYNC_READY) {
 		ret->pty_master = master;
 		return 0;

@@ -5,12 +5,13 @@
  * host can test the spec application in throwaway namespaces.
  *
  * All functions return >= 0 or a negative errno and record context with
- * err_set(); none of them exits, except gi_child_exec() which only returns
- * on failure.
+ * err_set(); none of them exits, except gi_child_exec(), which never
+ * returns.
  */
 #ifndef KVRUN_GUEST_INIT_H
 #define KVRUN_GUEST_INIT_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -90,20 +91,45 @@ void gi_user_free(struct gi_user *u);
 /* Load the seccomp filter described by sc (NULL: none). */
 int gi_seccomp_load(const struct proto_seccomp *sc);
 
-/* Apply rlimits, oom_score_adj, user and groups, umask, capabilities,
- * no_new_privs, seccomp, cwd, and exec p->args with p->env (HOME added
- * from the passwd entry when missing, PATH searched as runc does). Runs in
- * the child. Returns only on failure: *ret_code is the exit code to use
- * (126 when found but not executable, 127 when not found, 1 otherwise) and
- * err_msg() holds runc's wording, e.g. `exec: "/nope": stat /nope: no
- * such file or directory`. */
-/* The lookup runc does before create returns: chdir to the process's cwd
- * and find args[0] (in $PATH when it has no slash), so that a missing
- * binary fails create (exit code 127 in *ret_code), not start. Returns 0
- * or a negative errno with runc's message. */
-int gi_check_exec(const struct proto_process *p, int *ret_code);
+/* vsock-filter.c: a seccomp filter, stacked with any other, that makes
+ * socket(AF_VSOCK, ...) fail with EPERM for this process and everything it
+ * starts. Needs CAP_SYS_ADMIN or no_new_privs. */
+int gi_deny_vsock(void);
 
-int gi_child_exec(const struct proto_process *p, const struct proto_seccomp *sc, int *ret_code);
+/* What is left to do once the process is prepared: execve(path, args,
+ * env). code is the exit status a failed preparation means (127: the
+ * executable is not there, 126: it cannot be run, 1: anything else). */
+struct gi_exec {
+	char path[PATH_MAX];
+	char **env; /* the spec's strings, plus home */
+	char *home; /* "HOME=..." added from the passwd entry, or NULL */
+	int code;
+};
+
+/* Everything runc's init does before it waits for `start`, in its order:
+ * rlimits, oom_score_adj, seccomp (without no_new_privs), the cwd (tried
+ * as root first, again as the user when refused), bounding set, user and
+ * groups, capability sets (ambient included), umask, HOME, the lookup of
+ * args[0] (Go's exec.LookPath in the process's $PATH, then access(X_OK))
+ * and no_new_privs with its seccomp. Runs in the child. Failures carry
+ * runc's wording: `exec: "/nope": stat /nope: no such file or directory`,
+ * `exec: "nope": executable file not found in $PATH`, `exec: "/etc":
+ * permission denied`, `chdir to cwd ("/x") set in config.json failed: ...`.
+ * limits_set: PID 1 has set the rlimits and oom_score_adj already (a user
+ * namespace, where the process itself may not). Release ret with
+ * gi_exec_free() when not exec'ing. */
+int gi_child_prepare(const struct proto_process *p, const struct proto_seccomp *sc, bool limits_set,
+                     struct gi_exec *ret);
+void gi_exec_free(struct gi_exec *e);
+
+/* execve(e->path). A failure can only be told the way runc's init tells
+ * it once `start` has returned: "exec <path>: <Go's errno text>" on the
+ * process's stderr, exit status 1 (e.g. a script whose interpreter is
+ * missing: "exec /run.sh: no such file or directory"). */
+_Noreturn void gi_child_exec(const struct proto_process *p, struct gi_exec *e);
+
+/* strerror(errnum) as Go prints it ("no such file or directory"), in buf. */
+const char *gi_go_strerror(int errnum, char *buf, size_t size);
 
 /* Map "RLIMIT_NOFILE" to its number, -EINVAL when unknown. */
 int gi_rlimit_from_name(const char *name);
@@ -118,14 +144,19 @@ int gi_run_hooks(const struct proto_hook *hooks, size_t n, const char *kind, con
 
 struct gi_spawn {
 	const struct proto_start *start; /* START, or NULL for EXEC */
+	const struct proto_start *container; /* the container's START (both); may be NULL */
 	const struct proto_process *process; /* what to exec */
 	const struct proto_seccomp *seccomp; /* container's filter, may be NULL */
 	const char *rootfs; /* START: the mounted disk */
 	const char *files_dir; /* START: staging for copied-in files */
 	pid_t join_pid; /* EXEC: the container init to join (0 for START) */
 	const char *cgroup_dir; /* cgroup to place the child in, NULL = none */
+	bool cgroup_required; /* failing to place it there is an error (limits, device filter) */
 	bool new_pidns; /* START: CLONE_NEWPID as well */
+	bool allow_vsock; /* the config allows AF_VSOCK sockets (else gi_deny_vsock()) */
 	int stdio[3]; /* fds the child gets as 0,1,2 (-1: /dev/null); unused with a terminal */
+	const int *extra; /* fds the child gets as 3, 4, ... (preserved fds' streams) */
+	size_t n_extra;
 };
 
 struct gi_child {
@@ -141,16 +172,33 @@ struct gi_child {
  * err_msg() and *ret->pid still set to the (exiting) child, to be reaped. */
 int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret);
 
-/* Tell a ready child to exec. Returns 0 once the exec succeeded; on an
- * exec failure returns the negative errno with runc's message in err_msg()
- * (the child then exits 126/127). Closes c->sync_fd either way. */
+/* Tell a ready child to go on. Returns 0 once it took "go": what is left
+ * (startContainer hooks, execve) reports its failures on the process's
+ * stderr with exit status 1, as under runc. Closes c->sync_fd. */
 int gi_go(struct gi_child *c);
+
+/* ---- userns.c: the container's user namespace ---- */
+
+/* PID 1's part, between clone and the child's setup, when the container
+ * has a user namespace (nothing otherwise): for START the uid and gid
+ * maps, the staging directory owned by the namespace's root; for both,
+ * the process's rlimits and oom_score_adj (they may need privilege over
+ * the VM). */
+int gi_userns_parent(const struct gi_spawn *sp, pid_t pid);
+/* The child's part: become root of the new namespace (setresgid/uid 0). */
+int gi_userns_become_root(void);
 
 /* Signal every process in the pid namespace of init (kill --all). */
 int gi_kill_container(pid_t init, int signo);
 
 /* ---- cgroup.c: the container's cgroup ---- */
 
+/* Enable every controller root's cgroup.controllers lists for its
+ * children, then make dir (the container's cgroup). Best effort. */
+void gi_cgroup_init(const char *root, const char *dir);
+/* Write START's cgroup values into cg (the container's cgroup), in order;
+ * the first failure names its config.json field. */
+int gi_cgroup_apply(const char *cg, const struct proto_start *s);
 /* STATS: CPU, memory and pids counters of the cgroup cg (none when cg is
  * NULL; what cannot be read stays as it was) and the VM's memory. */
 void gi_cgroup_stats(const char *cg, struct proto_stats *s);
@@ -162,6 +210,36 @@ int gi_cgroup_set_limit(const char *cg, const char *file, uint64_t v);
 int gi_oom_open(const char *cg, struct proto_oom *ret);
 /* Read the OOM counters ("oom", "oom_kill") of memory.events again. */
 int gi_oom_read(int fd, struct proto_oom *ret);
+
+/* ---- ps.c: the container's processes ---- */
+
+/* Every process of proc_dir ("/proc") in the pid namespace of init, with
+ * the clock and memory their figures are measured against, into *ret (the
+ * caller frees it with proto_msg_free of its message). */
+int gi_ps_collect(const char *proc_dir, pid_t init, struct proto_ps *ret);
+
+/* ---- devices.c: device nodes ---- */
+
+/* Where the guest kernel lists its devices ("/sys/dev"; tests may point
+ * it elsewhere). */
+extern const char *gi_sysfs_dev;
+/* The guest's node ("/dev/fuse") of a 'c' or 'b' device: 0, or -ENODEV
+ * when the guest kernel has no such device. */
+int gi_device_guest_node(uint32_t type, uint32_t major, uint32_t minor, char *out, size_t outlen);
+/* runc's default nodes (null, zero, full, random, urandom, tty), then
+ * s->devices, under rootfs/dev...: mknod, or with s->user_ns a bind of
+ * the guest's node. A device the guest kernel lacks is refused naming
+ * its linux.devices entry. */
+int gi_devices_create(const struct proto_start *s, const char *rootfs);
+
+/* ---- devfilter.c: the device cgroup filter ---- */
+
+struct bpf_insn;
+/* The BPF_PROG_TYPE_CGROUP_DEVICE program for START's device rules (see
+ * struct proto_start). *ret is malloc'd. */
+int gi_devfilter_build(const struct proto_start *s, struct bpf_insn **ret, size_t *ret_n);
+/* Load it and attach it to cgroup_dir (nothing when s has no filter). */
+int gi_devfilter_attach(const char *cgroup_dir, const struct proto_start *s);
 
 /* ---- restore.c: a VM restored from a template ---- */
 

@@ -52,20 +52,6 @@ static void mount_basics(void)
 	}
 }
 
-static void setup_cgroup(void)
-{
-	int fd = open("/sys/fs/cgroup/cgroup.subtree_control", O_WRONLY | O_CLOEXEC);
-
-	if (fd >= 0) {
-		/* One at a time: a controller the kernel lacks must not stop the rest. */
-		(void)!write(fd, "+cpu", 4);
-		(void)!write(fd, "+memory", 7);
-		(void)!write(fd, "+pids", 5);
-		close(fd);
-	}
-	mkdir(GI_CGROUP_DIR, 0755);
-}
-
 static int vsock_connect(uint32_t port, void *opaque)
 {
 	struct sockaddr_vm sa = {.svm_family = AF_VSOCK, .svm_cid = KVRUN_VSOCK_HOST_CID, .svm_port = port};
@@ -97,14 +83,15 @@ static int connect_control(void)
 	return err_setsys(fd, "connect to the host on vsock port %d", KVRUN_PROTO_CONTROL_PORT);
 }
 
-/* The stream broke before START: a restored VM (see struct gi_server). */
+/* The first stream, or one after a restore (see struct gi_server):
+ * opaque is the server, which gets the host's token. */
 static int reconnect(void *opaque)
 {
 	int fd = connect_control(), r;
 
 	if (fd < 0)
 		return fd;
-	r = gi_hello(fd);
+	r = gi_hello(fd, opaque);
 	if (r < 0) {
 		close(fd);
 		return r;
@@ -141,11 +128,12 @@ int main(void)
 	r = gi_load_modules(GI_MODULES_DIR, GI_MODULES_LIST);
 	if (r < 0)
 		log_error("%s", err_msg());
-	setup_cgroup();
+	gi_cgroup_init("/sys/fs/cgroup", GI_CGROUP_DIR);
 	/* Loopback works even when START brings no network (or never comes). */
 	if (netcfg_apply(NULL) < 0)
 		log_error("%s", err_msg());
-	srv.ctl = reconnect(NULL);
+	srv.opaque = &srv;
+	srv.ctl = reconnect(&srv);
 	if (srv.ctl < 0) {
 		log_error("%s", err_msg());
 		power_off();

@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "common/path.h"
+#include "common/spec-support.h"
 #include "guest-init/guest-init.h"
 
 /* A virtio-fs tag from the host: one path component of at most 36 bytes
@@ -78,70 +79,23 @@ int gi_mount_shares(const struct proto_start *s, const char *dir)
 	return 0;
 }
 
-struct mopt {
-	const char *name;
-	bool clear;
-	unsigned long flag;
-};
-
-static const struct mopt mount_opts[] = {
-    {"ro", false, MS_RDONLY},
-    {"rw", true, MS_RDONLY},
-    {"nosuid", false, MS_NOSUID},
-    {"suid", true, MS_NOSUID},
-    {"nodev", false, MS_NODEV},
-    {"dev", true, MS_NODEV},
-    {"noexec", false, MS_NOEXEC},
-    {"exec", true, MS_NOEXEC},
-    {"sync", false, MS_SYNCHRONOUS},
-    {"async", true, MS_SYNCHRONOUS},
-    {"dirsync", false, MS_DIRSYNC},
-    {"remount", false, MS_REMOUNT},
-    {"mand", false, MS_MANDLOCK},
-    {"nomand", true, MS_MANDLOCK},
-    {"noatime", false, MS_NOATIME},
-    {"atime", true, MS_NOATIME},
-    {"nodiratime", false, MS_NODIRATIME},
-    {"diratime", true, MS_NODIRATIME},
-    {"relatime", false, MS_RELATIME},
-    {"norelatime", true, MS_RELATIME},
-    {"strictatime", false, MS_STRICTATIME},
-    {"nostrictatime", true, MS_STRICTATIME},
-    {"bind", false, MS_BIND},
-    {"rbind", false, MS_BIND | MS_REC},
-};
-
-static const struct mopt prop_opts[] = {
-    {"private", false, MS_PRIVATE},       {"rprivate", false, MS_PRIVATE | MS_REC},
-    {"shared", false, MS_SHARED},         {"rshared", false, MS_SHARED | MS_REC},
-    {"slave", false, MS_SLAVE},           {"rslave", false, MS_SLAVE | MS_REC},
-    {"unbindable", false, MS_UNBINDABLE}, {"runbindable", false, MS_UNBINDABLE | MS_REC},
-};
-
-static const struct mopt *find_opt(const struct mopt *t, size_t n, const char *name)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(t[i].name, name) == 0)
-			return &t[i];
-	return NULL;
-}
-
 int gi_mount_options(char *const *options, unsigned long *ret_flags, unsigned long *ret_propagation, char **ret_data)
 {
 	unsigned long flags = 0, prop = 0;
 	_cleanup_free_ char *data = strdup("");
-	const struct mopt *o;
+	const struct spec_mount_option *o;
 
 	if (!data)
 		return -ENOMEM;
+	/* The options kvrun features lists (common/spec-support.c). */
 	for (char *const *opt = options; opt && *opt; opt++) {
-		if ((o = find_opt(mount_opts, ARRAY_SIZE(mount_opts), *opt))) {
+		if ((o = spec_mount_option_find(*opt)) && o->propagation) {
+			prop |= o->flag;
+		} else if (o) {
 			if (o->clear)
 				flags &= ~o->flag;
 			else
 				flags |= o->flag;
-		} else if ((o = find_opt(prop_opts, ARRAY_SIZE(prop_opts), *opt))) {
-			prop |= o->flag;
 		} else {
 			char *nd;
 
@@ -243,7 +197,38 @@ static int mount_share(const struct proto_mount *m, const char *dest, unsigned l
 	return bind_mount(src, dest, flags | MS_BIND, data);
 }
 
-static int mount_one(const struct proto_mount *m, size_t idx, const char *rootfs, const char *files_dir)
+static unsigned long locked_flags(const char *path);
+
+/* In a user namespace that does not own the VM's network namespace or a
+ * cgroup namespace of its own, sysfs and cgroup2 cannot be mounted: the
+ * VM's own are bound there instead (runc binds the host's cgroup2). */
+static int mount_fs_userns(const char *fstype, const char *dest, unsigned long flags)
+{
+	const char *src = strcmp(fstype, "sysfs") == 0 ? "/sys" : "/sys/fs/cgroup";
+
+	/* A remount must keep the flags the VM's mount is locked with. */
+	return bind_mount(src, dest, flags | locked_flags(src) | MS_BIND | MS_REC, NULL);
+}
+
+static int mount_fs(const struct proto_mount *m, const char *type, const char *dest, unsigned long flags, char *data,
+                    bool userns)
+{
+	const char *fstype = strcmp(type, "cgroup") == 0 ? "cgroup2" : type;
+	int r;
+
+	r = make_target(dest, false);
+	if (r < 0)
+		return err_setsys(r, "mkdir %s", dest);
+	if (strcmp(fstype, "cgroup2") == 0)
+		data[0] = '\0'; /* v1 options mean nothing to cgroup2 */
+	if (mount(m->source ? m->source : fstype, dest, fstype, flags & ~MS_REC, data[0] ? data : NULL) == 0)
+		return 0;
+	if (errno == EPERM && userns && (strcmp(fstype, "sysfs") == 0 || strcmp(fstype, "cgroup2") == 0))
+		return mount_fs_userns(fstype, dest, flags);
+	return err_setsys(-errno, "mount %s (%s) on %s", m->source ? m->source : "", fstype, m->destination);
+}
+
+static int mount_one(const struct proto_mount *m, size_t idx, const char *rootfs, const char *files_dir, bool userns)
 {
 	_cleanup_free_ char *dest = NULL, *data = NULL, *src = NULL;
 	unsigned long flags, prop;
@@ -284,17 +269,7 @@ static int mount_one(const struct proto_mount *m, size_t idx, const char *rootfs
 			return err_setsys(r, "create %s", dest);
 		r = bind_mount(src, dest, flags | MS_BIND, data);
 	} else {
-		const char *fstype = strcmp(type, "cgroup") == 0 ? "cgroup2" : type;
-
-		r = make_target(dest, false);
-		if (r < 0)
-			return err_setsys(r, "mkdir %s", dest);
-		if (strcmp(fstype, "cgroup2") == 0)
-			data[0] = '\0'; /* v1 options mean nothing to cgroup2 */
-		if (mount(m->source ? m->source : fstype, dest, fstype, flags & ~MS_REC, data[0] ? data : NULL) < 0)
-			return err_setsys(-errno, "mount %s (%s) on %s", m->source ? m->source : "", fstype,
-			                  m->destination);
-		r = 0;
+		r = mount_fs(m, type, dest, flags, data, userns);
 	}
 	if (r < 0)
 		return r;
@@ -302,15 +277,6 @@ static int mount_one(const struct proto_mount *m, size_t idx, const char *rootfs
 		return err_setsys(-errno, "set propagation of %s", m->destination);
 	return 0;
 }
-
-struct dev_node {
-	const char *name;
-	unsigned int major, minor;
-};
-
-static const struct dev_node default_devs[] = {
-    {"null", 1, 3}, {"zero", 1, 5}, {"full", 1, 7}, {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0},
-};
 
 static const char *const dev_links[][2] = {
     {"/proc/self/fd", "fd"},       {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
@@ -325,11 +291,13 @@ static bool spec_mounts(const struct proto_start *s, const char *dest)
 	return false;
 }
 
-/* runc's default devices and /dev links. Without a /dev mount in the spec
- * a tmpfs is mounted there, so a read-only root disk still gets nodes. */
+/* runc's default devices and /dev links, then linux.devices. Without a
+ * /dev mount in the spec a tmpfs is mounted there, so a read-only root
+ * disk still gets nodes. */
 static int setup_dev(const struct proto_start *s, const char *rootfs)
 {
 	char path[PATH_MAX];
+	int r;
 
 	snprintf(path, sizeof(path), "%s/dev", rootfs);
 	if (!spec_mounts(s, "/dev")) {
@@ -337,15 +305,9 @@ static int setup_dev(const struct proto_start *s, const char *rootfs)
 		    mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=65536k") < 0)
 			return err_setsys(-errno, "mount tmpfs on %s", path);
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(default_devs); i++) {
-		snprintf(path, sizeof(path), "%s/dev/%s", rootfs, default_devs[i].name);
-		unlink(path);
-		if (mknod(path, S_IFCHR | 0666, makedev(default_devs[i].major, default_devs[i].minor)) < 0)
-			return err_setsys(-errno, "mknod %s", path);
-		/* mknod honours the umask; the nodes must be world-usable. */
-		if (chmod(path, 0666) < 0)
-			return err_setsys(-errno, "chmod %s", path);
-	}
+	r = gi_devices_create(s, rootfs);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < ARRAY_SIZE(dev_links); i++) {
 		snprintf(path, sizeof(path), "%s/dev/%s", rootfs, dev_links[i][1]);
 		if (symlink(dev_links[i][0], path) < 0 && errno != EEXIST)
@@ -372,7 +334,7 @@ int gi_rootfs_mounts(const struct proto_start *s, const char *rootfs, const char
 				return r;
 			dev_done = true;
 		}
-		r = mount_one(&s->mounts[i], i, rootfs, files_dir);
+		r = mount_one(&s->mounts[i], i, rootfs, files_dir, s->user_ns);
 		if (r < 0)
 			return r;
 	}
@@ -472,11 +434,9 @@ int gi_rootfs_finalize(const struct proto_start *s)
 
 static unsigned long root_propagation(const struct proto_start *s)
 {
-	const struct mopt *o = NULL;
+	const struct spec_mount_option *o = spec_mount_option_find(s->rootfs_propagation);
 
-	if (s->rootfs_propagation)
-		o = find_opt(prop_opts, ARRAY_SIZE(prop_opts), s->rootfs_propagation);
-	return o ? o->flag : MS_SLAVE | MS_REC;
+	return o && o->propagation ? o->flag : MS_SLAVE | MS_REC;
 }
 
 int gi_rootfs_setup(const struct proto_start *s, const char *rootfs, const char *files_dir)

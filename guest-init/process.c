@@ -1,18 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The last steps before execve, in runc's order: rlimits, oom_score_adj,
- * bounding set, user and groups (keeping capabilities), the other
- * capability sets, umask, cwd, no_new_privs, seccomp, exec.
+ * The container process's own setup, in runc's order, all of it before
+ * the process reports "ready" (so that its failures are create's, as under
+ * runc): rlimits, oom_score_adj, scheduler and I/O priority, seccomp
+ * without no_new_privs, cwd (as the caller), bounding set, user and groups
+ * (keeping capabilities), cwd again as the user when the first try was
+ * refused, the other capability sets, umask, the executable's lookup,
+ * no_new_privs and its seccomp. After "go" only the startContainer hooks
+ * and execve are left.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <stdio.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -52,6 +59,35 @@ static int apply_oom_score_adj(const struct proto_process *p)
 	snprintf(buf, sizeof(buf), "%d", p->oom_score_adj);
 	if (write_all(fd, buf, strlen(buf)) < 0)
 		return err_setsys(-errno, "write oom_score_adj %s", buf);
+	return 0;
+}
+
+/* process.scheduler (sched_setattr) and ioPriority (ioprio_set on the
+ * process group), as runc sets them: before the capabilities drop. */
+static int apply_sched(const struct proto_process *p)
+{
+	struct {
+		uint32_t size, policy;
+		uint64_t flags;
+		int32_t nice;
+		uint32_t priority;
+		uint64_t runtime, deadline, period;
+	} attr = {0};
+
+	if (p->has_ioprio && syscall(SYS_ioprio_set, 2 /* IOPRIO_WHO_PGRP */, 0, (int)p->ioprio) < 0)
+		return err_setsys(-errno, "failed to set io priority");
+	if (!p->sched)
+		return 0;
+	attr.size = sizeof(attr);
+	attr.policy = p->sched->policy;
+	attr.flags = p->sched->flags;
+	attr.nice = p->sched->nice;
+	attr.priority = p->sched->priority;
+	attr.runtime = p->sched->runtime;
+	attr.deadline = p->sched->deadline;
+	attr.period = p->sched->period;
+	if (syscall(SYS_sched_setattr, 0, &attr, 0) < 0)
+		return err_setsys(-errno, "error setting scheduler");
 	return 0;
 }
 
@@ -131,8 +167,6 @@ static int switch_user(const struct proto_process *p, struct gi_user *u)
 		return err_setsys(-errno, "setresgid %u", (unsigned int)u->gid);
 	if (setresuid(u->uid, u->uid, u->uid) < 0)
 		return err_setsys(-errno, "setresuid %u", (unsigned int)u->uid);
-	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
-		return err_setsys(-errno, "PR_SET_KEEPCAPS");
 	return 0;
 }
 
@@ -164,96 +198,187 @@ static const char *env_get(char *const *env, const char *name)
 	return NULL;
 }
 
-/* runc's LookPath: a name with a slash is used as it is; otherwise PATH
- * is searched for a regular, executable file. */
-static int find_exec(const char *arg0, char *const *env, char *out, size_t outlen, int *ret_code)
+const char *gi_go_strerror(int errnum, char *buf, size_t size)
 {
-	const char *path = env_get(env, "PATH");
+	const char *s = strerror(errnum);
+
+	/* Go's syscall tables hold the C library's texts with the first
+	 * letter lowered when the second is lower case ("no such file or
+	 * directory"); engines match runc's messages on those. */
+	snprintf(buf, size, "%s", s);
+	if (buf[0] >= 'A' && buf[0] <= 'Z' && buf[1] >= 'a' && buf[1] <= 'z')
+		buf[0] = (char)(buf[0] - 'A' + 'a');
+	return buf;
+}
+
+/* s in double quotes as Go's %q writes a plain string: \" \\ and escapes
+ * for control bytes. */
+static const char *go_quote(const char *s, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	if (size < 3)
+		return "\"\"";
+	buf[n++] = '"';
+	for (; *s && n + 6 < size; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			n += (size_t)snprintf(buf + n, size - n, "\\%c", c);
+		else if (c == '\n')
+			n += (size_t)snprintf(buf + n, size - n, "\\n");
+		else if (c == '\t')
+			n += (size_t)snprintf(buf + n, size - n, "\\t");
+		else if (c < 0x20 || c == 0x7f)
+			n += (size_t)snprintf(buf + n, size - n, "\\x%02x", c);
+		else
+			buf[n++] = (char)c;
+	}
+	buf[n++] = '"';
+	buf[n] = '\0';
+	return buf;
+}
+
+/* Go's exec.LookPath's test of one candidate: 0, -ENOENT and the like
+ * from stat, or -EACCES for a directory or a file with no x bit. */
+static int find_executable(const char *file)
+{
 	struct stat st;
 
-	*ret_code = 127;
+	if (stat(file, &st) < 0)
+		return -errno;
+	return !S_ISDIR(st.st_mode) && (st.st_mode & 0111) ? 0 : -EACCES;
+}
+
+/* runc's lookup of args[0], as the user, in the process's cwd: Go's
+ * exec.LookPath (a name with a slash is taken as it is; otherwise each
+ * entry of the process's $PATH, an empty one meaning ".", none at all
+ * when it has no PATH), then access(X_OK) as the process, which catches
+ * a noexec mount. */
+static int look_path(const char *arg0, char *const *env, char *out, size_t outlen)
+{
+	const char *path = env_get(env, "PATH");
+	char q[PATH_MAX + 16], e[128];
+	int r = -ENOENT;
+
 	if (strchr(arg0, '/')) {
-		if (stat(arg0, &st) < 0)
-			return err_set(-errno, "exec: \"%s\": stat %s: %s", arg0, arg0,
-			               errno == ENOENT ? "no such file or directory" : strerror(errno));
 		snprintf(out, outlen, "%s", arg0);
-		return 0;
+		r = find_executable(out);
+		if (r == -EACCES)
+			return err_set(r, "exec: %s: permission denied", go_quote(arg0, q, sizeof(q)));
+		if (r < 0)
+			return err_set(r, "exec: %s: stat %s: %s", go_quote(arg0, q, sizeof(q)), arg0,
+			               gi_go_strerror(-r, e, sizeof(e)));
 	}
-	if (!path)
-		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-	for (const char *p = path; p;) {
+	for (const char *p = path && *path ? path : NULL; p && r < 0;) {
 		const char *colon = strchr(p, ':');
 		int len = colon ? (int)(colon - p) : (int)strlen(p);
 
 		snprintf(out, outlen, "%.*s/%s", len, len ? p : ".", arg0);
-		if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111))
-			return 0;
+		r = find_executable(out);
 		p = colon ? colon + 1 : NULL;
 	}
-	return err_set(-ENOENT, "exec: \"%s\": executable file not found in $PATH", arg0);
+	if (r < 0)
+		return err_set(-ENOENT, "exec: %s: executable file not found in $PATH", go_quote(arg0, q, sizeof(q)));
+	if (faccessat(AT_FDCWD, out, X_OK, AT_EACCESS) < 0)
+		return err_set(-errno, "eaccess %s: %s", out, gi_go_strerror(errno, e, sizeof(e)));
+	return 0;
 }
 
-int gi_check_exec(const struct proto_process *p, int *ret_code)
+/* runc changes to the cwd before it drops privileges (a directory only
+ * root may enter, such as /root without CAP_DAC_OVERRIDE in the process's
+ * set) and, when that was refused, once more as the user (a directory
+ * only the user may enter). *ret_again says whether the second try is due. */
+static int enter_cwd(const struct proto_process *p, bool second, bool *ret_again)
 {
-	char exe[PATH_MAX];
+	const char *cwd = p->cwd ? p->cwd : "/";
+	char q[PATH_MAX + 16], e[128];
 
-	*ret_code = 1;
-	if (!p->args || !p->args[0])
-		return err_set(-EINVAL, "args must not be empty");
-	if (chdir(p->cwd ? p->cwd : "/") < 0)
-		return err_setsys(-errno, "chdir to cwd (\"%s\") set in config.json failed", p->cwd ? p->cwd : "/");
-	return find_exec(p->args[0], p->env, exe, sizeof(exe), ret_code);
+	if (second && !*ret_again)
+		return 0;
+	*ret_again = false;
+	if (chdir(cwd) == 0)
+		return 0;
+	if (!second && (errno == EACCES || errno == EPERM)) {
+		*ret_again = true;
+		return 0;
+	}
+	return err_set(-errno, "chdir to cwd (%s) set in config.json failed: %s", go_quote(cwd, q, sizeof(q)),
+	               gi_go_strerror(errno, e, sizeof(e)));
 }
 
-int gi_child_exec(const struct proto_process *p, const struct proto_seccomp *sc, int *ret_code)
+int gi_child_prepare(const struct proto_process *p, const struct proto_seccomp *sc, bool limits_set,
+                     struct gi_exec *ret)
 {
-	_cleanup_free_ char *home = NULL;
-	_cleanup_free_ char **env = NULL;
 	struct gi_user u = {0};
-	char exe[PATH_MAX];
+	bool again = false;
 	int r;
 
-	*ret_code = 1;
+	memset(ret, 0, sizeof(*ret));
+	ret->code = 1;
 	if (!p->args || !p->args[0])
 		return err_set(-EINVAL, "args must not be empty");
-	if ((r = apply_rlimits(p)) < 0 || (r = apply_oom_score_adj(p)) < 0)
+	if (!limits_set && ((r = apply_rlimits(p)) < 0 || (r = apply_oom_score_adj(p)) < 0))
+		return r;
+	if ((r = apply_sched(p)) < 0)
 		return r;
 	/* Without no_new_privs the filter needs CAP_SYS_ADMIN, so it goes in
 	 * before the user switch; with it, as late as possible (runc). */
 	if (!p->no_new_privileges && (r = gi_seccomp_load(sc)) < 0)
 		return r;
-	if ((r = drop_bounding(p)) < 0 || (r = switch_user(p, &u)) < 0)
+	if ((r = enter_cwd(p, false, &again)) < 0 || (r = drop_bounding(p)) < 0 || (r = switch_user(p, &u)) < 0 ||
+	    (r = enter_cwd(p, true, &again)) < 0)
 		goto out;
+	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0) {
+		r = err_setsys(-errno, "PR_SET_KEEPCAPS");
+		goto out;
+	}
 	if ((r = set_cap_sets(p)) < 0)
 		goto out;
 	if (p->has_umask)
 		umask(p->umask & 0777);
-	env = build_env(p, &u, &home);
-	if (!env) {
+	ret->env = build_env(p, &u, &ret->home);
+	if (!ret->env) {
 		r = -ENOMEM;
 		goto out;
 	}
-	if (chdir(p->cwd ? p->cwd : "/") < 0) {
-		r = err_setsys(-errno, "chdir to cwd (\"%s\") set in config.json failed", p->cwd ? p->cwd : "/");
+	r = look_path(p->args[0], ret->env, ret->path, sizeof(ret->path));
+	if (r < 0) {
+		ret->code = r == -EACCES ? 126 : 127;
 		goto out;
 	}
-	r = find_exec(p->args[0], env, exe, sizeof(exe), ret_code);
-	if (r < 0)
-		goto out;
 	if (p->no_new_privileges && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
 		r = err_setsys(-errno, "PR_SET_NO_NEW_PRIVS");
 		goto out;
 	}
-	if (p->no_new_privileges && (r = gi_seccomp_load(sc)) < 0)
-		goto out;
-	execve(exe, p->args, env);
-	r = -errno;
-	*ret_code = (r == -ENOENT) ? 127 : 126;
-	if (r == -EACCES)
-		err_set(r, "exec: \"%s\": permission denied", p->args[0]);
-	else
-		err_set(r, "exec: \"%s\": %s", p->args[0], strerror(-r));
+	if (p->no_new_privileges)
+		r = gi_seccomp_load(sc);
 out:
 	gi_user_free(&u);
+	if (r < 0) {
+		int code = ret->code;
+
+		gi_exec_free(ret);
+		ret->code = code;
+	}
 	return r;
+}
+
+void gi_exec_free(struct gi_exec *e)
+{
+	free(e->env);
+	free(e->home);
+	e->env = NULL;
+	e->home = NULL;
+}
+
+_Noreturn void gi_child_exec(const struct proto_process *p, struct gi_exec *e)
+{
+	char text[128];
+
+	execve(e->path, p->args, e->env);
+	/* As runc's init, which can only tell now (runc start has returned):
+	 * the error on the process's stderr, exit status 1. */
+	dprintf(STDERR_FILENO, "exec %s: %s\n", e->path, gi_go_strerror(errno, text, sizeof(text)));
+	_exit(1);
 }

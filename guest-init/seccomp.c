@@ -148,11 +148,16 @@ int gi_seccomp_load(const struct proto_seccomp *sc)
 	for (char **a = sc->architectures; r >= 0 && a && *a; a++) {
 		uint32_t arch = parse_arch(*a);
 
-		if (!arch)
-			continue;
+		if (!arch) {
+			/* As runc: an architecture libseccomp does not know is an error. */
+			r = err_set(-EINVAL, "seccomp: unknown architecture %s", *a);
+			break;
+		}
 		r = seccomp_arch_add(ctx, arch);
 		if (r == -EEXIST)
 			r = 0;
+		else if (r < 0)
+			err_setsys(r, "seccomp: architecture %s", *a);
 	}
 	if (r >= 0)
 		r = apply_flags(ctx, sc->flags);

@@ -13,36 +13,14 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/protocol.h"
 #include "config.h"
 #include "guest-init/guest-init.h"
 #include "guest-init/relay.h"
+#include "guest-init/server-int.h"
 #include "guest-init/server.h"
-
-#define MAX_PROCS 64
-
-struct proc {
-	bool used, init, exited, reported;
-	pid_t pid;
-	int status;
-	uint64_t id; /* request that started it */
-	struct gi_child child;
-	int fds[6]; /* owned: sockets, pipe ends, pty master */
-	struct relay in, out, err;
-};
-
-struct state {
-	struct gi_server *srv;
-	struct proc procs[MAX_PROCS];
-	struct proto_msg start; /* kept: exec'd processes share its seccomp */
-	bool started;
-	pid_t init_pid;
-	int init_status;
-	bool init_done, host_gone;
-	int oom_fd; /* the container cgroup's memory.events, or -1 */
-	struct proto_oom oom; /* its counters last read */
-};
 
 static int reply(struct state *st, uint16_t type, uint64_t id, struct proto_msg *m)
 {
@@ -61,6 +39,7 @@ static int reply_error(struct state *st, uint64_t id, int negerr, const char *ms
 
 static void proc_close(struct proc *p)
 {
+	proc_extra_close(p);
 	for (size_t i = 0; i < ARRAY_SIZE(p->fds); i++)
 		if (p->fds[i] >= 0)
 			close(p->fds[i]);
@@ -95,68 +74,6 @@ static struct proc *proc_find(struct state *st, pid_t pid)
 	return NULL;
 }
 
-static int nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
-}
-
-static int open_port(struct state *st, uint32_t port, int *ret)
-{
-	int fd;
-
-	if (!port) {
-		*ret = -1;
-		return 0;
-	}
-	fd = st->srv->connect_port(port, st->srv->opaque);
-	if (fd < 0)
-		return err_setsys(fd, "connect stdio port %u", port);
-	*ret = fd;
-	return nonblock(fd);
-}
-
-/* Connect the stdio streams and make the pipes the child gets. Slots:
- * fds[0..2] = host streams, fds[3..5] = our pipe ends. */
-static int proc_stdio(struct state *st, struct proc *p, const struct proto_process *pp, int child_fds[3])
-{
-	int r, pfd[2];
-
-	child_fds[0] = child_fds[1] = child_fds[2] = -1;
-	if (pp->terminal)
-		return open_port(st, pp->stdin_port, &p->fds[0]);
-	const uint32_t ports[3] = {pp->stdin_port, pp->stdout_port, pp->stderr_port};
-	for (int i = 0; i < 3; i++) {
-		r = open_port(st, ports[i], &p->fds[i]);
-		if (r < 0)
-			return r;
-		if (p->fds[i] < 0)
-			continue;
-		if (pipe2(pfd, O_CLOEXEC) < 0)
-			return err_setsys(-errno, "pipe");
-		/* stdin: we write pfd[1], the child reads pfd[0]; outputs reverse. */
-		p->fds[3 + i] = i == 0 ? pfd[1] : pfd[0];
-		child_fds[i] = i == 0 ? pfd[0] : pfd[1];
-		nonblock(p->fds[3 + i]);
-	}
-	relay_init(&p->in, p->fds[0], p->fds[3], true);
-	relay_init(&p->out, p->fds[4], p->fds[1], true);
-	relay_init(&p->err, p->fds[5], p->fds[2], true);
-	return 0;
-}
-
-static void proc_terminal(struct proc *p)
-{
-	p->fds[3] = p->child.pty_master;
-	p->child.pty_master = -1;
-	if (p->fds[3] < 0)
-		return;
-	nonblock(p->fds[3]);
-	relay_init(&p->in, p->fds[0], p->fds[3], false);
-	relay_init(&p->out, p->fds[3], p->fds[0], false);
-}
-
 /* Spawn for START (join == 0) or EXEC; on failure the ERROR is sent and
  * the proc stays to report the child's exit. */
 static int proc_spawn(struct state *st, const struct proto_msg *m, pid_t join, struct proc **ret)
@@ -169,27 +86,37 @@ static int proc_spawn(struct state *st, const struct proto_msg *m, pid_t join, s
 		return reply_error(st, m->id, -EAGAIN, "too many processes");
 	p->id = m->id;
 	p->init = !join;
-	r = proc_stdio(st, p, pp, child_fds);
+	r = proc_stdio_connect(st, p, pp, child_fds);
+	if (r >= 0)
+		r = proc_extra_connect(st, p, pp);
 	if (r >= 0) {
+		const struct proto_start *c = &st->start.u.start;
 		struct gi_spawn sp = {
 		    .start = join ? NULL : &m->u.start,
+		    .container = c,
 		    .process = pp,
 		    .seccomp = st->start.u.start.seccomp,
 		    .rootfs = st->srv->rootfs_dir,
 		    .files_dir = st->srv->files_dir,
 		    .join_pid = join,
 		    .cgroup_dir = st->srv->cgroup_dir,
+		    .cgroup_required = c->device_filter || c->n_cgroup,
 		    .new_pidns = true,
+		    .allow_vsock = st->start.u.start.allow_vsock,
 		    .stdio = {child_fds[0], child_fds[1], child_fds[2]},
+		    .extra = p->extra,
+		    .n_extra = p->n_extra,
 		};
 		r = gi_spawn(&sp, &p->child);
 		p->pid = p->child.pid;
 	}
+	/* The child has its own copies: the streams end with it. */
+	proc_extra_close(p);
 	for (int i = 0; i < 3; i++)
 		if (child_fds[i] >= 0)
 			close(child_fds[i]);
 	if (r >= 0 && pp->terminal)
-		proc_terminal(p);
+		proc_terminal_relays(p);
 	if (p->init)
 		st->init_pid = p->pid;
 	*ret = p;
@@ -226,6 +153,22 @@ static int start_failed(struct state *st, int r)
 	return reply(st, PROTO_MSG_EXIT, st->start.id, &em);
 }
 
+/* The container's cgroup gets START's limits and device filter before
+ * its process is put in it. */
+static int start_cgroup(struct state *st, const struct proto_start *s)
+{
+	const char *cg = st->srv->cgroup_dir;
+	int r;
+
+	err_clear();
+	r = gi_cgroup_apply(cg, s);
+	if (r < 0 || !s->device_filter)
+		return r;
+	if (!cg)
+		return err_set(-ENOTSUP, "linux.resources.devices: the container has no cgroup");
+	return gi_devfilter_attach(cg, s);
+}
+
 static int handle_start(struct state *st, struct proto_msg *m)
 {
 	struct proto_start *s = &m->u.start;
@@ -254,6 +197,9 @@ static int handle_start(struct state *st, struct proto_msg *m)
 		if (r < 0)
 			return start_failed(st, err_prefix(r, "network setup"));
 	}
+	r = start_cgroup(st, s);
+	if (r < 0)
+		return start_failed(st, r);
 	r = proc_spawn(st, &st->start, 0, &p);
 	if (r < 0)
 		return 0;
@@ -284,13 +230,28 @@ static int handle_stats(struct state *st, uint64_t id)
 	return reply(st, PROTO_MSG_STATS, id, &m);
 }
 
+static int handle_ps(struct state *st, uint64_t id)
+{
+	struct proto_msg m = {.type = PROTO_MSG_PS};
+	int r;
+
+	if (!st->init_pid || st->init_done)
+		return reply_error(st, id, -ESRCH, "container is not running");
+	err_clear();
+	r = gi_ps_collect("/proc", st->init_pid, &m.u.ps);
+	r = r < 0 ? reply_error(st, id, r, err_msg()) : reply(st, PROTO_MSG_PS, id, &m);
+	proto_msg_free(&m);
+	return r;
+}
+
 static int handle_signal(struct state *st, const struct proto_msg *m)
 {
 	const struct proto_signal *s = &m->u.signal;
 	struct proc *p = proc_find(st, (pid_t)s->pid);
 	int r = 0;
 
-	if (s->signo == 0 || s->signo >= 65)
+	/* 0 only asks whether the process is there (runc kill ID 0). */
+	if (s->signo >= 65)
 		return reply_error(st, m->id, -EINVAL, "invalid signal");
 	if (!p || p->exited)
 		return reply_error(st, m->id, -ESRCH, "process not found");
@@ -394,6 +355,8 @@ static int handle_msg(struct state *st, struct proto_msg *m)
 		return handle_resize(st, m);
 	case PROTO_MSG_STATS:
 		return handle_stats(st, m->id);
+	case PROTO_MSG_PS:
+		return handle_ps(st, m->id);
 	case PROTO_MSG_UPDATE:
 		return handle_update(st, m);
 	case PROTO_MSG_NETWORK:
@@ -440,31 +403,6 @@ static int report_exits(struct state *st)
 	return 0;
 }
 
-static void relay_events(struct proc *p, struct pollfd *pfd, size_t *n, struct relay **who)
-{
-	struct relay *rs[3] = {&p->in, &p->out, &p->err};
-
-	for (int i = 0; i < 3; i++) {
-		short ev;
-		int fd = relay_poll(rs[i], &ev);
-
-		if (fd < 0)
-			continue;
-		pfd[*n] = (struct pollfd){.fd = fd, .events = ev};
-		who[(*n)++] = rs[i];
-	}
-}
-
-static void relay_done(struct proc *p, struct relay *r)
-{
-	if (r == &p->in && p->fds[3] >= 0 && !isatty(p->fds[3])) {
-		close(p->fds[3]); /* stdin EOF reaches the process */
-		p->fds[3] = -1;
-	} else if (r != &p->in && r->dst >= 0) {
-		shutdown(r->dst, SHUT_WR); /* EOF for the host's reader */
-	}
-}
-
 static bool busy(struct state *st)
 {
 	if (!st->init_done)
@@ -473,49 +411,6 @@ static bool busy(struct state *st)
 		if (st->procs[i].used)
 			return true;
 	return false;
-}
-
-/* The init's stdio streams broke with the control stream (a restored
- * checkpoint): open them again from START's ports, on which the restoring
- * monitor listens. Exec'd processes lost their host side (their proxies
- * were processes of the saved monitor): they are killed. */
-static void reopen_streams(struct state *st)
-{
-	const struct proto_process *pp = &st->start.u.start.process;
-
-	for (size_t i = 0; i < MAX_PROCS; i++) {
-		struct proc *p = &st->procs[i];
-		const uint32_t ports[3] = {pp->stdin_port, pp->stdout_port, pp->stderr_port};
-		bool tty = pp->terminal;
-
-		if (!p->used || p->exited)
-			continue;
-		if (!p->init) {
-			kill(p->pid, SIGKILL);
-			continue;
-		}
-		for (int j = 0; j < (tty ? 1 : 3); j++) {
-			int fd = -1;
-
-			if (p->fds[j] < 0 || (j == 0 && !tty && p->fds[3] < 0))
-				continue; /* stdin already at EOF */
-			if (open_port(st, ports[j], &fd) < 0) {
-				log_error("%s", err_msg());
-				continue;
-			}
-			close(p->fds[j]);
-			p->fds[j] = fd;
-		}
-		if (tty) {
-			relay_init(&p->in, p->fds[0], p->fds[3], false);
-			relay_init(&p->out, p->fds[3], p->fds[0], false);
-			continue;
-		}
-		if (p->in.active || p->fds[3] >= 0)
-			relay_init(&p->in, p->fds[0], p->fds[3], true);
-		relay_init(&p->out, p->fds[4], p->fds[1], true);
-		relay_init(&p->err, p->fds[5], p->fds[2], true);
-	}
 }
 
 /* A control stream that broke while the container is not done: the VM
@@ -536,7 +431,7 @@ static bool reconnect(struct state *st)
 	}
 	st->srv->ctl = fd;
 	if (st->started)
-		reopen_streams(st);
+		server_reopen_streams(st);
 	return true;
 }
 
@@ -553,7 +448,7 @@ static int poll_once(struct state *st, int sfd)
 	pfd[n++] = (struct pollfd){.fd = st->oom_fd, .events = POLLPRI};
 	for (size_t i = 0; i < MAX_PROCS; i++)
 		if (st->procs[i].used)
-			relay_events(&st->procs[i], pfd, &n, who);
+			proc_relay_events(&st->procs[i], pfd, &n, who);
 	if (poll(pfd, n, -1) < 0)
 		return errno == EINTR ? 0 : -errno;
 	if (pfd[0].revents) {
@@ -587,7 +482,7 @@ static int poll_once(struct state *st, int sfd)
 
 			if (p->used && (who[i] == &p->in || who[i] == &p->out || who[i] == &p->err)) {
 				if (relay_step(who[i]) == 1)
-					relay_done(p, who[i]);
+					proc_relay_done(p, who[i]);
 				break;
 			}
 		}
@@ -633,7 +528,7 @@ int gi_serve(struct gi_server *srv)
 	return st.init_status;
 }
 
-int gi_hello(int ctl)
+int gi_hello(int ctl, struct gi_server *srv)
 {
 	struct proto_msg m = {.type = PROTO_MSG_HELLO};
 	int r;
@@ -648,6 +543,10 @@ int gi_hello(int ctl)
 	if (m.type != PROTO_MSG_HELLO || m.u.hello.version_min > KVRUN_PROTO_VERSION ||
 	    m.u.hello.version_max < KVRUN_PROTO_VERSION)
 		r = err_set(-EPROTONOSUPPORT, "host does not speak protocol version %d", KVRUN_PROTO_VERSION);
+	else if (srv) {
+		srv->has_host_token = m.u.hello.has_token;
+		memcpy(srv->host_token, m.u.hello.token, sizeof(srv->host_token));
+	}
 	proto_msg_free(&m);
 	return r;
 }

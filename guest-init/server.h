@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "common/net-config.h"
+#include "common/protocol.h"
 
 struct gi_server {
 	int ctl; /* control stream, after the HELLO exchange */
@@ -41,11 +42,17 @@ struct gi_server {
 	/* START carries per-instance identity (wall-clock time, random
 	 * seed): apply it before anything else (NULL: ignore it). */
 	int (*apply_identity)(const struct proto_start *s);
+	/* The token of the host's last HELLO (gi_hello() fills it): written
+	 * first on each stream of the init's stdio opened while that control
+	 * stream lasts. An exec'd process's streams open with its EXEC's. */
+	bool has_host_token;
+	uint8_t host_token[PROTO_TOKEN_BYTES];
 };
 
-/* Do the HELLO exchange on srv->ctl: send ours, expect the host's with a
- * version range that includes KVRUN_PROTO_VERSION. */
-int gi_hello(int ctl);
+/* Do the HELLO exchange on ctl: send ours, expect the host's with a
+ * version range that includes KVRUN_PROTO_VERSION. The host's token (if it
+ * sent one) goes to srv->host_token; srv may be NULL. */
+int gi_hello(int ctl, struct gi_server *srv);
 
 /* Run until the container's init has exited and been reported (or the
  * host went away). Returns the init's wait status (>= 0) or a negative

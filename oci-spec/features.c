@@ -8,82 +8,10 @@
 #include "oci-spec/features.h"
 #include "oci-spec/gojson.h"
 #include "oci-spec/jparse.h"
-#include "oci-spec/tables.h"
+#include "common/spec-support.h"
 
 static const char *const hooks[] = {
     "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop", NULL,
-};
-
-/* The mount options guest-init translates into mount flags (the set runc
- * knows), sorted as runc prints them. */
-static const char *const mount_options[] = {
-    "acl",
-    "async",
-    "atime",
-    "bind",
-    "defaults",
-    "dev",
-    "diratime",
-    "dirsync",
-    "exec",
-    "iversion",
-    "lazytime",
-    "loud",
-    "mand",
-    "noacl",
-    "noatime",
-    "nodev",
-    "nodiratime",
-    "noexec",
-    "noiversion",
-    "nolazytime",
-    "nomand",
-    "norelatime",
-    "nostrictatime",
-    "nosuid",
-    "nosymfollow",
-    "private",
-    "ratime",
-    "rbind",
-    "rdev",
-    "rdiratime",
-    "relatime",
-    "remount",
-    "rexec",
-    "rnoatime",
-    "rnodev",
-    "rnodiratime",
-    "rnoexec",
-    "rnorelatime",
-    "rnostrictatime",
-    "rnosuid",
-    "rnosymfollow",
-    "ro",
-    "rprivate",
-    "rrelatime",
-    "rro",
-    "rrw",
-    "rshared",
-    "rslave",
-    "rstrictatime",
-    "rsuid",
-    "rsymfollow",
-    "runbindable",
-    "rw",
-    "shared",
-    "silent",
-    "slave",
-    "strictatime",
-    "suid",
-    "symfollow",
-    "sync",
-    "tmpcopyup",
-    "unbindable",
-    NULL,
-};
-
-static const char *const namespaces[] = {
-    "cgroup", "ipc", "mount", "network", "pid", "user", "uts", NULL,
 };
 
 /* They name host files (kernel, initrd, module tree) read into the VM. */
@@ -96,34 +24,38 @@ static struct oci_features kvrun_features = {
     .oci_version_min = "1.0.0",
     .oci_version_max = KVRUN_OCI_VERSION,
     .hooks = hooks,
-    .mount_options = mount_options,
     .unsafe_annotations = unsafe_annotations,
     .linux_features =
 	{
 	    .present = true,
-	    .namespaces = namespaces,
+	    /* The host's cgroup drivers (runtime/host/cgroup.h): v1, v2 and
+	     * hybrid hierarchies, systemd's system bus; no rdma limits. */
 	    .cgroup = {.present = true,
-                       .v1 = OCI_FALSE,
+                       .v1 = OCI_TRUE,
                        .v2 = OCI_TRUE,
-                       .systemd = OCI_FALSE,
+                       .systemd = OCI_TRUE,
                        .systemd_user = OCI_FALSE,
-                       .rdma = OCI_UNSET},
+                       .rdma = OCI_FALSE},
 	    .seccomp = {.present = true,
                         .enabled = OCI_TRUE,
-                        .actions = oci_seccomp_actions,
-                        .operators = oci_seccomp_operators,
-                        .archs = oci_seccomp_archs},
+                        /* What guest-init applies, not all config.json may name. */
+                        .actions = spec_seccomp_actions,
+                        .operators = spec_seccomp_operators,
+                        .archs = spec_seccomp_archs},
 	    .apparmor_enabled = OCI_FALSE,
 	    .selinux_enabled = OCI_FALSE,
-	    .intel_rdt_enabled = OCI_UNSET,
-	    .idmap_mounts = OCI_UNSET,
+	    .intel_rdt_enabled = OCI_FALSE,
+	    .idmap_mounts = OCI_FALSE,
 	},
 };
 
 const struct oci_features *oci_features_kvrun(void)
 {
-	/* The capability table lives in names.c; not a constant expression. */
+	/* Not constant expressions: the capability table lives in names.c,
+	 * what guest-init applies in common/spec-support.c. */
 	kvrun_features.linux_features.capabilities = oci_capability_names();
+	kvrun_features.mount_options = spec_mount_option_names();
+	kvrun_features.linux_features.namespaces = spec_namespace_names();
 	return &kvrun_features;
 }
 

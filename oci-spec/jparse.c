@@ -270,11 +270,26 @@ int jread_u64(struct jctx *c, json_t *v, uint64_t max, const char *type, uint64_
 	return 0;
 }
 
+static oci_field_observer_fn field_observer;
+static void *field_observer_data;
+
+void oci_spec_observe_fields(oci_field_observer_fn fn, void *data)
+{
+	field_observer = fn;
+	field_observer_data = data;
+}
+
 /* Look key up; *ret_v NULL when absent or null. Pushes the key when found. */
 static json_t *jenter(struct jctx *c, json_t *obj, const char *key, size_t *old)
 {
 	json_t *v = jfield(obj, key);
 
+	if (field_observer) {
+		size_t o = jctx_push_key(c, key);
+
+		field_observer(c->path, field_observer_data);
+		jctx_pop(c, o);
+	}
 	if (!v || json_is_null(v))
 		return NULL;
 	*old = jctx_push_key(c, key);

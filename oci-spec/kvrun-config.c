@@ -174,6 +174,12 @@ static int parse_member(const char *key, json_t *v, const char *name, struct kvr
 		return get_bool(v, name, key, &c->early_create);
 	if (strcmp(key, "rootfs") == 0)
 		return get_rootfs(v, name, &c->rootfs);
+	if (strcmp(key, "jail_uid_base") == 0) {
+		if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 0x7fffffff)
+			return err_set(-EINVAL, "%s: jail_uid_base: expected a uid from 1 to 2147483647", name);
+		c->jail_uid_base = (unsigned long)json_integer_value(v);
+		return 0;
+	}
 	return err_set(-EINVAL, "%s: unknown key \"%s\"", name, key);
 }
 

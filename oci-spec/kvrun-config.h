@@ -8,13 +8,14 @@
  *    "cmdline_extra": "loglevel=4", "memory": 268435456, "cpus": 1,
  *    "template_dir": "/var/lib/kvrun/templates", "templates": true,
  *    "early_create": false, "rootfs_cache": true, "rootfs_cache_size": "1G",
- *    "rootfs": "block"}
+ *    "rootfs": "block", "jail_uid_base": 1895825408}
  *
  * "memory" is bytes (a number) or a string with a K/M/G suffix ("512M"),
  * as is "rootfs_cache_size" (what the root disk cache keeps of images no
  * container uses; 0 keeps none). "rootfs_cache": false builds every
  * container its own root disk (runtime/host/rootfs-cache.h).
- * "modules" is the kernel's module directory (/lib/modules/<version>, with
+ * "jail_uid_base" is where the uids of the monitors' jails start
+ * (runtime/host/jail.h). "modules" is the kernel's module directory (/lib/modules/<version>, with
  * depmod's indexes), "auto" (found from the kernel's version string) or
  * "none" (everything built in). "acpi" is true, false or "auto" (ACPI
  * device description exactly when the kernel loads modules).
@@ -63,6 +64,7 @@ struct kvrun_config {
 	bool has_rootfs_cache_size;
 	uint64_t rootfs_cache_size; /* bytes, when has_rootfs_cache_size */
 	enum kvrun_rootfs_mode rootfs;
+	unsigned long jail_uid_base; /* the jail's uids start here; 0 when absent */
 };
 
 /* Parse len bytes of JSON; name prefixes messages ("<name>: memory: ...").

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Name tables of the runtime-spec and small map/list helpers. */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,33 +54,43 @@ int oci_rlimit_from_name(const char *name)
 	return rlimit_from_name(name);
 }
 
+/* Go's strconv.Atoi: an optional sign, then decimal digits only. */
+static bool go_atoi(const char *s, long long *ret)
+{
+	bool neg = *s == '-';
+	unsigned long long v = 0;
+
+	if (*s == '+' || *s == '-')
+		s++;
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > (unsigned long long)LLONG_MAX / 10)
+			return false;
+		v = v * 10 + (unsigned long long)(*s - '0');
+		if (v > (unsigned long long)LLONG_MAX + neg)
+			return false;
+	}
+	*ret = neg ? (long long)(0 - v) : (long long)v;
+	return true;
+}
+
 int oci_signal_from_name(const char *name)
 {
 	const char *s = name;
-	char *end;
-	long n;
+	long long n;
 
-	if (!name || !*name)
+	if (!name)
 		return -EINVAL;
-	errno = 0;
-	n = strtol(name, &end, 10);
-	if (!*end && errno == 0)
-		return n > 0 && n < _NSIG ? (int)n : -EINVAL;
+	if (go_atoi(name, &n))
+		return n >= 0 && n < _NSIG ? (int)n : -ERANGE;
 	if (strncasecmp(s, "SIG", 3) == 0)
 		s += 3;
-	if (strncasecmp(s, "RTMIN+", 6) == 0 || strncasecmp(s, "RTMAX-", 6) == 0) {
-		bool min = strncasecmp(s, "RTMIN", 5) == 0;
-		n = strtol(s + 6, &end, 10);
-		if (*end || s[6] < '0' || s[6] > '9' || n > SIGRTMAX - SIGRTMIN)
-			return -EINVAL;
-		return min ? SIGRTMIN + (int)n : SIGRTMAX - (int)n;
-	}
-	if (strcasecmp(s, "RTMIN") == 0)
-		return SIGRTMIN;
-	if (strcasecmp(s, "RTMAX") == 0)
-		return SIGRTMAX;
-	for (int i = 1; i < SIGRTMIN; i++) {
+	/* The names runc knows (golang.org/x/sys/unix): SIGHUP..SIGSYS by
+	 * their main names, no SIGRTMIN+n, no aliases (SIGIOT, SIGCLD). */
+	for (int i = 1; i < 32; i++) {
 		const char *abbrev = sigabbrev_np(i);
+
 		if (abbrev && strcasecmp(abbrev, s) == 0)
 			return i;
 	}

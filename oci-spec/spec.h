@@ -486,12 +486,22 @@ int oci_process_validate(const struct oci_process *p, const char *name, const ch
 int oci_resources_parse(const char *json, size_t len, const char *name, struct oci_linux_resources **ret);
 void oci_resources_free(struct oci_linux_resources *r);
 
+/* For tests that list what the parser reads: fn is called with the JSON
+ * path ("linux.resources.pids.limit", "mounts[0].type") of every member
+ * the parsers look up, present or not, in the order they look. NULL stops
+ * it. Not thread-safe; not for product code. */
+typedef void (*oci_field_observer_fn)(const char *path, void *data);
+void oci_spec_observe_fields(oci_field_observer_fn fn, void *data);
+
 /* ---- name tables -------------------------------------------------------- */
 
 /* "RLIMIT_NOFILE" -> RLIMIT_NOFILE, or -EINVAL. */
 int oci_rlimit_from_name(const char *name);
-/* Signal from "KILL", "SIGKILL", "9" or "SIGRTMIN+3" (as runc kill accepts),
- * or -EINVAL. */
+/* A signal as runc kill reads it: a decimal integer (Go's Atoi: "9",
+ * "+9", "034"; 0 asks only whether the process is there), or a name of
+ * signals 1..31 in any case, with or without SIG ("KILL", "sigkill").
+ * -EINVAL for anything else; -ERANGE for an integer that is no signal
+ * (runc accepts it, and the kill then fails with EINVAL). */
 int oci_signal_from_name(const char *name);
 /* "CAP_SYS_ADMIN" -> 21, or -EINVAL. */
 int oci_capability_from_name(const char *name);

@@ -385,6 +385,14 @@ static void *vcpu_thread(void *arg)
 	sigemptyset(&set);
 	sigaddset(&set, VCPU_KICK_SIGNAL);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	if (vm->vcpu_thread_init) {
+		int r = vm->vcpu_thread_init(vm->vcpu_thread_opaque);
+
+		if (r < 0) {
+			vcpu_exitf(v, VM_EXIT_CRASH, r, "vcpu%u: thread setup: %s", v->id, strerror(-r));
+			goto out;
+		}
+	}
 	if (v->id == 0)
 		vm->t_first_run = vm_now_ns();
 	while (!atomic_load(&vm->stopping)) {
@@ -411,6 +419,7 @@ static void *vcpu_thread(void *arg)
 		if (!handle_exit(v))
 			break;
 	}
+out:
 	pthread_mutex_lock(&vm->lock);
 	vm->running_vcpus--;
 	pthread_cond_broadcast(&vm->pause_cond);

@@ -100,6 +100,11 @@ struct vm {
 	bool memslot_pending;
 	int memslot_err;
 
+	/* Run by each vCPU thread before its first KVM_RUN (the jail's vCPU
+	 * filter: runtime/host/jail.h), or NULL; a failure ends the VM. */
+	int (*vcpu_thread_init)(void *opaque);
+	void *vcpu_thread_opaque;
+
 	/* Timings, CLOCK_MONOTONIC ns; 0 when not reached. */
 	uint64_t t_first_run;
 	atomic_uint_fast64_t t_boot_marker;

@@ -18,10 +18,12 @@
 
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/fileio.h"
 #include "common/log.h"
 #include "runtime/cli/cli-args.h"
+#include "runtime/cli/boot-jail.h"
 #include "runtime/cli/cli-help.h"
-#include "runtime/host/jail.h"
+#include "runtime/cli/log-sink.h"
 #include "runtime/sandbox/sandbox.h"
 #include "vmm/snapshot.h"
 #include "vmm/test-device.h"
@@ -53,6 +55,7 @@ struct boot_opts {
 	bool vm_shape_given; /* --cpus or --memory */
 	bool restore_trust;
 	bool jail; /* --jail: the monitor's sandbox around the running VM */
+	struct boot_jail jail_paths; /* the paths given, made absolute for the jail */
 };
 
 static int parse_size(const char *s, uint64_t *ret)
@@ -419,25 +422,45 @@ static int prepare_vm(const struct boot_opts *o, struct boot_run *br)
 	return r;
 }
 
+/* Only stdio, the console file and the log go into the jail. */
+static int close_inherited(const struct boot_opts *o)
+{
+	int keep[] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, o->console_fd, log_sink_fd()};
+	int r = fd_close_all_except(keep, ARRAY_SIZE(keep));
+
+	return r < 0 ? err_setsys(r, "close inherited descriptors") : 0;
+}
+
 static int run_vm(struct boot_opts *o, struct vm_result *res)
 {
 	struct boot_run br = {.o = o, .signal_fd = -1};
+	struct jail *jail = NULL;
 	int r;
 
 	r = open_console(o);
-	/* Before the VM's threads exist, so that they inherit no capability. */
-	/* With shared directories, a file server's capabilities stay. */
+	/* Before the VM's threads exist: they are made in the jail. */
 	if (r >= 0 && o->jail)
-		r = o->vm.nshares ? jail_drop_caps_except(JAIL_FS_CAPS) : jail_drop_caps();
+		r = close_inherited(o);
+	if (r >= 0 && o->jail)
+		r = boot_jail_enter(&o->jail_paths, &o->vm, &o->restore_path, &jail);
 	o->vm.stopped = true;
 	if (r >= 0)
 		r = build_vm(o, &br);
 	if (r >= 0)
 		r = prepare_vm(o, &br);
+	/* Before the guest's first instruction: its own uid, the serving
+	 * filter, and the vCPU threads' own. */
+	/* The thread registering guest RAM first: the serving filter has no
+	 * KVM_SET_USER_MEMORY_REGION. */
+	if (r >= 0 && jail)
+		r = vm_memslots_wait(br.sb->vm);
+	if (r >= 0 && jail) {
+		br.sb->vm->vcpu_thread_init = jail_vcpu_thread;
+		br.sb->vm->vcpu_thread_opaque = jail;
+		r = jail_finish(jail);
+	}
 	if (r >= 0)
 		r = vm_start(br.sb->vm);
-	if (r >= 0 && o->jail)
-		r = jail_seccomp(o->vm.nshares ? JAIL_MONITOR_FS : JAIL_MONITOR);
 	if (br.sb && (r >= 0 || br.sb->vm->started)) {
 		vm_wait(br.sb->vm, res);
 		if (o->timings)
@@ -450,6 +473,7 @@ static int run_vm(struct boot_opts *o, struct vm_result *res)
 	sandbox_free(br.sb, NULL);
 	if (o->console_fd >= 0)
 		close(o->console_fd);
+	jail_free(jail);
 	return r;
 }
 
@@ -503,7 +527,8 @@ static int run_boot(struct cli_context *ctx, int argc, char **argv)
 	    {"test-device", NULL, CLI_BOOL, &o.vm.test_device,
 	     "add the test device (exit/irq/ncpus ports, MMIO window)"},
 	    {"jail", NULL, CLI_BOOL, &o.jail,
-	     "run the VM in the container monitor's sandbox: no capabilities, no_new_privs, its seccomp allowlist"},
+	     "run the VM in the container monitor's jail (docs/security.md): a uid of its own, a mount namespace "
+	     "holding only the VM's files, no capabilities, its seccomp filters"},
 	    {"timeout", NULL, CLI_STRING, &f.timeout, "end the VM after this many seconds"},
 	    {"timings", NULL, CLI_BOOL, &o.timings, "print a JSON line with setup/boot times and memory on stderr"},
 	    {"snapshot-on-port", NULL, CLI_STRING, &o.snapshot_path,
@@ -539,6 +564,7 @@ static int run_boot(struct cli_context *ctx, int argc, char **argv)
 		free(o.disk_paths[d]);
 	for (unsigned int d = 0; d < SANDBOX_MAX_SHARES; d++)
 		free(o.share_args[d]);
+	boot_jail_done(&o.jail_paths);
 	return r;
 }
 

@@ -5,34 +5,27 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/stop-point.h"
 #include "runtime/cli/cli-args.h"
-#include "runtime/host/cgroup.h"
-#include "runtime/store/hooks.h"
 #include "runtime/cli/launch.h"
-#include "runtime/monitor/monitor.h"
+#include "runtime/monitor/teardown.h"
 #include "runtime/store/state.h"
 
-/* After the VM is gone: its cgroup, the poststop hooks (failures are
- * warnings, as runc's), then the state directory with everything else. */
-static int delete_rest(struct container *c)
+/* A create in progress holds the lock until the guest has booted: with
+ * --force, its monitor (once the state names it) is killed first, which
+ * ends the create (its creator then removes the container). */
+static void end_create(struct cli_context *ctx, const char *id)
 {
-	const char *cg = oci_map_get(&c->state->private_data, STATE_KEY_CGROUP);
-	const char *unit = oci_map_get(&c->state->private_data, STATE_KEY_CGROUP_UNIT);
-	int r;
+	_cleanup_container_ struct container *c = NULL;
 
-	/* With a systemd unit, stopping it removes the cgroup (runc's
-	 * Destroy); what systemd did not create goes after. */
-	if ((cg || unit) && cgroup_leave(cg, unit) < 0)
-		log_warn("%s", err_msg());
-	c->state->status = OCI_STATUS_STOPPED;
-	if (c->state->bundle && access(c->state->bundle, F_OK) == 0 &&
-	    hooks_run_bundle(c->state->bundle, OCI_HOOK_POSTSTOP, c->state) < 0)
+	if (container_load(ctx->root, id, false, &c) < 0) {
+		err_clear();
+		return;
+	}
+	if (c->state->status == OCI_STATUS_CREATING && c->state->pid > 0 &&
+	    launch_kill_monitor(c->state->pid, 10000) < 0)
 		log_warn("%s", err_msg());
 	err_clear();
-	/* The network namespace gets back what the VM took; the state
-	 * directory holds everything else: disk, sockets, logs. */
-	r = launch_destroy(c);
-	return r;
 }
 
 static int run_delete(struct cli_context *ctx, int argc, char **argv)
@@ -50,6 +43,8 @@ static int run_delete(struct cli_context *ctx, int argc, char **argv)
 	if (r != 0)
 		return r < 0 ? r : 0;
 	id = argv[i];
+	if (force)
+		end_create(ctx, id);
 	r = container_load_for(ctx->root, id, force ? CONTAINER_OP_DELETE_FORCE : CONTAINER_OP_DELETE, &c);
 	if (r == -ENOENT) {
 		int q = container_remove_leftover(ctx->root, id);
@@ -66,6 +61,7 @@ static int run_delete(struct cli_context *ctx, int argc, char **argv)
 	}
 	if (r < 0)
 		return r;
+	stop_point("delete:locked");
 	/* A created container (or any, with --force) loses its VM first: the
 	 * monitor owns the VM, so killing it ends everything in the guest. */
 	if (c->state->status != OCI_STATUS_STOPPED && c->state->pid > 0) {
@@ -75,7 +71,15 @@ static int run_delete(struct cli_context *ctx, int argc, char **argv)
 			return r;
 		}
 	}
-	return delete_rest(c);
+	/* Killed by us or before (a crash, kill 9): it must be all gone, or
+	 * its cgroup cannot be removed. */
+	if (launch_wait_exited(c->state, 10000) < 0)
+		log_warn("%s", err_msg());
+	err_clear();
+	stop_point("delete:killed");
+	/* After the VM is gone: its cgroup, the poststop hooks (failures are
+	 * warnings, as runc's), the network namespace, the state directory. */
+	return teardown_container(c, true);
 }
 
 const struct cli_command cli_cmd_delete = {

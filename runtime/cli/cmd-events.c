@@ -115,7 +115,7 @@ static int run_events(struct cli_context *ctx, int argc, char **argv)
 		return err_set(-EINVAL, "invalid value \"%s\" for flag -interval: parse error", interval);
 	if (ns <= 0)
 		return err_set(-EINVAL, "duration interval must be greater than 0");
-	r = container_load_for(ctx->root, argv[i], CONTAINER_OP_EVENTS, &c);
+	r = container_peek_for(ctx->root, argv[i], CONTAINER_OP_EVENTS, &c);
 	if (r < 0)
 		return r;
 	dir = strdup(c->dir);

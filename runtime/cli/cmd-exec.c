@@ -9,10 +9,14 @@
 
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "oci-spec/spec.h"
 #include "runtime/cli/cli-args.h"
 #include "runtime/cli/exec-proxy.h"
+#include "runtime/host/jail.h"
 #include "runtime/monitor/guest-spec.h"
+#include "runtime/monitor/spec-support.h"
+#include "runtime/store/layout.h"
 #include "runtime/store/state.h"
 
 /* An absolute form of path (the proxy may chdir). */
@@ -223,6 +227,8 @@ static int build_process(const struct exec_opts *o, const char *bundle, char **a
 	if (o->process) {
 		r = oci_process_load(o->process, &op);
 		if (r >= 0)
+			r = spec_support_check_process(op, NULL);
+		if (r >= 0)
 			r = guest_process_from_oci(op, ret);
 		oci_process_free(op);
 		return r;
@@ -242,6 +248,30 @@ static int build_process(const struct exec_opts *o, const char *bundle, char **a
 	return r;
 }
 
+/* The uid of the container's jail, which its exec proxies share: the one
+ * its monitor recorded; 0 (no jail) with $KVRUN_JAIL=0 here, or for a
+ * container whose monitor has none ($KVRUN_JAIL=0 at its create: a jailed
+ * proxy could not reach its root-owned control.sock). */
+static int exec_jail_uid(const struct container *c, uid_t *ret)
+{
+	const char *s = oci_map_get(&c->state->private_data, STATE_KEY_JAIL_UID);
+	unsigned long v;
+	char *end;
+
+	*ret = 0;
+	if (!jail_enabled())
+		return 0;
+	if (!s) {
+		log_warn("container %s runs without a jail: so does this exec", c->state->id);
+		return 0;
+	}
+	v = strtoul(s, &end, 10);
+	if (*end || v < 65536 || v > 0x7fffffff)
+		return err_set(-EINVAL, "state of %s: bad %s '%s'", c->state->id, STATE_KEY_JAIL_UID, s);
+	*ret = (uid_t)v;
+	return 0;
+}
+
 /* Everything after the flags; errors read "exec failed: ..." as runc's. */
 static int exec_do(struct cli_context *ctx, const struct exec_opts *o, char **argv, int nargs)
 {
@@ -249,6 +279,7 @@ static int exec_do(struct cli_context *ctx, const struct exec_opts *o, char **ar
 	_cleanup_free_ char *dir = NULL, *bundle = NULL, *pid_file = NULL;
 	struct proto_process proc = {0};
 	bool terminal = false, have_socket;
+	uid_t jail_uid;
 	int r;
 
 	/* The process is checked before the lookup, so that a mistake in it is
@@ -268,6 +299,9 @@ static int exec_do(struct cli_context *ctx, const struct exec_opts *o, char **ar
 	                       o->ignore_paused ? CONTAINER_OP_EXEC_IGNORE_PAUSED : CONTAINER_OP_EXEC, &c);
 	if (r < 0)
 		return r;
+	r = exec_jail_uid(c, &jail_uid);
+	if (r < 0)
+		return r;
 	dir = strdup(c->dir);
 	bundle = strdup(c->state->bundle ? c->state->bundle : ".");
 	if (o->pid_file && *o->pid_file)
@@ -282,7 +316,8 @@ static int exec_do(struct cli_context *ctx, const struct exec_opts *o, char **ar
 		                                             .proc = &proc,
 		                                             .console_socket = have_socket ? o->console_socket : NULL,
 		                                             .pid_file = pid_file,
-		                                             .detach = o->detach});
+		                                             .detach = o->detach,
+		                                             .jail_uid = jail_uid});
 	proto_process_free(&proc);
 	return r;
 }

@@ -7,6 +7,7 @@
 #include "oci-spec/spec.h"
 #include "runtime/cli/cli-args.h"
 #include "runtime/cli/launch.h"
+#include "runtime/store/state.h"
 
 static int run_kill(struct cli_context *ctx, int argc, char **argv)
 {
@@ -15,6 +16,7 @@ static int run_kill(struct cli_context *ctx, int argc, char **argv)
 	    {"all", "a", CLI_BOOL, &all, "send the specified signal to all processes inside the container"},
 	    CLI_FLAG_END,
 	};
+	_cleanup_container_ struct container *c = NULL;
 	int r, i, sig = SIGTERM;
 
 	r = cli_parse_args(&cli_cmd_kill, flags, argc, argv, CLI_ARGS_MIN, 1, &i);
@@ -23,11 +25,15 @@ static int run_kill(struct cli_context *ctx, int argc, char **argv)
 	r = cli_check_nargs(&cli_cmd_kill, argc - i, CLI_ARGS_MAX, 2);
 	if (r < 0)
 		return r;
-	/* Checked before the lookup (runc looks up first): a typo in the
-	 * signal is reported as such whatever the container's state. */
-	if (argc - i == 2) {
+	/* runc's order: the container first (a missing one is reported as
+	 * such whatever the signal), then the signal, "" meaning SIGTERM. */
+	r = container_load(ctx->root, argv[i], false, &c);
+	if (r < 0)
+		return r;
+	container_free(TAKE_PTR(c));
+	if (argc - i == 2 && argv[i + 1][0]) {
 		sig = oci_signal_from_name(argv[i + 1]);
-		if (sig < 0)
+		if (sig == -EINVAL)
 			return err_set(-EINVAL, "unknown signal \"%s\"", argv[i + 1]);
 	}
 	return launch_kill(ctx, argv[i], sig, all);

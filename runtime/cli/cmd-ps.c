@@ -2,17 +2,19 @@
 /* `kvrun ps <id> [ps options]`: the processes of a container. With
  * --format json, the host pids that stand for it (the monitor and the exec
  * proxies: what containerd's shim matches against its pid files); as a
- * table, `ps` run inside the container (the processes live in the VM). */
+ * table, the guest's process table of the container printed as procps's
+ * ps prints runc's (ps-table.h), whatever the image holds. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "runtime/cli/cli-args.h"
-#include "runtime/cli/exec-proxy.h"
-#include "runtime/monitor/guest-spec.h"
+#include "common/log.h"
+#include "runtime/cli/ps-table.h"
 #include "runtime/store/monitor-client.h"
 #include "runtime/store/state.h"
 
@@ -39,42 +41,22 @@ static int print_json(const char *dir)
 	return fflush(stdout) == 0 ? 0 : err_setsys(-errno, "write");
 }
 
-/* `ps [args]` (default -ef) in the container, its output on ours. */
-static int run_guest_ps(const char *dir, const char *bundle, char **args, int nargs)
+/* The table: the guest's processes, formatted here. */
+static int print_table(const char *dir, char **args, int nargs)
 {
-	_cleanup_free_ char *config = NULL;
-	struct oci_spec *spec = NULL;
-	struct proto_process proc = {0};
-	char **v;
+	struct proto_msg msg = {0};
+	struct ps_format *f = NULL;
 	int r;
 
-	if (asprintf(&config, "%s/config.json", bundle) < 0)
-		return -ENOMEM;
-	r = oci_spec_load(config, &spec);
-	if (r >= 0 && !spec->process)
-		r = err_set(-EINVAL, "%s: process: missing", config);
+	r = ps_format_parse(args, nargs, &f);
 	if (r >= 0)
-		r = guest_process_from_oci(spec->process, &proc);
-	oci_spec_free(spec);
-	if (r < 0)
-		return r;
-	v = calloc((size_t)nargs + 3, sizeof(char *));
-	if (!v) {
-		proto_process_free(&proc);
-		return -ENOMEM;
-	}
-	v[0] = strdup("ps");
-	for (int k = 0; k < nargs; k++)
-		v[k + 1] = strdup(args[k]);
-	if (!nargs)
-		v[1] = strdup("-ef");
-	for (size_t k = 0; proc.args[k]; k++)
-		free(proc.args[k]);
-	free(proc.args);
-	proc.args = v;
-	proc.terminal = false;
-	r = exec_proxy_run(&(struct exec_proxy_opts){.dir = dir, .proc = &proc});
-	proto_process_free(&proc);
+		r = monitor_procs(dir, PS_TIMEOUT_MS, &msg);
+	if (r >= 0 && msg.u.ps.truncated)
+		log_warn("the container has more than %d processes: the first ones are shown", PROTO_PS_MAX_PROCS);
+	if (r >= 0)
+		r = ps_table_print(f, &msg.u.ps, time(NULL), stdout);
+	proto_msg_free(&msg);
+	ps_format_free(f);
 	return r;
 }
 
@@ -86,7 +68,7 @@ static int run_ps(struct cli_context *ctx, int argc, char **argv)
 	    CLI_FLAG_END,
 	};
 	_cleanup_container_ struct container *c = NULL;
-	_cleanup_free_ char *dir = NULL, *bundle = NULL;
+	_cleanup_free_ char *dir = NULL;
 	int r, i;
 
 	r = cli_parse_args(&cli_cmd_ps, flags, argc, argv, CLI_ARGS_MIN, 1, &i);
@@ -100,13 +82,12 @@ static int run_ps(struct cli_context *ctx, int argc, char **argv)
 	if (c->state->status == OCI_STATUS_STOPPED)
 		return err_set(-ESRCH, "container not running");
 	dir = strdup(c->dir);
-	bundle = strdup(c->state->bundle ? c->state->bundle : ".");
-	if (!dir || !bundle)
+	if (!dir)
 		return -ENOMEM;
 	container_free(TAKE_PTR(c));
 	if (strcmp(format, "json") == 0)
 		return print_json(dir);
-	return run_guest_ps(dir, bundle, argv + i + 1, argc - i - 1);
+	return print_table(dir, argv + i + 1, argc - i - 1);
 }
 
 const struct cli_command cli_cmd_ps = {
@@ -114,7 +95,9 @@ const struct cli_command cli_cmd_ps = {
     .summary = "ps displays the processes running inside a container",
     .args = "<container-id> [ps options]",
     .text = "With --format json: the host pids of the container (its VM monitor and the\n"
-	    "proxies of exec'd processes). As a table: ps [ps options] (default -ef) run\n"
-	    "inside the container, which must have a ps program.",
+	    "proxies of exec'd processes). As a table: the container's processes as ps\n"
+	    "[ps options] (default -ef) prints them, read from the VM (no ps program is\n"
+	    "needed in the image). Options: -e -A -a -d, a x g (every process of the\n"
+	    "container), -f, -j, u, -o/o/--format KEYWORD[=HEADER],... and w.",
     .run = run_ps,
 };

@@ -51,6 +51,15 @@ static int run_restore(struct cli_context *ctx, int argc, char **argv)
 	r = checkpoint_check_cgroups_mode(cgroups_mode);
 	if (r < 0)
 		return r;
+	/* A checkpoint is one whole VM image: no pre-dump chain, no pages
+	 * served later; and no LSM policy exists in the VM. */
+	if (parent_path && *parent_path)
+		return err_set(-EOPNOTSUPP, "--parent-path is not supported: a checkpoint is one whole VM image");
+	if (lazy)
+		return err_set(-EOPNOTSUPP, "--lazy-pages is not supported: the VM's memory is restored whole");
+	if ((lsm_profile && *lsm_profile) || (lsm_mount_context && *lsm_mount_context))
+		return err_set(-EOPNOTSUPP, "--%s is not supported: no LSM is enabled in the container's VM",
+		               lsm_profile && *lsm_profile ? "lsm-profile" : "lsm-mount-context");
 	/* runc's default: ./checkpoint */
 	o.image_path = image_path && *image_path ? image_path : "checkpoint";
 	r = checkpoint_check_image(o.image_path);

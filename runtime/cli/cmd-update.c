@@ -214,7 +214,9 @@ static int apply(const char *dir, const struct container *c, const struct oci_li
 			return r;
 	}
 	/* With a systemd unit, systemd is told too (runc's update does). */
-	return cg ? cgroup_update_unit(cg, oci_map_get(&c->state->private_data, STATE_KEY_CGROUP_UNIT), res) : 0;
+	return cg ? cgroup_update_unit(cg, oci_map_get(&c->state->private_data, STATE_KEY_CGROUP_BASE),
+	                               oci_map_get(&c->state->private_data, STATE_KEY_CGROUP_UNIT), res)
+	          : 0;
 }
 
 static int run_update(struct cli_context *ctx, int argc, char **argv)

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "runtime/cli/create.h"
@@ -27,10 +31,62 @@ static int check_console(const struct oci_process *p, const struct create_opts *
 	return 0;
 }
 
+static int preserved_fd(int fd, uint32_t *ret_mode)
+{
+	int fl = fcntl(fd, F_GETFL), listening = 0;
+	socklen_t len = sizeof(listening);
+	struct stat st;
+
+	if (fl < 0 || fstat(fd, &st) < 0)
+		return err_setsys(-errno, "--preserve-fds: fd %d", fd);
+	if ((fl & O_PATH) || S_ISDIR(st.st_mode))
+		return err_set(-ENOTSUP, "--preserve-fds: fd %d is %s: only a stream of data can be passed into the VM",
+		               fd, S_ISDIR(st.st_mode) ? "a directory" : "an O_PATH descriptor");
+	if (S_ISSOCK(st.st_mode) && getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening)
+		return err_set(-ENOTSUP,
+		               "--preserve-fds: fd %d is a listening socket: only a stream of data can be "
+		               "passed into the VM",
+		               fd);
+	switch (fl & O_ACCMODE) {
+	case O_RDONLY:
+		*ret_mode = PROTO_EXTRA_FD_READ;
+		break;
+	case O_WRONLY:
+		*ret_mode = PROTO_EXTRA_FD_WRITE;
+		break;
+	default:
+		*ret_mode = PROTO_EXTRA_FD_READ | PROTO_EXTRA_FD_WRITE;
+	}
+	return 0;
+}
+
+int create_preserved_fds(unsigned long long n, struct preserved_fds *ret)
+{
+	const char *lpid = getenv("LISTEN_PID"), *lfds = getenv("LISTEN_FDS");
+	int r;
+
+	*ret = (struct preserved_fds){0};
+	/* runc passes these on too (systemd socket activation). */
+	if (lfds && *lfds && lpid && strtol(lpid, NULL, 10) == (long)getpid())
+		return err_set(-ENOTSUP, "socket activation ($LISTEN_FDS) is not supported: listening sockets cannot "
+		                         "be passed into the VM");
+	if (n > PROTO_MAX_EXTRA_FDS)
+		return err_set(-E2BIG, "--preserve-fds %llu: at most %d descriptors can be passed into the VM", n,
+		               PROTO_MAX_EXTRA_FDS);
+	for (unsigned int i = 0; i < n; i++) {
+		r = preserved_fd(3 + (int)i, &ret->mode[i]);
+		if (r < 0)
+			return r;
+	}
+	ret->n = (unsigned int)n;
+	return 0;
+}
+
 int create_prepare(struct cli_context *ctx, const char *id, const struct create_opts *o, bool detached,
                    struct bundle **ret)
 {
 	_cleanup_bundle_ struct bundle *b = NULL;
+	struct stat st;
 	int r;
 
 	r = container_check_new_id(ctx->root, id);
@@ -44,6 +100,8 @@ int create_prepare(struct cli_context *ctx, const char *id, const struct create_
 	r = check_console(b->spec->process, o, detached);
 	if (r < 0)
 		return r;
+	if (o->pidfd_socket && *o->pidfd_socket && stat(o->pidfd_socket, &st) < 0)
+		return err_setsys(-errno, "pidfd socket %s", o->pidfd_socket);
 	*ret = TAKE_PTR(b);
 	return 0;
 }

@@ -7,6 +7,7 @@
 
 #include "runtime/store/bundle.h"
 #include "runtime/cli/cli.h"
+#include "runtime/monitor/monitor.h"
 
 /* The flags of create, run and restore (each verb uses a subset). */
 struct create_opts {
@@ -44,6 +45,13 @@ struct create_opts {
 #define CREATE_FLAG_PRESERVE_FDS(o) {"preserve-fds", NULL, CLI_UINT, &(o).preserve_fds, \
 	"Pass N additional file descriptors to the container (stdio + $LISTEN_FDS + N in total) (default: 0)"}
 // clang-format on
+
+/* create/run --preserve-fds: the caller's fds 3 .. 3+n-1, each open and
+ * something whose data a stream can carry (not a directory, an O_PATH
+ * fd or a listening socket), with its direction (PROTO_EXTRA_FD_*) in
+ * *ret. Socket activation ($LISTEN_FDS for this process) is refused:
+ * listening sockets cannot be passed into the VM. */
+int create_preserved_fds(unsigned long long n, struct preserved_fds *ret);
 
 /* Check that id is valid and unused, load and validate the bundle, and check
  * the terminal / console-socket combination as runc does (detached is true

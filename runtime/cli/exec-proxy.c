@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdarg.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -21,7 +23,9 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/unix-socket.h"
+#include "common/stop-point.h"
 #include "runtime/cli/exec-proxy.h"
+#include "runtime/cli/log-sink.h"
 #include "runtime/host/console.h"
 #include "runtime/host/jail.h"
 #include "runtime/monitor/monitor-relay.h"
@@ -32,6 +36,9 @@
 /* Beyond the monitor's own wait for the guest. */
 #define EXEC_REPLY_MARGIN_MS (10 * 1000)
 #define STREAM_TIMEOUT_MS (30 * 1000)
+/* Connections a stdio listener queues: a few that fail the token check may
+ * come before guest-init's. */
+#define STREAM_BACKLOG 4
 #define CALL_TIMEOUT_MS (130 * 1000)
 /* How often a terminal's size is looked at when no SIGWINCH can come (a
  * pty whose master is someone else's). */
@@ -41,8 +48,13 @@ enum { S_IN, S_OUT, S_ERR, NR_STREAMS };
 
 struct proxy {
 	const struct exec_proxy_opts *o;
+	const char *dir; /* the state directory as the proxy sees it (in the jail: JAIL_STATE_DIR) */
+	struct jail *jail;
+	int ready_fd;
+	int sfd; /* signalfd */
 	int listen_fds[NR_STREAMS];
 	char *listen_paths[NR_STREAMS];
+	uint32_t ports[NR_STREAMS];
 	int streams[NR_STREAMS];
 	int ctl; /* the monitor connection that carries our EXIT */
 	int in_fd, out_fd, err_fd; /* host side */
@@ -54,22 +66,47 @@ struct proxy {
 	struct relay *relays[NR_STREAMS];
 };
 
-/* Ports unique on this host while we live: derived from our pid. */
-static uint32_t port_base(void)
+/* Our stdio ports: random, from 2^31 up (below are the fixed ports of
+ * guest-init and the vsock device's own range from 2^30), so that no
+ * process in the guest can know them; the listener of one in use by
+ * another proxy is never replaced. */
+static int listen_port(struct proxy *p, int i)
 {
-	return (1u << 30) + ((uint32_t)getpid() << 2);
+	for (int tries = 0; tries < 16; tries++) {
+		uint32_t port;
+		struct stat st;
+
+		if (getrandom(&port, sizeof(port), 0) != sizeof(port))
+			return err_setsys(-errno, "getrandom");
+		port = (port | (1u << 31)) & ~1u; /* never 0xffffffff, VMADDR_PORT_ANY */
+		free(p->listen_paths[i]);
+		if (asprintf(&p->listen_paths[i], "%s/%s_%u", p->o->dir, MONITOR_VSOCK_SOCK, port) < 0) {
+			p->listen_paths[i] = NULL;
+			return -ENOMEM;
+		}
+		if (lstat(p->listen_paths[i], &st) == 0)
+			continue;
+		p->listen_fds[i] = unix_listen(p->listen_paths[i], STREAM_BACKLOG);
+		if (p->listen_fds[i] < 0)
+			return p->listen_fds[i];
+		p->ports[i] = port;
+		return 0;
+	}
+	return err_set(-EADDRINUSE, "no free vsock port for the process's stdio");
 }
 
 static int listen_streams(struct proxy *p, int n)
 {
-	for (int i = 0; i < n; i++) {
-		if (asprintf(&p->listen_paths[i], "%s/%s_%u", p->o->dir, MONITOR_VSOCK_SOCK, port_base() + i) < 0)
-			return -ENOMEM;
-		p->listen_fds[i] = unix_listen(p->listen_paths[i], 1);
-		if (p->listen_fds[i] < 0)
-			return p->listen_fds[i];
+	int r = guest_stream_token(p->o->proc->token);
+
+	p->o->proc->has_token = true;
+	for (int i = 0; r >= 0 && i < n; i++) {
+		r = listen_port(p, i);
+		/* The jailed monitor's vsock device connects to it. */
+		if (r >= 0 && p->o->jail_uid && jail_own_path(p->listen_paths[i], p->o->jail_uid, p->o->jail_uid) < 0)
+			r = -errno;
 	}
-	return 0;
+	return r;
 }
 
 static void unlisten(struct proxy *p)
@@ -85,16 +122,41 @@ static void unlisten(struct proxy *p)
 	}
 }
 
+/* The stream guest-init opened for port i: the first that opens with the
+ * process's token (a process in the guest may have connected first). */
+static int accept_stream(struct proxy *p, int i, int64_t deadline)
+{
+	for (;;) {
+		struct pollfd pf = {.fd = p->listen_fds[i], .events = POLLIN};
+		int left = clock_left_ms(deadline), r, fd;
+
+		if (left <= 0 || poll(&pf, 1, left) <= 0)
+			return err_set(-ETIMEDOUT, "the process's stdio streams did not connect");
+		fd = accept4(p->listen_fds[i], NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			return err_setsys(-errno, "accept stdio stream");
+		left = clock_left_ms(deadline);
+		r = guest_stream_check_token(fd, p->o->proc->token,
+		                             left < GUEST_TOKEN_WAIT_MS ? left : GUEST_TOKEN_WAIT_MS);
+		if (r == 0) {
+			p->streams[i] = fd;
+			return 0;
+		}
+		close(fd);
+		log_warn("exec: a stream to vsock port %u did not open with the process's token (%s): closed",
+		         p->ports[i], strerror(-r));
+	}
+}
+
 static int accept_streams(struct proxy *p, int n)
 {
-	for (int i = 0; i < n; i++) {
-		struct pollfd pf = {.fd = p->listen_fds[i], .events = POLLIN};
+	int64_t deadline = clock_now_ms() + STREAM_TIMEOUT_MS;
 
-		if (poll(&pf, 1, STREAM_TIMEOUT_MS) <= 0)
-			return err_set(-ETIMEDOUT, "the process's stdio streams did not connect");
-		p->streams[i] = accept4(p->listen_fds[i], NULL, NULL, SOCK_CLOEXEC);
-		if (p->streams[i] < 0)
-			return err_setsys(-errno, "accept stdio stream");
+	for (int i = 0; i < n; i++) {
+		int r = accept_stream(p, i, deadline);
+
+		if (r < 0)
+			return r;
 	}
 	unlisten(p);
 	return 0;
@@ -230,7 +292,7 @@ static int call(struct proxy *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(req, sizeof(req), fmt, ap);
 	va_end(ap);
-	r = monitor_call(p->o->dir, req, CALL_TIMEOUT_MS, NULL);
+	r = monitor_call(p->dir, req, CALL_TIMEOUT_MS, NULL);
 	if (r < 0)
 		log_debug("exec proxy: %s: %s", req, err_msg());
 	return r;
@@ -306,18 +368,46 @@ static _Noreturn void serve(struct proxy *p, int sfd)
 	finish(p, SIGKILL);
 }
 
-/* The relays and everything after them run without privilege: no
- * capabilities (dropped before the relay threads exist, which inherit
- * that), no_new_privs and the proxy's seccomp allowlist. */
-static void jail(struct proxy *p)
+/* The proxy keeps its streams, its control connection, its stdio or pty,
+ * its signals, the ready pipe and the log; the rest goes. */
+static int close_others(struct proxy *p)
 {
-	bool on = jail_enabled();
+	int keep[] = {STDIN_FILENO,      STDOUT_FILENO, STDERR_FILENO, p->ctl,      p->streams[S_IN], p->streams[S_OUT],
+	              p->streams[S_ERR], p->tty_fd,     p->sfd,        p->ready_fd, log_sink_fd()};
+	int r = fd_close_all_except(keep, ARRAY_SIZE(keep));
 
-	if (on && jail_drop_caps() < 0)
-		log_warn("exec proxy sandbox: %s", err_msg());
-	start_relays(p);
-	if (on && jail_seccomp(JAIL_PROXY) < 0)
-		log_warn("exec proxy sandbox: %s: running without a seccomp filter", err_msg());
+	return r < 0 ? err_setsys(r, "close inherited descriptors") : 0;
+}
+
+/* The relays and everything after them run in the jail (exec-proxy.h),
+ * which must be complete before they start: the jail's steps need a
+ * process with one thread. */
+static int enter_jail(struct proxy *p)
+{
+	struct jail_config c = {
+	    .profile = JAIL_PROXY, .uid = p->o->jail_uid, .gid = p->o->jail_uid, .net = JAIL_NET_NEW};
+	_cleanup_free_ char *dir = NULL;
+	int r;
+
+	if (!p->o->jail_uid)
+		return 0;
+	/* --root may be relative: the jail binds absolute paths. */
+	dir = realpath(p->o->dir, NULL);
+	if (!dir)
+		return err_setsys(-errno, "%s", p->o->dir);
+	c.state_dir = dir;
+	tzset();
+	r = jail_mount(&c, &p->jail);
+	if (r >= 0)
+		r = close_others(p);
+	if (r >= 0)
+		r = jail_begin(p->jail);
+	if (r >= 0)
+		r = jail_finish(p->jail);
+	if (r < 0)
+		return err_prefix(r, "exec proxy jail");
+	p->dir = JAIL_STATE_DIR;
+	return 0;
 }
 
 static int write_pid(const char *path, pid_t pid)
@@ -333,38 +423,49 @@ static int write_pid(const char *path, pid_t pid)
  * else serves and never returns. ready_fd (or -1) hears "ok". */
 static int proxy_main(const struct exec_proxy_opts *o, int ready_fd)
 {
-	struct proxy p = {.o = o, .ctl = -1, .in_fd = 0, .out_fd = 1, .err_fd = 2, .tty_fd = -1};
+	struct proxy p = {
+	    .o = o, .dir = o->dir, .ready_fd = ready_fd, .ctl = -1, .in_fd = 0, .out_fd = 1, .err_fd = 2, .tty_fd = -1};
 	struct proto_process *pp = o->proc;
-	int n = pp->terminal ? 1 : NR_STREAMS, sfd, r;
+	int n = pp->terminal ? 1 : NR_STREAMS, r;
 
 	for (int i = 0; i < NR_STREAMS; i++)
 		p.listen_fds[i] = p.streams[i] = -1;
+	/* Our pid stands for the process: of the caller's descriptors we
+	 * keep stdio only, as runc's init does. */
+	(void)fd_close_inherited(3);
 	signal(SIGPIPE, SIG_IGN);
-	sfd = block_signals();
+	p.sfd = block_signals();
 	r = pp->terminal ? setup_terminal(&p) : 0;
 	if (r >= 0)
 		r = listen_streams(&p, n);
-	pp->stdin_port = port_base() + S_IN;
-	pp->stdout_port = pp->terminal ? 0 : port_base() + S_OUT;
-	pp->stderr_port = pp->terminal ? 0 : port_base() + S_ERR;
+	pp->stdin_port = p.ports[S_IN];
+	pp->stdout_port = pp->terminal ? 0 : p.ports[S_OUT];
+	pp->stderr_port = pp->terminal ? 0 : p.ports[S_ERR];
+	stop_point("exec:listening");
 	if (r >= 0)
 		r = send_exec(&p);
+	stop_point("exec:started");
 	if (r >= 0)
 		r = accept_streams(&p, n);
+	stop_point("exec:streams");
 	if (r >= 0 && !o->detach && o->pid_file)
 		r = write_pid(o->pid_file, getpid());
+	/* A jail that cannot be made fails the exec: the process started is
+	 * killed when our control connection closes. */
+	if (r >= 0)
+		r = enter_jail(&p);
 	if (r < 0) {
 		unlisten(&p);
 		if (p.raw)
 			console_restore(STDIN_FILENO, &p.saved);
 		return r;
 	}
-	jail(&p);
+	start_relays(&p);
 	if (ready_fd >= 0) {
 		(void)write_all(ready_fd, "ok\n", 3);
 		close(ready_fd);
 	}
-	serve(&p, sfd);
+	serve(&p, p.sfd);
 }
 
 int exec_proxy_run(const struct exec_proxy_opts *o)

@@ -10,11 +10,17 @@
  * streams (the vsock device connects a guest stream for port P to that
  * socket), so stdio never passes through the monitor; the monitor only
  * carries EXEC, SIGNAL, RESIZE and the EXIT ("exec" in monitor-serve.c).
+ *
+ * Once its streams are connected the proxy jails itself as the monitor
+ * does (runtime/host/jail.h, docs/security.md): the container's jail uid,
+ * a mount namespace holding only the state directory (read-only: its
+ * control.sock), a new network namespace, the proxy's seccomp filters.
  */
 #ifndef KVRUN_RUNTIME_EXEC_PROXY_H
 #define KVRUN_RUNTIME_EXEC_PROXY_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "common/protocol.h"
 
@@ -24,6 +30,10 @@ struct exec_proxy_opts {
 	const char *console_socket; /* receives the pty master; NULL: none */
 	const char *pid_file; /* absolute, or NULL */
 	bool detach;
+	/* The container's jail uid (and gid), which the proxy's own jail runs
+	 * as and the stdio sockets it listens on are handed to; 0: no jail
+	 * ($KVRUN_JAIL=0 here, or at the container's create). */
+	uid_t jail_uid;
 };
 
 /* Start o->proc in the container. Detached: fork the proxy (in its own

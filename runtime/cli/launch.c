@@ -16,22 +16,29 @@
 
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/fileio.h"
 #include "common/log.h"
+#include "common/stop-point.h"
+#include "runtime/cli/log-sink.h"
+#include "runtime/host/cgroup.h"
 #include "runtime/store/checkpoint.h"
 #include "runtime/monitor/guest-shares.h"
 #include "runtime/monitor/guest-spec.h"
+#include "runtime/cli/create.h"
 #include "runtime/cli/launch.h"
 #include "runtime/store/monitor-client.h"
+#include "runtime/store/proc-stat.h"
 #include "runtime/monitor/monitor.h"
+#include "runtime/monitor/teardown.h"
 #include "runtime/sandbox/guest-channel.h"
+#include "runtime/host/cgroup.h"
+#include "runtime/host/console.h"
 #include "runtime/host/netns.h"
 #include "runtime/host/rootfs-cache.h"
 #include "runtime/sandbox/sandbox.h"
 #include "runtime/store/state.h"
 
 #define READY_MAX 4096
-/* Key of the state's private data: the network namespace served. */
-#define STATE_KEY_NETNS "netns"
 #define REQUEST_TIMEOUT_MS (150 * 1000)
 
 static int absolute_path(const char *path, char **ret)
@@ -96,7 +103,28 @@ static int read_ready(int fd)
 	return err_set(-EIO, "the VM monitor exited before the container was created");
 }
 
-static pid_t fork_monitor(struct monitor_args *a, int *ret_fd)
+/* What the monitor keeps of ours: the container's stdio, the preserved
+ * fds (3.., relayed into the VM), its end of the ready pipe, the state's
+ * lock, the base image's lock, the TAPs and the log. Every other
+ * descriptor the engine or this process had goes. */
+static int close_inherited(const struct monitor_args *a, int ready_fd, int base_lock)
+{
+	int keep[7 + PROTO_MAX_EXTRA_FDS + NET_CONFIG_MAX_IFACES * NET_MAX_QUEUE_PAIRS] = {
+	    STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, ready_fd, a->c->lock_fd, base_lock,
+	};
+	size_t n = 6;
+
+	for (unsigned int i = 0; a->preserved && i < a->preserved->n; i++)
+		keep[n++] = 3 + (int)i;
+
+	for (unsigned int i = 0; a->net && i < a->net->cfg.nr_ifaces; i++)
+		for (unsigned int q = 0; q < a->net->links[i].nr_fds; q++)
+			keep[n++] = a->net->links[i].fds[q];
+	keep[n++] = log_sink_fd();
+	return fd_close_all_except(keep, n);
+}
+
+static pid_t fork_monitor(struct monitor_args *a, int base_lock, int *ret_fd)
 {
 	int p[2];
 	pid_t pid;
@@ -116,6 +144,11 @@ static pid_t fork_monitor(struct monitor_args *a, int *ret_fd)
 		 * must not reach the VM; signals are forwarded deliberately. */
 		setsid();
 		if (a->c->dir[0] == '/' && chdir("/") < 0)
+			_exit(255);
+		/* Its pid is the container's for the caller: of the caller's
+		 * descriptors it keeps stdio (and --preserve-fds) only, as runc's
+		 * init does. */
+		if (close_inherited(a, p[1], base_lock) < 0)
 			_exit(255);
 		a->ready_fd = p[1];
 		monitor_main(a);
@@ -146,6 +179,32 @@ static int restore_disk(const char *image, const char *disk, const char **ret_di
 	return 0;
 }
 
+static int write_pid_file(const char *path, pid_t pid)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%d", (int)pid);
+	int r = write_file_atomic(path, buf, (size_t)n, 0644);
+
+	return r < 0 ? err_setsys(r, "write pid file %s", path) : 0;
+}
+
+/* The monitor said "ok": what it recorded in the state (its pid, cgroup
+ * and jail), then created (a restored container's process is already
+ * running: created, then running, as the state machine has it), and the
+ * pid file. The jailed monitor can write none of it. */
+static int record_created(struct container *c, pid_t pid, const char *pid_file, bool restored)
+{
+	int r = container_reload(c);
+
+	if (r >= 0)
+		r = container_set_status(c, OCI_STATUS_CREATED, pid);
+	if (r >= 0 && restored)
+		r = container_set_status(c, OCI_STATUS_RUNNING, pid);
+	if (r >= 0 && pid_file)
+		r = write_pid_file(pid_file, pid);
+	return r;
+}
+
 static int console_path(struct cli_context *ctx, const struct container *c, char **ret)
 {
 	const char *env = getenv("KVRUN_CONSOLE");
@@ -165,7 +224,8 @@ static unsigned int queue_pairs(const struct vm_plan *plan)
 }
 
 static int build_and_fork(struct cli_context *ctx, struct container *c, const struct create_opts *o,
-                          const struct bundle *b, const struct vm_plan *plan, struct netns_setup *net, pid_t *ret_pid)
+                          const struct bundle *b, const struct vm_plan *plan, struct netns_setup *net,
+                          const char *netns, const struct preserved_fds *pf, pid_t *ret_pid)
 {
 	_cleanup_free_ char *disk = NULL, *base = NULL, *pid_file = NULL, *console = NULL, *console_socket = NULL;
 	_cleanup_close_ int base_lock = -1;
@@ -179,9 +239,11 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	    .ready_fd = -1,
 	    .systemd_cgroup = ctx->systemd_cgroup,
 	    .net = net,
+	    .netns_path = netns,
 	    .new_netns = !net,
 	    .queue_pairs = queue_pairs(plan),
 	    .t_start_ns = ctx->t_start_ns,
+	    .preserved = pf,
 	};
 	struct timespec t0, t1;
 	int r, fd = -1;
@@ -229,23 +291,27 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	a.console_socket = console_socket;
 	/* The monitor inherits base_lock (a cached base image, share-locked)
 	 * and keeps it for its life: the cache never prunes a base in use. */
-	pid = fork_monitor(&a, &fd);
+	pid = fork_monitor(&a, base_lock, &fd);
 	if (pid < 0)
 		return pid;
+	stop_point("create:forked");
 	r = read_ready(fd);
 	close(fd);
+	if (r >= 0)
+		r = record_created(c, pid, pid_file, a.restore_dir != NULL);
 	if (r < 0) {
 		kill(pid, SIGKILL);
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
-		return r;
+		return r; /* launch_destroy() removes the rest */
 	}
+	stop_point("create:ready");
 	*ret_pid = pid;
 	return 0;
 }
 
-/* The bind mounts (and a shared root) can be served. A checkpoint's VM
- * had no shared directory (its save would have been refused): a restore
+/* With the plan: a shared root can be served too. A checkpoint's VM had
+ * no shared directory (its save would have been refused): a restore
  * cannot give it one. */
 static int check_mounts(const struct bundle *b, const struct create_opts *o, const struct vm_plan *plan)
 {
@@ -287,27 +353,61 @@ static void log_net(const struct netns_setup *ns, const char *netns)
 
 /* The container's network and VM, in its claimed state directory. */
 static int bring_up(struct cli_context *ctx, struct container *c, const struct create_opts *o, const struct bundle *b,
-                    const struct vm_plan *plan, const char *netns, pid_t *ret_pid)
+                    const struct vm_plan *plan, const char *netns, const struct preserved_fds *pf, pid_t *ret_pid)
 {
 	struct netns_setup ns;
 	int r;
 
 	/* A new namespace is the monitor's own: made and served there. */
 	if (!netns)
-		return build_and_fork(ctx, c, o, b, plan, NULL, ret_pid);
+		return build_and_fork(ctx, c, o, b, plan, NULL, NULL, pf, ret_pid);
 	r = netns_setup(netns, c->state->id, queue_pairs(plan), &ns);
-	if (r < 0)
+	if (r < 0) {
+		/* It undid what it did, and must not undo what it did not
+		 * (another container's, when it refused): nothing for a
+		 * teardown to do in the namespace. */
+		if (oci_map_set(&c->state->private_data, STATE_KEY_NETNS, "") >= 0 && container_save(c) < 0)
+			log_debug("%s", err_msg());
 		return err_prefix(r, "network");
+	}
+	stop_point("create:net");
 	log_net(&ns, netns);
-	r = build_and_fork(ctx, c, o, b, plan, &ns, ret_pid);
+	r = build_and_fork(ctx, c, o, b, plan, &ns, netns, pf, ret_pid);
 	/* The monitor has its own copies of the TAP fds. */
 	netns_setup_close(&ns);
 	return r;
 }
 
+/* After a failed create, the container's cgroup, which the monitor may
+ * have had no right left to remove (runtime/host/cgroup.h); the monitor is
+ * gone by then. */
+static void remove_cgroup(struct cli_context *ctx, const struct bundle *b, const char *id)
+{
+	const struct oci_linux *lx = b->spec->linux_spec;
+	struct cgroup_place pl = {0};
+
+	if (cgroup_place_of(lx ? lx->cgroups_path : NULL, id, ctx->systemd_cgroup, &pl) < 0 ||
+	    cgroup_leave(pl.path, pl.base, pl.unit) < 0)
+		log_debug("removing the container's cgroup: %s", err_msg());
+	cgroup_place_free(&pl);
+}
+
+/* create --pidfd-socket: runc sends a pidfd of the container's init; the
+ * host process that stands for the container is its monitor (a signal
+ * to it reaches the container, its end is the container's). */
+static int send_pidfd(const char *path, pid_t pid)
+{
+	_cleanup_close_ int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	if (fd < 0)
+		return err_setsys(-errno, "pidfd_open of the monitor (pid %d)", (int)pid);
+	return console_send_fd_as(path, fd, "standard", "pidfd socket", "the container's pidfd");
+}
+
 int launch_container(struct cli_context *ctx, const char *id, const struct create_opts *o, const struct bundle *b,
                      pid_t *ret_pid)
 {
+	struct preserved_fds pf;
 	struct vm_plan plan = {0};
 	struct container *c = NULL;
 	struct oci_state *s = NULL;
@@ -315,9 +415,14 @@ int launch_container(struct cli_context *ctx, const char *id, const struct creat
 	int r;
 
 	/* Everything that can fail without side effects comes first. */
-	r = check_netns(b, &netns);
+	r = guest_spec_check(b->spec, NULL);
+	if (r >= 0)
+		r = check_netns(b, &netns);
 	if (r < 0)
 		return err_prefix(r, "%s/config.json", b->path);
+	r = create_preserved_fds(o->preserve_fds, &pf);
+	if (r < 0)
+		return r;
 	r = vm_plan_make(b->spec, ctx->kernel, &plan);
 	if (r < 0)
 		return r;
@@ -330,11 +435,15 @@ int launch_container(struct cli_context *ctx, const char *id, const struct creat
 	if (r >= 0)
 		r = container_create(ctx->root, s, &c);
 	if (r >= 0) {
-		r = bring_up(ctx, c, o, b, &plan, netns, ret_pid);
+		stop_point("create:claimed");
+		r = bring_up(ctx, c, o, b, &plan, netns, &pf, ret_pid);
+		if (r >= 0 && o->pidfd_socket && *o->pidfd_socket && (r = send_pidfd(o->pidfd_socket, *ret_pid)) < 0)
+			launch_kill_monitor(*ret_pid, 10000);
 		if (r < 0) {
 			/* Keep the message: destroying may record its own. */
 			_cleanup_free_ char *msg = strdup(err_msg());
 
+			remove_cgroup(ctx, b, id);
 			launch_destroy(c);
 			err_set(r, "%s", msg ? msg : "create failed");
 		} else {
@@ -347,16 +456,11 @@ int launch_container(struct cli_context *ctx, const char *id, const struct creat
 
 int launch_destroy(struct container *c)
 {
-	const char *netns = oci_map_get(&c->state->private_data, STATE_KEY_NETNS);
-
-	if (netns) {
-		int r = netns_teardown(netns, c->state->id);
-
-		if (r < 0)
-			log_error("restoring network namespace %s: %s", netns, err_msg());
-		err_clear();
-	}
-	return container_destroy(c);
+	/* The monitor recorded its cgroup in the state as it joined it. */
+	if (container_reload(c) < 0)
+		log_debug("state of %s: %s", c->state->id, err_msg());
+	err_clear();
+	return teardown_container(c, false);
 }
 
 int launch_start(struct cli_context *ctx, const char *id)
@@ -367,10 +471,12 @@ int launch_start(struct cli_context *ctx, const char *id)
 	r = container_load_for(ctx->root, id, CONTAINER_OP_START, &c);
 	if (r < 0)
 		return r;
+	stop_point("start:locked");
 	/* The monitor waits for the guest as long as a boot may take. */
 	r = monitor_call(c->dir, "start", guest_boot_timeout_ms() + REQUEST_TIMEOUT_MS, NULL);
 	if (r < 0)
 		return r;
+	stop_point("start:done");
 	return container_set_status(c, OCI_STATUS_RUNNING, 0);
 }
 
@@ -395,15 +501,54 @@ int launch_kill_monitor(pid_t pid, int timeout_ms)
 	return 0;
 }
 
+int launch_wait_exited(const struct oci_state *s, int timeout_ms)
+{
+	const char *start = oci_map_get(&s->private_data, STATE_KEY_PID_START);
+	_cleanup_close_ int fd = -1;
+	struct pollfd p;
+	struct proc_stat st;
+
+	/* Only the process the state names: the pid may be another's now. */
+	if (s->pid <= 0 || !start || proc_stat_read(container_proc_root, s->pid, &st) < 0 ||
+	    st.start_time != strtoull(start, NULL, 10))
+		return 0;
+	fd = pidfd_open_pid(s->pid);
+	if (fd < 0)
+		return 0;
+	p = (struct pollfd){.fd = fd, .events = POLLIN};
+	if (poll(&p, 1, timeout_ms) <= 0)
+		return err_set(-ETIMEDOUT, "monitor %d did not finish exiting within %d s", (int)s->pid,
+		               timeout_ms / 1000);
+	return 0;
+}
+
 int launch_kill(struct cli_context *ctx, const char *id, int signo, bool all)
 {
 	_cleanup_container_ struct container *c = NULL;
 	_cleanup_free_ char *req = NULL;
 	int r;
 
-	r = container_load_for(ctx->root, id, CONTAINER_OP_KILL, &c);
+	/* No lock: the monitor serializes requests, and a kill must get
+	 * through while a create or a start holds the lock. */
+	r = container_load(ctx->root, id, false, &c);
 	if (r < 0)
 		return r;
+	/* As runc's Signal(): --all of a stopped container has nothing to
+	 * signal and succeeds; otherwise the state comes before the signal. */
+	if (c->state->status == OCI_STATUS_STOPPED)
+		return all ? 0 : err_set(-ESRCH, "container not running");
+	if (signo < 0 || signo >= _NSIG)
+		return err_set(-EINVAL, "unable to signal init: invalid argument");
+	if (c->state->status == OCI_STATUS_CREATING) {
+		/* Its monitor serves requests once create is done; SIGKILL ends
+		 * the create (its monitor; the creator then removes it all). */
+		if (signo != SIGKILL || c->state->pid <= 0)
+			return err_set(-EBUSY,
+			               "container %s is still being created: only SIGKILL, which ends the create, "
+			               "can be sent to it now",
+			               id);
+		return launch_kill_monitor(c->state->pid, 10000);
+	}
 	if (asprintf(&req, "kill %d %d", signo, all ? 1 : 0) < 0)
 		return -ENOMEM;
 	r = monitor_call(c->dir, req, signo == SIGKILL ? 10000 : REQUEST_TIMEOUT_MS, NULL);

@@ -20,24 +20,32 @@
 int launch_container(struct cli_context *ctx, const char *id, const struct create_opts *o, const struct bundle *b,
                      pid_t *ret_pid);
 
-/* Remove container c (its lock held; c is freed): give the network
- * namespace back what the container took (TAPs, tc redirects, the
- * interfaces' addresses and routes: recorded in the state, so this works
- * after a monitor crash too), then remove the state directory. Returns what
- * container_destroy() does; a teardown failure is logged, not returned. */
+/* Remove container c (its lock held; c is freed) after a failed create or
+ * the end of `run`: its state is read again (the monitor records its
+ * cgroup there), then teardown_container() without poststop hooks: the
+ * cgroup, the network namespace's interfaces, the state directory. */
 int launch_destroy(struct container *c);
 
 /* `start`: have the monitor of a created container exec its process, and
  * record it running. */
 int launch_start(struct cli_context *ctx, const char *id);
 
-/* Send signo to the container's process through its monitor; for SIGKILL,
- * kill an unresponsive monitor itself. */
+/* Send signo to the container's process through its monitor (0 only asks
+ * whether it is there), as runc kill: a stopped container is "container
+ * not running" (with all, success: nothing to signal); signo < 0 stands
+ * for an integer that is no signal ("unable to signal init: invalid
+ * argument"). For SIGKILL, kill an unresponsive monitor itself. */
 int launch_kill(struct cli_context *ctx, const char *id, int signo, bool all);
 
 /* SIGKILL the monitor with pid (if alive) and wait up to timeout_ms for it
  * to be gone (it need not be our child). */
 int launch_kill_monitor(pid_t pid, int timeout_ms);
+
+/* Wait up to timeout_ms until the monitor the state s names (pid and start
+ * time) has finished exiting: a monitor killed a moment ago, already
+ * reported dead, may still be leaving its cgroup. 0 at once when it is
+ * gone (or the pid is another process's now). */
+int launch_wait_exited(const struct oci_state *s, int timeout_ms);
 
 /* Wait for our child monitor pid, forwarding SIGINT, SIGTERM, SIGHUP,
  * SIGQUIT, SIGUSR1 and SIGUSR2 to the container through it. Returns the

@@ -198,3 +198,8 @@ void log_sink_close(void)
 	sink.fd = -1;
 	log_set_sink(NULL, NULL);
 }
+
+int log_sink_fd(void)
+{
+	return sink.fd;
+}

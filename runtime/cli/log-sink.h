@@ -34,6 +34,9 @@ void log_sink_report_error(const char *msg);
 /* Close the log file, if any, and restore the default sink. */
 void log_sink_close(void);
 
+/* The log file's descriptor, or -1 when logging goes to stderr. */
+int log_sink_fd(void);
+
 /* Format one line (without newline) into buf as the sink would; exposed for
  * tests. t is the time stamp. Returns the length, truncated to size - 1. */
 size_t log_format_line(enum log_format fmt, const char *level, const char *msg, time_t t, char *buf, size_t size);

@@ -144,8 +144,7 @@ static uint64_t quota_per_sec(int64_t quota, uint64_t period)
 	return v % 10000 ? (v / 10000 + 1) * 10000 : v;
 }
 
-/* cgroup v1 shares [2, 262144] onto v2 weight [1, 10000], as runc. */
-static uint64_t shares_to_weight(uint64_t shares)
+uint64_t cgroup_shares_to_weight(uint64_t shares)
 {
 	if (shares < 2)
 		shares = 2;
@@ -172,7 +171,7 @@ static int resource_props(struct dbus_writer *w, const struct cgroup_unit_req *q
 		         quota_per_sec(res->cpu.has_quota ? res->cpu.quota : 0, res->cpu.period));
 	if (res->cpu.has_shares && res->cpu.shares)
 		prop_u64(w, q->unified ? "CPUWeight" : "CPUShares",
-		         q->unified ? shares_to_weight(res->cpu.shares) : res->cpu.shares);
+		         q->unified ? cgroup_shares_to_weight(res->cpu.shares) : res->cpu.shares);
 	if (res->pids.present && res->pids.limit > 0)
 		prop_u64(w, "TasksMax", (uint64_t)res->pids.limit + CGROUP_MONITOR_TASKS_ALLOWANCE);
 	else if (res->pids.present && res->pids.limit < 0)

@@ -34,6 +34,9 @@ extern const char *cgroup_system_bus;
  * own code, threads and device buffers (both drivers set it). */
 #define CGROUP_MONITOR_ALLOWANCE ((int64_t)64 << 20)
 
+/* cgroup v1 shares [2, 262144] onto v2 weight [1, 10000], as runc. */
+uint64_t cgroup_shares_to_weight(uint64_t shares);
+
 /* Whether systemd is the init system (cgroup_systemd_dir is a directory). */
 bool cgroup_systemd_running(void);
 

@@ -40,6 +40,11 @@ int console_open_pty(int *ret_master, int *ret_slave, char *ret_name, size_t siz
 
 int console_send_fd(const char *path, int fd, const char *name)
 {
+	return console_send_fd_as(path, fd, name, "console socket", "the pty master");
+}
+
+int console_send_fd_as(const char *path, int fd, const char *name, const char *socket_what, const char *fd_what)
+{
 	_cleanup_close_ int sock = -1;
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -50,7 +55,7 @@ int console_send_fd(const char *path, int fd, const char *name)
 	struct cmsghdr *cm;
 	_cleanup_free_ char *what = NULL;
 
-	if (asprintf(&what, "console socket %s", path) < 0)
+	if (asprintf(&what, "%s %s", socket_what, path) < 0)
 		return -ENOMEM;
 	sock = unix_connect(path, 0, what);
 	if (sock < 0)
@@ -62,7 +67,7 @@ int console_send_fd(const char *path, int fd, const char *name)
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
 	if (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0)
-		return err_setsys(-errno, "send the pty master to console socket %s", path);
+		return err_setsys(-errno, "send %s to %s %s", fd_what, socket_what, path);
 	return 0;
 }
 

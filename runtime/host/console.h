@@ -19,6 +19,10 @@ int console_open_pty(int *ret_master, int *ret_slave, char *ret_name, size_t siz
  * utils.SendFile). The caller keeps fd. */
 int console_send_fd(const char *path, int fd, const char *name);
 
+/* The same, for another socket: what names it and the fd in errors
+ * ("pidfd socket", "the container's pidfd"). */
+int console_send_fd_as(const char *path, int fd, const char *name, const char *socket_what, const char *fd_what);
+
 /* Put the terminal fd in raw mode, saving its settings in *saved. */
 int console_make_raw(int fd, struct termios *saved);
 

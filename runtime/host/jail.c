@@ -1,169 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The jail's steps (jail.h); the mount namespace is jail-mount.c's, the
+ * seccomp filters jail-seccomp.c's. */
 #include <errno.h>
-#include <fcntl.h>
-#include <sched.h>
-#include <seccomp.h>
+#include <grp.h>
+#include <linux/securebits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
-#include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-#include "common/cleanup.h"
 #include "common/error.h"
-#include "runtime/host/jail.h"
+#include "runtime/host/jail-int.h"
 
-/* What a monitor or proxy does while serving: I/O on fds it already has,
- * waiting, threads' bookkeeping, signals, its end. */
-static const char *const base_calls[] = {
-    "read",
-    "write",
-    "readv",
-    "writev",
-    "pread64",
-    "pwrite64",
-    "preadv",
-    "pwritev",
-    "preadv2",
-    "pwritev2",
-    "close",
-    "close_range",
-    "lseek",
-    "poll",
-    "ppoll",
-    "select",
-    "pselect6",
-    "epoll_wait",
-    "epoll_pwait",
-    "epoll_pwait2",
-    "epoll_ctl",
-    "epoll_create1",
-    "futex",
-    "futex_waitv",
-    "set_robust_list",
-    "get_robust_list",
-    "rseq",
-    "sched_yield",
-    "sched_getaffinity",
-    "nanosleep",
-    "clock_nanosleep",
-    "clock_gettime",
-    "clock_getres",
-    "gettimeofday",
-    "time",
-    "getpid",
-    "gettid",
-    "getppid",
-    "getuid",
-    "geteuid",
-    "getgid",
-    "getegid",
-    "getresuid",
-    "getresgid",
-    "getpgrp",
-    "getsid",
-    "rt_sigaction",
-    "rt_sigprocmask",
-    "rt_sigreturn",
-    "rt_sigtimedwait",
-    "rt_sigpending",
-    "sigaltstack",
-    "tgkill",
-    "tkill",
-    "exit",
-    "exit_group",
-    "restart_syscall",
-    "munmap",
-    "mremap",
-    "madvise",
-    "brk",
-    "fcntl",
-    "dup",
-    "dup2",
-    "dup3",
-    "pipe2",
-    "eventfd2",
-    "timerfd_create",
-    "timerfd_settime",
-    "timerfd_gettime",
-    "signalfd4",
-    "connect",
-    "accept",
-    "accept4",
-    "sendmsg",
-    "recvmsg",
-    "sendto",
-    "recvfrom",
-    "shutdown",
-    "getsockopt",
-    "setsockopt",
-    "getsockname",
-    "getpeername",
-    "fstat",
-    "newfstatat",
-    "statx",
-    "unlink",
-    "unlinkat",
-    "getrlimit",
-    "setrlimit",
-    "prlimit64",
-    "getrandom",
-};
-
-/* The VM's disk: writes, flushes, discards. And a checkpoint, written into
- * files `kvrun checkpoint` created and passed over control.sock: ftruncate
- * empties and sizes them (the snapshot's and the disk copy's holes), and
- * copy_file_range copies the disk between two fds already held. */
-static const char *const monitor_calls[] = {
-    "fsync", "fdatasync", "fallocate", "sync_file_range", "ftruncate", "copy_file_range",
-};
-
-/* ioctl types by the second byte of the request: KVM's, vhost's, and the
- * 'T' family (terminal attributes and window size, FIONBIO, TUN). */
-/* A file server (virtio-fs): every operation on the shared files, by
- * descriptor or through /proc/self/fd, and per-thread credentials. */
-static const char *const fs_calls[] = {
-    "fstatfs",
-    "statfs",
-    "mkdirat",
-    "mknodat",
-    "symlinkat",
-    "linkat",
-    "renameat2",
-    "readlinkat",
-    "fchownat",
-    "fchown",
-    "chmod",
-    "fchmod",
-    "fchmodat",
-    "fchmodat2",
-    "utimensat",
-    "getdents64",
-    "flock",
-    "syncfs",
-    "getxattr",
-    "lgetxattr",
-    "fgetxattr",
-    "setxattr",
-    "lsetxattr",
-    "fsetxattr",
-    "listxattr",
-    "llistxattr",
-    "flistxattr",
-    "removexattr",
-    "lremovexattr",
-    "fremovexattr",
-    "name_to_handle_at",
-    "open_by_handle_at",
-    "setfsuid",
-    "setfsgid",
-    "umask",
-    "openat",
-};
-
-static const unsigned long base_ioctl_types[] = {0x54};
-static const unsigned long monitor_ioctl_types[] = {0xAE, 0xAF};
+/* The lowest base: below it are the system's users and groups. */
+#define UID_BASE_MIN 65536ul
+#define UID_MAX_SIGNED 0x7ffffffful
 
 bool jail_enabled(void)
 {
@@ -172,138 +28,205 @@ bool jail_enabled(void)
 	return !s || (strcmp(s, "0") != 0 && strcmp(s, "off") != 0);
 }
 
-int jail_drop_caps_except(uint64_t keep)
+bool jail_log_only(void)
 {
-	cap_t caps;
+	const char *s = getenv("KVRUN_JAIL");
+
+	return s && !strcmp(s, "log");
+}
+
+int jail_uid_base_check(unsigned long base, const char *what)
+{
+	if (base < UID_BASE_MIN || base > UID_MAX_SIGNED - JAIL_UID_RANGE + 1)
+		return err_set(-EINVAL, "%s: %lu leaves no room for %u jail uids between %lu and %lu", what, base,
+		               JAIL_UID_RANGE, UID_BASE_MIN, UID_MAX_SIGNED);
+	return 0;
+}
+
+int jail_uid_base(unsigned long *ret)
+{
+	const char *s = getenv("KVRUN_JAIL_UID_BASE");
+	unsigned long v = JAIL_UID_BASE_DEFAULT;
+	char *end;
+
+	if (s && *s) {
+		errno = 0;
+		v = strtoul(s, &end, 0);
+		if (errno || *end)
+			return err_set(-EINVAL, "$KVRUN_JAIL_UID_BASE: '%s' is not a number", s);
+	}
+	*ret = v;
+	return jail_uid_base_check(v, "$KVRUN_JAIL_UID_BASE");
+}
+
+void jail_ids_for(unsigned long base, pid_t pid, uid_t *ret_uid, gid_t *ret_gid)
+{
+	*ret_uid = (uid_t)(base + ((unsigned long)pid & (JAIL_UID_RANGE - 1)));
+	*ret_gid = (gid_t)*ret_uid;
+}
+
+int jail_config_bind(struct jail_config *c, const char *path, bool writable)
+{
+	if (!path)
+		return 0;
+	if (c->nbinds == JAIL_MAX_BINDS)
+		return err_set(-ENOSPC, "jail: more than %d paths", JAIL_MAX_BINDS);
+	c->binds[c->nbinds++] = (struct jail_bind){.path = path, .writable = writable};
+	return 0;
+}
+
+int jail_own_path(const char *path, uid_t uid, gid_t gid)
+{
+	if (chown(path, uid, gid) < 0 || chmod(path, 0600) < 0)
+		return err_setsys(-errno, "jail: hand %s to uid %u", path, (unsigned)uid);
+	return 0;
+}
+
+/* This thread's permitted and effective sets made of the capabilities in
+ * mask (1 << CAP_*), nothing inheritable. */
+static int set_caps(uint64_t mask)
+{
+	cap_t caps = cap_init();
 	int r = 0;
 
-	/* The bounding set needs CAP_SETPCAP: it goes first. */
-	for (int c = 0; c <= CAP_LAST_CAP; c++)
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL && errno != EPERM)
-			return err_setsys(-errno, "drop capability %d from the bounding set", c);
-	(void)prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-	caps = cap_init();
 	if (!caps)
 		return err_setsys(-errno, "cap_init");
 	for (cap_value_t c = 0; c <= CAP_LAST_CAP && c < 64; c++)
-		if ((keep & (1ULL << c)) && (cap_set_flag(caps, CAP_PERMITTED, 1, &c, CAP_SET) < 0 ||
-		                             cap_set_flag(caps, CAP_EFFECTIVE, 1, &c, CAP_SET) < 0))
-			r = err_setsys(-errno, "keep capability %d", (int)c);
+		if ((mask & (1ULL << c)) && (cap_set_flag(caps, CAP_PERMITTED, 1, &c, CAP_SET) < 0 ||
+		                             cap_set_flag(caps, CAP_EFFECTIVE, 1, &c, CAP_SET) < 0)) {
+			r = err_setsys(-errno, "jail: capability %d", (int)c);
+			break;
+		}
 	if (r >= 0 && cap_set_proc(caps) < 0)
-		r = err_setsys(-errno, "drop capabilities");
+		r = err_setsys(-errno, "jail: drop capabilities");
 	cap_free(caps);
 	return r;
 }
 
-int jail_drop_caps(void)
+/* Of every capability, only those to take the jail's ids are left (and a
+ * file server's); the bounding set and the ambient set go. For this
+ * thread, and the threads it makes from now on. A file server's threads
+ * keep theirs through the change of ids (SECBIT_NO_SETUID_FIXUP, set here
+ * while there is one thread and CAP_SETPCAP, and locked). */
+static int keep_setid_caps(const struct jail *j)
 {
-	return jail_drop_caps_except(0);
+	uint64_t keep = (1ULL << CAP_SETUID) | (1ULL << CAP_SETGID);
+
+	if (j->file_server) {
+		if (prctl(PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED, 0, 0, 0) < 0)
+			return err_setsys(-errno, "jail: keep a file server's capabilities through the ids' change");
+		keep |= JAIL_FS_CAPS;
+	}
+	for (int c = 0; c <= CAP_LAST_CAP; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			return err_setsys(-errno, "jail: drop capability %d from the bounding set", c);
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return err_setsys(-errno, "jail: clear the ambient capabilities");
+	return set_caps(keep);
 }
 
-static int allow_names(scmp_filter_ctx ctx, const char *const *names, size_t n)
+int jail_begin(struct jail *j)
 {
-	for (size_t i = 0; i < n; i++) {
-		int nr = seccomp_syscall_resolve_name(names[i]);
-		int r;
+	int r;
 
-		if (nr == __NR_SCMP_ERROR)
-			continue; /* not on this architecture */
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
-		if (r < 0)
-			return err_setsys(r, "seccomp: allow %s", names[i]);
-	}
+	if (j->begun)
+		return -EALREADY;
+	/* While CAP_SYS_ADMIN is still there. */
+	if (j->seal_state_dir && mount(NULL, JAIL_STATE_DIR, NULL,
+	                               MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return err_setsys(-errno, "jail: seal %s", JAIL_STATE_DIR);
+	/* No core, no ptrace by the same uid, root-owned /proc entries. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return err_setsys(-errno, "jail: PR_SET_DUMPABLE");
+	r = keep_setid_caps(j);
+	if (r < 0)
+		return r;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return err_setsys(-errno, "jail: no_new_privs");
+	for (int f = 0; f < JAIL_NR_FILTERS; f++)
+		if (f != JAIL_FILTER_VCPU || j->profile == JAIL_MONITOR) {
+			r = jail_filter_compile(j, (enum jail_filter)f);
+			if (r < 0)
+				return r;
+		}
+	r = jail_filter_load(j, JAIL_FILTER_BUILD, true);
+	if (r < 0)
+		return err_setsys(r, "jail: load the build filter");
+	j->begun = true;
 	return 0;
 }
 
-static int allow_ioctls(scmp_filter_ctx ctx, const unsigned long *types, size_t n)
+/* Every capability of this thread, by capset(2) alone (libcap would ask
+ * capget first, which no filter allows). */
+static int drop_own_caps(void)
 {
-	for (size_t i = 0; i < n; i++) {
-		int r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-		                         SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, types[i] << 8));
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {{0}};
 
-		if (r < 0)
-			return err_setsys(r, "seccomp: allow ioctl type 0x%lx", types[i]);
-	}
+	if (syscall(SYS_capset, &h, none) < 0)
+		return err_setsys(-errno, "jail: drop this thread's capabilities");
 	return 0;
 }
 
-/* The calls allowed only with some arguments. */
-static int add_conditional(scmp_filter_ctx ctx)
+/* The ids on every thread (the C library passes them to each): leaving
+ * uid 0 for good clears every capability left. */
+static int drop_ids(const struct jail *j)
 {
-	const scmp_datum_t writing = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC;
-	int r;
+	uid_t ru, eu, su;
 
-	/* Unix sockets only: the vsock device's host side. */
-	r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
-	/* Threads, never processes. clone3 passes its flags in memory, out
-	 * of a filter's reach: ENOSYS makes glibc fall back to clone. */
-	if (r >= 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
-		                     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
-	if (r >= 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
-	/* Memory, but no new executable code. */
-	if (r >= 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
-	if (r >= 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
-		                     SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
-	/* Reading files (/proc, the C library's own), never writing one. */
-	if (r >= 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, writing, 0));
-	if (r >= 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(open), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, writing, 0));
-	/* Thread names. */
-	if (r >= 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1, SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME));
-	if (r >= 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1, SCMP_A0(SCMP_CMP_EQ, PR_GET_NAME));
-	return r < 0 ? err_setsys(r, "seccomp: conditional rules") : 0;
+	if (setgroups(0, NULL) < 0)
+		return err_setsys(-errno, "jail: drop the supplementary groups");
+	if (setresgid(j->gid, j->gid, j->gid) < 0)
+		return err_setsys(-errno, "jail: gid %u", (unsigned)j->gid);
+	if (setresuid(j->uid, j->uid, j->uid) < 0)
+		return err_setsys(-errno, "jail: uid %u", (unsigned)j->uid);
+	if (getresuid(&ru, &eu, &su) < 0 || ru != j->uid || eu != j->uid || su != j->uid)
+		return err_set(-EPERM, "jail: still uid %u", (unsigned)eu);
+	/* Changing the ids resets it to the fs.suid_dumpable sysctl. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return err_setsys(-errno, "jail: PR_SET_DUMPABLE");
+	return 0;
 }
 
-int jail_seccomp(enum jail_profile p)
+int jail_finish(struct jail *j)
 {
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
 	int r;
 
-	if (!ctx)
-		return err_set(-ENOMEM, "seccomp_init");
-	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
-	if (r < 0) {
-		seccomp_release(ctx);
-		return err_setsys(r, "seccomp: thread sync");
-	}
-	/* Best effort: older kernels cannot log the denials. */
-	(void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_LOG, 1);
-	r = allow_names(ctx, base_calls, ARRAY_SIZE(base_calls));
-	if (r >= 0)
-		r = allow_ioctls(ctx, base_ioctl_types, ARRAY_SIZE(base_ioctl_types));
-	if (r >= 0)
-		r = add_conditional(ctx);
-	if (r >= 0 && p != JAIL_PROXY)
-		r = allow_names(ctx, monitor_calls, ARRAY_SIZE(monitor_calls));
-	if (r >= 0 && p != JAIL_PROXY)
-		r = allow_ioctls(ctx, monitor_ioctl_types, ARRAY_SIZE(monitor_ioctl_types));
-	/* openat with any flags: the server opens files to write and
-	 * creates them. */
-	if (r >= 0 && p == JAIL_MONITOR_FS)
-		r = allow_names(ctx, fs_calls, ARRAY_SIZE(fs_calls));
-	/* A worker's own file system attributes (its umask). */
-	if (r >= 0 && p == JAIL_MONITOR_FS)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(unshare), 1, SCMP_A0(SCMP_CMP_EQ, CLONE_FS));
+	if (!j->begun || j->finished)
+		return -EINVAL;
+	r = drop_ids(j);
+	/* A file server's capabilities stay with the threads made so far
+	 * (its workers): this one, and those it makes from now on, have
+	 * none. */
+	if (r >= 0 && j->file_server)
+		r = drop_own_caps();
 	if (r >= 0) {
-		/* Sets no_new_privs (SCMP_FLTATR_CTL_NNP is on by default). */
-		r = seccomp_load(ctx);
+		r = jail_filter_load(j, JAIL_FILTER_SERVE, true);
 		if (r < 0)
-			err_setsys(r, "seccomp: load the filter");
+			r = err_setsys(r, "jail: load the serving filter");
 	}
-	seccomp_release(ctx);
+	if (r >= 0)
+		j->finished = true;
 	return r;
 }
 
-int jail_enter(enum jail_profile p)
+int jail_vcpu_thread(void *opaque)
 {
-	int r = jail_drop_caps();
+	struct jail *j = opaque;
 
-	return r < 0 ? r : jail_seccomp(p);
+	return j->filters[JAIL_FILTER_VCPU].filter ? jail_filter_load(j, JAIL_FILTER_VCPU, false) : -EINVAL;
+}
+
+uid_t jail_uid(const struct jail *j)
+{
+	return j->uid;
+}
+
+void jail_free(struct jail *j)
+{
+	if (!j)
+		return;
+	for (int f = 0; f < JAIL_NR_FILTERS; f++)
+		free(j->filters[f].filter);
+	free(j);
 }

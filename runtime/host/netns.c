@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -22,6 +24,8 @@
 #include "virtio/net/tap.h"
 
 #define RECORD_PREFIX "kvrun:"
+/* How long a setup or teardown waits for another's in the same namespace. */
+#define NETNS_LOCK_WAIT_MS (30 * 1000)
 /* tc priority of our filters (any fixed value: one filter per qdisc). */
 #define REDIRECT_PRIO 1
 
@@ -220,6 +224,46 @@ static bool is_our_tap(const char *name, const char *hash)
 	return !strncmp(name, "kvt", 3) && !strncmp(name + 3, hash, 8) && name[11] == '_';
 }
 
+/* A TAP named as kvrun names them ("kvt<8 hex digits>_<n>"), of any id. */
+static bool is_kvrun_tap(const char *name)
+{
+	if (strncmp(name, "kvt", 3) || strlen(name) < 13 || name[11] != '_')
+		return false;
+	for (int i = 3; i < 11; i++)
+		if (!strchr("0123456789abcdef", name[i]))
+			return false;
+	return true;
+}
+
+/* Whether another kvrun container serves the namespace: a TAP of kvrun's
+ * exists (TAPs vanish with their last fd, so its monitor is alive; one of
+ * our own name too, which is then another container's: same hash, or the
+ * same id under another state root), or an interface holds another
+ * container's record (its addresses are that container's to give back).
+ * -EBUSY naming the interface, or 0. */
+static int check_not_served(const struct netns_links *links, const char *hash, const char *path)
+{
+	size_t plen = strlen(RECORD_PREFIX);
+
+	/* The TAPs first: they name a monitor that is alive. */
+	for (unsigned int i = 0; i < 2 * links->n; i++) {
+		const struct netns_link_info *l = &links->l[i % links->n];
+		const char *who = NULL;
+
+		if (i < links->n && is_kvrun_tap(l->name))
+			who = "is the TAP of";
+		else if (i >= links->n && !strncmp(l->alias, RECORD_PREFIX, plen) && strncmp(l->alias + plen, hash, 8))
+			who = "has its addresses held by";
+		if (who)
+			return err_set(-EBUSY,
+			               "network namespace %s is already served by another kvrun container (%s %s it): "
+			               "a VM cannot share its interfaces with another VM, so containers sharing a "
+			               "network namespace (a pod's) are refused",
+			               path, l->name, who);
+	}
+	return 0;
+}
+
 static int teardown_in_ns(int nl, const char *hash)
 {
 	struct netns_links *links = calloc(1, sizeof(*links));
@@ -254,14 +298,15 @@ static int teardown_in_ns(int nl, const char *hash)
 		r = rtnl_tc(nl, &m);
 		if (r < 0 && r != -ENOENT && r != -EINVAL && !first)
 			first = err_setsys(r, "removing the ingress qdisc of %s", l->name);
+		/* Already there: a teardown that was cut short. */
 		for (unsigned int j = 0; j < rec->nr_addrs; j++) {
 			r = rtnl_addr(nl, l->ifindex, &rec->addrs[j], true);
-			if (r < 0 && !first)
+			if (r < 0 && r != -EEXIST && !first)
 				first = err_setsys(r, "restoring an address of %s", l->name);
 		}
 		for (unsigned int j = 0; j < rec->nr_routes; j++) {
 			r = nl_route_change(nl, l->ifindex, &rec->routes[j], rec->routes[j].scope, true);
-			if (r < 0 && !first)
+			if (r < 0 && r != -EEXIST && !first)
 				first = err_setsys(r, "restoring a route of %s", l->name);
 		}
 		r = rtnl_set_alias(nl, l->ifindex, "");
@@ -342,7 +387,8 @@ static int link_iface(int nl, const char *hash, const struct netns_link_info *l,
 	return 0;
 }
 
-static int setup_in_ns(int nl, const char *id, unsigned int pairs, struct netns_setup *s)
+static int setup_in_ns(int nl, const char *path, const char *id, unsigned int pairs, struct netns_setup *s,
+                       bool *ret_touched)
 {
 	_cleanup_free_ struct netns_links *links = calloc(1, sizeof(*links));
 	char hash[9];
@@ -351,6 +397,15 @@ static int setup_in_ns(int nl, const char *id, unsigned int pairs, struct netns_
 	if (!links)
 		return -ENOMEM;
 	hash_str(id, hash);
+	r = rtnl_get_links(nl, links);
+	if (r < 0)
+		return err_setsys(r, "listing links");
+	/* Before anything is changed: nothing of another container's is
+	 * touched, now or by the undoing of a failure. */
+	r = check_not_served(links, hash, path);
+	if (r < 0)
+		return r;
+	*ret_touched = true;
 	r = teardown_in_ns(nl, hash);
 	if (r < 0)
 		return err_prefix(r, "removing leftovers");
@@ -386,6 +441,26 @@ struct netns_job {
 	char err[512];
 };
 
+/* One kvrun process at a time changes a namespace (two creates in it at
+ * once would both find it unserved): flock on the namespace's file,
+ * waited for at most NETNS_LOCK_WAIT_MS. */
+static int lock_ns(int nsfd, const char *path)
+{
+	for (int waited = 0; flock(nsfd, LOCK_EX | LOCK_NB) < 0; waited += 10) {
+		struct timespec ts = {0, 10 * 1000 * 1000};
+
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK)
+			return err_setsys(-errno, "lock network namespace %s", path);
+		if (waited >= NETNS_LOCK_WAIT_MS)
+			return err_set(-EBUSY, "network namespace %s: another kvrun process kept it locked for %d s",
+			               path, NETNS_LOCK_WAIT_MS / 1000);
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
 static void *netns_thread(void *opaque)
 {
 	struct netns_job *job = opaque;
@@ -400,6 +475,9 @@ static void *netns_thread(void *opaque)
 		r = (!job->setup && r == -ENOENT) ? 0 : err_setsys(r, "opening network namespace %s", job->path);
 		goto out;
 	}
+	r = lock_ns(nsfd, job->path);
+	if (r < 0)
+		goto out;
 	/* Only this thread moves: the monitor's other threads stay where
 	 * they are, and the thread ends right after. */
 	if (setns(nsfd, CLONE_NEWNET) < 0) {
@@ -413,13 +491,16 @@ static void *netns_thread(void *opaque)
 	}
 	hash_str(job->id, hash);
 	if (job->setup) {
-		r = setup_in_ns(nl, job->id, job->pairs, job->setup);
+		bool touched = false;
+
+		r = setup_in_ns(nl, job->path, job->id, job->pairs, job->setup, &touched);
 		if (r < 0) {
 			char saved[512];
 
 			snprintf(saved, sizeof(saved), "%s", err_msg());
 			netns_setup_close(job->setup);
-			teardown_in_ns(nl, hash);
+			if (touched)
+				teardown_in_ns(nl, hash);
 			err_set(r, "%s", saved);
 		}
 	} else {

@@ -46,11 +46,16 @@ struct netns_setup {
 int netns_path_from_spec(const struct oci_spec *spec, const char **ret_path);
 
 /* Enter netns_path and link every interface but lo to a new TAP with
- * queue_pairs fds (1..NET_MAX_QUEUE_PAIRS). Leftovers of an earlier run of
- * the same id are torn down first. On success *ret holds the guest's
- * configuration and the TAP fds (release with netns_setup_close()); on
- * failure everything done is undone. netns_path NULL: loopback only
- * (ret->cfg.nr_ifaces 0). */
+ * queue_pairs fds (1..NET_MAX_QUEUE_PAIRS). A namespace another kvrun
+ * container serves (a TAP of kvrun's in it, or an interface holding
+ * another container's record) is refused with -EBUSY before anything is
+ * changed: a VM cannot share interfaces with another, and containers that
+ * share a namespace (a pod's) would each take the other's. Leftovers of an
+ * earlier run of the same id are torn down first. Setups and teardowns of
+ * one namespace take turns (flock on it). On success *ret holds the
+ * guest's configuration and the TAP fds (release with
+ * netns_setup_close()); on failure everything done is undone. netns_path
+ * NULL: loopback only (ret->cfg.nr_ifaces 0). */
 int netns_setup(const char *netns_path, const char *container_id, unsigned int queue_pairs, struct netns_setup *ret);
 
 /* Close the TAP fds held by s (the TAPs vanish with their last fd). */

@@ -18,6 +18,9 @@
 #include "common/log.h"
 #include "runtime/host/rootfs-cache.h"
 
+/* How long a create waits for a pruner to let go of a cached image. */
+#define CACHE_LOCK_WAIT_MS (10 * 1000)
+
 /* Raised whenever the images built for one key text would differ (mke2fs
  * options, the layout of the text). */
 #define CACHE_FORMAT 1
@@ -84,8 +87,20 @@ static int use_image(const struct rootfs_disk_req *q, const char *img, int *ret_
 
 	if (fd < 0)
 		return errno == ENOENT ? 0 : err_setsys(-errno, "open %s", img);
-	if (flock(fd, LOCK_SH) < 0)
-		return err_setsys(-errno, "lock %s", img);
+	/* A pruner holds its exclusive lock only while it removes the image:
+	 * wait for that, not for ever. */
+	for (int waited = 0; flock(fd, LOCK_SH | LOCK_NB) < 0; waited += 10) {
+		struct timespec ts = {0, 10 * 1000 * 1000};
+
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK)
+			return err_setsys(-errno, "lock %s", img);
+		if (waited >= CACHE_LOCK_WAIT_MS)
+			return err_set(-EBUSY, "the root disk cache's image %s stayed locked for %d s", img,
+			               CACHE_LOCK_WAIT_MS / 1000);
+		nanosleep(&ts, NULL);
+	}
 	if (fstat(fd, &a) < 0 || stat(img, &b) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev)
 		return 0;
 	if (symlink(img, q->base_link) < 0)

@@ -13,8 +13,10 @@
 
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "runtime/monitor/guest-linux.h"
 #include "runtime/monitor/guest-shares.h"
 #include "runtime/monitor/guest-spec.h"
+#include "runtime/monitor/spec-support.h"
 
 static char **strv_dup(char *const *v)
 {
@@ -48,6 +50,60 @@ static uint64_t cap_mask(char *const *names)
 			m |= 1ULL << c;
 	}
 	return m;
+}
+
+static int name_index(const char *name, const char *const *names, size_t n)
+{
+	for (size_t i = 0; name && i < n; i++)
+		if (names[i] && strcmp(name, names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* ioPriority and scheduler in the numbers the kernel takes, as runc
+ * converts them (the names were validated with the spec). */
+static int conv_sched(const struct oci_process *op, struct proto_process *p)
+{
+	static const char *const classes[] = {NULL, "IOPRIO_CLASS_RT", "IOPRIO_CLASS_BE", "IOPRIO_CLASS_IDLE"};
+	static const char *const policies[] = {"SCHED_OTHER", "SCHED_FIFO", "SCHED_RR",      "SCHED_BATCH",
+	                                       "SCHED_ISO",   "SCHED_IDLE", "SCHED_DEADLINE"};
+	static const char *const flags[] = {"SCHED_FLAG_RESET_ON_FORK", "SCHED_FLAG_RECLAIM",
+	                                    "SCHED_FLAG_DL_OVERRUN",    "SCHED_FLAG_KEEP_POLICY",
+	                                    "SCHED_FLAG_KEEP_PARAMS",   "SCHED_FLAG_UTIL_CLAMP_MIN",
+	                                    "SCHED_FLAG_UTIL_CLAMP_MAX"};
+	const struct oci_scheduler *os = &op->scheduler;
+
+	if (op->io_priority.present) {
+		int c = name_index(op->io_priority.class, classes, ARRAY_SIZE(classes));
+
+		if (c < 0)
+			return err_set(-EINVAL, "process.ioPriority.class: invalid io priority class: %s",
+			               op->io_priority.class ? op->io_priority.class : "");
+		p->has_ioprio = true;
+		p->ioprio = (uint32_t)c << 13 | (uint32_t)op->io_priority.priority;
+	}
+	if (!os->present)
+		return 0;
+	p->sched = calloc(1, sizeof(*p->sched));
+	if (!p->sched)
+		return -ENOMEM;
+	p->sched->policy = (uint32_t)name_index(os->policy, policies, ARRAY_SIZE(policies));
+	if (p->sched->policy == (uint32_t)-1)
+		return err_set(-EINVAL, "process.scheduler.policy: invalid scheduler policy: %s", os->policy);
+	for (size_t i = 0; os->flags && os->flags[i]; i++) {
+		int f = name_index(os->flags[i], flags, ARRAY_SIZE(flags));
+
+		if (f < 0)
+			return err_set(-EINVAL, "process.scheduler.flags[%zu]: invalid scheduler flag: %s", i,
+			               os->flags[i]);
+		p->sched->flags |= 1ULL << f;
+	}
+	p->sched->nice = os->nice;
+	p->sched->priority = (uint32_t)os->priority;
+	p->sched->runtime = os->runtime;
+	p->sched->deadline = os->deadline;
+	p->sched->period = os->period;
+	return 0;
 }
 
 static int conv_process(const struct oci_process *op, struct proto_process *p)
@@ -95,14 +151,45 @@ static int conv_process(const struct oci_process *op, struct proto_process *p)
 	p->stdin_port = GUEST_PORT_STDIN;
 	p->stdout_port = GUEST_PORT_STDOUT;
 	p->stderr_port = GUEST_PORT_STDERR;
+	return conv_sched(op, p);
+}
+
+/* Whether the annotation allows vsock sockets; -EINVAL for a value that
+ * is neither "allow" nor "deny". */
+static int vsock_allowed(const struct oci_spec *spec, bool *ret)
+{
+	const char *v = oci_map_get(&spec->annotations, GUEST_SPEC_ANNOTATION_VSOCK);
+
+	*ret = v && !strcmp(v, "allow");
+	if (v && !*ret && strcmp(v, "deny"))
+		return err_set(-EINVAL, "annotation %s: \"%s\": expected \"allow\" or \"deny\"",
+		               GUEST_SPEC_ANNOTATION_VSOCK, v);
 	return 0;
 }
 
 int guest_spec_check(const struct oci_spec *spec, const char *rootfs)
 {
+	struct proto_start scratch = {0};
 	struct guest_shares g;
-	int r = guest_shares_plan(spec, rootfs, &g);
+	bool vsock;
+	int r;
 
+	r = vsock_allowed(spec, &vsock);
+	if (r < 0)
+		return r;
+	r = spec_support_check(spec);
+	if (r < 0)
+		return r;
+	/* What the conversion refuses (device rules, cgroup values), before
+	 * anything is built. */
+	r = guest_linux_from_oci(spec->linux_spec, &scratch);
+	if (r >= 0 && spec->process)
+		r = conv_sched(spec->process, &scratch.process);
+	proto_start_free(&scratch);
+	if (r < 0)
+		return r == -ENOMEM ? err_set(r, "out of memory") : r;
+	/* The bind mounts (and a shared root) as shares. */
+	r = guest_shares_plan(spec, rootfs, &g);
 	guest_shares_done(&g);
 	return r;
 }
@@ -292,6 +379,8 @@ static int conv_all(const struct oci_spec *spec, const struct oci_state *state, 
 	s->hostname = str_dup(spec->hostname);
 	s->domainname = str_dup(spec->domainname);
 	r = conv_root(spec, g, s);
+	if (r >= 0)
+		r = vsock_allowed(spec, &s->allow_vsock);
 	if (r < 0)
 		return r;
 	if (spec->n_mounts && !(s->mounts = calloc(spec->n_mounts, sizeof(*s->mounts))))
@@ -303,6 +392,8 @@ static int conv_all(const struct oci_spec *spec, const struct oci_state *state, 
 			return r;
 	}
 	if (spec->linux_spec && (r = conv_linux(spec->linux_spec, s)) < 0)
+		return r;
+	if ((r = guest_linux_from_oci(spec->linux_spec, s)) < 0)
 		return r;
 	r = conv_hooks(&spec->hooks.list[OCI_HOOK_CREATE_CONTAINER], &s->create_container_hooks,
 	               &s->n_create_container_hooks);
@@ -346,7 +437,7 @@ int guest_process_from_oci(const struct oci_process *op, struct proto_process *r
 	r = conv_process(op, ret);
 	if (r < 0) {
 		proto_process_free(ret);
-		return err_set(r, "out of memory");
+		return r == -ENOMEM ? err_set(r, "out of memory") : r;
 	}
 	ret->terminal = op->terminal;
 	ret->rows = (uint16_t)op->console_size.height;

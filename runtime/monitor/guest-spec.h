@@ -16,6 +16,10 @@
 
 struct guest_shares;
 
+/* The container's processes may open AF_VSOCK sockets: "allow"; "deny" (or
+ * no annotation) leaves guest-init's filter on (docs/security.md). */
+#define GUEST_SPEC_ANNOTATION_VSOCK "io.kvrun.vsock"
+
 /* Fill *ret from spec: the root is /dev/vda (ext4), or the root share of g
  * (virtiofs); each bind mount names its share in g (guest-shares.h): its
  * tag and the entry bound. A bind mount without one is refused (-EINVAL,
@@ -29,10 +33,12 @@ int guest_spec_from_oci(const struct oci_spec *spec, const struct oci_state *sta
  * interfaces: none, loopback only). Returns 0 or -ENOMEM. */
 int guest_spec_set_net(struct proto_start *s, const struct net_config *cfg);
 
-/* Whether the host side of a spec can be served: its bind mounts and,
- * with rootfs (the bundle's rootfs directory; NULL: a disk image), a
- * shared root, as guest_shares_plan() checks them (used by create before
- * anything is built). */
+/* Whether the host side of a spec passes the checks of
+ * guest_spec_from_oci() (the annotations, the fields kvrun supports, the
+ * device rules and cgroup values, the scheduler) and can be served: its
+ * bind mounts and, with rootfs (the bundle's rootfs directory; NULL: a
+ * disk image), a shared root, as guest_shares_plan() checks them (used by
+ * create before anything is built). */
 int guest_spec_check(const struct oci_spec *spec, const char *rootfs);
 
 /* The paths the guest mounts on or enters, for the root disk to have

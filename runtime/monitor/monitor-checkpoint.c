@@ -111,6 +111,8 @@ static int resume_stdio(struct monitor *m)
 	 * stream is already queued if there is one. */
 	if (guest_channel_pending(&m->ch, CHAN_STDIN) && guest_channel_accept(&m->ch, CHAN_STDIN, 1000, "stdin") >= 0)
 		m->relays[CHAN_STDIN] = relay_start(STDIN_FILENO, m->ch.stream_fds[CHAN_STDIN], true);
+	/* No port takes another stream (a stdin at EOF takes none). */
+	guest_channel_unlisten(&m->ch);
 	m->relays[CHAN_STDOUT] = relay_start(m->ch.stream_fds[CHAN_STDOUT], STDOUT_FILENO, false);
 	m->relays[CHAN_STDERR] = relay_start(m->ch.stream_fds[CHAN_STDERR], STDERR_FILENO, false);
 	if (!m->relays[CHAN_STDOUT] || !m->relays[CHAN_STDERR])

@@ -15,6 +15,8 @@
 #include <termios.h>
 
 #include "common/protocol.h"
+#include "runtime/monitor/create-guard.h"
+#include "runtime/host/cgroup.h"
 #include "runtime/monitor/guest-shares.h"
 #include "runtime/monitor/monitor.h"
 #include "runtime/sandbox/guest-channel.h"
@@ -43,9 +45,14 @@ struct monitor {
 	struct monitor_args *a;
 	struct sandbox *sb;
 	struct guest_channel ch;
+	struct jail *jail; /* NULL when $KVRUN_JAIL=0 */
+	const char *dir; /* the state directory as the monitor sees it (JAIL_STATE_DIR when jailed) */
+	char *snapshot; /* the template's or the checkpoint's vm.snap, or NULL: a cold boot */
+	char *disk_base; /* the root disk's base image (its symlink resolved), or NULL */
+	char *state_dir; /* the state directory's absolute path, for the jail */
+	int console_fd; /* the guest console log, or -1 */
 	char *control_path;
-	char *cgroup_path; /* resolved linux.cgroupsPath we are in, or NULL */
-	char *cgroup_unit; /* the systemd scope holding it, or NULL */
+	struct cgroup_place cgroup; /* the host cgroup we are in (path NULL: none) */
 	int control_fd; /* listener of control.sock */
 	int signal_fd;
 	bool exited; /* EXIT of the container's init received */
@@ -53,8 +60,9 @@ struct monitor {
 	bool checkpointed; /* saved and ending: the VM goes before the relays */
 	uint32_t exit_status;
 	struct relay *relays[CHAN_NR];
+	struct relay *fd_relays[PROTO_MAX_EXTRA_FDS]; /* preserved fds: from the guest */
 	struct netns_setup own_net; /* new_netns: what the hooks left in ours */
-	struct proto_msg early_start; /* early_create: the START built in create */
+	struct proto_msg start; /* the START, built before the jail (it reads host files) */
 	struct monitor_exec execs[MONITOR_MAX_EXECS];
 	int tty_fd; /* host end of the container's terminal, or -1 */
 	bool tty_raw; /* tty_fd is our stdin, made raw: tty_saved restores it */
@@ -62,11 +70,41 @@ struct monitor {
 	unsigned rows, cols; /* last size passed on */
 	int subs[MONITOR_MAX_SUBS]; /* `kvrun events` connections, or -1 */
 	uint64_t oom_kill; /* OOM kills in the container so far */
+	struct create_guard guard; /* until create's outcome is known */
 	/* The host directories the VM shares (bind mounts, a shared root),
 	 * opened before the jail, and /proc/self/fd for their servers. */
 	struct guest_shares shares;
 	int proc_fd;
 };
+
+/* ---- monitor-fds.c: the creator's preserved fds ---- */
+
+/* Give START's process the preserved fds' ports and directions. */
+int monitor_fds_start(struct monitor *m, struct proto_process *p);
+/* Accept their streams and start the relays (after READY). */
+int monitor_fds_accept(struct monitor *m);
+/* Wait for the relays out of the guest (the VM has ended). */
+void monitor_fds_join(struct monitor *m);
+
+/* monitor-jail.c: the files the VM is made of, found (and the console log
+ * opened) while the host is still visible: the host directories it shares
+ * (m->shares, each opened, and m->proc_fd), the snapshot to restore (a
+ * checkpoint's, or a template's, which has only so many slots for
+ * shares), the root disk's base image. */
+int monitor_vm_files(struct monitor *m);
+
+/* monitor-jail.c: the jail (runtime/host/jail.h) in three steps: its
+ * namespaces and root (m->dir becomes JAIL_STATE_DIR), once the host's part
+ * of create is done; its build filter, once the sockets are made
+ * (monitor_open_sockets()); its uid and serving filter, once the VM is
+ * built, before its vCPUs start. With $KVRUN_JAIL=0 they do nothing. */
+int monitor_jail_mount(struct monitor *m);
+int monitor_jail_begin(struct monitor *m);
+int monitor_jail_finish(struct monitor *m);
+
+/* monitor-jail.c: the guest channel's listeners and control.sock in
+ * m->dir, reachable by the jail's uid. */
+int monitor_open_sockets(struct monitor *m);
 
 /* OOM from the guest: each new kill goes to the events subscribers. */
 void monitor_oom(struct monitor *m, const struct proto_oom *oom);
@@ -89,6 +127,19 @@ void monitor_exec_gone(struct monitor *m, struct monitor_exec *e);
 
 /* EXIT of an exec'd process: tell its proxy and forget it. */
 void monitor_exec_exited(struct monitor *m, uint64_t id, uint32_t status);
+
+/* Pass a new size of our terminal on to the guest's pty
+ * (looked at when idle: no SIGWINCH reaches a monitor in its own session;
+ * not while paused). */
+void monitor_follow_size(struct monitor *m);
+
+/* Block the signals the monitor forwards (and SIGWINCH) and return a
+ * signalfd for them. */
+int monitor_watch_signals(void);
+
+/* Signals sent to the monitor go to the container's process, as runc's
+ * foreground forwarding does. */
+void monitor_forward_signals(struct monitor *m);
 
 /* terminal.c: the host end of the container's terminal, when it has one:
  * a new pty whose master goes to the console socket, or our own stdin

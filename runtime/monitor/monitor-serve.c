@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +21,8 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "common/protocol.h"
+#include "common/stop-point.h"
+#include "runtime/host/console.h"
 #include "runtime/monitor/monitor-int.h"
 #include "runtime/sandbox/sandbox.h"
 
@@ -122,6 +126,7 @@ static int do_start(struct monitor *m, char *detail, size_t size)
 	struct proto_msg msg = {.type = PROTO_MSG_GO}, ans = {0};
 	int r;
 
+	stop_point("monitor:start");
 	r = guest_channel_request(&m->ch, &msg, guest_boot_timeout_ms(), &ans);
 	if (r < 0)
 		return r;
@@ -192,6 +197,34 @@ static int do_ps(struct monitor *m, char *detail, size_t size)
 	return len < size ? 0 : err_set(-ENOBUFS, "too many processes");
 }
 
+/* `procs`: the container's processes from the guest (PS), passed on as
+ * the PS frame after the "ok" line; *answered then. */
+static int do_procs(struct monitor *m, int fd, bool *answered)
+{
+	struct proto_msg msg = {.type = PROTO_MSG_PS}, ans = {0};
+	int r;
+
+	if (m->exited)
+		return err_set(-ESRCH, "container not running");
+	if (m->paused)
+		return err_set(-EBUSY, "container is paused: its processes cannot be listed");
+	r = guest_channel_request(&m->ch, &msg, GUEST_REPLY_TIMEOUT_MS, &ans);
+	if (r >= 0 && ans.type != PROTO_MSG_PS)
+		r = err_set(-EPROTO, "expected PS, got %s", proto_type_name(ans.type));
+	if (r >= 0) {
+		/* A client that does not read must not stall us. */
+		struct timeval tv = {.tv_sec = CLIENT_WAIT_MS / 1000};
+
+		(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		*answered = true;
+		r = write_all(fd, "ok\n", 3);
+		if (r >= 0)
+			r = proto_send(fd, &ans);
+	}
+	proto_msg_free(&ans);
+	return r;
+}
+
 static int do_stats(struct monitor *m, char *detail, size_t size)
 {
 	struct proto_msg msg = {.type = PROTO_MSG_STATS}, ans = {0};
@@ -245,6 +278,7 @@ static int do_exec(struct monitor *m, int fd, bool *keep, char *detail, size_t s
 		proto_msg_free(&msg);
 		return err_set(-EINVAL, "expected EXEC, got %s", proto_type_name(msg.type));
 	}
+	stop_point("monitor:exec");
 	r = guest_channel_request(&m->ch, &msg, guest_boot_timeout_ms(), &ans);
 	if (r >= 0) {
 		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
@@ -353,7 +387,7 @@ void monitor_serve_client(struct monitor *m)
 	unsigned pid, rows, cols;
 	unsigned long long pids, mem;
 	int signo, all, r, has_pids, has_mem;
-	bool keep = false;
+	bool keep = false, answered = false;
 
 	if (fd < 0 || read_line(fd, line, sizeof(line), &fds) < 0)
 		return;
@@ -379,6 +413,8 @@ void monitor_serve_client(struct monitor *m)
 		r = do_ps(m, detail, sizeof(detail));
 	else if (strcmp(line, "stats") == 0)
 		r = do_stats(m, detail, sizeof(detail));
+	else if (strcmp(line, "procs") == 0)
+		r = do_procs(m, fd, &answered);
 	else if (sscanf(line, "update %d %llu %d %llu", &has_pids, &pids, &has_mem, &mem) == 4)
 		r = do_update(m, has_pids, pids, has_mem, mem);
 	else if (strcmp(line, "events") == 0)
@@ -389,7 +425,51 @@ void monitor_serve_client(struct monitor *m)
 		r = err_set(-EINVAL, "unknown request \"%s\"", line);
 	if (r < 0)
 		log_debug("request \"%s\": %s", line, err_msg());
-	answer(fd, r, detail);
+	if (!answered)
+		answer(fd, r, detail);
 	if (keep)
 		fd = -1; /* now the exec's or the subscriber's */
+}
+
+int monitor_watch_signals(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
+	sigaddset(&set, SIGWINCH);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* Signals sent to the monitor go to the container's process, as runc's
+ * foreground forwarding does. */
+void monitor_forward_signals(struct monitor *m)
+{
+	struct signalfd_siginfo si;
+
+	while (read(m->signal_fd, &si, sizeof(si)) == sizeof(si))
+		if (!m->exited && si.ssi_signo != SIGWINCH && monitor_signal(m, 0, (int)si.ssi_signo, false) < 0)
+			log_debug("forwarding signal %u: %s", si.ssi_signo, err_msg());
+}
+
+/* The guest's pty follows the size of ours (no SIGWINCH reaches a monitor
+ * in its own session: the size is looked at when idle). A paused guest
+ * cannot take a new size: it is passed on after the resume. */
+void monitor_follow_size(struct monitor *m)
+{
+	unsigned rows, cols;
+
+	if (m->tty_fd < 0 || m->paused || console_get_size(m->tty_fd, &rows, &cols) < 0 ||
+	    (rows == m->rows && cols == m->cols))
+		return;
+	m->rows = rows;
+	m->cols = cols;
+	if (monitor_resize(m, 0, rows, cols) < 0)
+		log_debug("resize: %s", err_msg());
 }

@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/protocol.h"
 #include "common/unix-socket.h"
+#include "common/stop-point.h"
 #include "runtime/host/cgroup.h"
 #include "runtime/host/console.h"
 #include "runtime/host/jail.h"
@@ -29,6 +30,7 @@
 #include "runtime/monitor/monitor-int.h"
 #include "runtime/monitor/monitor-relay.h"
 #include "runtime/monitor/monitor.h"
+#include "runtime/monitor/teardown.h"
 #include "runtime/sandbox/sandbox.h"
 #include "runtime/sandbox/template.h"
 #include "runtime/store/hooks.h"
@@ -37,38 +39,40 @@
 #define POWEROFF_WAIT_MS 3000
 #define TTY_POLL_MS 250
 
-/* The guest's pty follows the size of ours (no SIGWINCH reaches a monitor
- * in its own session: the size is looked at when idle). A paused guest
- * cannot take a new size: it is passed on after the resume. */
-static void follow_size(struct monitor *m)
+/* Without a terminal: one stream and relay per stdio fd; the other
+ * stdio ports take no stream, none stays open. */
+static int start_stdio(struct monitor *m)
 {
-	unsigned rows, cols;
+	int r;
 
-	if (m->tty_fd < 0 || m->paused || console_get_size(m->tty_fd, &rows, &cols) < 0 ||
-	    (rows == m->rows && cols == m->cols))
-		return;
-	m->rows = rows;
-	m->cols = cols;
-	if (monitor_resize(m, 0, rows, cols) < 0)
-		log_debug("resize: %s", err_msg());
+	for (int i = CHAN_STDIN; i < CHAN_NR; i++) {
+		r = guest_channel_accept(&m->ch, i, GUEST_REPLY_TIMEOUT_MS, "the container's stdio streams");
+		if (r < 0)
+			return r;
+	}
+	guest_channel_unlisten(&m->ch);
+	m->relays[CHAN_STDIN] = relay_start(STDIN_FILENO, m->ch.stream_fds[CHAN_STDIN], true);
+	m->relays[CHAN_STDOUT] = relay_start(m->ch.stream_fds[CHAN_STDOUT], STDOUT_FILENO, false);
+	m->relays[CHAN_STDERR] = relay_start(m->ch.stream_fds[CHAN_STDERR], STDERR_FILENO, false);
+	if (!m->relays[CHAN_STDIN] || !m->relays[CHAN_STDOUT] || !m->relays[CHAN_STDERR])
+		return err_set(-ENOMEM, "cannot start the stdio relays");
+	return 0;
 }
 
 /* START with WAIT: the guest builds the container and answers READY. */
 static int create_container(struct monitor *m)
 {
 	struct proto_msg msg = {.type = PROTO_MSG_START, .flags = PROTO_START_F_WAIT}, ans = {0};
-	int r = 0;
+	int r;
 
-	if (m->a->plan->early_create) {
-		msg.u.start = m->early_start.u.start; /* built by bring_up */
-		m->early_start = (struct proto_msg){0};
-	} else {
-		r = guest_spec_from_oci(m->a->b->spec, m->a->c->state, &m->shares, &msg.u.start);
-		if (r >= 0)
-			r = guest_spec_set_net(&msg.u.start, m->a->net ? &m->a->net->cfg : NULL);
-	}
+	msg.u.start = m->start.u.start; /* built by build_start() */
+	m->start = (struct proto_msg){0};
+	/* The interfaces now: a template's restore set each one's dev_mac. */
+	r = guest_spec_set_net(&msg.u.start, m->a->net ? &m->a->net->cfg : NULL);
 	if (r >= 0)
 		r = guest_spec_set_identity(&msg.u.start);
+	if (r >= 0)
+		r = monitor_fds_start(m, &msg.u.start.process);
 	if (r < 0) {
 		proto_start_free(&msg.u.start);
 		return r;
@@ -82,19 +86,12 @@ static int create_container(struct monitor *m)
 		return err_prefix(r, "unable to start container process");
 	log_debug("container created in the guest, pid %u", ans.u.started.pid);
 	proto_msg_free(&ans);
-	if (m->a->b->spec->process->terminal)
-		return monitor_terminal_setup(m);
-	for (int i = CHAN_STDIN; i < CHAN_NR; i++) {
-		r = guest_channel_accept(&m->ch, i, GUEST_REPLY_TIMEOUT_MS, "the container's stdio streams");
-		if (r < 0)
-			return r;
-	}
-	m->relays[CHAN_STDIN] = relay_start(STDIN_FILENO, m->ch.stream_fds[CHAN_STDIN], true);
-	m->relays[CHAN_STDOUT] = relay_start(m->ch.stream_fds[CHAN_STDOUT], STDOUT_FILENO, false);
-	m->relays[CHAN_STDERR] = relay_start(m->ch.stream_fds[CHAN_STDERR], STDERR_FILENO, false);
-	if (!m->relays[CHAN_STDIN] || !m->relays[CHAN_STDOUT] || !m->relays[CHAN_STDERR])
-		return err_set(-ENOMEM, "cannot start the stdio relays");
-	return 0;
+	/* The preserved fds' streams first: taking the stdio streams closes
+	 * every listener left. */
+	r = monitor_fds_accept(m);
+	if (r < 0)
+		return r;
+	return m->a->b->spec->process->terminal ? monitor_terminal_setup(m) : start_stdio(m);
 }
 
 /* A message from guest-init that answers no request (guest-channel.h). */
@@ -115,15 +112,6 @@ static void note(void *opaque, const struct proto_msg *msg)
 	monitor_exec_exited(m, msg->id, msg->u.exit.status);
 }
 
-static int write_pid_file(const char *path)
-{
-	char buf[32];
-	int n = snprintf(buf, sizeof(buf), "%d", (int)getpid());
-	int r = write_file_atomic(path, buf, (size_t)n, 0644);
-
-	return r < 0 ? err_setsys(r, "write pid file %s", path) : 0;
-}
-
 /* Tell the creator how it went. Fails when the creator is gone (killed
  * while the guest booted): nobody would then know of this container. */
 static int report_ready(struct monitor *m, int r)
@@ -141,8 +129,47 @@ static int report_ready(struct monitor *m, int r)
 		q = write_all(m->a->ready_fd, line, strlen(line));
 	free(line);
 	close(m->a->ready_fd);
-	m->a->ready_fd = -1;
+	m->a->ready_fd = m->ch.abandon_fd = -1;
 	return q;
+}
+
+/* Out of our cgroup after a failure, its message kept: without our
+ * capabilities a cgroup at the top of a hierarchy stays, for create. */
+static void leave_cgroup(struct monitor *m)
+{
+	char msg[1024];
+
+	snprintf(msg, sizeof(msg), "%s", err_msg());
+	if (cgroup_leave(m->cgroup.path, m->cgroup.base, m->cgroup.unit) < 0)
+		log_debug("leaving the container's cgroup: %s", err_msg());
+	err_set(-EIO, "%s", msg);
+}
+
+/* linux.cgroupsPath, or runc's place for a container without one; the
+ * place goes into the state for update and delete. */
+static int join_cgroup(struct monitor *m, const char *cg)
+{
+	struct monitor_args *a = m->a;
+	const struct oci_linux *lx = a->b->spec->linux_spec;
+	struct oci_map *priv = &a->c->state->private_data;
+	int r;
+
+	r = cgroup_join(cg, a->c->state->id, a->systemd_cgroup, lx ? lx->resources : NULL, getpid(), &m->cgroup);
+	if (r < 0 && !(cg && *cg) && (r == -EACCES || r == -EPERM || r == -EROFS)) {
+		/* As runc without root: no cgroup of its own when none was
+		 * asked for and the hierarchies are not ours to write. */
+		log_debug("no cgroup for the container: %s", err_msg());
+		err_clear();
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	r = oci_map_set(priv, STATE_KEY_CGROUP, m->cgroup.path);
+	if (r >= 0 && m->cgroup.base)
+		r = oci_map_set(priv, STATE_KEY_CGROUP_BASE, m->cgroup.base);
+	if (r >= 0 && m->cgroup.unit)
+		r = oci_map_set(priv, STATE_KEY_CGROUP_UNIT, m->cgroup.unit);
+	return r;
 }
 
 /* Before the VM exists, as runc does before the container's process runs:
@@ -164,75 +191,50 @@ static int host_setup(struct monitor *m)
 		log_debug("no network namespace of our own: %s", strerror(errno));
 		a->new_netns = false;
 	}
-	if (cg && *cg) {
-		r = cgroup_join(cg, a->systemd_cgroup, spec->linux_spec->resources, getpid(), &m->cgroup_path,
-		                &m->cgroup_unit);
-		if (r < 0)
-			return r;
-		r = oci_map_set(&a->c->state->private_data, STATE_KEY_CGROUP, m->cgroup_path);
-		if (r >= 0 && m->cgroup_unit)
-			r = oci_map_set(&a->c->state->private_data, STATE_KEY_CGROUP_UNIT, m->cgroup_unit);
-		if (r < 0)
-			return r;
-	}
+	r = join_cgroup(m, cg);
+	if (r < 0)
+		return r;
+	/* Our pid and cgroup in the state at once: whoever removes the
+	 * container if we die during create finds them there. */
+	r = container_set_status(a->c, OCI_STATUS_CREATING, getpid());
+	if (r < 0)
+		return r;
 	r = hooks_run(spec, OCI_HOOK_PRESTART, a->c->state);
 	if (r >= 0)
 		r = hooks_run(spec, OCI_HOOK_CREATE_RUNTIME, a->c->state);
 	return r;
 }
 
-/* The host directories the VM shares, after the hooks (which may make a
- * bind's source, as they may under runc) and before the jail: each one
- * opened here, served relative to that descriptor only. A server keeps
- * descriptors for what the guest looks up and opens (fs_server_opts), so
- * the soft descriptor limit goes up to the hard one. */
-static int open_shares(struct monitor *m)
+/* A checkpoint's VM, or a new one (from a template or booted), with its
+ * vCPUs stopped: the jail is finished before they run. */
+static int build_vm(struct monitor *m)
 {
-	const char *rootfs = m->a->plan->rootfs_virtiofs ? m->a->b->rootfs : NULL;
-	struct rlimit rl;
-	int r;
-
-	r = guest_shares_plan(m->a->b->spec, rootfs, &m->shares);
-	if (r < 0 || !m->shares.n)
-		return r;
-	m->proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (m->proc_fd < 0)
-		return err_setsys(-errno, "open /proc/self/fd");
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-			log_debug("raising RLIMIT_NOFILE: %s", strerror(errno));
-	}
-	for (unsigned int i = 0; i < m->shares.n; i++)
-		log_debug("shared directory %u: %s%s%s", i, m->shares.shares[i].dir,
-		          m->shares.shares[i].read_only ? " (read-only)" : "",
-		          (int)i == m->shares.root ? " (the root filesystem)" : "");
-	return 0;
-}
-
-/* Capabilities and system calls: a monitor with shares keeps a file
- * server's (jail.h). */
-static int drop_caps(struct monitor *m)
-{
-	return m->shares.n ? jail_drop_caps_except(JAIL_FS_CAPS) : jail_drop_caps();
-}
-
-/* A checkpoint's VM, or a new one (from a template or booted). */
-static int start_vm(struct monitor *m, struct sandbox_opts *o)
-{
-	_cleanup_free_ char *snap = NULL;
+	struct monitor_args *a = m->a;
+	_cleanup_free_ char *disk = NULL;
+	struct sandbox_opts o = {
+	    .plan = a->plan,
+	    .ndisks = 1,
+	    .vsock_path = m->ch.base,
+	    .vsock_guest_only = true,
+	    .console_fd = m->console_fd > 0 ? m->console_fd : 0,
+	    .net = a->net,
+	    .stopped = true,
+	};
 	char tags[GUEST_SHARES_MAX][GUEST_SHARE_TAG_SIZE];
 	int r;
 
-	o->nshares = guest_shares_to_sandbox(&m->shares, m->proc_fd, tags, o->shares);
-	if (!m->a->restore_dir) {
-		r = template_launch(o, &m->sb);
-	} else {
-		if (asprintf(&snap, "%s/%s", m->a->restore_dir, MONITOR_CHECKPOINT_VM) < 0)
-			return -ENOMEM;
-		log_info("VM: restoring checkpoint %s", m->a->restore_dir);
-		r = sandbox_restore(o, snap, 0, false, NULL, &m->sb);
-	}
+	if (asprintf(&disk, "%s/%s", m->dir, MONITOR_DISK) < 0)
+		return -ENOMEM;
+	/* A shared root: the disk stays without media, as a template's. */
+	o.disks[0] = (struct sandbox_disk){.path = a->plan->rootfs_virtiofs ? NULL : disk,
+	                                   .base = a->plan->rootfs_virtiofs ? NULL : m->disk_base,
+	                                   .read_only = a->b->spec->root && a->b->spec->root->readonly,
+	                                   .id = "rootfs"};
+	o.nshares = guest_shares_to_sandbox(&m->shares, m->proc_fd, tags, o.shares);
+	if (a->restore_dir)
+		r = sandbox_restore(&o, m->snapshot, 0, false, NULL, &m->sb);
+	else
+		r = template_launch(&o, m->snapshot, &m->sb);
 	m->ch.sb = m->sb;
 	return r;
 }
@@ -269,95 +271,106 @@ static int finish_boot(struct monitor *m)
 	return r;
 }
 
-static int bring_up(struct monitor *m)
+/* The START of the container's process: from the spec (what the host has
+ * to say of it read now: the jail sees none of it) and the shares its
+ * bind mounts became (monitor_vm_files()). Its interfaces are added when
+ * it is sent. */
+static int build_start(struct monitor *m)
 {
 	struct monitor_args *a = m->a;
-	_cleanup_free_ char *disk = NULL, *base = NULL;
+
+	return a->restore_dir ? 0 : guest_spec_from_oci(a->b->spec, a->c->state, &m->shares, &m->start.u.start);
+}
+
+/* Our pid (its start time with it), cgroup and jail uid in state.json now:
+ * create records the rest once we report, and cleans up after us when we
+ * fail (a jailed monitor can do neither). */
+static int record_state(struct monitor *m)
+{
+	struct monitor_args *a = m->a;
+	char uid[16];
+	int r = 0;
+
+	if (jail_enabled()) {
+		uid_t u;
+		gid_t g;
+
+		jail_ids_for(a->plan->jail_uid_base, getpid(), &u, &g);
+		snprintf(uid, sizeof(uid), "%u", (unsigned)u);
+		r = oci_map_set(&a->c->state->private_data, STATE_KEY_JAIL_UID, uid);
+	}
+	return r < 0 ? r : container_record_pid(a->c, getpid());
+}
+
+/* What needs the host's view and privilege, before the jail. */
+static int host_part(struct monitor *m)
+{
 	int r;
 
-	if (asprintf(&disk, "%s/%s", a->c->dir, MONITOR_DISK) < 0 ||
-	    asprintf(&base, "%s/%s", a->c->dir, MONITOR_DISK_BASE) < 0)
-		return -ENOMEM;
-	if (access(base, F_OK) < 0)
-		free(TAKE_PTR(base));
-	r = host_setup(m);
+	/* First, while privileged and in no cgroup of the container's: the
+	 * guard that removes the container (the network namespace's changes
+	 * need privilege) if our creator dies before create ends
+	 * (create-guard.h). */
+	r = create_guard_start(m->a->c, &m->a->ready_fd, 1, &m->guard);
+	stop_point("monitor:guard");
+	if (r >= 0)
+		r = host_setup(m);
 	if (r >= 0)
 		r = serve_own_netns(m);
+	stop_point("monitor:setup");
 	if (r >= 0)
-		r = open_shares(m);
+		r = record_state(m);
+	/* The pty's master goes to the console socket, which the jail cannot
+	 * reach. (Our own stdin is made raw later, as before: a ^C during the
+	 * boot still interrupts run.) */
+	if (r >= 0 && m->a->console_socket)
+		r = monitor_terminal_host_side(m);
 	if (r >= 0)
-		r = guest_channel_listen(&m->ch, CHAN_NR);
-	/* Hooks have run; the VM's threads start with nothing to inherit. */
-	if (r >= 0 && jail_enabled())
-		r = drop_caps(m);
+		r = monitor_vm_files(m);
 	if (r >= 0)
-		r = start_vm(
-		    m, &(struct sandbox_opts){.plan = a->plan,
-		                              /* A shared root: the disk stays without media, as a template's. */
-		                              .disks = {{.path = a->plan->rootfs_virtiofs ? NULL : disk,
-		                                         .base = a->plan->rootfs_virtiofs ? NULL : base,
-		                                         .read_only = a->b->spec->root && a->b->spec->root->readonly,
-		                                         .id = "rootfs"}},
-		                              .ndisks = 1,
-		                              .vsock_path = m->ch.base,
-		                              .console_path = a->console_path,
-		                              .net = a->net});
-	/* The host's whole part of create, up to the guest's own work. */
-	if (r >= 0)
-		log_info("VM: running: host_us=%llu disk_us=%llu",
-		         (unsigned long long)((vm_now_ns() - a->t_start_ns) / 1000), (unsigned long long)a->disk_us);
-	if (r >= 0 && a->plan->early_create) {
-		/* Everything the guest does is left to finish_boot(), after create
-		 * has returned: the spec it needs is built now, while the state
-		 * is still ours. */
-		r = guest_spec_from_oci(a->b->spec, a->c->state, &m->shares, &m->early_start.u.start);
-		if (r >= 0)
-			r = guest_spec_set_net(&m->early_start.u.start, a->net ? &a->net->cfg : NULL);
-		if (r >= 0)
-			r = monitor_terminal_host_side(m);
-	} else if (r >= 0) {
-		r = finish_boot(m);
-	}
-	if (r >= 0 && a->pid_file)
-		r = write_pid_file(a->pid_file);
-	if (r >= 0)
-		m->control_fd = unix_listen(m->control_path, 16);
-	if (m->control_fd < 0 && r >= 0)
-		r = m->control_fd;
-	if (r >= 0)
-		r = container_set_status(a->c, OCI_STATUS_CREATED, getpid());
-	/* A restored container's process is already running: created, then
-	 * running, as the state machine has it. */
-	if (r >= 0 && a->restore_dir)
-		r = container_set_status(a->c, OCI_STATUS_RUNNING, getpid());
+		r = build_start(m);
+	/* Log lines carry local time: the zone is read while it can be. */
+	tzset();
 	return r;
 }
 
-static int watch_signals(void)
+static int bring_up(struct monitor *m)
 {
-	sigset_t set;
+	struct monitor_args *a = m->a;
+	uint64_t t0, jail_ns;
+	int r;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGQUIT);
-	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGUSR2);
-	sigaddset(&set, SIGWINCH);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-}
-
-/* Signals sent to the monitor go to the container's process, as runc's
- * foreground forwarding does. */
-static void forward_signal(struct monitor *m)
-{
-	struct signalfd_siginfo si;
-
-	while (read(m->signal_fd, &si, sizeof(si)) == sizeof(si))
-		if (!m->exited && si.ssi_signo != SIGWINCH && monitor_signal(m, 0, (int)si.ssi_signo, false) < 0)
-			log_debug("forwarding signal %u: %s", si.ssi_signo, err_msg());
+	r = host_part(m);
+	t0 = vm_now_ns();
+	if (r >= 0)
+		r = monitor_jail_mount(m);
+	if (r >= 0)
+		r = monitor_open_sockets(m);
+	if (r >= 0)
+		r = monitor_jail_begin(m);
+	jail_ns = vm_now_ns() - t0;
+	if (r >= 0)
+		r = build_vm(m);
+	t0 = vm_now_ns();
+	if (r >= 0)
+		r = monitor_jail_finish(m);
+	jail_ns += vm_now_ns() - t0;
+	if (r >= 0)
+		r = vm_start(m->sb->vm);
+	stop_point("monitor:vm");
+	/* The host's whole part of create, up to the guest's own work, and
+	 * what of it the jail took. */
+	if (r >= 0)
+		log_info("VM: running: host_us=%llu disk_us=%llu jail_us=%llu",
+		         (unsigned long long)((vm_now_ns() - a->t_start_ns) / 1000), (unsigned long long)a->disk_us,
+		         (unsigned long long)(jail_ns / 1000));
+	/* With early_create, everything the guest does is left to
+	 * finish_boot(), after create has returned. */
+	if (r >= 0 && a->plan->early_create)
+		r = monitor_terminal_host_side(m);
+	else if (r >= 0)
+		r = finish_boot(m);
+	return r;
 }
 
 /* A frame from guest-init that stopped mid-way is given a deadline
@@ -423,11 +436,11 @@ static int serve(struct monitor *m)
 			return err_set(-ECONNRESET, "the VM ended (%s%s%s) before the container's process exited",
 			               vm_exit_reason_name(res.reason), res.detail[0] ? ": " : "", res.detail);
 		}
-		follow_size(m);
+		monitor_follow_size(m);
 		if (p[P_CONTROL].revents)
 			monitor_serve_client(m);
 		if (p[P_SIGNAL].revents)
-			forward_signal(m);
+			monitor_forward_signals(m);
 		for (int i = 0; i < MONITOR_MAX_SUBS; i++)
 			if (p[P_SUBS + i].revents && m->subs[i] == p[P_SUBS + i].fd)
 				monitor_sub_gone(m, i);
@@ -469,6 +482,8 @@ static void shut_down(struct monitor *m)
 	}
 	sandbox_free(m->sb, NULL);
 	m->sb = m->ch.sb = NULL;
+	/* The VM's end ended the preserved fds' streams. */
+	monitor_fds_join(m);
 	/* Exec'd processes died with the VM: their proxies see EOF. */
 	for (int i = 0; i < MONITOR_MAX_EXECS; i++)
 		if (m->execs[i].fd >= 0) {
@@ -514,19 +529,6 @@ _Noreturn void monitor_exit_like(uint32_t status)
 	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_MONITOR_FAILED);
 }
 
-/* Everything privileged is done: the seccomp allowlist for the rest. */
-static void enter_jail(struct monitor *m)
-{
-	if (!jail_enabled()) {
-		log_warn("monitor sandbox off ($KVRUN_JAIL=%s)", getenv("KVRUN_JAIL"));
-		return;
-	}
-	if (jail_seccomp(m->shares.n ? JAIL_MONITOR_FS : JAIL_MONITOR) < 0)
-		log_warn("monitor sandbox: %s: serving without a seccomp filter", err_msg());
-	else
-		log_debug("monitor sandbox on: no capabilities, no_new_privs, seccomp allowlist");
-}
-
 /* The boot did not finish: a signal that stopped it ends us as it would
  * have ended the container's process (the caller sees 128+N). */
 static _Noreturn void exit_boot_failed(struct monitor *m)
@@ -536,10 +538,47 @@ static _Noreturn void exit_boot_failed(struct monitor *m)
 	_exit(EXIT_MONITOR_FAILED);
 }
 
+/* Whether the process that ran create (and reads ready_fd) is gone. */
+static bool creator_gone(struct monitor *m)
+{
+	struct pollfd p = {.fd = m->a->ready_fd, .events = 0};
+
+	return m->a->ready_fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLHUP));
+}
+
+/* Nobody waits for create's outcome: remove the container ourselves (the
+ * VM, our cgroup), then have the guard, privileged, remove the rest (the
+ * network namespace's changes, the state directory); without one (we
+ * failed before forking it, privileged still) do it here. */
+static _Noreturn void abandoned(struct monitor *m)
+{
+	struct container *c = m->a->c;
+
+	log_error("the process that ran create went away: removing container %s", c->state->id);
+	end_vm(m);
+	shut_down(m);
+	if (m->cgroup.path && cgroup_leave(m->cgroup.path, m->cgroup.base, m->cgroup.unit) < 0)
+		log_warn("%s", err_msg());
+	m->a->c = NULL;
+	if (m->guard.pid > 0) {
+		container_free(c); /* the lock: the guard takes it */
+		create_guard_end(&m->guard, true);
+	} else if (teardown_container(c, false) < 0) {
+		log_error("%s", err_msg());
+	}
+	_exit(EXIT_MONITOR_FAILED);
+}
+
 _Noreturn void monitor_main(struct monitor_args *a)
 {
-	struct monitor m = {
-	    .a = a, .control_fd = -1, .signal_fd = -1, .tty_fd = -1, .proc_fd = -1, .shares = {.root = -1}};
+	struct monitor m = {.a = a,
+	                    .control_fd = -1,
+	                    .signal_fd = -1,
+	                    .tty_fd = -1,
+	                    .console_fd = -1,
+	                    .guard = {.fd = -1},
+	                    .proc_fd = -1,
+	                    .shares = {.root = -1}};
 	int r;
 
 	for (int i = 0; i < MONITOR_MAX_EXECS; i++)
@@ -548,27 +587,35 @@ _Noreturn void monitor_main(struct monitor_args *a)
 		m.subs[i] = -1;
 	m.tty_fd = -1;
 	signal(SIGPIPE, SIG_IGN);
-	m.signal_fd = watch_signals();
-	if (guest_channel_init(&m.ch, a->c->dir, MONITOR_VSOCK_SOCK) < 0 ||
-	    asprintf(&m.control_path, "%s/%s", a->c->dir, MONITOR_CONTROL_SOCK) < 0)
-		_exit(EXIT_MONITOR_FAILED);
-	/* Until the container runs, a signal to us ends the boot. */
-	m.ch.stop_fd = m.signal_fd;
-	m.ch.on_note = note;
-	m.ch.opaque = &m;
+	m.signal_fd = monitor_watch_signals();
+	/* Without listeners until monitor_open_sockets(). Until the container
+	 * runs, a signal to us ends the boot, and so does the end of our
+	 * creator. */
+	m.ch = (struct guest_channel){
+	    .base_dirfd = -1, .stop_fd = m.signal_fd, .abandon_fd = a->ready_fd, .on_note = note, .opaque = &m};
+	for (int i = 0; i < CHAN_NR; i++)
+		m.ch.listen_fds[i] = m.ch.stream_fds[i] = -1;
+	for (int i = 0; i < PROTO_MAX_EXTRA_FDS; i++)
+		m.ch.extra_listen[i] = m.ch.extra_stream[i] = -1;
 	r = bring_up(&m);
 	/* On failure our cgroup goes before create hears of it (create then
-	 * kills us and removes the state, which names the cgroup). */
-	if (r < 0 && m.cgroup_path)
-		cgroup_leave(m.cgroup_path, m.cgroup_unit);
+	 * kills us, removes the state and what we could not remove). In the
+	 * jail we cannot: create does it once we are gone. */
+	if (r < 0 && m.cgroup.path && !m.jail)
+		leave_cgroup(&m);
+	stop_point("monitor:ready");
+	if (r == -ECANCELED || creator_gone(&m))
+		abandoned(&m);
+	create_guard_end(&m.guard, false);
 	if (report_ready(&m, r) < 0 && r >= 0) {
-		/* Still holding the creator's lock: remove what it would have. */
-		log_error("the creating process went away: removing container %s", a->c->state->id);
+		/* Gone after the guard was let go: what the network namespace
+		 * took needs privileges we no longer have. The state (stopped
+		 * once we exit) keeps it for `delete`. */
+		log_error("the creating process went away: container %s is left for delete", a->c->state->id);
 		end_vm(&m);
 		shut_down(&m);
-		if (m.cgroup_path)
-			cgroup_leave(m.cgroup_path, m.cgroup_unit);
-		rm_rf(a->c->dir);
+		if (m.cgroup.path && !m.jail)
+			leave_cgroup(&m);
 		_exit(EXIT_MONITOR_FAILED);
 	}
 	/* The lock was create's: release it whether or not we made it. */
@@ -590,7 +637,6 @@ _Noreturn void monitor_main(struct monitor_args *a)
 			exit_boot_failed(&m);
 		}
 	}
-	enter_jail(&m);
 	r = serve(&m);
 	if (r < 0) {
 		log_error("%s", err_msg());

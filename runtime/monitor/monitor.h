@@ -17,11 +17,20 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/protocol.h"
 #include "runtime/store/bundle.h"
 #include "runtime/store/layout.h"
 #include "runtime/host/netns.h"
 #include "runtime/store/state.h"
 #include "runtime/sandbox/vm-config.h"
+
+/* The creator's fds 3.. that the container's process gets (create
+ * --preserve-fds): each relayed as a stream in the direction its host fd
+ * was opened for (PROTO_EXTRA_FD_*). The monitor inherits the fds. */
+struct preserved_fds {
+	unsigned int n;
+	uint32_t mode[PROTO_MAX_EXTRA_FDS];
+};
 
 struct monitor_args {
 	struct container *c; /* locked; the monitor saves the created state, then unlocks */
@@ -33,6 +42,7 @@ struct monitor_args {
 	const char *console_socket; /* absolute, or NULL: receives the pty master */
 	bool systemd_cgroup; /* linux.cgroupsPath is "slice:prefix:name" */
 	struct netns_setup *net; /* interfaces and TAP fds (netns.h), or NULL */
+	const char *netns_path; /* the namespace net serves (the jail joins it), or NULL */
 	const char *restore_dir; /* a checkpoint to resume instead of creating, or NULL */
 	/* The spec asks for a new network namespace (no path): the monitor
 	 * makes one of its own before the hooks run, since engines (docker's
@@ -43,6 +53,7 @@ struct monitor_args {
 	unsigned int queue_pairs; /* TAP fds per interface, for new_netns */
 	uint64_t t_start_ns; /* when the command began (CLOCK_MONOTONIC), for the log */
 	uint64_t disk_us; /* what preparing the root disk took */
+	const struct preserved_fds *preserved; /* or NULL: none */
 };
 
 /* Run the monitor in this (freshly forked) process. Never returns: exits

@@ -12,8 +12,8 @@
 
 /* A terminal: one pty stream from the guest (on the stdin port), relayed
  * to a new host pty whose master goes to the console socket, or to our
- * own stdin/stdout (the caller's tty, made raw: the guest's pty does the
- * line discipline, ^C included). */
+ * own stdin and stdout (stdin, when it is the caller's tty, made raw: the
+ * guest's pty does the line discipline, ^C included). */
 int monitor_terminal_host_side(struct monitor *m)
 {
 	int master, r;
@@ -53,7 +53,13 @@ int monitor_terminal_setup(struct monitor *m)
 		r = guest_channel_accept(&m->ch, CHAN_STDIN, GUEST_REPLY_TIMEOUT_MS, "the container's terminal stream");
 	if (r < 0)
 		return r;
-	if (m->tty_fd >= 0)
+	/* The other stdio ports take no stream: none stays open. */
+	guest_channel_unlisten(&m->ch);
+	/* The console socket's pty carries both ways. The caller's own tty
+	 * (our stdin, raw) is only where input comes from: output goes to our
+	 * stdout whatever it is, as runc copies the pty to its stdout (`kvrun
+	 * run id > out` under a terminal fills out). */
+	if (m->tty_fd >= 0 && !m->tty_raw)
 		in = out = m->tty_fd;
 	m->relays[CHAN_STDIN] = relay_start(in, m->ch.stream_fds[CHAN_STDIN], true);
 	m->relays[CHAN_STDOUT] = relay_start(m->ch.stream_fds[CHAN_STDIN], out, false);

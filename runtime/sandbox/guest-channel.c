@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -34,9 +36,11 @@ int guest_boot_timeout_ms(void)
 
 int guest_channel_init(struct guest_channel *ch, const char *dir, const char *name)
 {
-	*ch = (struct guest_channel){.base_dirfd = -1, .stop_fd = -1};
+	*ch = (struct guest_channel){.base_dirfd = -1, .stop_fd = -1, .abandon_fd = -1};
 	for (int i = 0; i < CHAN_NR; i++)
 		ch->listen_fds[i] = ch->stream_fds[i] = -1;
+	for (int i = 0; i < PROTO_MAX_EXTRA_FDS; i++)
+		ch->extra_listen[i] = ch->extra_stream[i] = -1;
 	/* The vsock device connects to "<base>_<port>" for each port: when
 	 * dir makes that too long for sun_path, the base goes through a
 	 * descriptor of the directory that we hold. */
@@ -66,6 +70,43 @@ int guest_channel_listen(struct guest_channel *ch, unsigned int nports)
 	return 0;
 }
 
+int guest_channel_listen_extra(struct guest_channel *ch, unsigned int n)
+{
+	char path[256];
+
+	if (n > PROTO_MAX_EXTRA_FDS)
+		return err_set(-E2BIG, "%u preserved fds: at most %d", n, PROTO_MAX_EXTRA_FDS);
+	for (unsigned int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s_%u", ch->base, GUEST_PORT_EXTRA + i);
+		ch->extra_listen[i] = unix_listen(path, 1);
+		if (ch->extra_listen[i] < 0)
+			return ch->extra_listen[i];
+		ch->n_extra = i + 1;
+	}
+	return 0;
+}
+
+int guest_channel_own(const struct guest_channel *ch, uid_t uid, gid_t gid)
+{
+	char path[256];
+
+	for (int i = 0; i < CHAN_NR; i++) {
+		if (ch->listen_fds[i] < 0)
+			continue;
+		port_path(ch, i, path, sizeof(path));
+		if (chown(path, uid, gid) < 0 || chmod(path, 0600) < 0)
+			return err_setsys(-errno, "hand %s to uid %u", path, (unsigned)uid);
+	}
+	for (unsigned int i = 0; i < ch->n_extra; i++) {
+		if (ch->extra_listen[i] < 0)
+			continue;
+		snprintf(path, sizeof(path), "%s_%u", ch->base, GUEST_PORT_EXTRA + i);
+		if (chown(path, uid, gid) < 0 || chmod(path, 0600) < 0)
+			return err_setsys(-errno, "hand %s to uid %u", path, (unsigned)uid);
+	}
+	return 0;
+}
+
 /* A signal that asks us to end, read from stop_fd: 0 when none came. */
 static int stop_signal(struct guest_channel *ch)
 {
@@ -79,19 +120,21 @@ static int stop_signal(struct guest_channel *ch)
 }
 
 /* Wait until fd is readable, or the VM ended, or deadline_ms (timeout_ms
- * after the wait began, for the message) passed, or a stop signal came. */
+ * after the wait began, for the message) passed, or a stop signal came, or
+ * the reader of abandon_fd went away. */
 static int wait_readable(struct guest_channel *ch, int fd, int64_t deadline_ms, int timeout_ms, const char *what)
 {
-	struct pollfd p[3] = {{.fd = fd, .events = POLLIN},
+	struct pollfd p[4] = {{.fd = fd, .events = POLLIN},
 	                      {.fd = ch->sb ? sandbox_done_fd(ch->sb) : -1, .events = POLLIN},
-	                      {.fd = ch->stop_fd, .events = POLLIN}};
+	                      {.fd = ch->stop_fd, .events = POLLIN},
+	                      {.fd = ch->abandon_fd, .events = 0}};
 
 	for (;;) {
 		int left = clock_left_ms(deadline_ms), n;
 
 		if (left <= 0)
 			return err_set(-ETIMEDOUT, "timed out after %d s waiting for %s", timeout_ms / 1000, what);
-		n = poll(p, 3, left);
+		n = poll(p, 4, left);
 		if (n < 0 && errno != EINTR)
 			return err_setsys(-errno, "poll");
 		if (n > 0 && p[0].revents)
@@ -104,20 +147,137 @@ static int wait_readable(struct guest_channel *ch, int fd, int64_t deadline_ms, 
 		}
 		if (n > 0 && p[2].revents && (ch->stop_signal = stop_signal(ch)))
 			return err_set(-EINTR, "stopped by %s while waiting for %s", strsignal(ch->stop_signal), what);
+		if (n > 0 && p[3].revents)
+			return err_set(-ECANCELED, "the process that ran create went away while waiting for %s", what);
 	}
+}
+
+static int random_bytes(uint8_t *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (n < len) {
+		ssize_t k = getrandom(buf + n, len - n, 0);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		n += (size_t)k;
+	}
+	return 0;
+}
+
+int guest_stream_token(uint8_t token[PROTO_TOKEN_BYTES])
+{
+	int r = random_bytes(token, PROTO_TOKEN_BYTES);
+
+	return r < 0 ? err_setsys(r, "getrandom") : 0;
+}
+
+int guest_stream_check_token(int fd, const uint8_t *token, int timeout_ms)
+{
+	int64_t deadline = clock_now_ms() + timeout_ms;
+	uint8_t got[PROTO_TOKEN_BYTES], diff = 0;
+	size_t n = 0;
+
+	while (n < sizeof(got)) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int left = clock_left_ms(deadline), k;
+		ssize_t len;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		k = poll(&p, 1, left);
+		if (k < 0 && errno != EINTR)
+			return -errno;
+		if (k <= 0)
+			continue;
+		len = read(fd, got + n, sizeof(got) - n);
+		if (len < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (len <= 0)
+			return -ECONNRESET;
+		n += (size_t)len;
+	}
+	for (size_t j = 0; j < sizeof(got); j++)
+		diff |= (uint8_t)(got[j] ^ token[j]);
+	return diff ? -EACCES : 0;
+}
+
+/* Close the listener of port i: each port takes one stream, so that no
+ * process in the guest can reach the host through it afterwards. */
+static void unlisten_port(struct guest_channel *ch, int i)
+{
+	char path[256];
+
+	if (ch->listen_fds[i] < 0)
+		return;
+	close(ch->listen_fds[i]);
+	ch->listen_fds[i] = -1;
+	port_path(ch, i, path, sizeof(path));
+	unlink(path);
+}
+
+static void unlisten_extra(struct guest_channel *ch, unsigned int i)
+{
+	char path[256];
+
+	if (ch->extra_listen[i] < 0)
+		return;
+	close(ch->extra_listen[i]);
+	ch->extra_listen[i] = -1;
+	snprintf(path, sizeof(path), "%s_%u", ch->base, GUEST_PORT_EXTRA + i);
+	unlink(path);
 }
 
 int guest_channel_accept(struct guest_channel *ch, int i, int timeout_ms, const char *what)
 {
+	int64_t deadline = clock_now_ms() + timeout_ms;
+
+	for (;;) {
+		int r, fd;
+
+		r = wait_readable(ch, ch->listen_fds[i], deadline, timeout_ms, what);
+		if (r < 0)
+			return r;
+		fd = accept4(ch->listen_fds[i], NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			return err_setsys(-errno, "accept %s", what);
+		/* guest-init's streams of the container's init open with the
+		 * token of our HELLO; the control stream is guest-init's own
+		 * (no container process exists before it connects). */
+		r = 0;
+		if (i != CHAN_CTL && ch->has_token) {
+			int wait_ms = clock_left_ms(deadline);
+
+			r = guest_stream_check_token(fd, ch->token,
+			                             wait_ms < GUEST_TOKEN_WAIT_MS ? wait_ms : GUEST_TOKEN_WAIT_MS);
+		}
+		if (r == 0) {
+			ch->stream_fds[i] = fd;
+			unlisten_port(ch, i);
+			return 0;
+		}
+		close(fd);
+		log_warn("a stream to vsock port %u did not open with guest-init's token (%s): closed", ports[i],
+		         strerror(-r));
+	}
+}
+
+int guest_channel_accept_extra(struct guest_channel *ch, unsigned int i, int timeout_ms)
+{
 	int r, fd;
 
-	r = wait_readable(ch, ch->listen_fds[i], clock_now_ms() + timeout_ms, timeout_ms, what);
+	if (i >= ch->n_extra)
+		return -EINVAL;
+	r = wait_readable(ch, ch->extra_listen[i], clock_now_ms() + timeout_ms, timeout_ms, "a preserved fd's stream");
 	if (r < 0)
 		return r;
-	fd = accept4(ch->listen_fds[i], NULL, NULL, SOCK_CLOEXEC);
+	fd = accept4(ch->extra_listen[i], NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
-		return err_setsys(-errno, "accept %s", what);
-	ch->stream_fds[i] = fd;
+		return err_setsys(-errno, "accept preserved fd %u's stream", 3 + i);
+	ch->extra_stream[i] = fd;
 	return 0;
 }
 
@@ -186,8 +346,15 @@ int guest_channel_hello(struct guest_channel *ch, int timeout_ms)
 	}
 	log_debug("guest says hello: %s", msg.u.hello.agent ? msg.u.hello.agent : "?");
 	proto_msg_free(&msg);
+	/* A new token with each HELLO: a restored guest opens its init's
+	 * streams again with the one of this channel. */
+	r = guest_stream_token(ch->token);
+	if (r < 0)
+		return r;
+	ch->has_token = true;
 	msg = (struct proto_msg){.type = PROTO_MSG_HELLO};
-	msg.u.hello = (struct proto_hello){KVRUN_PROTO_VERSION, KVRUN_PROTO_VERSION, (char *)"kvrun"};
+	msg.u.hello = (struct proto_hello){KVRUN_PROTO_VERSION, KVRUN_PROTO_VERSION, (char *)"kvrun", true};
+	memcpy(msg.u.hello.token, ch->token, sizeof(ch->token));
 	r = proto_send_timeout(ch->stream_fds[CHAN_CTL], &msg, timeout_ms);
 	return r < 0 ? err_setsys(r, "sending HELLO") : 0;
 }
@@ -249,6 +416,9 @@ int guest_channel_request(struct guest_channel *ch, struct proto_msg *msg, int t
 
 void guest_channel_unlisten(struct guest_channel *ch)
 {
+	for (int i = 0; i < CHAN_NR; i++)
+		unlisten_port(ch, i);
+
 	char path[256];
 
 	for (int i = 0; i < CHAN_NR; i++) {
@@ -257,6 +427,14 @@ void guest_channel_unlisten(struct guest_channel *ch)
 		close(ch->listen_fds[i]);
 		ch->listen_fds[i] = -1;
 		port_path(ch, i, path, sizeof(path));
+		unlink(path);
+	}
+	for (unsigned int i = 0; i < ch->n_extra; i++) {
+		if (ch->extra_listen[i] < 0)
+			continue;
+		close(ch->extra_listen[i]);
+		ch->extra_listen[i] = -1;
+		snprintf(path, sizeof(path), "%s_%u", ch->base, GUEST_PORT_EXTRA + i);
 		unlink(path);
 	}
 }
@@ -269,7 +447,10 @@ void guest_channel_close(struct guest_channel *ch)
 			close(ch->stream_fds[i]);
 			ch->stream_fds[i] = -1;
 		}
-	proto_reader_reset(&ch->reader);
+	for (int i = 0; i < CHAN_NR; i++)
+		unlisten_port(ch, i);
+	for (unsigned int i = 0; i < ch->n_extra; i++)
+		unlisten_extra(ch, i);
 	if (ch->base_dirfd >= 0)
 		close(ch->base_dirfd);
 	ch->base_dirfd = -1;

@@ -7,7 +7,8 @@
  * unix-socket backend turns a connection to port P into one to the
  * listener at "<base>_P", which this module owns: it listens, accepts
  * streams, says HELLO and sends requests, each wait bounded by a deadline,
- * by the VM's end and, while a stop fd is set, by a stop signal.
+ * by the VM's end and, while they are set, by a stop signal and by the
+ * end of the creating process.
  * Messages from the guest that answer nothing (EXIT, OOM) go to on_note.
  * Used by the monitor (runtime/monitor/) and by template builds.
  */
@@ -17,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sys/types.h>
+
 #include "common/protocol.h"
 
 /* Host ports the container's stdio streams connect to. */
@@ -24,8 +27,15 @@
 #define GUEST_PORT_STDOUT 1026
 #define GUEST_PORT_STDERR 1027
 
+/* The creator's preserved fds (create --preserve-fds): 1028 + i. */
+#define GUEST_PORT_EXTRA 1028
+
 /* The host ports guest-init connects to, in the order it connects. */
 enum { CHAN_CTL, CHAN_STDIN, CHAN_STDOUT, CHAN_STDERR, CHAN_NR };
+
+/* How long a stream to a stdio port may take to send its token before the
+ * next connection is looked at. */
+#define GUEST_TOKEN_WAIT_MS (5 * 1000)
 
 /* How long guest-init may take to answer a request. */
 #define GUEST_REPLY_TIMEOUT_MS (120 * 1000)
@@ -43,10 +53,20 @@ struct guest_channel {
 	int listen_fds[CHAN_NR];
 	int stream_fds[CHAN_NR]; /* accepted streams, or -1 */
 	struct proto_reader reader; /* frames on stream_fds[CHAN_CTL], read without blocking */
+	/* The preserved fds' ports, GUEST_PORT_EXTRA + i. */
+	int extra_listen[PROTO_MAX_EXTRA_FDS], extra_stream[PROTO_MAX_EXTRA_FDS];
+	unsigned int n_extra;
 	struct sandbox *sb; /* the VM, once it exists: its end ends waits */
 	int stop_fd; /* a signalfd whose SIGTERM/SIGINT/SIGHUP/SIGQUIT end waits, or -1 */
 	int stop_signal; /* the signal that ended a wait, or 0 */
+	/* A pipe's write end whose reader going away ends waits (-ECANCELED):
+	 * the process that ran `create` and waits for its outcome; or -1. */
+	int abandon_fd;
 	uint64_t next_id;
+	/* Sent with our HELLO: the streams of the container's init must open
+	 * with it (guest_channel_accept() of a stdio port checks). */
+	bool has_token;
+	uint8_t token[PROTO_TOKEN_BYTES];
 	/* A message from the guest that answers no request. */
 	void (*on_note)(void *opaque, const struct proto_msg *msg);
 	void *opaque;
@@ -60,9 +80,34 @@ int guest_channel_init(struct guest_channel *ch, const char *dir, const char *na
 /* Listen on the first nports ports (CHAN_CTL ... CHAN_NR). */
 int guest_channel_listen(struct guest_channel *ch, unsigned int nports);
 
+/* Make the listeners' sockets uid's and gid's, mode 0600: the only ones
+ * besides root that may connect (the monitor's jail, whose vsock device
+ * connects to them). */
+int guest_channel_own(const struct guest_channel *ch, uid_t uid, gid_t gid);
+
 /* Accept the stream of port i within timeout_ms into ch->stream_fds[i];
- * what names it in errors. */
+ * what names it in errors. Then the port's listener is closed (its socket
+ * removed): no second stream, from guest-init or any other process in the
+ * guest, reaches it. On a stdio port, after HELLO, only a stream that opens
+ * with the HELLO's token is taken: one that sends other bytes, or nothing
+ * within GUEST_TOKEN_WAIT_MS, is closed with a warning (a process in the
+ * guest that connected first) and the next is waited for. */
 int guest_channel_accept(struct guest_channel *ch, int i, int timeout_ms, const char *what);
+
+/* A new random token for a process's stdio streams. 0 or -errno. */
+int guest_stream_token(uint8_t token[PROTO_TOKEN_BYTES]);
+
+/* Read the first PROTO_TOKEN_BYTES bytes of stream fd within timeout_ms
+ * and compare them with token (in constant time): 0 when equal, -EACCES
+ * when not, -ETIMEDOUT, -ECONNRESET (closed before) or -errno. */
+int guest_stream_check_token(int fd, const uint8_t *token, int timeout_ms);
+
+/* Listen on the n ports of preserved fds too (at most PROTO_MAX_EXTRA_FDS). */
+int guest_channel_listen_extra(struct guest_channel *ch, unsigned int n);
+
+/* Accept preserved fd i's stream into ch->extra_stream[i] (after HELLO,
+ * one that opens with the token), then close its listener. */
+int guest_channel_accept_extra(struct guest_channel *ch, unsigned int i, int timeout_ms);
 
 /* Whether a connection waits on port i's listener now. */
 bool guest_channel_pending(const struct guest_channel *ch, int i);
@@ -83,7 +128,8 @@ bool guest_channel_stalled(struct guest_channel *ch, bool paused);
 /* The poll() timeout until a partial frame would stall: -1 (none), or ms. */
 int guest_channel_poll_ms(const struct guest_channel *ch);
 
-/* guest-init's HELLO, checked for the protocol version, and ours back. */
+/* guest-init's HELLO, checked for the protocol version, and ours back,
+ * with a new token for the init's streams (ch->token). */
 int guest_channel_hello(struct guest_channel *ch, int timeout_ms);
 
 /* Send msg with a new id within timeout_ms (guest-init may have stopped

@@ -235,6 +235,33 @@ static int attach_shares(struct sandbox *s, const struct sandbox_opts *o, bool t
 	return 0;
 }
 
+/* A checkpoint's disks are made offering what they offered when saved: a
+ * container restored from a template had its read-only root attached to
+ * the template's disk, which offered a writable disk (the guest's driver
+ * negotiated that, and it cannot change). */
+static int saved_disks(struct vm_snapshot *snap, struct sandbox_opts *o)
+{
+	for (unsigned int i = 0; i < o->ndisks; i++) {
+		bool offered_ro, saved_ro;
+		const void *data;
+		size_t len;
+		int r;
+
+		if (!o->disks[i].path || !vm_snapshot_has_device(snap, disk_names[i]))
+			continue;
+		vm_snapshot_device_data(snap, disk_names[i], &data, &len);
+		r = virtio_blk_state_offers_ro(data, len, &offered_ro, &saved_ro);
+		if (r < 0)
+			return err_prefix(r, "disk %u", i);
+		o->disks[i].offer_writable = o->disks[i].read_only && !offered_ro;
+		if (saved_ro != o->disks[i].read_only)
+			return err_set(-EINVAL, "the checkpoint's %s was %s, the container's is %s",
+			               i == 0 ? "root disk" : "disk", saved_ro ? "read-only" : "writable",
+			               o->disks[i].read_only ? "read-only" : "writable");
+	}
+	return 0;
+}
+
 /* Where a restore's time goes, CLOCK_MONOTONIC ns at the end of each step. */
 struct restore_times {
 	uint64_t t0, lookup, open, create, load, start;
@@ -294,6 +321,8 @@ static int restore(struct sandbox *s, const struct sandbox_opts *o, struct vm_sn
 	empty.nshares = 0;
 	empty.template_shares = saved_shares(snap);
 	r = template ? 0 : saved_nets(snap, o, saved, &nsaved);
+	if (r >= 0 && !template)
+		r = saved_disks(snap, &empty);
 	if (r >= 0)
 		r = sandbox_make(s, &empty, &cfg, template ? NULL : saved, nsaved);
 	if (r < 0)

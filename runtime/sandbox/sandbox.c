@@ -186,10 +186,13 @@ static int add_disk(struct sandbox *s, const struct sandbox_disk *d, unsigned in
 	else
 		snprintf(what, sizeof(what), "disk %s", d->path ? d->path : d->id ? d->id : "");
 	if (d->path)
-		r = virtio_blk_new(
-		    &s->vm->mem,
-		    &(struct virtio_blk_opts){.path = d->path, .base = d->base, .read_only = d->read_only, .id = d->id},
-		    &s->disks[i]);
+		r = virtio_blk_new(&s->vm->mem,
+		                   &(struct virtio_blk_opts){.path = d->path,
+		                                             .base = d->base,
+		                                             .read_only = d->read_only,
+		                                             .offer_writable = d->offer_writable,
+		                                             .id = d->id},
+		                   &s->disks[i]);
 	else
 		r = virtio_blk_new_empty(&s->vm->mem, d->id, &s->disks[i]);
 	if (r < 0)
@@ -271,7 +274,8 @@ static int add_virtio(struct sandbox *s, const struct sandbox_opts *o, const str
 	for (unsigned int i = 0; r >= 0 && i < o->ndisks; i++)
 		r = add_disk(s, &o->disks[i], i);
 	if (r >= 0 && o->vsock_path) {
-		r = virtio_vsock_new(&s->vm->mem, s->vm->loop, SANDBOX_GUEST_CID, o->vsock_path, &s->vsock);
+		r = virtio_vsock_new(&s->vm->mem, s->vm->loop, SANDBOX_GUEST_CID, o->vsock_path, !o->vsock_guest_only,
+		                     &s->vsock);
 		if (r < 0)
 			return err_prefix(r, "vsock %s", o->vsock_path);
 		r = attach(s, virtio_vsock_mmio(s->vsock), true, NULL);

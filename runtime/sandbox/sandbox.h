@@ -52,6 +52,9 @@ struct sandbox_disk {
 	const char *path; /* image; NULL: a disk without media (a template's) */
 	const char *base; /* path is a copy-on-write overlay of this base, or NULL */
 	bool read_only;
+	/* Read-only media behind a writable offer (no VIRTIO_BLK_F_RO): a
+	 * checkpoint's disk whose guest negotiated it so (virtio/blk/blk.h). */
+	bool offer_writable;
 	const char *id; /* what the guest reads as the disk's serial */
 };
 
@@ -81,9 +84,12 @@ struct sandbox_opts {
 	const char *vsock_path; /* guest port P reaches <vsock_path>_P; NULL: no vsock device */
 	/* Shared directories. A template restored gets them after the load,
 	 * in its slots, in this order: a template must have at least nshares
-	 * slots (template_launch() boots instead). */
+	 * slots (template_lookup() finds none otherwise: a cold boot). */
 	struct sandbox_share shares[SANDBOX_MAX_SHARES];
 	unsigned int nshares;
+	/* No listener at vsock_path for host-initiated streams (a container's
+	 * VM: nothing uses them, and its jail seals the directory). */
+	bool vsock_guest_only;
 	const char *console_path; /* guest console log (appended), NULL: off */
 	int console_fd; /* or this fd (borrowed), when > 0 (0: unset, never stdin) */
 	bool test_device; /* the freestanding test guest's device (vmm/test-device.h) */

@@ -267,16 +267,11 @@ int template_remove(const char *dir, const char *id)
 
 /* ---- launching ---------------------------------------------------------- */
 
-int template_launch(const struct sandbox_opts *o, struct sandbox **ret)
+int template_lookup(const struct sandbox_opts *o, char **ret_path)
 {
-	_cleanup_free_ char *path = NULL;
 	unsigned int nics = o->net ? o->net->cfg.nr_ifaces : 0;
-	struct sandbox_opts ro = *o;
-	bool fatal = false;
-	int r;
+	int r = template_find(o->plan, nics, ret_path);
 
-	ro.t_lookup_ns = vm_now_ns();
-	r = template_find(o->plan, nics, &path);
 	if (r < 0) {
 		log_warn("looking for a template: %s", err_msg());
 		err_clear();
@@ -285,12 +280,23 @@ int template_launch(const struct sandbox_opts *o, struct sandbox **ret)
 	if (r == 1 && o->nshares > SANDBOX_TEMPLATE_SHARES) {
 		log_info("VM: cold boot (%u shared directories, a template has %d slots for them)", o->nshares,
 		         SANDBOX_TEMPLATE_SHARES);
-		return sandbox_start(o, ret);
+		free(*ret_path);
+		*ret_path = NULL;
+		return 0;
 	}
-	if (r == 0) {
+	if (r == 0)
 		log_info("VM: cold boot (%s)", o->plan->use_templates ? "no template" : "templates off");
+	return r;
+}
+
+int template_launch(const struct sandbox_opts *o, const char *path, struct sandbox **ret)
+{
+	struct sandbox_opts ro = *o;
+	bool fatal = false;
+	int r;
+
+	if (!path)
 		return sandbox_start(o, ret);
-	}
 	log_info("VM: restoring template %s", path);
 	r = sandbox_restore(&ro, path, SNAPSHOT_OPEN_TRUST_MEMORY, true, &fatal, ret);
 	if (r >= 0)

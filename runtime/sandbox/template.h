@@ -42,16 +42,24 @@ int template_find(const struct vm_plan *p, unsigned int nics, char **ret_path);
  * failure. */
 int template_build(const struct vm_plan *p, unsigned int nics, const char *console, char **ret_path);
 
-/* The VM of o (a container's: o->plan) restored from its template when
- * there is one and templates are on, else booted (sandbox_start()); logs
- * which. A damaged template file is an error; one whose state KVM refuses
- * costs a cold boot. With network interfaces (o->net), the template is one
- * with as many devices: after the load each gets its link's TAP (its fds
- * are then the device's, set to -1 in o->net), and
- * o->net->cfg.ifaces[i].dev_mac is set to the template's MAC, which
- * guest-init replaces with the interface's. A TAP that cannot be attached
- * is an error (no cold boot). */
-int template_launch(const struct sandbox_opts *o, struct sandbox **ret);
+/* The template for the VM of o (a container's: o->plan, with as many
+ * network devices as o->net has interfaces): 1 and its snapshot in
+ * *ret_path (malloc'd), or 0 (a cold boot; logged) when templates are off,
+ * there is none, looking failed (a warning) or o has more shared
+ * directories (o->nshares) than a template has slots. Apart from the
+ * launch so that the file is known before the monitor's jail is made. */
+int template_lookup(const struct sandbox_opts *o, char **ret_path);
+
+/* The VM of o restored from the template at path, or booted
+ * (sandbox_start()) when path is NULL. A damaged template file is an
+ * error; one whose state KVM refuses costs a cold boot. With network
+ * interfaces (o->net), the template is one with as many devices: after
+ * the load each gets its link's TAP (its fds are then the device's, set to
+ * -1 in o->net), and o->net->cfg.ifaces[i].dev_mac is set to the
+ * template's MAC, which guest-init replaces with the interface's. A TAP
+ * that cannot be attached is an error (no cold boot). o's shared
+ * directories are attached to the template's first slots. */
+int template_launch(const struct sandbox_opts *o, const char *path, struct sandbox **ret);
 
 /* One line per template in dir on f: id, vCPUs, memory, network
  * devices, shared directory slots, size on disk, kernel. */

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "oci-spec/kvrun-config.h"
 #include "runtime/host/initramfs.h"
+#include "runtime/host/jail.h"
 #include "runtime/host/kernel-info.h"
 #include "runtime/host/kmod-resolve.h"
 #include "runtime/sandbox/vm-config.h"
@@ -389,6 +390,16 @@ static int plan_rootfs(const struct oci_spec *spec, const struct kvrun_config *c
 	return 0;
 }
 
+static int plan_jail(const struct kvrun_config *cfg, struct vm_plan *p)
+{
+	const char *env = getenv("KVRUN_JAIL_UID_BASE");
+
+	if ((env && *env) || !cfg->jail_uid_base)
+		return jail_uid_base(&p->jail_uid_base);
+	p->jail_uid_base = cfg->jail_uid_base;
+	return jail_uid_base_check(p->jail_uid_base, "jail_uid_base");
+}
+
 static void log_plan(const struct kernel_choice *ch, const struct vm_plan *p)
 {
 	log_debug("kernel %s (from %s), release %s: %s%s%s, devices described by %s", p->kernel, ch->from,
@@ -434,6 +445,8 @@ int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm
 	if (r >= 0 && !cfg.rootfs_cache_off && !(env && strcmp(env, "0") == 0))
 		r = rootfs_cache_path(&p.rootfs_cache_dir);
 	p.rootfs_cache_size = cfg.has_rootfs_cache_size ? cfg.rootfs_cache_size : VM_CONFIG_ROOTFS_CACHE_SIZE;
+	if (r >= 0)
+		r = plan_jail(&cfg, &p);
 	p.emulating_host = vm_host_is_emulating();
 	/* Such hosts hang on the hypercalls a second vCPU brings (IPIs). */
 	if (p.emulating_host)

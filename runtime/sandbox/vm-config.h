@@ -75,6 +75,10 @@ struct vm_plan {
 	 * (config "rootfs": "virtiofs", annotation io.kvrun.rootfs), not a
 	 * disk image of it. */
 	bool rootfs_virtiofs;
+	/* The monitor's jail runs as uid and gid jail_uid_base + its pid
+	 * ($KVRUN_JAIL_UID_BASE, else the config file's "jail_uid_base", else
+	 * JAIL_UID_BASE_DEFAULT: runtime/host/jail.h). */
+	unsigned long jail_uid_base;
 };
 
 /* Decide the plan for spec. kernel_flag is the global --kernel flag (NULL

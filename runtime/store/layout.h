@@ -21,9 +21,18 @@
 #define MONITOR_CHECKPOINT_CONFIG "config.json"
 #define MONITOR_CHECKPOINT_MARK "kvrun-checkpoint"
 
+/* Key of the private state map: the network namespace the VM serves
+ * (recorded before anything is done in it, so that any delete can undo). */
+#define STATE_KEY_NETNS "netns"
 /* Key of the private state map: the host cgroup the monitor is in. */
 #define STATE_KEY_CGROUP "cgroup-path"
+/* ... its base when it is relative (runtime/host/cgroup.h: the creator's
+ * /proc/self/cgroup, for a container without linux.cgroupsPath) ... */
+#define STATE_KEY_CGROUP_BASE "cgroup-base"
 /* ... and the systemd unit that holds it (--systemd-cgroup, systemd up). */
 #define STATE_KEY_CGROUP_UNIT "cgroup-unit"
+/* ... and the uid (and gid) of the monitor's jail, which its exec proxies
+ * share (runtime/host/jail.h); absent when the monitor is not jailed. */
+#define STATE_KEY_JAIL_UID "jail-uid"
 
 #endif

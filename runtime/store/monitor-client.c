@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "common/error.h"
 #include "common/unix-socket.h"
 #include "common/fileio.h"
+#include "common/protocol.h"
 #include "runtime/store/monitor-client.h"
 #include "runtime/store/layout.h"
 
@@ -137,31 +139,35 @@ int monitor_call_fds(const char *dir, const char *request, const int *fds, size_
 	return err_set(-EIO, "the container's monitor went away while handling \"%s\"", request);
 }
 
-int monitor_subscribe(const char *dir, int timeout_ms)
+/* Send request and read the answer line byte by byte (what follows it
+ * stays unread); the connection once the monitor said "ok". */
+static int request_keep(const char *dir, const char *request, int timeout_ms)
 {
 	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *line = NULL;
 	char buf[REPLY_MAX];
 	size_t len = 0;
 	int r;
 
+	if (asprintf(&line, "%s\n", request) < 0)
+		return -ENOMEM;
 	fd = connect_control(dir);
 	if (fd < 0)
 		return fd;
-	r = write_all(fd, "events\n", 7);
+	r = write_all(fd, line, strlen(line));
 	if (r < 0)
 		return err_setsys(r, "send to the container's monitor");
-	/* Byte by byte: the events that follow the answer stay unread. */
 	while (len + 1 < sizeof(buf)) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		ssize_t n;
 
 		if (poll(&p, 1, timeout_ms) <= 0)
-			return err_set(-ETIMEDOUT, "the container's monitor did not answer \"events\" in time");
+			return err_set(-ETIMEDOUT, "the container's monitor did not answer \"%s\" in time", request);
 		n = read(fd, buf + len, 1);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return err_set(-EIO, "the container's monitor went away while handling \"events\"");
+			return err_set(-EIO, "the container's monitor went away while handling \"%s\"", request);
 		if (buf[len] == '\n')
 			break;
 		len++;
@@ -172,4 +178,26 @@ int monitor_subscribe(const char *dir, int timeout_ms)
 	if (strncmp(buf, "error ", 6) == 0)
 		return err_set(-EIO, "%s", buf + 6);
 	return err_set(-EIO, "unexpected answer from the container's monitor: %s", buf);
+}
+
+int monitor_subscribe(const char *dir, int timeout_ms)
+{
+	return request_keep(dir, "events", timeout_ms);
+}
+
+int monitor_procs(const char *dir, int timeout_ms, struct proto_msg *ret)
+{
+	struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+	_cleanup_close_ int fd = request_keep(dir, "procs", timeout_ms);
+	int r;
+
+	if (fd < 0)
+		return fd;
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	r = proto_recv(fd, ret);
+	if (r >= 0 && ret->type != PROTO_MSG_PS) {
+		proto_msg_free(ret);
+		r = -EPROTO;
+	}
+	return r < 0 ? err_setsys(r, "reading the container's processes from its monitor") : 0;
 }

@@ -24,4 +24,10 @@ int monitor_call_fds(const char *dir, const char *request, const int *fds, size_
  * when the container's process has exited. */
 int monitor_subscribe(const char *dir, int timeout_ms);
 
+struct proto_msg;
+
+/* The container's processes ("procs" request): the guest's PS answer in
+ * *ret (proto_msg_free() it). "error ..." answers as monitor_call(). */
+int monitor_procs(const char *dir, int timeout_ms, struct proto_msg *ret);
+
 #endif

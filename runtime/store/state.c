@@ -7,7 +7,9 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/fileio.h"
 #include "config.h"
@@ -16,6 +18,10 @@
 
 /* state.json is small; anything bigger is not ours. */
 #define STATE_MAX_SIZE (1u << 20)
+/* How long a writer waits for a container's lock, by default. */
+#define LOCK_TIMEOUT_S_DEFAULT 30
+/* The longest pause between two tries of a busy lock. */
+#define LOCK_RETRY_MAX_MS 50
 
 const char *container_proc_root = "/proc";
 
@@ -25,100 +31,6 @@ static int path_join(char *buf, const char *a, const char *b)
 	int n = snprintf(buf, PATH_MAX, "%s/%s", a, b);
 
 	return n < 0 || n >= PATH_MAX ? err_set(-ENAMETOOLONG, "path too long: %s/%s", a, b) : 0;
-}
-
-static bool id_char_ok(unsigned char c)
-{
-	/* \w is [0-9A-Za-z_]; "+-\." in runc's class is the range '+'..'.',
-	 * which also lets ',' through. */
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-	       (c >= '+' && c <= '.');
-}
-
-int container_id_validate(const char *id)
-{
-	size_t n = strlen(id);
-
-	if (n == 0)
-		return err_set(-EINVAL, "container id cannot be empty");
-	if (n > CONTAINER_ID_MAX)
-		return err_set(-EINVAL, "invalid container ID format: longer than %d characters", CONTAINER_ID_MAX);
-	if (!strcmp(id, ".") || !strcmp(id, ".."))
-		return err_set(-EINVAL, "invalid container ID format");
-	for (size_t i = 0; i < n; i++)
-		if (!id_char_ok((unsigned char)id[i]))
-			return err_set(-EINVAL, "invalid container ID format");
-	return 0;
-}
-
-int container_check(enum container_op op, enum oci_status st, const char *id)
-{
-	const char *name = oci_status_name(st);
-
-	switch (op) {
-	case CONTAINER_OP_START:
-		if (st == OCI_STATUS_CREATED)
-			return 0;
-		if (st == OCI_STATUS_STOPPED)
-			return err_set(-EINVAL, "cannot start a container that has stopped");
-		if (st == OCI_STATUS_RUNNING)
-			return err_set(-EINVAL, "cannot start an already running container");
-		return err_set(-EINVAL, "cannot start a container in the %s state", name);
-	case CONTAINER_OP_KILL:
-	case CONTAINER_OP_UPDATE:
-		if (st == OCI_STATUS_STOPPED)
-			return err_set(-ESRCH, "container not running");
-		return 0;
-	case CONTAINER_OP_DELETE:
-		if (st == OCI_STATUS_STOPPED || st == OCI_STATUS_CREATED)
-			return 0;
-		return err_set(-EBUSY, "cannot delete container %s that is not stopped: %s", id, name);
-	case CONTAINER_OP_DELETE_FORCE:
-		return 0;
-	case CONTAINER_OP_PAUSE:
-		if (st == OCI_STATUS_RUNNING || st == OCI_STATUS_CREATED)
-			return 0;
-		return err_set(-ESRCH, "container not running");
-	case CONTAINER_OP_RESUME:
-		if (st == OCI_STATUS_PAUSED)
-			return 0;
-		return err_set(-EINVAL, "container not paused");
-	case CONTAINER_OP_EXEC:
-	case CONTAINER_OP_EXEC_IGNORE_PAUSED:
-		if (st == OCI_STATUS_STOPPED)
-			return err_set(-ESRCH, "cannot exec in a stopped container");
-		if (st == OCI_STATUS_PAUSED && op == CONTAINER_OP_EXEC)
-			return err_set(-EINVAL, "cannot exec in a paused container (use --ignore-paused to override)");
-		if (st == OCI_STATUS_CREATING)
-			return err_set(-EINVAL, "cannot exec in a container in the %s state", name);
-		return 0;
-	case CONTAINER_OP_CHECKPOINT:
-		if (st == OCI_STATUS_RUNNING || st == OCI_STATUS_PAUSED)
-			return 0;
-		return err_set(-EINVAL, "Container cannot be checkpointed in %s state", name);
-	case CONTAINER_OP_EVENTS:
-		if (st == OCI_STATUS_STOPPED)
-			return err_set(-ESRCH, "container with id %s is not running", id);
-		return 0;
-	}
-	return err_set(-EINVAL, "unknown operation");
-}
-
-int container_status_change_ok(enum oci_status from, enum oci_status to)
-{
-	static const unsigned allowed[OCI_STATUS__MAX] = {
-	    [OCI_STATUS_CREATING] = 1u << OCI_STATUS_CREATED,
-	    [OCI_STATUS_CREATED] = 1u << OCI_STATUS_RUNNING | 1u << OCI_STATUS_PAUSED,
-	    [OCI_STATUS_RUNNING] = 1u << OCI_STATUS_PAUSED,
-	    [OCI_STATUS_PAUSED] = 1u << OCI_STATUS_RUNNING,
-	    [OCI_STATUS_STOPPED] = 0,
-	};
-
-	if ((unsigned)from >= OCI_STATUS__MAX || (unsigned)to >= OCI_STATUS__MAX)
-		return err_set(-EINVAL, "invalid container status");
-	if (from == to || to == OCI_STATUS_STOPPED || (allowed[from] & (1u << to)))
-		return 0;
-	return err_set(-EINVAL, "invalid state transition from %s to %s", oci_status_name(from), oci_status_name(to));
 }
 
 static unsigned long long map_get_ull(const struct oci_map *m, const char *key)
@@ -156,23 +68,58 @@ enum oci_status container_live_status(const struct oci_state *s)
 	return s->status;
 }
 
-static int lock_open(const char *dir, bool create, int op, int *ret_fd)
+int container_lock_timeout_ms(void)
+{
+	const char *s = getenv("KVRUN_LOCK_TIMEOUT");
+	long v = s ? strtol(s, NULL, 10) : 0;
+
+	return (int)((v > 0 && v <= 3600 ? v : LOCK_TIMEOUT_S_DEFAULT) * 1000);
+}
+
+/* flock(fd, op) within timeout_ms: tried again and again (flock() itself
+ * cannot time out), each pause longer, up to LOCK_RETRY_MAX_MS. -EWOULDBLOCK
+ * when the lock stayed taken. */
+static int lock_wait(int fd, int op, int timeout_ms)
+{
+	int64_t deadline = clock_now_ms() + timeout_ms;
+	long pause_ms = 1;
+
+	for (;;) {
+		struct timespec ts;
+		int left;
+
+		if (flock(fd, op | LOCK_NB) == 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK)
+			return -errno;
+		left = clock_left_ms(deadline);
+		if (left <= 0)
+			return -EWOULDBLOCK;
+		if (pause_ms > left)
+			pause_ms = left;
+		ts = (struct timespec){pause_ms / 1000, (pause_ms % 1000) * 1000000};
+		nanosleep(&ts, NULL);
+		if (pause_ms < LOCK_RETRY_MAX_MS)
+			pause_ms *= 2;
+	}
+}
+
+static int lock_open(const char *dir, bool create, int op, int timeout_ms, int *ret_fd)
 {
 	char path[PATH_MAX];
-	int fd;
+	int fd, r;
 
 	if (path_join(path, dir, "lock") < 0)
 		return -ENAMETOOLONG;
 	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600);
 	if (fd < 0)
 		return -errno;
-	while (flock(fd, op) < 0) {
-		if (errno != EINTR) {
-			int r = -errno;
-
-			close(fd);
-			return r;
-		}
+	r = lock_wait(fd, op, timeout_ms);
+	if (r < 0) {
+		close(fd);
+		return r;
 	}
 	*ret_fd = fd;
 	return 0;
@@ -271,7 +218,7 @@ static int prepare_new(struct container *c, const char *tmpdir)
 	c->dir = strdup(tmpdir);
 	if (!c->dir)
 		return -ENOMEM;
-	r = lock_open(c->dir, true, LOCK_EX, &c->lock_fd);
+	r = lock_open(c->dir, true, LOCK_EX, 0, &c->lock_fd);
 	if (r < 0)
 		return err_setsys(r, "lock %s", c->dir);
 	r = record_creator(c->state);
@@ -343,7 +290,7 @@ int container_remove_leftover(const char *root, const char *id)
 	if (access(dir, F_OK) < 0 || access(path, F_OK) == 0)
 		return 0;
 	/* Someone holding the lock is still working on it: leave it be. */
-	r = lock_open(dir, false, LOCK_EX | LOCK_NB, &fd);
+	r = lock_open(dir, false, LOCK_EX, 0, &fd);
 	if (r == -EWOULDBLOCK)
 		return 0;
 	r = rm_rf(dir);
@@ -402,10 +349,32 @@ static int read_state(struct container *c)
 	return 0;
 }
 
+/* The lock of c stayed taken for timeout_ms: say by whom, as far as the
+ * state (read without the lock) tells. */
+static int lock_busy(struct container *c, const char *id, int timeout_ms)
+{
+	int waited = timeout_ms / 1000;
+
+	if (read_state(c) >= 0 && c->state->status == OCI_STATUS_CREATING) {
+		pid_t pid = c->state->pid > 0 ? c->state->pid
+		                              : (pid_t)map_get_ull(&c->state->private_data, STATE_KEY_CREATOR_PID);
+
+		return err_set(-EBUSY,
+		               "container %s is still being created (by process %d): gave up waiting for its lock "
+		               "after %d s",
+		               id, (int)pid, waited);
+	}
+	err_clear();
+	return err_set(-EBUSY,
+	               "container %s is busy: another kvrun command holds its lock; "
+	               "gave up waiting after %d s ($KVRUN_LOCK_TIMEOUT)",
+	               id, waited);
+}
+
 int container_load(const char *root, const char *id, bool exclusive, struct container **ret)
 {
 	_cleanup_container_ struct container *c = NULL;
-	int r;
+	int r, timeout_ms = container_lock_timeout_ms();
 
 	r = container_id_validate(id);
 	if (r < 0)
@@ -414,9 +383,14 @@ int container_load(const char *root, const char *id, bool exclusive, struct cont
 	if (!c)
 		return -ENOMEM;
 	c->exclusive = exclusive;
-	r = lock_open(c->dir, false, exclusive ? LOCK_EX : LOCK_SH, &c->lock_fd);
+	/* Readers take no lock: state.json is replaced atomically, so they
+	 * see one whole version, and a create in progress (which holds the
+	 * lock through the guest's boot) does not hold them up. */
+	r = exclusive ? lock_open(c->dir, false, LOCK_EX, timeout_ms, &c->lock_fd) : 0;
 	if (r == -ENOENT || r == -ENOTDIR)
 		return err_set(-ENOENT, "container does not exist");
+	if (r == -EWOULDBLOCK)
+		return lock_busy(c, id, timeout_ms);
 	if (r < 0)
 		return err_setsys(r, "lock %s", c->dir);
 	/* Re-read after the lock: a delete may have run while we waited. */
@@ -429,6 +403,46 @@ int container_load(const char *root, const char *id, bool exclusive, struct cont
 	return 0;
 }
 
+int container_reload(struct container *c)
+{
+	struct oci_state *old = c->state;
+	int r;
+
+	c->state = NULL;
+	r = read_state(c);
+	if (r < 0) {
+		oci_state_free(c->state);
+		c->state = old;
+		return r;
+	}
+	oci_state_free(old);
+	return 0;
+}
+
+/* pid and its start time (which tells it from a later process with its
+ * number) into c's state. */
+static int record_pid(struct container *c, pid_t pid)
+{
+	struct proc_stat st;
+	int r;
+
+	r = proc_stat_read(container_proc_root, pid, &st);
+	if (r < 0)
+		return r == -ESRCH ? err_set(r, "process %d has exited", (int)pid) : r;
+	r = map_set_ull(&c->state->private_data, STATE_KEY_PID_START, st.start_time);
+	if (r < 0)
+		return r;
+	c->state->pid = pid;
+	return 0;
+}
+
+int container_record_pid(struct container *c, pid_t pid)
+{
+	int r = record_pid(c, pid);
+
+	return r < 0 ? r : container_save(c);
+}
+
 int container_set_status(struct container *c, enum oci_status status, pid_t pid)
 {
 	int r;
@@ -437,15 +451,9 @@ int container_set_status(struct container *c, enum oci_status status, pid_t pid)
 	if (r < 0)
 		return r;
 	if (pid > 0) {
-		struct proc_stat st;
-
-		r = proc_stat_read(container_proc_root, pid, &st);
-		if (r < 0)
-			return r == -ESRCH ? err_set(r, "process %d has exited", (int)pid) : r;
-		r = map_set_ull(&c->state->private_data, STATE_KEY_PID_START, st.start_time);
+		r = record_pid(c, pid);
 		if (r < 0)
 			return r;
-		c->state->pid = pid;
 	}
 	c->state->status = status;
 	return container_save(c);
@@ -522,11 +530,32 @@ oom:
 	return -ENOMEM;
 }
 
+int container_peek_for(const char *root, const char *id, enum container_op op, struct container **ret)
+{
+	_cleanup_container_ struct container *c = NULL;
+	int r;
+
+	r = container_load(root, id, false, &c);
+	if (r < 0)
+		return r;
+	r = container_check(op, c->state->status, id);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(c);
+	return 0;
+}
+
 int container_load_for(const char *root, const char *id, enum container_op op, struct container **ret)
 {
 	_cleanup_container_ struct container *c = NULL;
 	int r;
 
+	/* What the state forbids is said at once, without waiting for the
+	 * lock (a create in progress holds it for as long as the boot takes). */
+	r = container_peek_for(root, id, op, &c);
+	if (r < 0)
+		return r;
+	container_free(TAKE_PTR(c));
 	r = container_load(root, id, true, &c);
 	if (r < 0)
 		return r;

@@ -20,49 +20,18 @@
 #include <sys/types.h>
 
 #include "oci-spec/state.h"
-
-/* Longest id accepted: it names a directory. */
-#define CONTAINER_ID_MAX 255
+#include "runtime/store/state-rules.h"
 
 /* Keys of kvrun's private map in state.json. */
 #define STATE_KEY_PID_START "pid-start-time" /* /proc start time of pid */
 #define STATE_KEY_CREATOR_PID "creator-pid" /* the `create` process */
 #define STATE_KEY_CREATOR_START "creator-start-time" /* its /proc start time */
 
-/* runc's id rule: ^[\w+-\.]+$ (word characters and + , - .), not "." or
- * "..", at most CONTAINER_ID_MAX bytes. -EINVAL with runc's messages:
- * "container id cannot be empty", "invalid container ID format". */
-int container_id_validate(const char *id);
-
-/* What a verb wants to do to a container; see container_check(). */
-enum container_op {
-	CONTAINER_OP_START,
-	CONTAINER_OP_KILL,
-	CONTAINER_OP_DELETE,
-	CONTAINER_OP_DELETE_FORCE,
-	CONTAINER_OP_PAUSE,
-	CONTAINER_OP_RESUME,
-	CONTAINER_OP_EXEC,
-	CONTAINER_OP_EXEC_IGNORE_PAUSED,
-	CONTAINER_OP_UPDATE,
-	CONTAINER_OP_CHECKPOINT,
-	CONTAINER_OP_EVENTS,
-};
-
-/* Whether op is allowed in status; -EINVAL (or -ESRCH for "container not
- * running") with runc's message naming id otherwise. Pure: no I/O. */
-int container_check(enum container_op op, enum oci_status status, const char *id);
-
-/* Whether the state machine allows from -> to: creating -> created,
- * created -> running, running <-> paused, created -> paused, and any state
- * -> stopped. -EINVAL with a message otherwise. */
-int container_status_change_ok(enum oci_status from, enum oci_status to);
-
 /* An open, locked container. */
 struct container {
 	char *root; /* the state root, as given */
 	char *dir; /* <root>/<id> */
-	int lock_fd; /* flock()ed: LOCK_EX or LOCK_SH */
+	int lock_fd; /* flock()ed LOCK_EX when exclusive, else -1 */
 	bool exclusive;
 	struct oci_state *state; /* with the live status */
 };
@@ -84,23 +53,49 @@ int container_create(const char *root, struct oci_state *state, struct container
  * 0 or -ENOMEM. */
 int container_state_init(struct oci_state *s, const char *id, const char *bundle, const char *rootfs);
 
-/* Open id under root and lock it (exclusive for writers), read state.json
- * and compute the live status. -ENOENT: "container does not exist". */
+/* How long a writer waits for a container's lock: $KVRUN_LOCK_TIMEOUT
+ * seconds (1..3600), 30 by default. */
+int container_lock_timeout_ms(void);
+
+/* Open id under root, read state.json and compute the live status. With
+ * exclusive, lock it first, waiting at most container_lock_timeout_ms()
+ * (-EBUSY with a message naming the creating process when a create holds
+ * it); without, take no lock (a snapshot that may be stale as soon as it is
+ * read; it cannot be saved). -ENOENT: "container does not exist". */
 int container_load(const char *root, const char *id, bool exclusive, struct container **ret);
 
-/* container_load() locked exclusively, then container_check() that op is
- * allowed in its live status (runc's messages otherwise). On success *ret
- * is owned by the caller. */
+/* container_load() without the lock, then container_check() that op is
+ * allowed in its live status: for verbs that change nothing in the store
+ * (kill, events). */
+int container_peek_for(const char *root, const char *id, enum container_op op, struct container **ret);
+
+/* container_peek_for() (so that an op the state forbids fails at once,
+ * even while a create holds the lock), then container_load() locked
+ * exclusively and container_check() again on what it read. On success
+ * *ret is owned by the caller. */
 int container_load_for(const char *root, const char *id, enum container_op op, struct container **ret);
 
 /* Fail with "container with id exists: <id>" unless id is valid and no
  * container under root has it. */
 int container_check_new_id(const char *root, const char *id);
 
+/* Read c's state.json again (another process that shares the lock, the
+ * monitor during create, may have written it), with the live status. On
+ * failure c->state is left as it was. */
+int container_reload(struct container *c);
+
 /* Change the status (checked with container_status_change_ok()), and for
  * pid > 0 also record pid and its start time; then save. Needs the
  * exclusive lock. */
 int container_set_status(struct container *c, enum oci_status status, pid_t pid);
+
+/* Record pid (and its start time) without changing the status, and save.
+ * Needs the exclusive lock. */
+int container_record_pid(struct container *c, pid_t pid);
+
+/* Read state.json again into c->state (what another process holding a
+ * copy of c's lock wrote: the monitor, for create). */
+int container_reload(struct container *c);
 
 /* Write c->state to state.json atomically. Needs the exclusive lock. */
 int container_save(struct container *c);

@@ -18,8 +18,9 @@
  *               acpi_action=reset)
  *   virtio-blk, virtio-blk-bad, virtio-vsock, virtio-fs  kvrun's virtio
  *               devices (virtio-blk.c, virtio-vsock.c, virtio-fs.c)
- *   fake-init   just enough of guest-init for a container's VM monitor,
- *               then (stall=1) part of a frame and silence (virtio-vsock.c) */
+ *   fake-init   just enough of guest-init for a container's VM monitor:
+ *               create, start, exec, signals; stall=1: part of a frame and
+ *               silence (fake-init.c) */
 #include "guest.h"
 #include "hw.h"
 

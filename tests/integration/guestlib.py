@@ -475,3 +475,42 @@ def check_template_use(t, what, log=None, pid=None, template_dir=None):
     mapped = [s for s in snaps if maps_file(pid, s)]
     diag(f"{what}: monitor {pid} {'has ' + mapped[0] + ' mapped: restored' if mapped else 'maps no template: cold boot'}")
     return t.ok(bool(mapped), f"{what}: its VM was restored from the suite template", f"templates in {d}: {snaps}")
+
+
+def _proc_status(path):
+    fields = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                fields[k] = v.strip()
+    except OSError:
+        pass
+    return fields
+
+
+def jail_problems(pid):
+    """What /proc says is missing of the jail (runtime/host/jail.h) of a
+    running monitor or exec proxy: every thread with Seccomp 2, NoNewPrivs 1
+    and no capability, uids that are not 0, a root that is not the host's.
+    An empty list when all is there."""
+    problems = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError as e:
+        return [f"/proc/{pid}/task: {e}"]
+    for tid in tids:
+        st = _proc_status(f"/proc/{pid}/task/{tid}/status")
+        got = (st.get("Seccomp"), st.get("NoNewPrivs"), st.get("CapEff"), st.get("CapPrm"))
+        if got != ("2", "1", "0" * 16, "0" * 16):
+            problems.append(f"thread {tid} ({st.get('Name')}): Seccomp, NoNewPrivs, CapEff, CapPrm = {got}")
+    uids = _proc_status(f"/proc/{pid}/status").get("Uid", "").split()
+    if not uids or "0" in uids:
+        problems.append(f"uids {uids}")
+    try:
+        r, h = os.stat(f"/proc/{pid}/root/"), os.stat("/")
+        if (r.st_dev, r.st_ino) == (h.st_dev, h.st_ino):
+            problems.append("its root is the host's")
+    except OSError as e:
+        problems.append(f"its root: {e}")
+    return problems

@@ -98,15 +98,19 @@ class Setup:
         self.p = subprocess.Popen([HELPER, "setup", f"/run/netns/{ns}", cid, str(pairs)], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines = []
+        self.ready = False
         for line in self.p.stdout:
             line = line.strip()
             if line == "ready":
+                self.ready = True
                 break
             self.lines.append(line)
-        self.ready = self.p.poll() is None
 
     def error(self):
-        return self.p.stderr.read() if self.p.poll() is not None else ""
+        if self.ready:
+            return ""
+        self.p.wait(timeout=60)
+        return self.p.stderr.read()
 
     def ifaces(self):
         return [line.split()[1:] for line in self.lines if line.startswith("iface ")]

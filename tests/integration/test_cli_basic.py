@@ -77,6 +77,13 @@ def main():
     ann = f.get("annotations", {})
     t.ok("virtio-fs" in ann.get("io.kvrun.mounts.bind", "") and ann.get("io.kvrun.rootfs") == "block,virtiofs",
          "features: what kvrun does with bind mounts and the root filesystem", json.dumps(ann))
+    lx = f.get("linux", {})
+    t.ok("user" in lx.get("namespaces", []) and "time" not in lx.get("namespaces", []),
+         "features: user namespaces are applied, time namespaces are not", str(lx.get("namespaces")))
+    t.eq(lx.get("cgroup", {}).get("systemd"), True, "features: the systemd cgroup driver exists")
+    t.eq((lx.get("intelRdt"), lx.get("mountExtensions"), lx.get("apparmor"), lx.get("selinux")),
+         ({"enabled": False}, {"idmap": {"enabled": False}}, {"enabled": False}, {"enabled": False}),
+         "features: no Intel RDT, idmapped mounts, AppArmor or SELinux")
     t.ok("io.kvrun." in f.get("potentiallyUnsafeConfigAnnotations", []),
          "features: kvrun's annotations (host file paths) are potentially unsafe", p.stdout[-300:])
     p = kvrun("features", "extra")

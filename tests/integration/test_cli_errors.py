@@ -132,11 +132,11 @@ def main():
         p = kvrun(env.root(), "delete", "--force", "nosuch")
         t.eq((p.returncode, p.stderr), (0, ""), "delete --force of a missing container succeeds (as runc)")
 
-        # Signals: by number or name, with or without SIG; checked first.
-        for sig in ("9", "KILL", "SIGKILL", "kill", "TERM", "15", "SIGRTMIN+1"):
-            expect_error(t, env, ["kill", "nosuch", sig], "container does not exist", f"kill accepts signal {sig}")
-        for sig in ("FOO", "SIGFOO", "9x", ""):
-            expect_error(t, env, ["kill", "nosuch", sig], f'unknown signal "{sig}"', f"kill rejects signal '{sig}'")
+        # Signals: the container is looked up first, as runc does; each
+        # spelling is compared with runc's in test_runc_parity.
+        for sig in ("9", "KILL", "FOO", "9x", ""):
+            expect_error(t, env, ["kill", "nosuch", sig], "container does not exist",
+                         f"kill of a missing container with signal '{sig}': the container is missing")
         expect_error(t, env, ["kill", "nosuch", "9", "extra"], 'kvrun: "kill" requires a maximum of 2 argument(s)')
 
         # Other value checks.

@@ -11,9 +11,10 @@ docker, firewall and networks are left alone. The image is a busybox-static
 rootfs tarball made here and `docker import`ed.
 
 Checks: `run --rm` (output, stderr, exit code, the container gone);
-`run -d` (of the image with a VOLUME, with `-v` of a host directory, the
-same read-only, and a named volume, each written both ways while it runs)
-+ `exec` + `logs` + a port published on 127.0.0.1 and fetched from the
+`run -d --device /dev/fuse` (of the image with a VOLUME, with `-v` of a
+host directory, the same read-only, and a named volume, each written both
+ways while it runs) + `exec` (the device usable, one docker did not allow
+refused) + `logs` + a port published on 127.0.0.1 and fetched from the
 host + `stop` (the process traps SIGTERM, which must reach it,
 and ignores it, so it is killed after the stop timeout) + `rm`; `run -it`
 typed into through tmux; N containers at once, all cleaned up. With
@@ -83,9 +84,19 @@ DETACHED = ("httpd -p 8080 -h /www; trap 'echo got-SIGTERM' TERM; echo ready; "
 
 
 def start_detached(dk, port, hostdir):
+    # --device: linux.devices and an allow rule after docker's deny-all.
     return dk("run", "-d", "--runtime", "enginetest", "--name", "kvt-d", "-p", f"127.0.0.1:{port}:8080",
               "-v", f"{hostdir}:/hostdir", "-v", "kvt-named:/named", "-v", f"{hostdir}:/hostdir-ro:ro",
-              IMAGE_VOLUME, "sh", "-c", DETACHED)
+              "--device", "/dev/fuse", IMAGE_VOLUME, "sh", "-c", DETACHED)
+
+
+def check_device(t, dk):
+    """--device /dev/fuse: the node (its host numbers, 10:229), usable;
+    a device docker did not allow is not (its cgroup's rules)."""
+    p = dk("exec", "kvt-d", "sh", "-c", "stat -c '%t:%T' /dev/fuse; head -c 0 /dev/fuse && echo fuse-opens; "
+           "mknod /tmp/kmsg c 1 11 2>/dev/null; head -c 1 /tmp/kmsg 2>&1 | grep -q 'not permitted' && echo kmsg-denied")
+    el.eq(t, (p.returncode, p.stdout), (0, "a:e5\nfuse-opens\nkmsg-denied\n"),
+          "--device /dev/fuse: the node, usable; a device not allowed is refused", p.stderr)
 
 
 def check_volumes(t, dk, hostdir):
@@ -126,6 +137,7 @@ def check_detached(t, dk, port, hostdir, p):
     el.eq(t, (p.stdout, p.stderr), ("exec-5\n", "exec-err\n"), "exec: stdout and stderr")
     p = dk("exec", "-i", "kvt-d", "cat", input="piped-stdin\n")
     el.eq(t, p.stdout, "piped-stdin\n", "exec -i: stdin reaches the process", p.stderr)
+    check_device(t, dk)
     body = el.wait_for(lambda: "hello-from" in (b := el.http_get(f"http://127.0.0.1:{port}/")) and b, 60, 2)
     el.eq(t, body or el.http_get(f"http://127.0.0.1:{port}/"), "hello-from-the-container\n",
          "published port 127.0.0.1:%d reaches the container's httpd" % port)

@@ -11,11 +11,15 @@ CNI bridge of the test's own (own bridge name, subnet and IPAM directory;
 no masquerading, so no firewall rules). The image is a busybox-static
 rootfs tarball made here and `podman import`ed.
 
-Checks (one boot): `run --rm` on the bridge network with an httpd that the
+Checks (three boots): `run --rm` on the bridge network with an httpd that the
 host reaches at the container's bridge address, with `-v` of a host
 directory and of a named volume (written both ways while it runs); `exec`
 tells the process to finish; its output and exit code come back through
-`run`, and the container is gone. Full plan (hardware KVM) also: `run -d`, `stop` of a process
+`run`, and the container is gone. `run --device /dev/fuse` with
+`--uidmap`/`--gidmap` (the maps, root inside, the device usable) and
+`--userns=auto` (a range podman picks from /etc/subuid's "containers"
+entry, added for the test and taken out again). Full plan (hardware KVM)
+also: `run -d`, `stop` of a process
 ignoring SIGTERM, `rm`."""
 import json
 import os
@@ -127,6 +131,63 @@ def check_run_rm_bridge(t, pm, hostdir):
     el.eq(t, p.stdout.strip(), "", "run --rm: the container is gone", p.stderr)
 
 
+# The node is bound from outside (the host's under runc, the VM's under
+# kvrun), owned by an id the namespace does not map: opening it is a
+# permission (DAC) matter, as under runc, not the device filter's EPERM.
+USERNS_SCRIPT = ("echo map=$(cat /proc/self/uid_map); echo id=$(id -u); echo owner=$(stat -c %u /bin/busybox); "
+                 "stat -c '%t:%T' /dev/fuse; head -c 0 /dev/fuse 2>&1 | grep -o 'Permission denied'")
+
+
+def check_device_uidmap(t, pm):
+    """--device /dev/fuse in a user namespace of --uidmap/--gidmap: the
+    maps, root inside over a rootfs podman chowns to the mapped ids, the
+    device node there."""
+    p = pm("run", "--rm", "--network", "none", "--cgroup-parent", pm.cgroup_parent, "--device", "/dev/fuse",
+           "--uidmap", "0:100000:65536", "--gidmap", "0:100000:65536", el.IMAGE, "sh", "-c", USERNS_SCRIPT)
+    el.eq(t, (p.returncode, p.stdout),
+          (0, "map= 0 100000 65536\nid=0\nowner=0\na:e5\nPermission denied\n"),
+          "run --device /dev/fuse --uidmap/--gidmap: maps, root inside, the device bound (its owner unmapped)",
+          p.stderr)
+
+
+def with_subids(name, start, size):
+    """/etc/subuid and /etc/subgid give name a range (for --userns=auto);
+    returns a function putting both files back as they were."""
+    saved = {}
+    for f in ("/etc/subuid", "/etc/subgid"):
+        try:
+            with open(f) as fh:
+                saved[f] = fh.read()
+        except FileNotFoundError:
+            saved[f] = None
+        if saved[f] is None or not any(line.startswith(name + ":") for line in saved[f].splitlines()):
+            with open(f, "a") as fh:
+                fh.write(f"{name}:{start}:{size}\n")
+
+    def restore():
+        for f, text in saved.items():
+            if text is None:
+                os.unlink(f)
+            else:
+                with open(f, "w") as fh:
+                    fh.write(text)
+    return restore
+
+
+def check_userns_auto(t, pm):
+    """--userns=auto: podman picks a range of its "containers" ids."""
+    restore = with_subids("containers", 2000000, 1000000)
+    try:
+        p = pm("run", "--rm", "--network", "none", "--cgroup-parent", pm.cgroup_parent, "--userns=auto", el.IMAGE,
+               "sh", "-c", "echo map=$(cat /proc/self/uid_map); echo id=$(id -u); echo owner=$(stat -c %u /bin/busybox)")
+    finally:
+        restore()
+    fields = p.stdout.split("\n")[0].split()
+    t.ok(p.returncode == 0 and len(fields) == 4 and fields[1] == "0" and int(fields[2]) >= 2000000
+         and p.stdout.endswith("id=0\nowner=0\n"),
+         "run --userns=auto: a range of podman's, root inside over the mapped rootfs", p.stdout + p.stderr[-500:])
+
+
 def check_detached(t, pm):
     """Full plan only."""
     p = pm("run", "-d", "--cgroup-parent", pm.cgroup_parent, "--name", "kvt-pmd", el.IMAGE, "sh", "-c",
@@ -170,6 +231,8 @@ def main():
         with open(os.path.join(hostdir, "host-file"), "w") as f:
             f.write("from-host\n")
         check_run_rm_bridge(t, pm, hostdir)
+        check_device_uidmap(t, pm)
+        check_userns_auto(t, pm)
         if plan == "full":
             check_detached(t, pm)
         procs = [x for x in wd.leftovers() if x not in el.processes_mentioning("podman")]

@@ -6,7 +6,9 @@ process is gone, a running one whose "monitor" is a sleep of ours), host
 hooks and cgroup placement up to the moment the VM would boot (a bogus
 kernel makes the monitor fail right after them), and the pty master that
 `exec --tty --console-socket` sends with SCM_RIGHTS, received here as
-containerd's shim receives it.
+containerd's shim receives it. The jails (docs/security.md): of a real
+monitor whose test guest spins where a kernel would boot, and of an exec
+proxy served by a fake monitor (a signal forwarded from inside it).
 
 Needs root (cgroups, state under a private --root); skips otherwise."""
 import array
@@ -23,6 +25,7 @@ import termios
 import threading
 import time
 
+import guestlib
 from bundlelib import processes_mentioning
 from taplib import Tap
 
@@ -173,6 +176,147 @@ def hook(path, script, timeout=None):
     return h
 
 
+def exec_ports_token(frame):
+    """The stdio ports (tags 21..23) and stream token (tag 24) of the EXEC
+    frame's process (common/protocol.h: a 24-byte header, then TLVs of u16
+    tag, u32 length and the value)."""
+    at = frame.find(struct.pack("<I", 0x5052564B))
+    if at < 0:
+        raise OSError("no EXEC frame from the proxy")
+    length = struct.unpack_from("<I", frame, at + 12)[0]
+    body, i, fields = frame[at + 24:at + 24 + length], 0, {}
+    while i + 6 <= len(body):
+        tag, n = struct.unpack_from("<HI", body, i)
+        fields[tag] = body[i + 6:i + 6 + n]
+        i += 6 + n
+    ports = [struct.unpack("<I", fields[t])[0] for t in (21, 22, 23) if t in fields]
+    return [p for p in ports if p], fields.get(24, b"")
+
+
+def fake_exec_monitor(d, uid, seen):
+    """A monitor for one exec: answers it (guest pid 42), connects the
+    process's three streams to the proxy's sockets, answers each later
+    request, and says "exit 0" when told (seen["exit"], an Event)."""
+    path = os.path.join(d, "control.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    os.chown(path, uid, uid)  # as the jailed monitor hands it to its uid
+    srv.listen(4)
+    srv.settimeout(20)
+
+    def read_line(c):
+        line = b""
+        while not line.endswith(b"\n"):
+            b = c.recv(1)
+            if not b:
+                break
+            line += b
+        return line.decode().strip()
+
+    def serve():
+        try:
+            ctl, _ = srv.accept()
+            seen["first"] = read_line(ctl)
+            ctl.settimeout(0.5)
+            frame = b""
+            try:
+                while True:  # the EXEC frame
+                    b = ctl.recv(4096)
+                    if not b:
+                        break
+                    frame += b
+            except socket.timeout:
+                pass
+            ports, token = exec_ports_token(frame)
+            ctl.sendall(b"ok 42\n")
+            streams = []
+            for port in ports:
+                c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                c.connect(os.path.join(d, f"vsock_{port}"))
+                c.sendall(token)  # as guest-init opens each of the process's streams
+                streams.append(c)
+            seen["streams"] = True
+            while not seen["exit"].is_set():
+                try:
+                    c, _ = srv.accept()
+                except socket.timeout:
+                    continue
+                seen.setdefault("requests", []).append(read_line(c))
+                c.sendall(b"ok\n")
+                c.close()
+            ctl.sendall(b"exit 0\n")
+            ctl.close()
+            for c in streams:
+                c.close()
+        except OSError as e:
+            seen["error"] = str(e)
+        finally:
+            srv.close()
+
+    srv.settimeout(1)
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    return th
+
+
+def test_exec_jail(t, tmp):
+    """An exec proxy jails itself once its streams are connected (a fake
+    monitor plays the container's): the container's jail uid, every thread
+    under seccomp, its own root; a signal to it still reaches the monitor
+    through control.sock from inside the jail; it ends on the EXIT."""
+    what = "exec proxy"
+    root = os.path.join(tmp, "root-exj")
+    b = make_bundle(tmp, "b-exj")
+    sleeper = subprocess.Popen(["sleep", "600"])
+    uid = 0x71000000 + 77
+    d = fake_container(root, "exj", b, "running", sleeper.pid, {"jail-uid": str(uid)})
+    os.chmod(d, 0o711)
+    seen = {"exit": threading.Event()}
+    th = fake_exec_monitor(d, uid, seen)
+    pid_file = os.path.join(tmp, "exj.pid")
+    try:
+        # The detached proxy keeps exec's stdio (the process's): files, not
+        # pipes that would stay open until it ends.
+        err_path = os.path.join(tmp, "exj.err")
+        with open(err_path, "w") as err:
+            p = subprocess.run([KVRUN, "--root", root, "exec", "--detach", "--pid-file", pid_file, "exj", "true"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, timeout=60)
+        with open(err_path) as f:
+            err = f.read()
+        t.ok(p.returncode == 0 and seen.get("first") == "exec" and seen.get("streams"),
+             f"{what}: exec --detach starts the process through the (fake) monitor", f"{err} {seen}")
+        if p.returncode != 0:
+            return
+        with open(pid_file) as f:
+            proxy = int(f.read())
+        problems = guestlib.jail_problems(proxy)
+        t.ok(not problems, f"{what}: jailed (every thread Seccomp 2, NoNewPrivs 1, no capability; not uid 0; "
+             "its own root)", "\n".join(problems))
+        with open(f"/proc/{proxy}/status") as f:
+            uids = [line.split()[1:] for line in f if line.startswith("Uid:")][0]
+        t.eq(uids, [str(uid)] * 4, f"{what}: runs as the container's jail uid")
+        os.kill(proxy, signal.SIGUSR1)
+        for _ in range(100):
+            if seen.get("requests"):
+                break
+            time.sleep(0.05)
+        t.eq(seen.get("requests"), [f"signal 42 {int(signal.SIGUSR1)}"],
+             f"{what}: a signal to it reaches the monitor through control.sock from the jail")
+        seen["exit"].set()
+        gone = False
+        for _ in range(100):
+            if not os.path.exists(f"/proc/{proxy}"):
+                gone = True
+                break
+            time.sleep(0.05)
+        t.ok(gone, f"{what}: ends on the process's EXIT")
+    finally:
+        seen["exit"].set()
+        th.join(10)
+        sleeper.kill()
+        sleeper.wait()
+
+
 def test_hooks_cgroups(t, tmp, env):
     out = os.path.join(tmp, "hook-out")
     os.mkdir(out)
@@ -260,8 +404,10 @@ def test_poststop_delete(t, tmp):
 
 def test_boot_signal(t, tmp):
     """A monitor whose guest never comes up (the freestanding test guest
-    spinning where a kernel would boot) ends on SIGTERM: create fails
-    naming the signal, the monitor dies by it, nothing is left."""
+    spinning where a kernel would boot) is jailed while it waits, without
+    the descriptors create was given besides stdio; it ends on SIGTERM:
+    create fails naming the signal, the monitor dies by it, nothing is
+    left."""
     what = "SIGTERM to a monitor whose guest is still booting"
     guest = os.environ.get("KVRUN_TEST_GUEST", "")
     if not os.path.exists("/dev/kvm") or not os.path.isfile(guest):
@@ -274,8 +420,13 @@ def test_boot_signal(t, tmp):
     env = dict(os.environ, KVRUN_CONFIG=cfg, KVRUN_CACHE_DIR=os.path.join(tmp, "cache"))
     env.pop("KVRUN_KERNEL", None)
     b = make_bundle(tmp, "b-bootsig")
+    # A descriptor the engine passed to create: the monitor must not keep it.
+    extra = os.path.join(tmp, "engine-extra-fd")
+    extra_fd = os.open(extra, os.O_WRONLY | os.O_CREAT, 0o600)
     create = subprocess.Popen([KVRUN, "--root", root, "create", "--bundle", b, "bootsig"], env=env,
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              pass_fds=(extra_fd,))
+    os.close(extra_fd)
     monitor = None
     for _ in range(200):
         others = [int(p) for p in processes_mentioning(root) if int(p) != create.pid]
@@ -289,6 +440,21 @@ def test_boot_signal(t, tmp):
         create.kill()
         create.communicate()
         return
+    # Its jail is complete before the guest's first instruction.
+    problems = ["not looked at"]
+    for _ in range(50):
+        problems = guestlib.jail_problems(monitor)
+        if not problems:
+            break
+        time.sleep(0.1)
+    t.ok(not problems, f"{what}: the monitor is jailed (every thread Seccomp 2, NoNewPrivs 1, no capability; "
+         "not uid 0; its own root)", "\n".join(problems))
+    try:
+        fds = [os.readlink(f"/proc/{monitor}/fd/{fd}") for fd in os.listdir(f"/proc/{monitor}/fd")]
+    except OSError as e:
+        fds = [str(e)]
+    t.ok(extra not in fds, f"{what}: the monitor does not hold the descriptor the engine passed to create",
+         "\n".join(fds))
     time.sleep(1)
     os.kill(monitor, signal.SIGTERM)
     try:
@@ -385,6 +551,7 @@ def main():
         test_poststop_delete(t, tmp)
         test_boot_signal(t, tmp)
         test_events_end(t, tmp)
+        test_exec_jail(t, tmp)
     finally:
         for d in cgroup_dirs("/kvrun-test-life") + cgroup_dirs("/system.slice"):
             for sub in sorted((os.path.join(d, x) for x in os.listdir(d) if os.path.isdir(os.path.join(d, x))),

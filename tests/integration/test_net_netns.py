@@ -146,6 +146,58 @@ def test_crash_and_empty(t):
     t.eq(r.returncode, 0, "teardown of a vanished namespace is not an error")
 
 
+def routes4(ns):
+    return sorted(ln.strip() for ln in sh("ip", "-n", ns, "route").stdout.splitlines() if ln.strip())
+
+
+def test_shared_namespace(t):
+    """Two containers in one network namespace (a pod's, before pods are
+    one VM): the second is refused before it changes anything, and neither
+    its failure nor its teardown undoes what the first did; after both are
+    gone the namespace has its address and default route back."""
+    cns, pns = netlib.netns("c5"), netlib.netns("p5")
+    make_pair(cns, pns, "eth0", "peer0", "10.199.5.2/24", None, "10.199.5.1")
+    before_routes = routes4(cns)
+    a = netlib.Setup(cns, "ctr-first")
+    if not t.ok(a.ready and len(a.ifaces()) == 1, "the first container serves eth0", a.error()):
+        return
+    tap_a = a.ifaces()[0][1]
+    t.eq(a.addrs("eth0"), ["10.199.5.2/24"], "the first container got eth0's address")
+    b = netlib.Setup(cns, "ctr-second")
+    err = b.error()
+    t.ok(not b.ready, "the second container in the same namespace is refused", b.lines)
+    t.ok("already served by another kvrun container" in err and tap_a in err,
+         "the error says the namespace is served, naming the first's TAP", err)
+    t.eq([ln.split(":")[1].strip().split("@")[0] for ln in our_links(cns)], [tap_a],
+         "the first's TAP is the only TAP: the second took none, not even the first's")
+    f = sh("tc", "-n", cns, "filter", "show", "dev", "eth0", "ingress").stdout
+    t.ok(f"Egress Redirect to device {tap_a}" in f, "eth0 still redirects to the first's TAP", f)
+    alias = sh("ip", "-n", cns, "-d", "link", "show", "dev", "eth0").stdout
+    t.ok("10.199.5.2/24" in alias, "eth0 still holds the first's record of its address", alias)
+    t.eq(netlib.teardown(cns, "ctr-second").returncode, 0, "teardown of the second succeeds")
+    t.eq(len(our_links(cns)), 1, "and leaves the first's TAP")
+    t.ok("10.199.5.2/24" in sh("ip", "-n", cns, "-d", "link", "show", "dev", "eth0").stdout,
+         "and the first's record")
+    a.quit()
+    t.eq(netlib.teardown(cns, "ctr-first").returncode, 0, "teardown of the first")
+    t.eq(ip_addrs(cns, "eth0"), ["10.199.5.2/24"], "the namespace has its address back")
+    t.eq(routes4(cns), before_routes, "and its default route")
+    t.eq(our_links(cns), [], "no TAP left")
+    # A record left by a first container that crashed (its TAP gone) is
+    # still that container's to give back: refused too.
+    a = netlib.Setup(cns, "ctr-first")
+    a.kill()
+    b = netlib.Setup(cns, "ctr-second")
+    t.ok(not b.ready and "has its addresses held by" in b.error(),
+         "a namespace whose interface holds a crashed container's record is refused")
+    t.eq(netlib.teardown(cns, "ctr-first").returncode, 0, "the crashed one's teardown")
+    t.eq(ip_addrs(cns, "eth0"), ["10.199.5.2/24"], "gives the address back")
+    b = netlib.Setup(cns, "ctr-second")
+    t.ok(b.ready and b.addrs("eth0") == ["10.199.5.2/24"], "then the namespace can be served again", b.lines)
+    b.quit()
+    netlib.teardown(cns, "ctr-second")
+
+
 def test_spec(t):
     with tempfile.TemporaryDirectory() as d:
         def run(namespaces):
@@ -173,6 +225,7 @@ def main():
     test_one_interface(t)
     test_two_interfaces(t)
     test_crash_and_empty(t)
+    test_shared_namespace(t)
     test_spec(t)
     t.done()
 

@@ -10,8 +10,9 @@ container's --log says it was restored:
    stdout and stderr kept apart; 200 kB of output without loss; stdin
    relayed, and its EOF; the exit status (42) passed through.
 2. create / state / start / kill 9 / delete, with --pid-file, a read-only
-   root, the monitor reaped by us as a subreaper (as containerd's shim
-   does) dying by SIGKILL like the container process.
+   root, the running monitor's jail in /proc (guestlib.jail_problems()),
+   the monitor reaped by us as a subreaper (as containerd's shim does)
+   dying by SIGKILL like the container process.
 3. run --detach, then delete --force of the running container: nothing
    left under --root, no process left.
 
@@ -137,6 +138,7 @@ def run_lifecycle(t, tmp, env, out):
     log["state2"] = subprocess.run([KVRUN, "--root", root, "state", "ctr-life"], capture_output=True, text=True)
     with open(pid_file) as f:
         mpid = int(f.read())
+    log["jail"] = guestlib.jail_problems(mpid)
     log["kill"] = subprocess.run([KVRUN, "--root", root, "kill", "ctr-life", "9"], capture_output=True, text=True,
                                  timeout=120)
     # We are a subreaper: the monitor, orphaned by create, is ours to reap.
@@ -218,6 +220,8 @@ def check_life(t, res):
     t.eq(s1["pid"], log["mpid"], "state pid is the --pid-file pid (the monitor)")
     t.eq(log["start"].returncode, 0, "start succeeds")
     t.eq(json.loads(log["state2"].stdout)["status"], "running", "state after start")
+    t.ok(not log["jail"], "the running monitor is jailed (every thread Seccomp 2, NoNewPrivs 1, no capability; "
+         "not uid 0; its own root)", "\n".join(log["jail"]))
     with open(stdout_path) as f:
         t.eq(f.read(), "ro\nstarted\n", "read-only root; output through create's stdout")
     t.eq(log["kill"].returncode, 0, "kill 9 succeeds")

@@ -19,6 +19,17 @@ process keeps a counter in a shell variable and prints it every second;
 where it was (not from 1); a corrupted image is refused and leaves
 nothing.
 
+The checkpoint matrix: checkpoint and restore across every combination of
+how the VM started (template, cold boot), its root (read-only, writable)
+and its network (one veth, none). The two above are the template's
+writable ones; a read-only root from each template follows each (a
+template's disk offered no VIRTIO_BLK_F_RO, and such a checkpoint could not
+be restored); the four cold boots start at the beginning, beside the
+template's build, so their boots overlap it, and are checkpointed at the
+end. Each restored container goes on counting, a read-only root stays
+read-only (an exec's touch fails), a restored NIC answers its peer's ping,
+and after its delete its namespace has its address back.
+
 A template with one network device (`template build --nics 1`, a second
 boot): a container whose network namespace has a veth (the namespaces are
 the test's own, `ip netns add`, private addresses 10.213.78.0/24; nothing
@@ -47,6 +58,7 @@ import hashlib
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import guestlib
@@ -181,6 +193,100 @@ def state(env, root, cid):
         return json.loads(p.stdout)["status"]
     except ValueError:
         return None
+
+
+def roundtrip(t, tmp, env, name, b, cid, out1, ro, pns=None, addr=None, cns=None):
+    """checkpoint, delete, restore --detach and checks of a container that
+    runs COUNTER (its output in out1)."""
+    root = os.path.join(tmp, "root-matrix")
+    img = os.path.join(tmp, f"img-{cid}")
+    out2 = out1 + ".restored"
+    log = os.path.join(tmp, "matrix-log.txt")
+    before = wait_counts(out1, 3)
+    if not t.ok(len(before) >= 3, f"{name}: the counter counts", before):
+        kvrun(env, "--root", root, "delete", "--force", cid, timeout=120)
+        return
+    addrs = eth0_addrs(cns) if cns else None
+    p = kvrun(env, "--root", root, "--log", log, "--debug", "checkpoint", "--image-path", img, cid, timeout=600)
+    t.ok(p.returncode == 0, f"{name}: checkpoint", p.stderr[-1500:])
+    last = max(counts(out1) or [0])
+    t.eq(kvrun(env, "--root", root, "delete", "--force", cid, timeout=120).returncode, 0, f"{name}: delete")
+    with open(out2, "wb") as so:
+        p = subprocess.run([KVRUN, "--root", root, "--log", log, "--debug", "restore", "--image-path", img,
+                            "--bundle", b, "--detach", cid], stdin=subprocess.DEVNULL, stdout=so, stderr=so,
+                           env=env, timeout=1500)
+    try:
+        if not t.ok(p.returncode == 0, f"{name}: restore", open(out2, errors="replace").read()[-1500:]):
+            return
+        after = wait_counts(out2, 2)
+        t.ok(len(after) >= 2 and last <= after[0] <= last + 2 and after == sorted(after),
+             f"{name}: the counter goes on from {last}", after)
+        touch = kvrun(env, "--root", root, "exec", cid, "touch", "/written", timeout=600)
+        t.eq(touch.returncode != 0, ro, f"{name}: the root is {'still read-only' if ro else 'writable'}")
+        if pns:
+            ping = subprocess.run(["ip", "netns", "exec", pns, BUSYBOX, "ping", "-c", "3", "-W", "30", addr],
+                                  capture_output=True, text=True, timeout=300)
+            t.ok(ping.returncode == 0, f"{name}: the peer pings the restored guest", ping.stdout + ping.stderr)
+    finally:
+        d = kvrun(env, "--root", root, "delete", "--force", cid, timeout=120)
+        shutil.rmtree(img, ignore_errors=True)
+    t.eq(d.returncode, 0, f"{name}: delete of the restored container")
+    if cns:
+        t.eq(eth0_addrs(cns), addrs, f"{name}: the namespace has its address back")
+
+
+def matrix_container(t, tmp, env, boot, ro, nic, tag):
+    """A container running COUNTER for one cell of the matrix: (name,
+    bundle, id, output path, ro, peer namespace, address, namespace)."""
+    name = f"matrix: {boot}, {'read-only' if ro else 'writable'} root, {'one NIC' if nic else 'no NIC'}"
+    cns = pns = addr = None
+    if nic:
+        cns, pns = veth_pair(f"m{tag}", f"10.213.{100 + tag}", 1400)
+        addr = f"10.213.{100 + tag}.2"
+    b = make_bundle(tmp, f"matrix{tag}", ["/bin/sh", "-c", COUNTER], readonly=ro,
+                    netns=f"/run/netns/{cns}" if cns else None)
+    cid, out = f"matrix{tag}", os.path.join(tmp, f"matrix{tag}.out")
+    e = dict(env, KVRUN_CONSOLE=os.path.join(tmp, f"matrix{tag}-console.log"))
+    with open(out, "wb") as so:
+        p = subprocess.run([KVRUN, "--root", os.path.join(tmp, "root-matrix"), "--log",
+                            os.path.join(tmp, "matrix-log.txt"), "--debug", "run", "--detach", "--bundle", b, cid],
+                           stdin=subprocess.DEVNULL, stdout=so, stderr=so, env=e, timeout=1500)
+    return (name, b, cid, out, ro, pns, addr, cns) if p.returncode == 0 else (name, None, cid, out, ro, pns, addr,
+                                                                               cns)
+
+
+def matrix_cell(t, tmp, env, cell):
+    name, b, cid, out, ro, pns, addr, cns = cell
+    if not t.ok(b is not None, f"{name}: the container runs", open(out, errors="replace").read()[-1500:]):
+        return
+    roundtrip(t, tmp, env, name, b, cid, out, ro, pns, addr, cns)
+
+
+def start_cold_boots(t, tmp, env):
+    """The matrix's four cold boots, started now (their boots overlap the
+    template's build); each thread's result is read at the end."""
+    cold = dict(env, KVRUN_TEMPLATES="0")
+    cells = [None] * 4
+    why = netlib.skip_reason()
+
+    def boot(k, ro, nic):
+        cells[k] = matrix_container(t, tmp, cold, "cold boot", ro, nic, 10 + k)
+    threads = []
+    for k, (ro, nic) in enumerate([(True, False), (False, False), (True, True), (False, True)]):
+        if nic and why:
+            continue
+        th = threading.Thread(target=boot, args=(k, ro, nic))
+        th.start()
+        threads.append(th)
+    return threads, cells, cold
+
+
+def finish_cold_boots(t, tmp, threads, cells, cold):
+    for th in threads:
+        th.join()
+    for cell in cells:
+        if cell:
+            matrix_cell(t, tmp, cold, cell)
 
 
 def check_checkpoint(t, tmp, env):
@@ -351,6 +457,7 @@ def check_net_template(t, tmp, env, tpl_dir):
     links = netlib.sh("ip", "-n", cns, "-o", "link", "show").stdout
     t.ok("kvt" not in links, "net: no TAP left", links)
     check_net_checkpoint(t, tmp, env)
+    matrix_cell(t, tmp, env, matrix_container(t, tmp, env, "template", True, True, 2))
     rm = kvrun(env, "template", "rm", tpl_id)
     t.ok(rm.returncode == 0, "net: template rm", rm.stderr)
 
@@ -518,6 +625,7 @@ def main():
         check_net_template(t, tmp, env, tpl_dir)
         finish(t, tmp)
         return
+    threads, cells, cold = start_cold_boots(t, tmp, env)
     t0 = time.monotonic()
     p = kvrun(env, "--log", os.path.join(tmp, "build-log.txt"), "--debug", "template", "build",
               "--console", os.path.join(tmp, "build-console.log"))
@@ -542,9 +650,11 @@ def main():
         check_refused(t, tmp, env, tpl_dir, snap, "corrupted")
         shutil.copy(saved, snap)
         check_checkpoint(t, tmp, env)
+        matrix_cell(t, tmp, env, matrix_container(t, tmp, env, "template", True, False, 1))
         rm = kvrun(env, "template", "rm", snaps[0][:16])
         t.ok(rm.returncode == 0 and not os.listdir(tpl_dir), "template rm removes it", rm.stderr)
         check_net_template(t, tmp, env, tpl_dir)
+    finish_cold_boots(t, tmp, threads, cells, cold)
     finish(t, tmp)
 
 

@@ -56,6 +56,7 @@ struct virtio_blk_outhdr {
 struct virtio_blk {
 	struct virtio_mmio mmio;
 	struct blk_backend *backend;
+	bool offer_ro; /* VIRTIO_BLK_F_RO offered (fixed at creation) */
 	struct virtio_blk_config config;
 	char id[VIRTIO_BLK_ID_BYTES];
 	/* Worker: sleeps on kick_fd; lock is held while it drains the queue,

@@ -152,6 +152,23 @@ static int check_state(const struct virtio_blk *b, const struct blk_state *st)
 	return 0;
 }
 
+int virtio_blk_state_offers_ro(const void *data, size_t len, bool *ret_ro, bool *ret_read_only)
+{
+	struct snap_reader rd = {.p = data, .len = len};
+	struct blk_state st;
+	uint64_t offered;
+	int r;
+
+	if (snap_get(&rd, &st, sizeof(st)) < 0 || st.magic != BLK_STATE_MAGIC)
+		return err_set(-EBADMSG, "virtio-blk: not a virtio-blk state");
+	r = virtio_mmio_state_offered(&rd, &offered);
+	if (r < 0)
+		return r;
+	*ret_ro = offered & VIRTIO_BIT(VIRTIO_BLK_F_RO);
+	*ret_read_only = st.read_only;
+	return 0;
+}
+
 int virtio_blk_state_load(void *opaque, const void *data, size_t len)
 {
 	struct virtio_blk *b = opaque;

@@ -249,7 +249,7 @@ static int blk_start(struct virtio_blk *b, const struct guest_mem *mem, const ch
 	    .queue_max = BLK_QUEUE_SIZE,
 	    .features = VIRTIO_BIT(VIRTIO_F_RING_EVENT_IDX) | VIRTIO_BIT(VIRTIO_F_INDIRECT_DESC) |
 	                VIRTIO_BIT(VIRTIO_BLK_F_SEG_MAX) | VIRTIO_BIT(VIRTIO_BLK_F_BLK_SIZE) |
-	                VIRTIO_BIT(VIRTIO_BLK_F_FLUSH) | (b->backend->read_only ? VIRTIO_BIT(VIRTIO_BLK_F_RO) : 0),
+	                VIRTIO_BIT(VIRTIO_BLK_F_FLUSH) | (b->offer_ro ? VIRTIO_BIT(VIRTIO_BLK_F_RO) : 0),
 	    .config_size = sizeof(struct virtio_blk_config),
 	};
 	int r;
@@ -282,8 +282,8 @@ static int blk_start(struct virtio_blk *b, const struct guest_mem *mem, const ch
 	return 0;
 }
 
-int virtio_blk_new_backend(const struct guest_mem *mem, struct blk_backend *backend, const char *id,
-                           struct virtio_blk **ret)
+static int blk_new(const struct guest_mem *mem, struct blk_backend *backend, const char *id, bool offer_ro,
+                   struct virtio_blk **ret)
 {
 	struct virtio_blk *b = calloc(1, sizeof(*b));
 	int r;
@@ -293,6 +293,7 @@ int virtio_blk_new_backend(const struct guest_mem *mem, struct blk_backend *back
 		return -ENOMEM;
 	}
 	b->backend = backend;
+	b->offer_ro = offer_ro;
 	b->kick_fd = -1;
 	r = blk_start(b, mem, id);
 	if (r < 0) {
@@ -303,6 +304,12 @@ int virtio_blk_new_backend(const struct guest_mem *mem, struct blk_backend *back
 	return 0;
 }
 
+int virtio_blk_new_backend(const struct guest_mem *mem, struct blk_backend *backend, const char *id,
+                           struct virtio_blk **ret)
+{
+	return blk_new(mem, backend, id, backend->read_only, ret);
+}
+
 int virtio_blk_new(const struct guest_mem *mem, const struct virtio_blk_opts *opts, struct virtio_blk **ret)
 {
 	struct blk_backend *backend;
@@ -311,7 +318,7 @@ int virtio_blk_new(const struct guest_mem *mem, const struct virtio_blk_opts *op
 	r = blk_open(opts->path, opts->base, opts->read_only, &backend);
 	if (r < 0)
 		return r;
-	return virtio_blk_new_backend(mem, backend, opts->id, ret);
+	return blk_new(mem, backend, opts->id, opts->read_only && !opts->offer_writable, ret);
 }
 
 struct virtio_mmio *virtio_blk_mmio(struct virtio_blk *b)

@@ -28,6 +28,13 @@ struct virtio_blk_opts {
 	const char *path; /* raw image or block device; with base, the overlay */
 	const char *base; /* a copy-on-write disk's base image (blk_open()), or NULL */
 	bool read_only;
+	/* Offer no VIRTIO_BLK_F_RO although read_only: the disk of a VM
+	 * restored from a snapshot in which the guest's driver negotiated a
+	 * writable disk (a template's disk, created without media, that got
+	 * read-only media later: writes fail with VIRTIO_BLK_S_IOERR). The
+	 * features offered cannot change under a driver that negotiated them
+	 * (virtio_blk_state_offers_ro() reads the saved offer). */
+	bool offer_writable;
 	const char *id; /* serial returned by GET_ID (at most 20 bytes used); may be NULL */
 };
 
@@ -69,6 +76,12 @@ void virtio_blk_pause(struct virtio_blk *b, bool paused);
  * save. */
 int virtio_blk_state_save(void *opaque, struct snap_buf *out);
 int virtio_blk_state_load(void *opaque, const void *data, size_t len);
+
+/* From a saved state (virtio_blk_state_save()'s data): whether the disk
+ * offered VIRTIO_BLK_F_RO (*ret_ro) and was saved read-only
+ * (*ret_read_only), so that a restore makes the disk the same way. -EBADMSG
+ * (err_set) when data is no virtio-blk state. */
+int virtio_blk_state_offers_ro(const void *data, size_t len, bool *ret_ro, bool *ret_read_only);
 
 /* The device's transport: what the runtime registers on the MMIO bus. */
 struct virtio_mmio *virtio_blk_mmio(struct virtio_blk *b);

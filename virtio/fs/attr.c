@@ -174,17 +174,18 @@ void fs_fill_entry(struct fs_server *s, const struct fs_inode *ino, const struct
 }
 
 /* Raw syscalls: the change is this thread's only (glibc's setfsgid is one
- * too, but says nothing about it). */
+ * too, but says nothing about it). The thread's own fsgid is asked each
+ * time (setfsgid returns it): it is not the one the server was made with
+ * once a jail changed the process's ids. */
 void fs_creds_enter(struct fs_ctx *c)
 {
-	if (c->h.gid != c->s->gid)
-		syscall(SYS_setfsgid, c->h.gid);
+	c->saved_fsgid = (gid_t)syscall(SYS_setfsgid, c->h.gid);
 }
 
 void fs_creds_leave(struct fs_ctx *c)
 {
-	if (c->h.gid != c->s->gid)
-		syscall(SYS_setfsgid, c->s->gid);
+	if (c->saved_fsgid != c->h.gid)
+		syscall(SYS_setfsgid, c->saved_fsgid);
 }
 
 int fs_chown_new(struct fs_ctx *c, int fd, struct stat *st)

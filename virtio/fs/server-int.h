@@ -156,8 +156,6 @@ struct fs_server {
 	struct fs_htable ht;
 	int proc_fd; /* /proc/self/fd, to reopen O_PATH descriptors */
 	int root_dir_fd; /* the root opened for reading: syncfs */
-	uid_t uid; /* the server's own fsuid and fsgid */
-	gid_t gid;
 	pthread_mutex_t state_lock;
 	bool initialized; /* under state_lock */
 	uint32_t minor;
@@ -198,6 +196,7 @@ struct fs_ctx {
 	size_t out_len;
 	size_t reply_len; /* set once replied */
 	const struct fs_request *req; /* how the transport takes deferred replies */
+	gid_t saved_fsgid; /* the thread's own, while fs_creds_enter() holds the client's */
 };
 
 /* Handlers return 0 once they replied (fs_reply*), FS_NO_REPLY, FS_LATER

@@ -352,8 +352,6 @@ int fs_server_new(const struct fs_server_opts *opts, struct fs_server **ret)
 	fit_rlimit(&s->opts);
 	opts = &s->opts;
 	s->proc_fd = s->root_dir_fd = -1;
-	s->uid = (uid_t)setfsuid((uid_t)-1);
-	s->gid = (gid_t)setfsgid((gid_t)-1);
 	pthread_mutex_init(&s->state_lock, NULL);
 	pthread_mutex_init(&s->plock_lock, NULL);
 	pthread_mutex_init(&s->intr_lock, NULL);

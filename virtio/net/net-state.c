@@ -62,7 +62,9 @@ static int check_state(const struct virtio_net *n, const struct net_state *st)
 {
 	if (st->magic != NET_STATE_MAGIC)
 		return err_set(-EINVAL, "virtio-net: not a virtio-net state");
-	if (st->pairs != n->pairs || st->active_pairs < 1 || st->active_pairs > st->pairs)
+	/* 0 active: a device its driver never brought up (no driver for it
+	 * in the guest), which must then not be running (checked on load). */
+	if (st->pairs != n->pairs || st->active_pairs > st->pairs)
 		return err_set(-EINVAL, "virtio-net: saved %u queue pairs (%u active), this device has %u", st->pairs,
 		               st->active_pairs, n->pairs);
 	if (memcmp(st->config.mac, n->config.mac, sizeof(st->config.mac)) != 0)
@@ -88,6 +90,10 @@ int virtio_net_state_load(void *opaque, const void *data, size_t len)
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&n->lock);
+	if (n->running && st.active_pairs < 1) {
+		pthread_mutex_unlock(&n->lock);
+		return err_set(-EINVAL, "virtio-net: saved running with no active queue pair");
+	}
 	n->config.status = st.config.status;
 	/* activate() started with one pair, as after a driver reset. */
 	if (n->running && st.active_pairs != n->active_pairs) {

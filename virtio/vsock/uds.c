@@ -305,7 +305,7 @@ static int uds_listen(const char *path)
 	return unix_listen(path, 64);
 }
 
-int vsock_uds_new(struct event_loop *loop, const char *uds_path, uint64_t guest_cid, pthread_mutex_t *lock,
+int vsock_uds_new(struct event_loop *loop, const char *uds_path, uint64_t guest_cid, bool listen, pthread_mutex_t *lock,
                   void (*rx_ready)(void *opaque), void *opaque, struct vsock_uds **ret)
 {
 	struct vsock_uds *u = calloc(1, sizeof(*u));
@@ -325,6 +325,10 @@ int vsock_uds_new(struct event_loop *loop, const char *uds_path, uint64_t guest_
 	if (!u->path) {
 		vsock_uds_free(u);
 		return -ENOMEM;
+	}
+	if (!listen) {
+		*ret = u;
+		return 0;
 	}
 	r = uds_listen(uds_path);
 	if (r < 0) {

@@ -29,10 +29,12 @@
 
 struct vsock_uds;
 
-/* Listen on uds_path (a stale socket file there is replaced). lock is the
- * device lock, taken around every event-loop handler; rx_ready(opaque) is
- * called with it held whenever packets for the guest became pending. */
-int vsock_uds_new(struct event_loop *loop, const char *uds_path, uint64_t guest_cid, pthread_mutex_t *lock,
+/* Guest connects to port P reach "<uds_path>_P"; with listen, host
+ * streams come through a listener on uds_path (a stale socket file there
+ * is replaced). lock is the device lock, taken around every event-loop
+ * handler; rx_ready(opaque) is called with it held whenever packets for
+ * the guest became pending. */
+int vsock_uds_new(struct event_loop *loop, const char *uds_path, uint64_t guest_cid, bool listen, pthread_mutex_t *lock,
                   void (*rx_ready)(void *opaque), void *opaque, struct vsock_uds **ret);
 /* Close every connection and the listener, unlink it, free. Accepts NULL. */
 void vsock_uds_free(struct vsock_uds *u);

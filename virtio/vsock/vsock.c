@@ -227,7 +227,7 @@ static const struct virtio_dev_ops vsock_ops = {
 };
 
 int virtio_vsock_new(const struct guest_mem *mem, struct event_loop *loop, uint64_t guest_cid, const char *uds_path,
-                     struct virtio_vsock **ret)
+                     bool host_listener, struct virtio_vsock **ret)
 {
 	struct virtio_mmio_info info = {
 	    .device_id = VIRTIO_ID_VSOCK,
@@ -265,7 +265,7 @@ int virtio_vsock_new(const struct guest_mem *mem, struct event_loop *loop, uint6
 	if (r < 0)
 		goto fail;
 	v->kick_watched = true;
-	r = vsock_uds_new(loop, uds_path, guest_cid, &v->lock, vsock_rx_ready, v, &v->uds);
+	r = vsock_uds_new(loop, uds_path, guest_cid, host_listener, &v->lock, vsock_rx_ready, v, &v->uds);
 	if (r < 0)
 		goto fail;
 	*ret = v;

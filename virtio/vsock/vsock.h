@@ -7,7 +7,7 @@
  *
  * Runtime use:
  *   struct virtio_vsock *v;
- *   virtio_vsock_new(&vm_mem, loop, 3, "/run/kvrun/<id>/vsock.sock", &v);
+ *   virtio_vsock_new(&vm_mem, loop, 3, "/run/kvrun/<id>/vsock.sock", true, &v);
  *   bus_register(mmio_bus, addr, VIRTIO_MMIO_SIZE, &virtio_mmio_bus_ops, virtio_vsock_mmio(v));
  *   virtio_mmio_set_irq(virtio_vsock_mmio(v), &line);
  *   (optional) virtio_mmio_add_notify_fd(virtio_vsock_mmio(v), loop, ioeventfd, VIRTIO_MMIO_ALL_QUEUES);
@@ -25,12 +25,13 @@
 
 struct virtio_vsock;
 
-/* Create the device for guest_cid (>= 3) and start listening on uds_path.
- * mem and loop are borrowed and must outlive the device; handlers run on
- * the loop's thread. Returns 0 and the device (owned by the caller), or
- * -errno with err_set() context. */
+/* Create the device for guest_cid (>= 3) and, with host_listener, start
+ * listening on uds_path for host-initiated streams (without it, only the
+ * guest connects: to "<uds_path>_P"). mem and loop are borrowed and must
+ * outlive the device; handlers run on the loop's thread. Returns 0 and the
+ * device (owned by the caller), or -errno with err_set() context. */
 int virtio_vsock_new(const struct guest_mem *mem, struct event_loop *loop, uint64_t guest_cid, const char *uds_path,
-                     struct virtio_vsock **ret);
+                     bool host_listener, struct virtio_vsock **ret);
 
 struct virtio_mmio *virtio_vsock_mmio(struct virtio_vsock *v);
 

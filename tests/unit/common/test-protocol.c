@@ -354,6 +354,82 @@ TEST(unknown_tags_skipped)
 	free(buf);
 }
 
+/* The "linux" parts: devices, the device filter, cgroup values, user
+ * namespace maps, cgroup namespace, personality; and the process's I/O
+ * priority, scheduler and preserved fds. */
+static void fill_linux(struct proto_start *s)
+{
+	s->n_devices = 1;
+	s->devices = calloc(1, sizeof(*s->devices));
+	s->devices[0] = (struct proto_device){xs("/dev/fuse"), 'c', 10, 229, 0600, 1, 2};
+	s->device_filter = true;
+	s->device_default_allow = false;
+	s->n_device_rules = 2;
+	s->device_rules = calloc(2, sizeof(*s->device_rules));
+	s->device_rules[0] = (struct proto_device_rule){'c', true, true, 10, 229, 7};
+	s->device_rules[1] = (struct proto_device_rule){'b', false, false, 0, 0, PROTO_DEV_ACC_MKNOD};
+	s->n_cgroup = 2;
+	s->cgroup = calloc(2, sizeof(*s->cgroup));
+	s->cgroup[0] = (struct proto_cgroup_set){xs("pids.max"), xs("64"), xs("linux.resources.pids.limit"), false};
+	s->cgroup[1] =
+	    (struct proto_cgroup_set){xs("memory.swap.max"), xs("0"), xs("linux.resources.memory.swap"), true};
+	s->user_ns = true;
+	s->n_uid_mappings = s->n_gid_mappings = 1;
+	s->uid_mappings = calloc(1, sizeof(*s->uid_mappings));
+	s->gid_mappings = calloc(1, sizeof(*s->gid_mappings));
+	s->uid_mappings[0] = (struct proto_id_map){0, 100000, 65536};
+	s->gid_mappings[0] = (struct proto_id_map){0, 200000, 1000};
+	s->cgroup_ns = true;
+	s->has_personality = true;
+	s->personality = 8;
+	s->process.has_ioprio = true;
+	s->process.ioprio = 3 << 13;
+	s->process.sched = calloc(1, sizeof(*s->process.sched));
+	*s->process.sched = (struct proto_sched){6, -3, 9, 0x41, 1000, 2000, 3000};
+	s->process.n_extra_fds = 2;
+	s->process.extra_fds = calloc(2, sizeof(*s->process.extra_fds));
+	s->process.extra_fds[0] = (struct proto_extra_fd){1028, PROTO_EXTRA_FD_READ};
+	s->process.extra_fds[1] = (struct proto_extra_fd){1029, PROTO_EXTRA_FD_READ | PROTO_EXTRA_FD_WRITE};
+}
+
+TEST(start_linux_roundtrip)
+{
+	struct proto_msg in = {.type = PROTO_MSG_START, .id = 6}, out;
+	const struct proto_start *o = &out.u.start;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+
+	fill_start(&in.u.start);
+	fill_linux(&in.u.start);
+	is_int(roundtrip(&in, &out, &buf, &len), 0);
+	ok(o->n_devices == 1 && !strcmp(o->devices[0].path, "/dev/fuse") &&
+	       !memcmp(&o->devices[0].type, &in.u.start.devices[0].type, 6 * sizeof(uint32_t)),
+	   "devices");
+	ok(o->device_filter && !o->device_default_allow && o->n_device_rules == 2 && o->device_rules[0].type == 'c' &&
+	       o->device_rules[0].has_major && o->device_rules[0].has_minor && o->device_rules[0].major == 10 &&
+	       o->device_rules[0].minor == 229 && o->device_rules[0].access == 7 && o->device_rules[1].type == 'b' &&
+	       !o->device_rules[1].has_major && !o->device_rules[1].has_minor &&
+	       o->device_rules[1].access == PROTO_DEV_ACC_MKNOD,
+	   "device rules");
+	ok(o->n_cgroup == 2 && !strcmp(o->cgroup[0].file, "pids.max") && !strcmp(o->cgroup[0].value, "64") &&
+	       !strcmp(o->cgroup[1].field, "linux.resources.memory.swap") && !o->cgroup[0].optional &&
+	       o->cgroup[1].optional,
+	   "cgroup values");
+	ok(o->user_ns && o->n_uid_mappings == 1 && o->uid_mappings[0].host_id == 100000 && o->n_gid_mappings == 1 &&
+	       o->gid_mappings[0].size == 1000,
+	   "user namespace maps");
+	ok(o->cgroup_ns && o->has_personality && o->personality == 8, "cgroup namespace, personality");
+	ok(o->process.has_ioprio && o->process.ioprio == 3 << 13 && o->process.sched &&
+	       !memcmp(o->process.sched, in.u.start.process.sched, sizeof(*o->process.sched)),
+	   "I/O priority and scheduler");
+	ok(o->process.n_extra_fds == 2 && o->process.extra_fds[1].port == 1029 &&
+	       o->process.extra_fds[1].mode == (PROTO_EXTRA_FD_READ | PROTO_EXTRA_FD_WRITE),
+	   "preserved fds");
+	proto_msg_free(&out);
+	proto_msg_free(&in);
+	free(buf);
+}
+
 TEST(fuzz_truncate_and_corrupt)
 {
 	struct proto_msg in = {.type = PROTO_MSG_START, .id = 1}, out;
@@ -361,6 +437,7 @@ TEST(fuzz_truncate_and_corrupt)
 	size_t len, bad_trunc = 0, decoded = 0, errors = 0, other = 0;
 
 	fill_start(&in.u.start);
+	fill_linux(&in.u.start);
 	is_int(proto_encode(&in, &buf, &len), 0);
 	copy = malloc(len);
 	/* Every proper prefix is an error (the header length no longer matches). */

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* guest-init helpers that need no privileges: mount options, passwd/group
- * parsing, rlimit names. */
+ * parsing, rlimit names, the filter that denies vsock sockets. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/fileio.h"
@@ -87,6 +90,39 @@ TEST(rlimit_names)
 	is_int(gi_rlimit_from_name("RLIMIT_RTTIME"), RLIMIT_RTTIME);
 	is_int(gi_rlimit_from_name("RLIMIT_BOGUS"), -EINVAL);
 	is_int(gi_rlimit_from_name(NULL), -EINVAL);
+}
+
+/* The child reports, as its exit code, what socket(family) did: 0 for a
+ * socket, else the errno (at most 125). */
+static int socket_in_child(int family, bool filtered)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd;
+
+		/* Unprivileged processes may load a filter under no_new_privs. */
+		if (filtered && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || gi_deny_vsock() < 0))
+			_exit(126);
+		fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		_exit(fd >= 0 ? 0 : errno < 126 ? errno : 125);
+	}
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The container's processes get EPERM for AF_VSOCK sockets, whatever the
+ * host kernel says of vsock otherwise; other families are untouched. */
+TEST(vsock_filter)
+{
+	int unfiltered = socket_in_child(AF_VSOCK, false);
+
+	ok(unfiltered != EPERM, "without the filter, AF_VSOCK is not refused with EPERM (%d)", unfiltered);
+	is_int(socket_in_child(AF_VSOCK, true), EPERM);
+	is_int(socket_in_child(AF_UNIX, true), 0);
+	is_int(socket_in_child(AF_INET, true), 0);
+	is_int(socket_in_child(AF_INET6, true) == EAFNOSUPPORT ? 0 : socket_in_child(AF_INET6, true), 0);
 }
 
 TAP_MAIN()

@@ -135,7 +135,7 @@ static pid_t start_guest(int ctl, int host_end)
 		close(host_end);
 		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 			_exit(90);
-		r = gi_hello(ctl);
+		r = gi_hello(ctl, &srv);
 		if (r >= 0)
 			r = gi_serve(&srv);
 		/* Hand the init's wait status back through our own exit code. */
@@ -268,6 +268,71 @@ TEST(control_flow)
 	close(s_xout);
 }
 
+/* create --preserve-fds: each preserved fd is a stream the process holds
+ * at 3, 4, ..., closed in the direction its host fd does not go. */
+static const char *read_until(int fd, char *buf, size_t cap, size_t *len, const char *needle);
+
+TEST(preserved_fds)
+{
+	int sv[2], l_r, l_w, l_rw, l_out, s_r, s_w, s_rw, s_out, st;
+	char buf[256];
+	size_t len = 0;
+	struct proto_msg m = {0};
+	pid_t guest;
+
+	is_int(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	l_r = listen_port(5201);
+	l_w = listen_port(5202);
+	l_rw = listen_port(5203);
+	l_out = listen_port(5204);
+	guest = start_guest(sv[1], sv[0]);
+	close(sv[1]);
+	if (expect(sv[0], PROTO_MSG_HELLO, &m) == 0)
+		proto_msg_free(&m);
+	m = (struct proto_msg){.type = PROTO_MSG_HELLO, .u.hello = {1, 1, NULL}};
+	send_msg(sv[0], &m);
+	m = (struct proto_msg){.type = PROTO_MSG_START, .id = 40};
+	m.u.start.process.args = strv((const char *const[]){
+	    "/bin/busybox", "sh", "-c",
+	    "read a <&3; echo got=$a >&4; read b <&4 || echo fd4=eof; read c <&5; echo both-$c >&5; echo done", NULL});
+	m.u.start.process.env = strv((const char *const[]){"PATH=/bin", NULL});
+	m.u.start.process.stdout_port = 5204;
+	m.u.start.process.n_extra_fds = 3;
+	m.u.start.process.extra_fds = calloc(3, sizeof(struct proto_extra_fd));
+	m.u.start.process.extra_fds[0] = (struct proto_extra_fd){5201, PROTO_EXTRA_FD_READ};
+	m.u.start.process.extra_fds[1] = (struct proto_extra_fd){5202, PROTO_EXTRA_FD_WRITE};
+	m.u.start.process.extra_fds[2] = (struct proto_extra_fd){5203, PROTO_EXTRA_FD_READ | PROTO_EXTRA_FD_WRITE};
+	send_msg(sv[0], &m);
+	proto_start_free(&m.u.start);
+	s_out = accept4(l_out, NULL, NULL, SOCK_CLOEXEC);
+	s_r = accept4(l_r, NULL, NULL, SOCK_CLOEXEC);
+	s_w = accept4(l_w, NULL, NULL, SOCK_CLOEXEC);
+	s_rw = accept4(l_rw, NULL, NULL, SOCK_CLOEXEC);
+	ok(s_out >= 0 && s_r >= 0 && s_w >= 0 && s_rw >= 0, "guest opened the stdout and three preserved streams");
+	if (expect(sv[0], PROTO_MSG_STARTED, &m) == 0)
+		is_int(m.id, 40);
+	is_int(write_all(s_r, "one\n", 4), 0);
+	shutdown(s_r, SHUT_WR);
+	ok(read_until(s_w, buf, sizeof(buf), &len, "got=one\n") != NULL, "fd 3 read the host's data, fd 4 wrote back");
+	is_int(write_all(s_rw, "ping\n", 5), 0);
+	shutdown(s_rw, SHUT_WR);
+	{
+		const char *o = read_all(s_rw);
+
+		ok(strcmp(o, "both-ping\n") == 0, "fd 5 both ways: %s", o);
+	}
+	ok(strcmp(read_all(s_out), "fd4=eof\ndone\n") == 0, "fd 4 gives nothing to read");
+	ok(strcmp(read_all(s_w), "") == 0, "fd 4 ends with the process");
+	if (expect(sv[0], PROTO_MSG_EXIT, &m) == 0)
+		ok(m.u.exit.init && WIFEXITED(m.u.exit.status) && WEXITSTATUS(m.u.exit.status) == 0, "exit 0");
+	close(sv[0]);
+	waitpid(guest, &st, 0);
+	close(s_r);
+	close(s_w);
+	close(s_rw);
+	close(s_out);
+}
+
 /* The hook reports what it was given on this pipe; "fail0" fails it. */
 static int net_pipe = -1;
 
@@ -350,7 +415,7 @@ static int test_reconnect(void *opaque)
 
 	if (fd < 0)
 		return fd;
-	if (gi_hello(fd) < 0) {
+	if (gi_hello(fd, opaque) < 0) {
 		close(fd);
 		return -EPROTO;
 	}

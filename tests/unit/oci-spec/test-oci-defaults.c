@@ -112,10 +112,81 @@ static const char *const runc_archs[] = {
     NULL,
 };
 
+static const char *const runc_mount_options[] = {
+    "acl",
+    "async",
+    "atime",
+    "bind",
+    "defaults",
+    "dev",
+    "diratime",
+    "dirsync",
+    "exec",
+    "iversion",
+    "lazytime",
+    "loud",
+    "mand",
+    "noacl",
+    "noatime",
+    "nodev",
+    "nodiratime",
+    "noexec",
+    "noiversion",
+    "nolazytime",
+    "nomand",
+    "norelatime",
+    "nostrictatime",
+    "nosuid",
+    "nosymfollow",
+    "private",
+    "ratime",
+    "rbind",
+    "rdev",
+    "rdiratime",
+    "relatime",
+    "remount",
+    "rexec",
+    "rnoatime",
+    "rnodev",
+    "rnodiratime",
+    "rnoexec",
+    "rnorelatime",
+    "rnostrictatime",
+    "rnosuid",
+    "rnosymfollow",
+    "ro",
+    "rprivate",
+    "rrelatime",
+    "rro",
+    "rrw",
+    "rshared",
+    "rslave",
+    "rstrictatime",
+    "rsuid",
+    "rsymfollow",
+    "runbindable",
+    "rw",
+    "shared",
+    "silent",
+    "slave",
+    "strictatime",
+    "suid",
+    "symfollow",
+    "sync",
+    "tmpcopyup",
+    "unbindable",
+    NULL,
+};
+static const char *const runc_actions[] = {
+    "SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO",  "SCMP_ACT_KILL",  "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_KILL_THREAD",
+    "SCMP_ACT_LOG",   "SCMP_ACT_NOTIFY", "SCMP_ACT_TRACE", "SCMP_ACT_TRAP",         NULL,
+};
+
 /* runc 1.1.5's features as a struct, to check the encoder's shape. The
- * lists kvrun shares with runc (hooks, mount options, capabilities, seccomp
- * actions and operators) come from kvrun's own tables, so this also checks
- * that they match runc's. */
+ * lists kvrun shares with runc (hooks, capabilities, seccomp operators)
+ * come from kvrun's own tables, so this also checks that they match
+ * runc's; mount options, seccomp actions and architectures are runc's
+ * (kvrun lists those it applies: kvrun_features below). */
 static char *runc_like_features(void)
 {
 	const struct oci_features *k = oci_features_kvrun();
@@ -129,7 +200,12 @@ static char *runc_like_features(void)
 	f.linux_features.cgroup.v1 = f.linux_features.cgroup.v2 = OCI_TRUE;
 	f.linux_features.cgroup.systemd = f.linux_features.cgroup.systemd_user = OCI_TRUE;
 	f.linux_features.seccomp.archs = runc_archs;
+	f.linux_features.seccomp.actions = runc_actions;
+	f.mount_options = runc_mount_options;
+	f.linux_features.cgroup.rdma = OCI_UNSET;
 	f.linux_features.apparmor_enabled = f.linux_features.selinux_enabled = OCI_TRUE;
+	/* runc 1.1 says nothing of these. */
+	f.linux_features.cgroup.rdma = f.linux_features.intel_rdt_enabled = f.linux_features.idmap_mounts = OCI_UNSET;
 	oci_map_set(&ann, "org.opencontainers.runc.version", "1.1.5+ds1");
 	oci_map_set(&ann, "org.opencontainers.runc.commit", "1.1.5+ds1-1+deb12u1");
 	oci_map_set(&ann, "org.opencontainers.runc.checkpoint.enabled", "true");
@@ -167,9 +243,17 @@ TEST(kvrun_features)
 	ok(strncmp(got, "{\n    \"ociVersionMin\": \"1.0.0\",\n    \"ociVersionMax\": \"1.2.0\",\n", 60) == 0,
 	   "versions first");
 	ok(strstr(got, "\"CAP_CHECKPOINT_RESTORE\"") != NULL, "capabilities");
-	ok(strstr(got, "\"SCMP_ACT_NOTIFY\"") != NULL, "seccomp actions");
-	ok(strstr(got, "\"v2\": true") != NULL, "cgroup v2");
-	ok(strstr(got, "\"intelRdt\"") == NULL, "unset members left out");
+	/* What guest-init applies (test-gi-support checks each one). */
+	ok(strstr(got, "\"SCMP_ACT_ERRNO\"") && !strstr(got, "\"SCMP_ACT_NOTIFY\""), "seccomp actions: no NOTIFY");
+	ok(strstr(got, "\"SCMP_ARCH_X86_64\"") && !strstr(got, "\"SCMP_ARCH_S390X\""),
+	   "seccomp architectures: of the guest's byte order");
+	ok(strstr(got, "\"nosymfollow\"") && !strstr(got, "\"rro\"") && !strstr(got, "\"tmpcopyup\""),
+	   "mount options: flags guest-init sets, no recursive ones");
+	ok(strstr(got, "\"uts\"") && strstr(got, "\"cgroup\",\n") && strstr(got, "\"user\""),
+	   "namespaces: the ones guest-init creates");
+	ok(strstr(got, "\"v1\": true") && strstr(got, "\"v2\": true") && strstr(got, "\"systemd\": true"),
+	   "cgroup v1, v2, systemd");
+	ok(strstr(got, "\"intelRdt\": {\n            \"enabled\": false") != NULL, "no Intel RDT");
 	ok(strstr(got, "\"annotations\"") == NULL, "no annotations");
 	ok(got[strlen(got) - 1] == '\n', "trailing newline");
 }

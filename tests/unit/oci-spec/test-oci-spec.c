@@ -451,9 +451,23 @@ TEST(names)
 	is_int(oci_signal_from_name("SIGTERM"), SIGTERM);
 	is_int(oci_signal_from_name("sigusr1"), SIGUSR1);
 	is_int(oci_signal_from_name("9"), 9);
-	is_int(oci_signal_from_name("SIGRTMIN+3"), SIGRTMIN + 3);
 	is_int(oci_signal_from_name("SIGNOPE"), -EINVAL);
-	is_int(oci_signal_from_name("0"), -EINVAL);
+	/* runc's spellings (Go's Atoi, x/sys/unix's names 1..31). */
+	is_int(oci_signal_from_name("0"), 0);
+	is_int(oci_signal_from_name("+28"), 28);
+	is_int(oci_signal_from_name("028"), 28);
+	is_int(oci_signal_from_name("64"), 64);
+	is_int(oci_signal_from_name("65"), -ERANGE);
+	is_int(oci_signal_from_name("-1"), -ERANGE);
+	is_int(oci_signal_from_name("99999999999999999999"), -EINVAL);
+	is_int(oci_signal_from_name(" 28"), -EINVAL);
+	is_int(oci_signal_from_name("0x1c"), -EINVAL);
+	is_int(oci_signal_from_name("Winch"), SIGWINCH);
+	is_int(oci_signal_from_name("SIGSTKFLT"), 16);
+	is_int(oci_signal_from_name("SIGRTMIN+3"), -EINVAL);
+	is_int(oci_signal_from_name("RTMIN"), -EINVAL);
+	is_int(oci_signal_from_name("SIGIOT"), -EINVAL);
+	is_int(oci_signal_from_name("CLD"), -EINVAL);
 	is_int(oci_capability_from_name("CAP_SYS_ADMIN"), 21);
 	is_int(oci_capability_from_name("CAP_CHECKPOINT_RESTORE"), 40);
 	is_int(oci_capability_from_name("CAP_NOPE"), -EINVAL);

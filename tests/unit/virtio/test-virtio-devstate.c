@@ -189,6 +189,57 @@ TEST(blk_empty_state_then_media)
 	unlink(img);
 }
 
+/* A checkpoint of a container restored from a template with a read-only
+ * root: its disk was the template's (created empty, offering a writable
+ * disk, which the driver negotiated) with read-only media attached. The
+ * restore must make it offering what it offered, not what read-only media
+ * would: a plainly read-only disk offers VIRTIO_BLK_F_RO and is refused. */
+TEST(blk_template_ro_checkpoint)
+{
+	struct fake_drv d, d2;
+	struct virtio_blk *a, *b, *c;
+	struct snap_buf sb = {0};
+	bool ro = true, read_only = false;
+	char img[64];
+	uint64_t buf;
+
+	make_image(img, SECTORS);
+	fake_drv_init(&d);
+	is_int(virtio_blk_new_empty(&d.mem, "rootfs", &a), 0);
+	fake_drv_attach(&d, virtio_blk_mmio(a));
+	fake_bringup(&d, V1, 1, 64);
+	is_int(virtio_blk_attach_media(a, img, NULL, true), 0);
+	virtio_blk_pause(a, true);
+	is_int(virtio_blk_state_save(a, &sb), 0);
+	virtio_blk_free(a);
+	is_int(virtio_blk_state_offers_ro(sb.data, sb.len, &ro, &read_only), 0);
+	ok(!ro && read_only, "the saved state: read-only media behind a writable offer");
+	is_int(virtio_blk_state_offers_ro(sb.data, 8, &ro, &read_only), -EBADMSG);
+
+	clone_guest(&d2, &d);
+	is_int(virtio_blk_new(&d2.mem, &(struct virtio_blk_opts){.path = img, .read_only = true, .id = "rootfs"}, &c),
+	       0);
+	is_int(virtio_blk_state_load(c, sb.data, sb.len), -EINVAL);
+	ok(strstr(err_msg(), "offered features") != NULL, "a disk offering RO is refused: %s", err_msg());
+	virtio_blk_free(c);
+	is_int(virtio_blk_new(
+		   &d2.mem,
+		   &(struct virtio_blk_opts){.path = img, .read_only = true, .offer_writable = true, .id = "rootfs"},
+		   &b),
+	       0);
+	fake_drv_attach(&d2, virtio_blk_mmio(b));
+	is_int(virtio_blk_state_load(b, sb.data, sb.len), 0);
+	is_int(capacity(&d2), SECTORS);
+	is_int(blk_req(&d2, 0, 9, &buf), 0);
+	is_int(((uint8_t *)fake_ptr(&d2, buf))[7], 9);
+	is_int(blk_req(&d2, 1, 9, NULL), 1); /* still read-only media: writes fail */
+	virtio_blk_free(b);
+	snap_buf_free(&sb);
+	fake_drv_free(&d);
+	fake_drv_free(&d2);
+	unlink(img);
+}
+
 struct vs {
 	struct fake_drv d;
 	struct event_loop *loop;
@@ -207,7 +258,7 @@ static void vs_new(struct vs *t, struct fake_drv *clone_of, uint64_t cid)
 		clone_guest(&t->d, clone_of);
 	else
 		fake_drv_init(&t->d);
-	if (event_loop_new(&t->loop) < 0 || virtio_vsock_new(&t->d.mem, t->loop, cid, t->path, &t->v) < 0)
+	if (event_loop_new(&t->loop) < 0 || virtio_vsock_new(&t->d.mem, t->loop, cid, t->path, true, &t->v) < 0)
 		abort();
 	fake_drv_attach(&t->d, virtio_vsock_mmio(t->v));
 }

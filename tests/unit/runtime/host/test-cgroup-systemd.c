@@ -333,7 +333,8 @@ TEST(join_and_leave)
 {
 	struct fake_peer p = {.handler = fake_systemd};
 	struct oci_linux_resources r = {0};
-	char *path = NULL, *unit = NULL, mem[32];
+	struct cgroup_place pl = {0};
+	char mem[32];
 	struct stat st;
 
 	r.memory.has_limit = true, r.memory.limit = 128 << 20;
@@ -342,9 +343,9 @@ TEST(join_and_leave)
 	snprintf(want_pid, sizeof(want_pid), "au:[%d]", (int)getpid());
 	is_int(fake_peer_start_listen(&p, priv), 0);
 	ok(cgroup_systemd_running(), "systemd counts as running");
-	is_int(cgroup_join("system.slice:p:n", true, &r, getpid(), &path, &unit), 0);
-	is_str(path, "/system.slice/p-n.scope");
-	is_str(unit, "p-n.scope");
+	is_int(cgroup_join("system.slice:p:n", "n", true, &r, getpid(), &pl), 0);
+	is_str(pl.path, "/system.slice/p-n.scope");
+	is_str(pl.unit, "p-n.scope");
 	is_str(p.unit, "p-n.scope");
 	is_str(fake_prop(&p, "PIDs"), want_pid);
 	is_str(fake_prop(&p, "Slice"), "s:system.slice");
@@ -356,14 +357,14 @@ TEST(join_and_leave)
 	is_str(scope_file("memory.max"), mem);
 	/* update: systemd is told, then the file is written. */
 	r.memory.limit = 64 << 20;
-	is_int(cgroup_update_unit(path, unit, &r), 0);
+	is_int(cgroup_update_unit(pl.path, NULL, pl.unit, &r), 0);
 	is_str(p.set_unit, "p-n.scope");
 	ok(p.set_runtime, "runtime properties");
 	snprintf(mem, sizeof(mem), "t:%lld", (long long)((64 << 20) + CGROUP_MONITOR_ALLOWANCE));
 	is_str(fake_prop(&p, "MemoryLimit"), mem);
 	is_int(p.nprops, 1);
 	is_str(scope_file("memory.max"), mem + 2);
-	is_int(cgroup_leave(path, unit), 0);
+	is_int(cgroup_leave(pl.path, NULL, pl.unit), 0);
 	ok(stat(scope, &st) < 0 && errno == ENOENT, "the unit's cgroup is gone");
 	fake_peer_stop(&p);
 	is_str(p.stop_unit, "p-n.scope");
@@ -372,54 +373,196 @@ TEST(join_and_leave)
 	is_str(p.calls[1].member, "Get");
 	is_str(p.calls[2].member, "StartTransientUnit");
 	is_int(p.bad_messages, 0);
-	free(path);
-	free(unit);
+	cgroup_place_free(&pl);
 }
 
 TEST(join_system_bus)
 {
 	struct fake_peer p = {.handler = fake_systemd};
-	char *path = NULL, *unit = NULL;
+	struct cgroup_place pl = {0};
 
 	fake_tree(true);
 	unlink(priv);
 	p.rm_on_stop = scope;
 	is_int(fake_peer_start_listen(&p, bus), 0);
-	is_int(cgroup_join("system.slice:p:n", true, NULL, getpid(), &path, &unit), 0);
-	is_str(unit, "p-n.scope");
-	is_int(cgroup_leave(path, unit), 0);
+	is_int(cgroup_join("system.slice:p:n", "n", true, NULL, getpid(), &pl), 0);
+	is_str(pl.unit, "p-n.scope");
+	is_int(cgroup_leave(pl.path, NULL, pl.unit), 0);
 	fake_peer_stop(&p);
 	is_str(p.calls[0].member, "Hello");
 	is_str(p.calls[1].member, "AddMatch");
 	is_str(p.calls[2].member, "Subscribe");
 	is_str(p.stop_unit, "p-n.scope");
-	free(path);
-	free(unit);
+	cgroup_place_free(&pl);
 }
 
 TEST(join_fails_after_start)
 {
 	struct fake_peer p = {.handler = fake_systemd};
-	char *path = NULL, *unit = NULL;
+	struct cgroup_place pl = {0};
 	struct stat st;
 
 	/* No cgroup.procs: joining the unit's cgroup fails after the unit
 	 * exists, which must then be stopped. */
 	fake_tree(false);
 	is_int(fake_peer_start_listen(&p, priv), 0);
-	ok(cgroup_join("system.slice:p:n", true, NULL, getpid(), &path, &unit) < 0, "join fails");
+	ok(cgroup_join("system.slice:p:n", "n", true, NULL, getpid(), &pl) < 0, "join fails");
 	ok(strstr(err_msg(), "cgroup.procs") != NULL, "the error is the cgroupfs one: %s", err_msg());
 	fake_peer_stop(&p);
 	is_str(p.unit, "p-n.scope");
 	is_str(p.stop_unit, "p-n.scope");
 	ok(stat(scope, &st) < 0, "the directory made is removed");
-	ok(!path && !unit, "nothing returned");
+	ok(!pl.path && !pl.unit, "nothing returned");
+}
+
+static void touch_procs(const char *rel)
+{
+	char f[600];
+
+	snprintf(f, sizeof(f), "%s/%s", cgroot, rel);
+	mkdir_p(f, 0755);
+	snprintf(f, sizeof(f), "%s/%s/cgroup.procs", cgroot, rel);
+	write_file_atomic(f, "", 0, 0644);
+}
+
+static const char *procs_of(const char *rel)
+{
+	static char buf[64];
+	char f[600], *s = NULL;
+
+	snprintf(f, sizeof(f), "%s/%s/cgroup.procs", cgroot, rel);
+	if (read_file_all(f, sizeof(buf), &s, NULL) < 0)
+		return "MISSING";
+	snprintf(buf, sizeof(buf), "%s", s);
+	free(s);
+	unlink(f); /* a plain directory: rmdir needs it empty */
+	return buf;
+}
+
+/* No linux.cgroupsPath: runc's place, <id> below the creator's cgroup in
+ * each hierarchy (which differ here, as on a host whose memory hierarchy
+ * puts us deeper), removed later by a process whose cgroups differ; with
+ * --systemd-cgroup, system.slice:kvrun:<id>. */
+TEST(default_place)
+{
+	static const char self[] = "4:memory:/process_api/x\n1:cpu:/\n0::/\n";
+	struct cgroup_place pl = {0};
+	char f[600], pid[32];
+	struct stat st;
+
+	fake_tree(false);
+	rmdir(rundir);
+	write_file_atomic(selff, self, strlen(self), 0644);
+	touch_procs("memory/process_api/x/ctr");
+	touch_procs("cpu/ctr");
+	touch_procs("unified/ctr");
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	is_int(cgroup_join(NULL, "ctr", false, NULL, getpid(), &pl), 0);
+	is_str(pl.path, "ctr");
+	is_str(pl.base, self);
+	ok(pl.unit == NULL, "no unit");
+	is_str(procs_of("memory/process_api/x/ctr"), pid);
+	is_str(procs_of("cpu/ctr"), pid);
+	is_str(procs_of("unified/ctr"), pid);
+	write_file_atomic(selff, "4:memory:/else\n1:cpu:/else\n0::/else\n", 36, 0644);
+	is_int(cgroup_leave(pl.path, pl.base, NULL), 0);
+	snprintf(f, sizeof(f), "%s/memory/process_api/x/ctr", cgroot);
+	ok(stat(f, &st) < 0 && errno == ENOENT, "removed from the memory hierarchy by its base");
+	snprintf(f, sizeof(f), "%s/cpu/ctr", cgroot);
+	ok(stat(f, &st) < 0 && errno == ENOENT, "removed from the cpu hierarchy");
+	cgroup_place_free(&pl);
+
+	ok(cgroup_join(NULL, "../x", false, NULL, getpid(), &pl) < 0, "an id that is no name refused");
+
+	write_file_atomic(selff, "0::/user.slice\n", 15, 0644);
+	touch_procs("unified/system.slice/kvrun-ctr.scope");
+	is_int(cgroup_join("", "ctr", true, NULL, getpid(), &pl), 0);
+	is_str(pl.path, "/system.slice/kvrun-ctr.scope");
+	ok(pl.base == NULL, "an absolute path has no base");
+	is_str(procs_of("unified/system.slice/kvrun-ctr.scope"), pid);
+	is_int(cgroup_leave(pl.path, pl.base, pl.unit), 0);
+	cgroup_place_free(&pl);
+}
+
+/* The cgroupfs driver on a hybrid host (v1 controllers and cgroup2 at
+ * unified): the host-side limits go where each hierarchy takes them. */
+static void hybrid_file(const char *root, const char *rel, const char *text)
+{
+	char f[600];
+
+	snprintf(f, sizeof(f), "%s/%s", root, rel);
+	write_file_atomic(f, text, strlen(text), 0644);
+}
+
+static const char *hybrid_read(const char *root, const char *rel)
+{
+	static char buf[64];
+	char f[600], *s = NULL;
+
+	snprintf(f, sizeof(f), "%s/%s", root, rel);
+	if (read_file_all(f, sizeof(buf), &s, NULL) < 0)
+		return "MISSING";
+	snprintf(buf, sizeof(buf), "%s", s);
+	free(s);
+	return buf;
+}
+
+TEST(cgroupfs_host_limits)
+{
+	static const char *const files[] = {"memory/c/cgroup.procs",  "memory/c/memory.limit_in_bytes",
+	                                    "cpu/c/cgroup.procs",     "cpu/c/cpu.cfs_period_us",
+	                                    "cpu/c/cpu.cfs_quota_us", "cpu/c/cpu.cfs_burst_us",
+	                                    "cpu/c/cpu.shares",       "cpuset/c/cgroup.procs",
+	                                    "cpuset/c/cpuset.cpus",   "cpuset/c/cpuset.mems",
+	                                    "pids/c/cgroup.procs",    "pids/c/pids.max",
+	                                    "unified/c/cgroup.procs", "unified/c/cpu.weight"};
+	struct oci_linux_resources r = {0};
+	char root[300], d[400], v[32];
+
+	snprintf(root, sizeof(root), "%s/hy", tmp);
+	(void)rm_rf(root);
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		snprintf(d, sizeof(d), "%s/%s", root, files[i]);
+		*strrchr(d, '/') = 0;
+		mkdir_p(d, 0755);
+		hybrid_file(root, files[i], "");
+	}
+	hybrid_file(root, "cpuset/cpuset.cpus", "0-7\n");
+	hybrid_file(root, "cpuset/cpuset.mems", "0\n");
+	snprintf(d, sizeof(d), "%s/self", root);
+	hybrid_file(root, "self", "5:pids:/\n4:memory:/\n3:cpuset:/\n1:cpu:/\n0::/\n");
+	cgroup_mount_root = root;
+	cgroup_self_file = d;
+	r.memory.has_limit = true, r.memory.limit = 256 << 20;
+	r.cpu.has_quota = true, r.cpu.quota = 50000;
+	r.cpu.has_burst = true, r.cpu.burst = 20000;
+	r.cpu.has_shares = true, r.cpu.shares = 512;
+	r.cpu.cpus = (char *)"2-3";
+	r.pids.present = true, r.pids.limit = 100;
+	is_int(cgroup_enter("/c", NULL, &r, getpid()), 0);
+	snprintf(v, sizeof(v), "%lld", (long long)((256 << 20) + CGROUP_MONITOR_ALLOWANCE));
+	is_str(hybrid_read(root, "memory/c/memory.limit_in_bytes"), v);
+	is_str(hybrid_read(root, "cpu/c/cpu.cfs_quota_us"), "50000");
+	is_str(hybrid_read(root, "cpu/c/cpu.cfs_period_us"), "100000");
+	is_str(hybrid_read(root, "cpu/c/cpu.cfs_burst_us"), "20000");
+	is_str(hybrid_read(root, "cpu/c/cpu.shares"), "512");
+	/* Written over the parent's copy (a plain file here keeps its tail). */
+	ok(strncmp(hybrid_read(root, "cpuset/c/cpuset.cpus"), "2-3", 3) == 0, "cpuset.cpus: %s",
+	   hybrid_read(root, "cpuset/c/cpuset.cpus"));
+	is_str(hybrid_read(root, "cpuset/c/cpuset.mems"), "0\n"); /* the parent's */
+	snprintf(v, sizeof(v), "%d", 100 + CGROUP_MONITOR_TASKS_ALLOWANCE);
+	is_str(hybrid_read(root, "pids/c/pids.max"), v);
+	/* cgroup2 takes what it has files for (here: the weight). */
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)cgroup_shares_to_weight(512));
+	is_str(hybrid_read(root, "unified/c/cpu.weight"), v);
+	(void)rm_rf(root);
 }
 
 TEST(no_systemd_is_cgroupfs)
 {
 	struct fake_peer p = {.handler = fake_systemd};
-	char *path = NULL, *unit = NULL, f[400];
+	struct cgroup_place pl = {0};
+	char f[400];
 	struct stat st;
 
 	fake_tree(false);
@@ -431,17 +574,17 @@ TEST(no_systemd_is_cgroupfs)
 	mkdir_p(scope, 0755);
 	snprintf(f, sizeof(f), "%s/cgroup.procs", scope);
 	write_file_atomic(f, "", 0, 0644);
-	is_int(cgroup_join("system.slice:p:n", true, NULL, getpid(), &path, &unit), 0);
-	is_str(path, "/system.slice/p-n.scope");
-	ok(unit == NULL, "no unit");
+	is_int(cgroup_join("system.slice:p:n", "n", true, NULL, getpid(), &pl), 0);
+	is_str(pl.path, "/system.slice/p-n.scope");
+	ok(pl.unit == NULL && pl.base == NULL, "no unit, no base");
 	snprintf(want_pid, sizeof(want_pid), "%d", getpid());
 	is_str(scope_file("cgroup.procs"), want_pid);
 	unlink(f);
-	is_int(cgroup_leave(path, unit), 0);
+	is_int(cgroup_leave(pl.path, NULL, pl.unit), 0);
 	ok(stat(scope, &st) < 0, "and removed by kvrun");
 	fake_peer_stop(&p);
 	is_int(p.connections, 0);
-	free(path);
+	cgroup_place_free(&pl);
 	(void)rm_rf(tmp);
 }
 

@@ -376,6 +376,44 @@ TEST(shm_bind)
 	rmdir(shm);
 }
 
+/* The container's processes get no AF_VSOCK sockets unless the annotation
+ * io.kvrun.vsock says "allow"; any other value than allow or deny is
+ * refused before anything is built. */
+TEST(vsock_annotation)
+{
+	static const struct {
+		const char *annotations;
+		int r;
+		bool allow;
+	} cases[] = {
+	    {"", 0, false},
+	    {", \"annotations\": {\"io.kvrun.vsock\": \"deny\"}", 0, false},
+	    {", \"annotations\": {\"io.kvrun.vsock\": \"allow\"}", 0, true},
+	    {", \"annotations\": {\"io.kvrun.vsock\": \"yes\"}", -EINVAL, false},
+	};
+	char json[512];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct proto_start st;
+		struct oci_spec *s;
+
+		snprintf(json, sizeof(json),
+		         "{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}, \"process\": {\"args\": "
+		         "[\"/x\"], \"cwd\": \"/\"}%s}",
+		         cases[i].annotations);
+		s = spec_from(json);
+		is_int(guest_spec_check(s, NULL), cases[i].r);
+		is_int(guest_spec_from_oci(s, NULL, NULL, &st), cases[i].r);
+		if (cases[i].r == 0)
+			is_int(st.allow_vsock, cases[i].allow);
+		else
+			is_str(err_msg(), "annotation io.kvrun.vsock: \"yes\": expected \"allow\" or \"deny\"");
+		if (cases[i].r == 0)
+			proto_start_free(&st);
+		oci_spec_free(s);
+	}
+}
+
 TEST(cleanup)
 {
 	is_int(rm_rf(tmp), 0);

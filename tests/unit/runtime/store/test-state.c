@@ -8,6 +8,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -214,6 +215,14 @@ TEST(atomic_write_leaves_no_temporaries)
 	is_int(others, 0);
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 TEST(lock_excludes_writers)
 {
 	struct container *c = NULL;
@@ -232,20 +241,48 @@ TEST(lock_excludes_writers)
 		_exit(fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK ? 0 : 1);
 	}
 	waitpid(child, &status, 0);
-	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exclusive lock blocks a reader");
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the writer's lock is exclusive");
 	container_free(c);
-	is_int(container_load(root, "l", false, &c), 0);
-	child = fork();
-	if (child == 0) {
-		int fd = open(path, O_RDWR);
+}
 
-		if (fd < 0 || flock(fd, LOCK_SH | LOCK_NB) < 0)
-			_exit(1);
-		_exit(flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK ? 0 : 2);
-	}
-	waitpid(child, &status, 0);
-	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "shared lock admits readers, blocks writers");
+/* A create holds the lock through the guest's boot (minutes where the
+ * guest is emulated): readers must not wait for it at all, and writers
+ * only as long as $KVRUN_LOCK_TIMEOUT says, then fail saying why. */
+TEST(readers_never_wait_writers_wait_bounded)
+{
+	struct container *c = NULL, *r = NULL;
+	double t0, took;
+
+	fresh_root();
+	is_int(new_container("busy", &c), 0); /* creating, locked, by us */
+	setenv("KVRUN_LOCK_TIMEOUT", "1", 1);
+	t0 = now_s();
+	is_int(container_load(root, "busy", false, &r), 0);
+	ok(now_s() - t0 < 0.5, "a reader gets the state of a locked container at once");
+	ok(r && r->state->status == OCI_STATUS_CREATING, "it reads creating");
+	ok(r && r->lock_fd < 0, "and holds no lock");
+	container_free(r);
+	r = NULL;
+	t0 = now_s();
+	is_int(container_load_for(root, "busy", CONTAINER_OP_START, &r), -EINVAL);
+	ok(now_s() - t0 < 0.5, "what the state forbids fails at once, without waiting for the lock");
+	is_str(err_msg(), "cannot start a container in the creating state");
+	t0 = now_s();
+	is_int(container_load(root, "busy", true, &r), -EBUSY);
+	took = now_s() - t0;
+	ok(took >= 0.9 && took < 5, "a writer gives up after $KVRUN_LOCK_TIMEOUT (took %.2f s)", took);
+	ok(strstr(err_msg(), "container busy is still being created (by process ") != NULL,
+	   "the error says a create holds it: %s", err_msg());
 	container_free(c);
+	t0 = now_s();
+	is_int(container_load(root, "busy", true, &r), 0);
+	ok(now_s() - t0 < 0.5, "the lock is taken at once once free");
+	container_free(r);
+	unsetenv("KVRUN_LOCK_TIMEOUT");
+	is_int(container_lock_timeout_ms(), 30000);
+	setenv("KVRUN_LOCK_TIMEOUT", "junk", 1);
+	is_int(container_lock_timeout_ms(), 30000);
+	unsetenv("KVRUN_LOCK_TIMEOUT");
 }
 
 TEST(dead_pid_reads_as_stopped)

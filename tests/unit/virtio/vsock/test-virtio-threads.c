@@ -95,7 +95,7 @@ TEST(vsock_on_loop_thread)
 	snprintf(path, sizeof(path), "%s/v.sock", dir);
 	fake_drv_init(&d);
 	is_int(event_loop_new(&loop), 0);
-	is_int(virtio_vsock_new(&d.mem, loop, CID, path, &v), 0);
+	is_int(virtio_vsock_new(&d.mem, loop, CID, path, true, &v), 0);
 	fake_drv_attach(&d, virtio_vsock_mmio(v));
 	doorbell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	is_int(virtio_mmio_add_notify_fd(virtio_vsock_mmio(v), loop, doorbell, VIRTIO_MMIO_ALL_QUEUES), 0);

@@ -88,7 +88,7 @@ static void vt_setup_sub(struct vt *t, const char *sub)
 		snprintf(t->path, sizeof(t->path), "%s/v.sock", t->dir);
 	}
 	fake_drv_init(&t->d);
-	if (event_loop_new(&t->loop) < 0 || virtio_vsock_new(&t->d.mem, t->loop, CID, t->path, &t->v) < 0)
+	if (event_loop_new(&t->loop) < 0 || virtio_vsock_new(&t->d.mem, t->loop, CID, t->path, true, &t->v) < 0)
 		abort();
 	fake_drv_attach(&t->d, virtio_vsock_mmio(t->v));
 	t->tx_hdr = fake_alloc(&t->d, 44);

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Private to guest-init's server (server.c, server-streams.c): the state
+ * of the control loop and the processes it runs, and the streams each
+ * process's stdio and preserved fds travel on.
+ */
+#ifndef KVRUN_GUEST_INIT_SERVER_INT_H
+#define KVRUN_GUEST_INIT_SERVER_INT_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "common/protocol.h"
+#include "guest-init/guest-init.h"
+#include "guest-init/relay.h"
+#include "guest-init/server.h"
+
+#define MAX_PROCS 64
+
+struct proc {
+	bool used, init, exited, reported;
+	pid_t pid;
+	int status;
+	uint64_t id; /* request that started it */
+	struct gi_child child;
+	int fds[6]; /* owned: sockets, pipe ends, pty master */
+	int extra[PROTO_MAX_EXTRA_FDS]; /* preserved fds' streams, until the child has them */
+	size_t n_extra;
+	struct relay in, out, err;
+};
+
+struct state {
+	struct gi_server *srv;
+	struct proc procs[MAX_PROCS];
+	struct proto_msg start; /* kept: exec'd processes share its seccomp */
+	bool started;
+	pid_t init_pid;
+	int init_status;
+	bool init_done, host_gone;
+	int oom_fd; /* the container cgroup's memory.events, or -1 */
+	struct proto_oom oom; /* its counters last read */
+};
+
+/* Connect the stdio streams and make the pipes the child gets. */
+int proc_stdio_connect(struct state *st, struct proc *p, const struct proto_process *pp, int child_fds[3]);
+/* Connect the preserved fds' streams into p->extra. */
+int proc_extra_connect(struct state *st, struct proc *p, const struct proto_process *pp);
+/* Close what proc_extra_connect() left (the child has its copies). */
+void proc_extra_close(struct proc *p);
+/* A terminal: relay between the host stream and the pty master. */
+void proc_terminal_relays(struct proc *p);
+/* The pollfds of p's active relays, appended at pfd[*n] (who[] says whose). */
+void proc_relay_events(struct proc *p, struct pollfd *pfd, size_t *n, struct relay **who);
+/* A relay of p reached EOF: pass it on. */
+void proc_relay_done(struct proc *p, struct relay *r);
+/* After a restore: the init's streams again from START's ports; exec'd
+ * processes (whose host side is gone) are killed. */
+void server_reopen_streams(struct state *st);
+
+#endif

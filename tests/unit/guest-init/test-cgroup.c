@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The container's cgroup, on the host's cgroup2 (a throwaway cgroup of
+ * the test's own): START's values written with their fields named, and
+ * the BPF device filter judged by the kernel: a child placed in the
+ * cgroup opens and mknods devices the rules allow and is refused the rest.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <linux/magic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/fileio.h"
+#include "guest-init/guest-init.h"
+#include "tap.h"
+
+static char cg[256], nodes[] = "/tmp/kvrun-devfilter-XXXXXX";
+
+static const char *cgroup2_root(void)
+{
+	static const char *const roots[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"};
+	struct statfs sf;
+
+	for (size_t i = 0; i < ARRAY_SIZE(roots); i++)
+		if (statfs(roots[i], &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC)
+			return roots[i];
+	return NULL;
+}
+
+static struct proto_cgroup_set set(const char *file, const char *value, const char *field, bool optional)
+{
+	return (struct proto_cgroup_set){(char *)file, (char *)value, (char *)field, optional};
+}
+
+TEST(values_written)
+{
+	struct proto_cgroup_set sets[2];
+	struct proto_start s = {.cgroup = sets, .n_cgroup = 1};
+	_cleanup_free_ char *v = NULL;
+	char path[300];
+
+	sets[0] = set("cgroup.max.descendants", "5", "linux.resources.unified[\"cgroup.max.descendants\"]", false);
+	is_int(gi_cgroup_apply(cg, &s), 0);
+	snprintf(path, sizeof(path), "%s/cgroup.max.descendants", cg);
+	is_int(read_file_all(path, 64, &v, NULL), 0);
+	ok(v && strcmp(v, "5\n") == 0, "cgroup.max.descendants reads 5: %s", v ? v : "");
+
+	sets[1] = set("nosuch.limit", "10", "linux.resources.pids.limit", false);
+	s.n_cgroup = 2;
+	is_int(gi_cgroup_apply(cg, &s), -ENOENT);
+	is_str(err_msg(), "linux.resources.pids.limit: set nosuch.limit to 10 in the container's cgroup: No such file "
+	                  "or directory");
+	sets[1].optional = true;
+	is_int(gi_cgroup_apply(cg, &s), 0);
+
+	sets[1] = set("../cgroup.procs", "1", "linux.resources.unified[\"../cgroup.procs\"]", false);
+	is_int(gi_cgroup_apply(cg, &s), -EINVAL);
+	is_str(err_msg(), "linux.resources.unified[\"../cgroup.procs\"]: bad cgroup file name");
+	s.n_cgroup = 1;
+	is_int(gi_cgroup_apply(NULL, &s), -ENOTSUP);
+}
+
+/* What a child in the filtered cgroup may do: one bit per probe. */
+enum {
+	NULL_RW = 1,
+	ZERO_R = 2,
+	ZERO_W = 4,
+	FULL_R = 8,
+	MKNOD_C = 16,
+	MKNOD_B = 32,
+};
+
+static int probe_open(const char *path, int flags)
+{
+	int fd = open(path, flags | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+static int probe_mknod(const char *name, mode_t kind, dev_t dev)
+{
+	char path[300];
+	int r;
+
+	snprintf(path, sizeof(path), "%s/%s", nodes, name);
+	unlink(path);
+	r = mknod(path, kind | 0600, dev) == 0;
+	unlink(path);
+	return r;
+}
+
+static int probes_in_cgroup(void)
+{
+	char procs[300], me[16];
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		int got = 0;
+
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+		snprintf(me, sizeof(me), "%d", (int)getpid());
+		int fd = open(procs, O_WRONLY | O_CLOEXEC);
+
+		if (fd < 0 || write(fd, me, strlen(me)) < 0)
+			_exit(101);
+		close(fd);
+		got |= probe_open("/dev/null", O_RDWR) ? NULL_RW : 0;
+		got |= probe_open("/dev/zero", O_RDONLY) ? ZERO_R : 0;
+		got |= probe_open("/dev/zero", O_WRONLY) ? ZERO_W : 0;
+		got |= probe_open("/dev/full", O_RDONLY) ? FULL_R : 0;
+		got |= probe_mknod("c", S_IFCHR, makedev(1, 7)) ? MKNOD_C : 0;
+		got |= probe_mknod("b", S_IFBLK, makedev(7, 0)) ? MKNOD_B : 0;
+		_exit(got);
+	}
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A fresh cgroup for each filter: attached programs stay until it goes. */
+static int fresh_cgroup(const char *root, int n)
+{
+	if (cg[0])
+		rmdir(cg);
+	snprintf(cg, sizeof(cg), "%s/kvrun-devfilter-%d-%d", root, (int)getpid(), n);
+	return mkdir(cg, 0755) < 0 ? -errno : 0;
+}
+
+TEST(device_filter)
+{
+	const char *root = cgroup2_root();
+	struct proto_device_rule deny_default[] = {
+	    {'c', true, true, 1, 3, PROTO_DEV_ACC_READ | PROTO_DEV_ACC_WRITE | PROTO_DEV_ACC_MKNOD},
+	    {'c', true, true, 1, 5, PROTO_DEV_ACC_READ},
+	    {'c', false, false, 0, 0, PROTO_DEV_ACC_MKNOD},
+	};
+	struct proto_device_rule allow_default[] = {
+	    {'c', true, true, 1, 3, PROTO_DEV_ACC_READ | PROTO_DEV_ACC_WRITE},
+	    {'b', false, false, 0, 0, PROTO_DEV_ACC_MKNOD},
+	};
+	struct proto_start s = {.device_filter = true, .device_rules = deny_default, .n_device_rules = 3};
+	int got;
+
+	is_int(fresh_cgroup(root, 1), 0);
+	err_clear();
+	is_int(gi_devfilter_attach(cg, &s), 0);
+	if (err_msg()[0])
+		printf("# %s\n", err_msg());
+	got = probes_in_cgroup();
+	is_int(got, NULL_RW | ZERO_R | MKNOD_C);
+
+	s = (struct proto_start){
+	    .device_filter = true, .device_default_allow = true, .device_rules = allow_default, .n_device_rules = 2};
+	is_int(fresh_cgroup(root, 2), 0);
+	is_int(gi_devfilter_attach(cg, &s), 0);
+	got = probes_in_cgroup();
+	is_int(got, ZERO_R | ZERO_W | FULL_R | MKNOD_C);
+
+	/* An empty rule set with a deny default: nothing at all. */
+	s = (struct proto_start){.device_filter = true};
+	is_int(fresh_cgroup(root, 3), 0);
+	is_int(gi_devfilter_attach(cg, &s), 0);
+	is_int(probes_in_cgroup(), 0);
+}
+
+TEST(bad_rules_refused)
+{
+	struct proto_device_rule bad = {'a', false, false, 0, 0, PROTO_DEV_ACC_READ};
+	struct proto_start s = {.device_filter = true, .device_rules = &bad, .n_device_rules = 1};
+	struct bpf_insn *insn = NULL;
+	size_t n;
+
+	is_int(gi_devfilter_build(&s, &insn, &n), -EINVAL);
+	bad.type = 'c';
+	is_int(gi_devfilter_build(&s, &insn, &n), 0);
+	/* The loads, then the rule (type, access, allow), then the default. */
+	ok(n == 6 + 6 + 2, "one rule of any number and partial access: %zu instructions", n);
+	free(insn);
+}
+
+struct tap_test tap_tests[TAP_MAX_TESTS];
+int tap_nr_tests, tap_count, tap_failed;
+const char *tap_current = "";
+
+int main(void)
+{
+	const char *root = cgroup2_root();
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (geteuid() != 0)
+		tap_skip_all("needs root for cgroups and BPF");
+	if (!root)
+		tap_skip_all("no cgroup2 hierarchy mounted at /sys/fs/cgroup or /sys/fs/cgroup/unified");
+	if (!mkdtemp(nodes) || fresh_cgroup(root, 0) < 0)
+		tap_skip_all("cannot make a cgroup under the cgroup2 hierarchy, or a temporary directory");
+	for (int i = 0; i < tap_nr_tests; i++) {
+		tap_current = tap_tests[i].name;
+		tap_tests[i].fn();
+	}
+	rmdir(cg);
+	rmdir(nodes);
+	printf("1..%d\n", tap_count);
+	return tap_failed ? 1 : 0;
+}
