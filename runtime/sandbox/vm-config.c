@@ -14,6 +14,7 @@
 #include "config.h"
 #include "oci-spec/kvrun-config.h"
 #include "runtime/host/initramfs.h"
+#include "runtime/host/install-paths.h"
 #include "runtime/host/kernel-info.h"
 #include "runtime/host/kmod-resolve.h"
 #include "runtime/sandbox/vm-config.h"
@@ -85,6 +86,7 @@ struct kernel_choice {
 	const char *initrd, *initrd_from;
 	const char *modules, *modules_from; /* a directory, "auto", "none" or NULL (auto) */
 	enum kvrun_acpi_mode acpi;
+	char *default_path; /* the installed default, when path is it (owned) */
 };
 
 static int choose_kernel(const struct oci_spec *spec, const char *flag, const struct kvrun_config *cfg,
@@ -110,7 +112,11 @@ static int choose_kernel(const struct oci_spec *spec, const char *flag, const st
 		own = true;
 	}
 	if (!ch->path) {
-		ch->path = VM_CONFIG_DEFAULT_KERNEL;
+		int r = install_default_kernel(&ch->default_path);
+
+		if (r < 0)
+			return r;
+		ch->path = ch->default_path;
 		ch->from = "the default location; set \"kernel\" in " VM_CONFIG_DEFAULT_FILE
 			   ", the " VM_CONFIG_ANNOTATION_KERNEL " annotation, --kernel or $KVRUN_KERNEL";
 		own = true;
@@ -150,7 +156,7 @@ static int find_kernel(const struct kernel_choice *ch, char **ret)
 }
 
 /* kvrun-init: $KVRUN_INIT, the build tree next to this binary, or the
- * installed libexec directory. */
+ * installed libexec directory (install-paths.h). */
 static int find_init(char **ret)
 {
 	const char *env = getenv("KVRUN_INIT");
@@ -174,8 +180,9 @@ static int find_init(char **ret)
 			free(*ret);
 		}
 	}
-	*ret = strdup(KVRUN_LIBEXECDIR "/kvrun-init");
-	return *ret ? check_file(*ret, "guest init", "the installed location") : -ENOMEM;
+	if (install_path(INSTALL_LIBEXECDIR, "kvrun-init", ret) < 0)
+		return -ENOMEM;
+	return check_file(*ret, "guest init", "the installed location");
 }
 
 static int cache_dir(char **ret)
@@ -275,6 +282,11 @@ static int make_initrd(const struct kernel_choice *ch, struct vm_plan *p)
 		p->nr_modules++;
 	is.init_path = init;
 	is.modules = (const char *const *)mods;
+	p->init_path = strdup(init);
+	if (!p->init_path) {
+		kmod_files_free(mods);
+		return -ENOMEM;
+	}
 	r = initramfs_get(&is, dir, &p->initrd, &hit);
 	kmod_files_free(mods);
 	if (r < 0)
@@ -373,6 +385,19 @@ static int plan_templates(const struct oci_spec *spec, const struct kvrun_config
 	return p->template_dir ? 0 : -ENOMEM;
 }
 
+/* Where the kernel and the initramfs came from, for `kvrun check`. */
+static int plan_sources(const struct kernel_choice *ch, struct vm_plan *p)
+{
+	p->kernel_from = strdup(ch->from);
+	if (!p->kernel_from)
+		return -ENOMEM;
+	if (ch->initrd)
+		p->initrd_from = strdup(ch->initrd_from);
+	else if (asprintf(&p->initrd_from, "built by kvrun from %s", p->init_path ? p->init_path : "kvrun-init") < 0)
+		p->initrd_from = NULL;
+	return p->initrd_from ? 0 : -ENOMEM;
+}
+
 static void log_plan(const struct kernel_choice *ch, const struct vm_plan *p)
 {
 	log_debug("kernel %s (from %s), release %s: %s%s%s, devices described by %s", p->kernel, ch->from,
@@ -421,7 +446,10 @@ int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm
 	if (p.emulating_host)
 		p.ncpus = 1;
 	if (r >= 0)
+		r = plan_sources(&ch, &p);
+	if (r >= 0)
 		log_plan(&ch, &p);
+	free(ch.default_path);
 	kvrun_config_clear(&cfg);
 	if (r < 0) {
 		vm_plan_done(&p);
@@ -440,6 +468,9 @@ void vm_plan_done(struct vm_plan *p)
 	free(p->rootfs_cache_dir);
 	free(p->kernel_release);
 	free(p->module_dir);
+	free(p->kernel_from);
+	free(p->initrd_from);
+	free(p->init_path);
 	*p = (struct vm_plan){0};
 }
 
