@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "config.h"
 #include "oci-spec/kvrun-config.h"
+#include "runtime/host/host-probe.h"
 #include "runtime/host/initramfs.h"
 #include "runtime/host/install-paths.h"
 #include "runtime/host/kernel-info.h"
@@ -52,25 +53,11 @@ _Static_assert(sizeof(CLEARCPUID_EMULATING_HOST) <= 128, "Linux parses at most 1
 
 bool vm_host_is_emulating(void)
 {
-	_cleanup_fclose_ FILE *f = NULL;
 	const char *env = getenv("KVRUN_EMULATING_HOST");
-	char line[4096];
-	bool hv = false;
 
 	if (env && *env)
 		return strcmp(env, "0") != 0;
-	f = fopen("/proc/cpuinfo", "re");
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "flags", 5) != 0)
-			continue;
-		/* A guest with KVM but no virtualisation extensions of its own:
-		 * /dev/kvm is then a paravirtual or emulating implementation. */
-		hv = strstr(line, " hypervisor") != NULL;
-		return hv && !strstr(line, " vmx") && !strstr(line, " svm");
-	}
-	return false;
+	return host_virt_probe(NULL) == HOST_VIRT_EMULATED;
 }
 
 static int check_file(const char *path, const char *what, const char *from)
