@@ -17,6 +17,11 @@ void cli_help_set_format(enum cli_help_format fmt, struct cli_doc *doc)
 	help_doc = doc;
 }
 
+enum cli_help_format cli_help_get_format(void)
+{
+	return help_format;
+}
+
 /* "--name value, -n value": one dash for one-letter names, as urfave does. */
 static int flag_label(const struct cli_flag *f, char *buf, size_t size)
 {

@@ -21,6 +21,7 @@ enum cli_help_format {
  * `--completion` run the verbs' --help this way, so that the manual pages
  * and completion scripts come from the same tables. */
 void cli_help_set_format(enum cli_help_format fmt, struct cli_doc *doc);
+enum cli_help_format cli_help_get_format(void);
 
 /* Print cmd's help (NAME, USAGE, text, OPTIONS from flags) on f. */
 void cli_print_help(const struct cli_command *cmd, const struct cli_flag *flags, FILE *f);

@@ -118,12 +118,17 @@ static int template_help(void)
 	const struct cli_flag none[] = {CLI_FLAG_END};
 	char *argv[] = {(char *)"build", (char *)"--help", NULL};
 
+	bool text = cli_help_get_format() == CLI_HELP_TEXT;
+
 	cli_print_help(&cli_cmd_template, NULL, stdout);
-	fputc('\n', stdout);
+	if (text)
+		fputc('\n', stdout);
 	do_build(2, argv);
-	fputc('\n', stdout);
+	if (text)
+		fputc('\n', stdout);
 	cli_print_help(&template_list_cmd, none, stdout);
-	fputc('\n', stdout);
+	if (text)
+		fputc('\n', stdout);
 	cli_print_help(&template_rm_cmd, none, stdout);
 	return 0;
 }
