@@ -4,7 +4,8 @@
 #
 #   kernel/build.sh [--prefix DIR | --output DIR] [--cache DIR] [--force]
 #                   [--config-only] [--no-install] [--print-key]
-#                   [--seed DIR] [--cached-only] [--progress | --no-progress]
+#                   [--seed DIR [--seed-only]] [--cached-only]
+#                   [--progress | --no-progress]
 #
 #   --prefix DIR    install into DIR/share/kvrun/kernel (default prefix
 #                   /usr/local, where a kvrun built with meson's default
@@ -20,6 +21,8 @@
 #                   prebuilt kernel in DIR (vmlinux, bzImage, config) as its
 #                   result if DIR's config is exactly the configuration these
 #                   inputs generate; otherwise build (and say why)
+#   --seed-only     with --seed: if the seed does not match, stop there
+#                   (exit 0) instead of building
 #   --cached-only   never build: install the cached result of this key if
 #                   there is one, else say so and exit 0 (meson install)
 #   --progress      a progress line on the terminal (default when stdout is
@@ -40,7 +43,7 @@ tarball=/usr/src/linux-source-6.12.tar.xz
 srcpkg=linux-source-6.12
 cache=${KVRUN_KERNEL_CACHE:-/var/cache/kvrun/kernel}
 dest=/usr/local/share/kvrun/kernel
-force=0 config_only=0 install=1 print_key=0 cached_only=0 seed=
+force=0 config_only=0 install=1 print_key=0 cached_only=0 seed= seed_only=0
 progress=auto
 # Objects of a build of this configuration (2,146 for 6.12.117 with the
 # fragment of December 2026), for the progress line before any build has
@@ -60,6 +63,7 @@ while [ $# -gt 0 ]; do
 	--cache=*) cache=${1#*=} ;;
 	--seed) seed=$2; shift ;;
 	--seed=*) seed=${1#*=} ;;
+	--seed-only) seed_only=1 ;;
 	--force) force=1 ;;
 	--config-only) config_only=1 ;;
 	--no-install) install=0 ;;
@@ -67,7 +71,7 @@ while [ $# -gt 0 ]; do
 	--cached-only) cached_only=1 ;;
 	--progress) progress=1 ;;
 	--no-progress) progress=0 ;;
-	-h|--help) sed -n '3,34p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,37p' "$0"; exit 0 ;;
 	*) die "unknown option $1" ;;
 	esac
 	shift
@@ -297,6 +301,9 @@ if [ ! -f "$out/vmlinux" ] || [ "$config_only" = 1 ]; then
 	if [ -n "$seed" ] && try_seed; then
 		# The source tree is not needed for a seeded result.
 		rm -rf "$tree" "$work/.unpacked" "$work/.patched"
+	elif [ "$seed_only" = 1 ]; then
+		log "not building (--seed-only): the cache has no result for key $key"
+		exit 0
 	else
 		build
 	fi
