@@ -318,6 +318,8 @@ TEST(engines_missing_and_fixed)
 	engine_status_done(&s);
 
 	/* podman: a drop-in of its own. */
+	free(bak);
+	bak = NULL;
 	put(r, "/usr/bin/podman", "#!/bin/sh\n");
 	is_int(engine_probe(r, ENGINE_PODMAN, self, &s), 0);
 	is_int(engine_fix(r, &s, "/usr/bin/kvrun", &bak), 1);
