@@ -207,8 +207,8 @@ static void engine_line(struct check *c, const struct engine_status *s)
 	if (engine_snippet(s, c->kvrun, &snippet) < 0)
 		return;
 	if (!s->runtime)
-		say(c, WARN, "%s (%s): no runtime runs kvrun; add to %s (or run kvrun check --fix):", s->name,
-		    s->binary, s->config);
+		say(c, WARN, "%s (%s): no runtime runs kvrun; add to %s%s (or run kvrun check --fix):", s->name,
+		    s->binary, s->config, s->id == ENGINE_DOCKER ? ", merged into its object" : "");
 	block(snippet);
 }
 
