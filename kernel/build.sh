@@ -45,10 +45,10 @@ cache=${KVRUN_KERNEL_CACHE:-/var/cache/kvrun/kernel}
 dest=/usr/local/share/kvrun/kernel
 force=0 config_only=0 install=1 print_key=0 cached_only=0 seed= seed_only=0
 progress=auto
-# Objects of a build of this configuration (2,146 for 6.12.117 with the
+# Objects of a build of this configuration (1,511 for 6.12.117 with the
 # fragment of December 2026), for the progress line before any build has
 # recorded its own count in build-info.
-objects_estimate=2146
+objects_estimate=1511
 
 die() { echo "kernel/build.sh: $*" >&2; exit 1; }
 log() { echo "kernel/build.sh: $*"; }
@@ -270,7 +270,7 @@ build() {
 	[ -n "$prev" ] && total=$prev
 	log "building vmlinux and bzImage with -j$(nproc) (a clean build takes 10-25 min on 2 cores)"
 	build_start=$(date +%s)
-	with_progress "compiling" count_objects "$total" nice make -C "$tree" -s -j"$(nproc)" vmlinux bzImage
+	with_progress "compiling objects" count_objects "$total" nice make -C "$tree" -s -j"$(nproc)" vmlinux bzImage
 	mkdir -p "$out.tmp"
 	cp "$tree/vmlinux" "$tree/arch/x86/boot/bzImage" "$tree/System.map" "$out.tmp/"
 	cp "$tree/.config" "$out.tmp/config"
