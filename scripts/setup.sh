@@ -115,7 +115,7 @@ print("prefix=%s datadir=%s" % (shlex.quote(o["prefix"]), shlex.quote(o["datadir
 	case "$datadir" in /*) ;; *) datadir=$prefix/$datadir ;; esac
 	seed=()
 	[ -f ../shared/guest-kernel/config ] && seed=(--seed ../shared/guest-kernel)
-	step "[3/3] guest kernel: kernel/build.sh, cached by its inputs (a cold build takes 10-25 min on 2 cores; --no-kernel skips it)"
+	step "[3/3] guest kernel: kernel/build.sh, cached by its inputs (a cold build takes 10-25 min on 2 cores, longer on a busy machine; --no-kernel skips it)"
 	kernel/build.sh --output "$datadir/kvrun/kernel" "${seed[@]}"
 	step_done "guest kernel in $datadir/kvrun/kernel"
 else
