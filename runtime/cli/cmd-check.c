@@ -153,7 +153,9 @@ static void check_vm(struct check *c, const char *kernel_flag)
 		err_clear();
 		return;
 	}
-	say(c, OK, "kernel: %s (from %s), release %s, %s", p.kernel, p.kernel_from,
+	/* The default location's "from" goes on to say how to name another
+	 * kernel: what a missing kernel's error needs, not this line. */
+	say(c, OK, "kernel: %s (from %.*s), release %s, %s", p.kernel, (int)strcspn(p.kernel_from, ";"), p.kernel_from,
 	    p.kernel_release ? p.kernel_release : "unknown",
 	    p.module_dir ? "modular" : "everything built in (no modules)");
 	if (p.module_dir)
