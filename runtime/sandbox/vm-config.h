@@ -6,8 +6,9 @@
  * The kernel is looked up, first hit wins, in: the annotation
  * `io.kvrun.kernel`, the global flag --kernel, $KVRUN_KERNEL, "kernel" in
  * the config file ($KVRUN_CONFIG, else /etc/kvrun/config.json), and the
- * installed default /usr/local/share/kvrun/kernel/vmlinux. A kernel named
- * but missing is an error naming where the name came from.
+ * installed default <datadir>/kvrun/kernel/vmlinux (install-paths.h: the
+ * configured prefix's, /usr/local/share/kvrun/kernel/vmlinux by default).
+ * A kernel named but missing is an error naming where the name came from.
  *
  * The config file's "initrd", "modules" and "acpi" describe its kernel:
  * they apply when the kernel came from the config file or the default
@@ -32,7 +33,6 @@
 #define VM_CONFIG_ANNOTATION_INITRD "io.kvrun.initrd"
 #define VM_CONFIG_ANNOTATION_MODULES "io.kvrun.kernel.modules"
 #define VM_CONFIG_ANNOTATION_ACPI "io.kvrun.kernel.acpi"
-#define VM_CONFIG_DEFAULT_KERNEL "/usr/local/share/kvrun/kernel/vmlinux"
 #define VM_CONFIG_DEFAULT_FILE "/etc/kvrun/config.json"
 #define VM_CONFIG_DEFAULT_MEMORY (256ULL << 20)
 #define VM_CONFIG_MIN_MEMORY (64ULL << 20)
@@ -71,6 +71,9 @@ struct vm_plan {
 	 * ($KVRUN_JAIL_UID_BASE, else the config file's "jail_uid_base", else
 	 * JAIL_UID_BASE_DEFAULT: runtime/host/jail.h). */
 	unsigned long jail_uid_base;
+	char *kernel_from; /* where the kernel's name came from ("$KVRUN_KERNEL", a config file...) */
+	char *initrd_from; /* where the initramfs came from, or "built by kvrun from <init>" */
+	char *init_path; /* the kvrun-init packed into the initramfs, NULL with a given initrd */
 };
 
 /* Decide the plan for spec. kernel_flag is the global --kernel flag (NULL
