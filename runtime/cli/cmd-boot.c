@@ -462,6 +462,9 @@ static int run_boot(struct cli_context *ctx, int argc, char **argv)
 	    {"vsock", NULL, CLI_STRING, &f.vsock,
 	     "attach virtio-vsock (guest CID 3) with its host unix socket at PATH (a guest connect to port P "
 	     "reaches PATH_P)"},
+	    {"balloon", NULL, CLI_BOOL, &o.vm.balloon,
+	     "attach virtio-balloon: free page reporting and inflated pages give guest memory back to the host "
+	     "(with --restore: as when the snapshot was taken)"},
 	    {"test-device", NULL, CLI_BOOL, &o.vm.test_device,
 	     "add the test device (exit/irq/ncpus ports, MMIO window)"},
 	    {"jail", NULL, CLI_BOOL, &o.jail,

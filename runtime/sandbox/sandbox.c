@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "runtime/sandbox/sandbox-int.h"
 #include "runtime/sandbox/sandbox.h"
+#include "virtio/balloon/balloon.h"
 #include "virtio/blk/blk.h"
 #include "virtio/mmio.h"
 #include "virtio/net/net.h"
@@ -214,6 +215,13 @@ static int add_virtio(struct sandbox *s, const struct sandbox_opts *o, const str
 	}
 	if (r >= 0)
 		r = add_nets(s, o, saved, nr_saved);
+	/* Last, so that the other devices keep the slots they had. */
+	if (r >= 0 && (o->plan || o->balloon)) {
+		r = virtio_balloon_new(&s->vm->mem, s->vm->loop, NULL, &s->balloon);
+		if (r < 0)
+			return err_prefix(r, "virtio-balloon");
+		r = attach(s, virtio_balloon_mmio(s->balloon), true, NULL);
+	}
 	return r;
 }
 
@@ -368,6 +376,7 @@ void sandbox_free(struct sandbox *s, struct vm_result *ret)
 		vm_wait(s->vm, &res);
 	}
 	/* Devices go before the VM: they use its RAM and loop (now stopped). */
+	virtio_balloon_free(s->balloon);
 	for (unsigned int i = 0; i < s->nr_nets; i++)
 		virtio_net_free(s->nets[i]);
 	virtio_vsock_free(s->vsock);

@@ -16,8 +16,9 @@
  *               expected in the DSDT), then powers off through the FADT
  *               sleep register (or resets through RESET_REG with
  *               acpi_action=reset)
- *   virtio-blk, virtio-blk-bad, virtio-vsock  kvrun's virtio devices
- *               (virtio-blk.c, virtio-vsock.c)
+ *   virtio-blk, virtio-blk-bad, virtio-vsock, virtio-balloon  kvrun's
+ *               virtio devices (virtio-blk.c, virtio-vsock.c,
+ *               virtio-balloon.c)
  *   fake-init   just enough of guest-init for a container's VM monitor,
  *               then (stall=1) part of a frame and silence (virtio-vsock.c) */
 #include "guest.h"
@@ -213,6 +214,10 @@ void guest_main(uint64_t boot_params)
 			check_virtio_blk_bad();
 		else
 			check_virtio_blk();
+		known = true;
+	}
+	if (streq(test, "virtio-balloon")) {
+		check_virtio_balloon();
 		known = true;
 	}
 	if (streq(test, "snapshot")) {

@@ -4,8 +4,9 @@
 freestanding test guest: `kvrun boot --jail` drops capabilities before the
 VM's threads start and loads the seccomp allowlist once the vCPUs run, as
 a container's monitor does after create. The virtio-blk scenario (disk
-reads, writes, flush) and the virtio-vsock scenario (guest connects to a
-host unix socket; the host connects to the guest) must pass under it, and
+reads, writes, flush), the virtio-balloon scenario (memory given back with
+madvise) and the virtio-vsock scenario (guest connects to a host unix
+socket; the host connects to the guest) must pass under it, and
 /proc/<pid>/status of the running VM shows Seccomp: 2, NoNewPrivs: 1 and
 no effective capability. Needs /dev/kvm; skips loudly without it."""
 import os
@@ -66,6 +67,9 @@ with tempfile.TemporaryDirectory() as tmp:
     with open(img, "rb") as f:
         data = f.read(1024)
     t.ok(data[512:] == bytes((0xa5 ^ i ^ SEED) & 0xff for i in range(512)), "blk: the write reached the image")
+
+    r = guestlib.boot(boot_args("virtio-balloon", "balloon_fill=32M", ["--balloon"]), timeout=VM_TIMEOUT_S + 30)
+    check_run("balloon", r.rc, r.out + "\n" + r.err)
 
     uds = os.path.join(tmp, "v.sock")
     PORT, LISTEN = 5000, 6000
