@@ -3,7 +3,7 @@
 """kvrun's benchmark harness: kvrun against runc and crun (and QEMU microvm
 for the VMM) on the same work, in one run. See docs/benchmarks.md.
 
-  bench/run.py [--suite start,memory,pg,nginx,net,cpu-io,vmm,template] [--runs N] [--quick]
+  bench/run.py [--suite start,memory,pg,nginx,net,cpu-io,vmm,template,sizing] [--runs N] [--quick]
                [--force-emulated] [--runtimes kvrun,runc,crun] [--out DIR]
 
 Needs root, scripts/setup.sh --bench, and a built ./build (kvrun, the test
@@ -23,14 +23,15 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from benchlib import emulated, report, suite_cpuio, suite_net, suite_servers, suite_start, suite_template, suite_vmm  # noqa: E402
+from benchlib import emulated, report, suite_cpuio, suite_net, suite_servers, suite_sizing, suite_start, suite_template, suite_vmm  # noqa: E402
 from benchlib.results import Results  # noqa: E402
 from benchlib.runtimes import Limits, cgroup_layout, make_runtimes, own_cgroup  # noqa: E402
 from benchlib.util import host_info, loadavg, log, sh, write_json  # noqa: E402
 
 SUITES = ["start", "memory", "pg", "nginx", "net", "cpu-io", "vmm"]
-# Suites run only when named: template builds three templates (three Linux boots).
-NAMED_SUITES = ["template"]
+# Suites run only when named: template builds three templates (three Linux
+# boots); sizing boots two guests per run and writes 1 GiB in one.
+NAMED_SUITES = ["template", "sizing"]
 EMULATED = emulated.EMULATED
 EMULATED_REASON = emulated.EMULATED_REASON
 
@@ -148,7 +149,7 @@ def build_shim(ctx):
 def check_tools(suites):
     need = {"start": ["runc", "crun"], "memory": ["pgbench", "ip"], "pg": ["pgbench", "ip"],
             "nginx": ["nginx", "wrk", "ip"], "net": ["nginx", "wrk", "iperf3", "ip"], "cpu-io": ["bc", "fio", "gcc", "make"], "vmm": ["qemu-system-x86_64"],
-            "template": ["runc"]}
+            "template": ["runc"], "sizing": ["gcc"]}
     missing = sorted({t for s in suites for t in need.get(s, []) if not shutil.which(t)})
     if missing:
         sys.exit(f"bench/run.py: missing {' '.join(missing)}: run scripts/setup.sh --bench")
@@ -212,6 +213,8 @@ def run_suites(ctx, suites):
                 suite_vmm.run(ctx)
             elif s == "template":
                 suite_template.run(ctx)
+            elif s == "sizing":
+                suite_sizing.run(ctx)
         except Exception as e:  # one broken suite must not lose the others
             traceback.print_exc()
             ctx.results.notes.append(f"suite {s} failed: {e}")
@@ -351,6 +354,7 @@ def main():
             "template": {"sizes_mib": suite_template.SIZES, "create_mib": suite_template.CREATE_MIB,
                          "runs": suite_template.counts(ctx.quick, ctx.host["emulating"]),
                          "restore": "monitor's --log record, file opened to vCPU threads started"},
+            "sizing": suite_sizing.config(),
             "start_runs_per_block": ctx.start_runs, "settle_s": ctx.settle, "nice": os.nice(0),
         },
         "invocations": {n: r.invocation() for n, r in ctx.rt.items()},
