@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "vmm/mem.h"
 
@@ -72,6 +73,8 @@ void guest_mem_destroy(struct guest_mem *m)
 {
 	if (m->mapping)
 		munmap(m->mapping, m->mapping_size);
+	if (m->file_backed)
+		close(m->file_fd);
 	memset(m, 0, sizeof(*m));
 }
 

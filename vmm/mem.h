@@ -30,6 +30,11 @@ struct guest_mem {
 	uint8_t *mapping; /* one reservation holding all regions */
 	size_t mapping_size;
 	uint64_t ram_size; /* total RAM bytes */
+	/* RAM mapped MAP_PRIVATE from a snapshot file (vmm/snapshot-mem.c)
+	 * at file_off: file_fd is a descriptor of it the struct owns. */
+	bool file_backed;
+	int file_fd;
+	uint64_t file_off;
 };
 
 /* Host huge page size: the RAM mapping starts on such a boundary. */
