@@ -376,6 +376,16 @@ void sandbox_free(struct sandbox *s, struct vm_result *ret)
 		vm_wait(s->vm, &res);
 	}
 	/* Devices go before the VM: they use its RAM and loop (now stopped). */
+	if (s->balloon) {
+		struct virtio_balloon_counters c;
+
+		virtio_balloon_counters(s->balloon, &c);
+		log_debug("virtio-balloon: %llu MiB of free pages given back, %llu pages inflated, %llu deflated, "
+		          "%llu PFNs skipped, %llu failed",
+		          (unsigned long long)(c.reported_bytes >> 20), (unsigned long long)c.inflated_pages,
+		          (unsigned long long)c.deflated_pages, (unsigned long long)c.skipped_pfns,
+		          (unsigned long long)c.discard_errors);
+	}
 	virtio_balloon_free(s->balloon);
 	for (unsigned int i = 0; i < s->nr_nets; i++)
 		virtio_net_free(s->nets[i]);
