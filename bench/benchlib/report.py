@@ -3,14 +3,15 @@
 import os
 import subprocess
 
-ORDER = ["runc", "crun", "kvrun", "kvrun (cold boot)", "kvrun (no root disk cache)", "kvrun (bzImage)", "qemu-microvm",
-         "bindfs"]
+ORDER = ["runc", "crun", "kvrun", "kvrun (256 MiB)", "kvrun (cold boot)", "kvrun (no root disk cache)", "kvrun (bzImage)",
+         "qemu-microvm", "bindfs"]
 # Runtimes whose ratio to runc the table shows.
-RATIOS = ("kvrun", "kvrun (cold boot)", "kvrun (no root disk cache)", "crun")
+RATIOS = ("kvrun", "kvrun (256 MiB)", "kvrun (cold boot)", "kvrun (no root disk cache)", "crun")
 SUITE_TITLES = {"start": "Start", "memory": "Memory (idle)", "pg": "PostgreSQL (pgbench)",
                 "nginx": "nginx (wrk)", "net": "Network (iperf3)", "cpu-io": "CPU and I/O",
                 "vmm": "VMM and boot", "template": "Templates (create from a VM snapshot)",
-                "fs": "Shared directory server on /dev/fuse (kvrun virtio-fs server, bindfs)"}
+                "fs": "Shared directory server on /dev/fuse (kvrun virtio-fs server, bindfs)",
+                "sizing": "Guest sizing (no limit: idle memory, memory given back)"}
 # Marks a ratio whose kvrun figure carries a label (an emulated guest kernel).
 LABELLED = "‡"
 

@@ -524,6 +524,9 @@ static int run_boot(struct cli_context *ctx, int argc, char **argv)
 	    {"share", NULL, CLI_STRV, &f.shares,
 	     "TAG=DIR[,ro]: share a host directory as a virtio-fs device the guest mounts with "
 	     "`mount -t virtiofs TAG` (up to " BOOT_XSTR(SANDBOX_MAX_SHARES) ")"},
+	    {"balloon", NULL, CLI_BOOL, &o.vm.balloon,
+	     "attach virtio-balloon: free page reporting and inflated pages give guest memory back to the host "
+	     "(with --restore: as when the snapshot was taken)"},
 	    {"test-device", NULL, CLI_BOOL, &o.vm.test_device,
 	     "add the test device (exit/irq/ncpus ports, MMIO window)"},
 	    {"jail", NULL, CLI_BOOL, &o.jail,

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "runtime/sandbox/sandbox-int.h"
 #include "runtime/sandbox/sandbox.h"
+#include "virtio/balloon/balloon.h"
 #include "virtio/blk/blk.h"
 #include "virtio/fs/fs.h"
 #include "virtio/mmio.h"
@@ -239,6 +240,13 @@ static int add_virtio(struct sandbox *s, const struct sandbox_opts *o, const str
 		return err_set(-EINVAL, "%u shared directories (at most %d)", o->nshares, SANDBOX_MAX_SHARES);
 	for (unsigned int i = 0; r >= 0 && i < o->nshares; i++)
 		r = add_share(s, &o->shares[i], i);
+	/* Last, so that the other devices keep the slots they had. */
+	if (r >= 0 && (o->plan || o->balloon)) {
+		r = virtio_balloon_new(&s->vm->mem, s->vm->loop, NULL, &s->balloon);
+		if (r < 0)
+			return err_prefix(r, "virtio-balloon");
+		r = attach(s, virtio_balloon_mmio(s->balloon), true, NULL);
+	}
 	return r;
 }
 
@@ -395,6 +403,17 @@ void sandbox_free(struct sandbox *s, struct vm_result *ret)
 	/* Devices go before the VM: they use its RAM and loop (now stopped). */
 	for (unsigned int i = 0; i < s->nshares; i++)
 		virtio_fs_free(s->shares[i]);
+	if (s->balloon) {
+		struct virtio_balloon_counters c;
+
+		virtio_balloon_counters(s->balloon, &c);
+		log_debug("virtio-balloon: %llu MiB of free pages given back, %llu pages inflated, %llu deflated, "
+		          "%llu PFNs skipped, %llu failed",
+		          (unsigned long long)(c.reported_bytes >> 20), (unsigned long long)c.inflated_pages,
+		          (unsigned long long)c.deflated_pages, (unsigned long long)c.skipped_pfns,
+		          (unsigned long long)c.discard_errors);
+	}
+	virtio_balloon_free(s->balloon);
 	for (unsigned int i = 0; i < s->nr_nets; i++)
 		virtio_net_free(s->nets[i]);
 	virtio_vsock_free(s->vsock);

@@ -67,10 +67,14 @@ void check_mmio(void);
 void check_smp(void);
 void check_irq(void);
 void check_snapshot(void);
+/* Asks the VMM for a snapshot (test device) and returns its status:
+ * KVRUN_SNAPSHOT_DONE in the saved VM, _RESTORED in one restored from it. */
+uint32_t snapshot_take(void);
 __attribute__((noreturn)) void check_acpi(void);
 void check_virtio_blk(void);
 void check_virtio_blk_bad(void);
 void check_virtio_vsock(void);
+void check_virtio_balloon(void);
 void check_fake_init(void);
 void check_virtio_fs(void);
 __attribute__((noreturn)) void do_reset(void);

@@ -16,8 +16,9 @@
  *               expected in the DSDT), then powers off through the FADT
  *               sleep register (or resets through RESET_REG with
  *               acpi_action=reset)
- *   virtio-blk, virtio-blk-bad, virtio-vsock, virtio-fs  kvrun's virtio
- *               devices (virtio-blk.c, virtio-vsock.c, virtio-fs.c)
+ *   virtio-blk, virtio-blk-bad, virtio-vsock, virtio-fs, virtio-balloon
+ *               kvrun's virtio devices (virtio-blk.c, virtio-vsock.c,
+ *               virtio-fs.c, virtio-balloon.c)
  *   fake-init   just enough of guest-init for a container's VM monitor:
  *               create, start, exec, signals; stall=1: part of a frame and
  *               silence (fake-init.c) */
@@ -218,6 +219,10 @@ void guest_main(uint64_t boot_params)
 	}
 	if (streq(test, "virtio-fs")) {
 		check_virtio_fs();
+		known = true;
+	}
+	if (streq(test, "virtio-balloon")) {
+		check_virtio_balloon();
 		known = true;
 	}
 	if (streq(test, "snapshot")) {

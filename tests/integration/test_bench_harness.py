@@ -19,7 +19,7 @@ from taplib import Tap
 SRC = os.environ.get("KVRUN_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "bench"))
 
-from benchlib import emulated, report, rootfs, runtimes, suite_cpuio, suite_fs, suite_net, suite_servers, suite_template, util  # noqa: E402
+from benchlib import emulated, report, rootfs, runtimes, suite_cpuio, suite_fs, suite_net, suite_servers, suite_sizing, suite_template, util  # noqa: E402
 from benchlib.results import Results  # noqa: E402
 
 t = Tap()
@@ -355,4 +355,30 @@ m = FakeCtx.results.metrics
 t.ok(len(m) == len(suite_fs.FIGURES) and all(
     "not available" in d["not_available"] for x in m.values() for d in x["runtimes"].values()),
      "fs: without its tools every figure is not available, with the reason", m)
+
+# The sizing suite: memhog's line, when the RSS is back, its figures.
+Z = suite_sizing
+t.eq(Z.parse_alloc("ready\ngo\nallocated 1024 MiB in 187.3 s\n"), (1024, 187.3), "sizing: memhog's allocation line")
+t.eq(Z.parse_alloc("ready\ngo\n"), None, "sizing: no allocation line yet")
+samples = [(0.0, 1200 << 10), (2.1, 900 << 10), (4.3, 300 << 10), (4.4, 100 << 10)]
+t.eq(Z.returned_at(samples, 250 << 10), (4.3, 300 << 10), "sizing: back within 64 MiB of the RSS at go")
+t.eq(Z.returned_at(samples[:2], 250 << 10), None, "sizing: not back yet")
+t.eq(runtimes.Limits(cpus=None, memory_mib=None).resources(), {}, "sizing: no limit writes no resources")
+t.eq(runtimes.Limits(cpus=2, memory_mib=1024).resources()["memory"], {"limit": 1 << 30}, "limits: the recipe's")
+t.ok(emulated.reason("sizing/return_s", True, True) is None and emulated.reason("sizing/idle_pss", True, False)
+     == emulated.EMULATED_REASON, "sizing: taken with --force-emulated only, on an emulating host")
+t.ok(all(Z.meta(k)["unit"] in ("MiB", "s") for k in Z.TITLES), "sizing: units")
+a = run.parse_args(["--suite", "sizing"])
+t.ok(a.suites == ["sizing"] and "sizing" in run.NAMED_SUITES and "sizing" not in run.SUITES,
+     "args: sizing is a suite, run only when named")
+R = Results()
+R.add("sizing", "idle_pss", "kvrun", 80.0, **Z.meta("idle_pss"))
+R.add("sizing", "idle_pss", Z.SMALL, 40.0)
+R.add("sizing", "idle_pss", "runc", 2.0)
+res = {"metrics": R.finish()}
+emulated.label_metrics(res["metrics"])
+lines = report.table(res)
+head = [x for x in lines if x.startswith("| measurement")]
+t.ok(head and "kvrun (256 MiB)" in head[0] and "kvrun (256 MiB)/runc" in head[0] and any(
+    x.startswith("### Guest sizing") for x in lines), "sizing: its table with both guest sizes and ratios", lines)
 t.done()
