@@ -52,6 +52,8 @@ struct boot_opts {
 	bool vm_shape_given; /* --cpus or --memory */
 	bool restore_trust;
 	bool jail; /* --jail: the monitor's sandbox around the running VM */
+	const char *bench_out; /* --bench-out: the guest's benchmark marks */
+	int bench_fd;
 };
 
 static int parse_size(const char *s, uint64_t *ret)
@@ -103,6 +105,8 @@ static int check_args(const struct boot_opts *o)
 		return err_set(-EINVAL, "--kernel is required");
 	if (o->snapshot_path && !o->vm.test_device)
 		return err_set(-EINVAL, "--snapshot-on-port needs --test-device");
+	if (o->bench_out && !o->vm.test_device)
+		return err_set(-EINVAL, "--bench-out needs --test-device");
 	if (o->snapshot_stop && !o->snapshot_path)
 		return err_set(-EINVAL, "--snapshot-stop needs --snapshot-on-port");
 	if (o->restore_trust && !o->restore_path)
@@ -304,6 +308,17 @@ static void print_timings(const struct vm *vm, const struct vm_result *res, cons
 	        vm_exit_reason_name(res->reason), res->code);
 }
 
+static int open_bench_out(struct boot_opts *o)
+{
+	o->bench_fd = -1;
+	if (!o->bench_out)
+		return 0;
+	o->bench_fd = open(o->bench_out, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+	if (o->bench_fd < 0)
+		return err_setsys(-errno, "cannot open --bench-out file %s", o->bench_out);
+	return 0;
+}
+
 static int open_console(struct boot_opts *o)
 {
 	o->console_fd = -1;
@@ -382,6 +397,8 @@ static int prepare_vm(const struct boot_opts *o, struct boot_run *br)
 		r = vm_set_timeout(vm, (uint64_t)(o->timeout_s * 1000.0));
 	if (r >= 0 && o->snapshot_path)
 		test_device_on_snapshot(br->sb->test, take_snapshot, br);
+	if (r >= 0 && o->bench_fd >= 0)
+		test_device_set_bench_fd(br->sb->test, o->bench_fd);
 	return r;
 }
 
@@ -391,6 +408,8 @@ static int run_vm(struct boot_opts *o, struct vm_result *res)
 	int r;
 
 	r = open_console(o);
+	if (r >= 0)
+		r = open_bench_out(o);
 	/* Before the VM's threads exist, so that they inherit no capability. */
 	if (r >= 0 && o->jail)
 		r = jail_drop_caps();
@@ -415,6 +434,8 @@ static int run_vm(struct boot_opts *o, struct vm_result *res)
 	sandbox_free(br.sb, NULL);
 	if (o->console_fd >= 0)
 		close(o->console_fd);
+	if (o->bench_fd >= 0)
+		close(o->bench_fd);
 	return r;
 }
 
@@ -445,7 +466,7 @@ static int report(const struct boot_opts *o, const struct vm_result *res)
 
 static int run_boot(struct cli_context *ctx, int argc, char **argv)
 {
-	struct boot_opts o = {.vm = {.vm = {.ncpus = 1, .mem_size = 256ULL << 20}}};
+	struct boot_opts o = {.vm = {.vm = {.ncpus = 1, .mem_size = 256ULL << 20}}, .bench_fd = -1};
 	struct boot_flags f = {0};
 	const struct cli_flag flags[] = {
 	    {"kernel", NULL, CLI_STRING, &o.vm.boot.kernel_path, "kernel to boot (required unless --restore)"},
@@ -467,6 +488,9 @@ static int run_boot(struct cli_context *ctx, int argc, char **argv)
 	    {"jail", NULL, CLI_BOOL, &o.jail,
 	     "run the VM in the container monitor's sandbox: no capabilities, no_new_privs, its seccomp allowlist"},
 	    {"timeout", NULL, CLI_STRING, &f.timeout, "end the VM after this many seconds"},
+	    {"bench-out", NULL, CLI_STRING, &o.bench_out,
+	     "append a JSON line to FILE for each benchmark the test guest runs (its figures, the host time, and the "
+	     "exits, doorbells and interrupts it cost; needs --test-device)"},
 	    {"timings", NULL, CLI_BOOL, &o.timings, "print a JSON line with setup/boot times and memory on stderr"},
 	    {"snapshot-on-port", NULL, CLI_STRING, &o.snapshot_path,
 	     "save the VM to FILE when the guest writes the test device's snapshot port (needs --test-device); the "

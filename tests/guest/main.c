@@ -17,7 +17,9 @@
  *               sleep register (or resets through RESET_REG with
  *               acpi_action=reset)
  *   virtio-blk, virtio-blk-bad, virtio-vsock  kvrun's virtio devices
- *               (virtio-blk.c, virtio-vsock.c) */
+ *               (virtio-blk.c, virtio-vsock.c)
+ *   bench       data-path benchmarks driven from CPL3 (bench.h) */
+#include "bench.h"
 #include "guest.h"
 #include "hw.h"
 
@@ -211,6 +213,10 @@ void guest_main(uint64_t boot_params)
 			check_virtio_blk_bad();
 		else
 			check_virtio_blk();
+		known = true;
+	}
+	if (streq(test, "bench")) {
+		bench_blk();
 		known = true;
 	}
 	if (streq(test, "snapshot")) {

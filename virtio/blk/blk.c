@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "virtio/blk/blk-dev.h"
 #include "virtio/blk/blk.h"
+#include "vmm/counters.h"
 
 /* A parsed request: data buffers and where the status byte goes. */
 struct blk_io {
@@ -121,10 +122,12 @@ static void blk_process(struct virtio_blk *b)
 	int r;
 
 	do {
+		vmm_count(VMM_QUEUE_PASSES, 1);
 		virtq_disable_notify(vq);
 		while ((r = virtq_pop(vq, &b->req)) > 0) {
 			int len = blk_handle(b, &b->req);
 
+			vmm_count(VMM_BLK_REQUESTS, 1);
 			if (len < 0) {
 				r = len;
 				break;
