@@ -10,6 +10,7 @@
 #include "fake-driver.h"
 #include "tap.h"
 #include "virtio/blk/blk.h"
+#include "vmm/counters.h"
 
 #define IMG_SECTORS 2048
 #define FEATURES                                                                                                     \
@@ -100,6 +101,24 @@ static bool sector_is(const uint8_t *p, int sector, uint8_t seed)
 		if (p[i] != ((sector & 0xff) ^ seed))
 			return false;
 	return true;
+}
+
+TEST(counters)
+{
+	uint64_t reqs = vmm_counter_get(VMM_BLK_REQUESTS), passes = vmm_counter_get(VMM_QUEUE_PASSES);
+	struct blk_result r;
+	struct disk k;
+	uint64_t buf;
+
+	is_int(disk_open(&k, 1, false, "disk-0", FEATURES), 0);
+	buf = fake_alloc(&k.d, 4096);
+	r = blk_req(&k, 0, 3, buf, 1024, false);
+	r = blk_req(&k, 1, 5, buf, 512, true);
+	is_int(r.status, 0);
+	/* The counters are bumped before the completion is published. */
+	ok(vmm_counter_get(VMM_BLK_REQUESTS) == reqs + 2, "two block requests counted");
+	ok(vmm_counter_get(VMM_QUEUE_PASSES) >= passes + 2, "a pass over the queue for each kick");
+	disk_close(&k);
 }
 
 TEST(config_space)
