@@ -37,7 +37,7 @@ pkgs+=(acpica-tools)         # iasl, for the ACPI table tests
 pkgs+=(xz-utils zstd)        # decompressing distro-kernel modules (runtime/host/kmod-resolve.c) and its test
 pkgs+=(linux-source-6.12 flex bison) # the kernel config check (tests/integration/test_kernel_config.py)
 if [ "$bench" = 1 ]; then
-	pkgs+=(qemu-system-x86 gnuplot-nox hyperfine postgresql-15 nginx-light wrk iperf3 fio bc)
+	pkgs+=(qemu-system-x86 gnuplot-nox hyperfine postgresql-15 nginx-light wrk iperf3 fio bc liburing-dev)
 fi
 if [ "$engines" = 1 ]; then
 	# The engines' own daemons are started by the tests (tests/integration/

@@ -124,10 +124,12 @@ static int check_args(const struct boot_opts *o)
 	return 0;
 }
 
-/* "PATH[,ro]" of --disk i into o. */
+/* "PATH[,ro][,base=BASE]" of --disk i into o: a raw image, or with base=
+ * the copy-on-write disk of BASE whose written blocks go to PATH. */
 static int add_disk(struct boot_opts *o, const char *arg)
 {
 	unsigned int i = o->vm.ndisks;
+	const char *base = NULL;
 	char *path, *comma;
 	bool ro = false;
 
@@ -136,17 +138,20 @@ static int add_disk(struct boot_opts *o, const char *arg)
 	path = o->disk_paths[i] = strdup(arg);
 	if (!path)
 		return -ENOMEM;
-	comma = strrchr(path, ',');
-	if (comma) {
-		if (strcmp(comma + 1, "ro") != 0)
-			return err_set(-EINVAL, "--disk %s: unknown option '%s' (only ro)", arg, comma + 1);
+	while ((comma = strrchr(path, ','))) {
+		if (!strcmp(comma + 1, "ro"))
+			ro = true;
+		else if (!strncmp(comma + 1, "base=", 5) && comma[6])
+			base = comma + 6;
+		else
+			return err_set(-EINVAL, "--disk %s: unknown option '%s' (ro, base=FILE)", arg, comma + 1);
 		*comma = '\0';
-		ro = true;
 	}
 	if (!*path)
 		return err_set(-EINVAL, "--disk: empty path");
 	snprintf(o->disk_ids[i], sizeof(o->disk_ids[i]), "kvrun-disk%u", i);
-	o->vm.disks[i] = (struct sandbox_disk){.path = path, .read_only = ro, .id = o->disk_ids[i]};
+	o->vm.disks[i] =
+	    (struct sandbox_disk){.path = path, .base = base, .read_only = ro, .id = o->disk_ids[i]};
 	o->vm.ndisks++;
 	return 0;
 }
@@ -479,7 +484,8 @@ static int run_boot(struct cli_context *ctx, int argc, char **argv)
 	     "give the guest ACPI tables (virtio-mmio devices and COM1 in the DSDT, power-off through the FADT); "
 	     "without it: MP table, devices on the command line and acpi=off"},
 	    {"disk", NULL, CLI_STRV, &f.disks,
-	     "PATH[,ro]: attach a raw image as a virtio-blk disk (up to " BOOT_XSTR(SANDBOX_MAX_DISKS) ")"},
+	     "PATH[,ro][,base=BASE]: attach a raw image as a virtio-blk disk, or with base= the copy-on-write disk "
+	     "of BASE whose writes go to PATH (emptied; up to " BOOT_XSTR(SANDBOX_MAX_DISKS) ")"},
 	    {"vsock", NULL, CLI_STRING, &f.vsock,
 	     "attach virtio-vsock (guest CID 3) with its host unix socket at PATH (a guest connect to port P "
 	     "reaches PATH_P)"},

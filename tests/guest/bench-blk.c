@@ -15,6 +15,7 @@
 
 #define BLK_IN 0
 #define BLK_OUT 1
+#define BLK_F_FLUSH 9
 #define MAX_QD 256
 #define MAX_BS MiB
 
@@ -198,7 +199,8 @@ static void blk_workload(struct vdev *d, const char *spec, uint64_t capacity)
 	size = queue_size(b.qd);
 	if (!tap_ok(b.blocks > 0, "bench: disk holds at least one %llu-byte block", (unsigned long long)b.bs))
 		return;
-	if (!tap_ok(bench_dev_init(d, &b.q, 1, &size, 0), "bench: virtio-blk up with a queue of %u", size))
+	/* FLUSH, as Linux takes it: without it every write is write-through. */
+	if (!tap_ok(bench_dev_init(d, &b.q, 1, &size, 1ULL << BLK_F_FLUSH), "bench: virtio-blk up with a queue of %u", size))
 		return;
 	blk_tables(&b);
 	bench_name(&b.mark, "blk", mode, b.bs, b.qd);
