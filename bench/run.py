@@ -23,14 +23,15 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from benchlib import emulated, report, suite_cpuio, suite_net, suite_servers, suite_start, suite_template, suite_vmm  # noqa: E402
+from benchlib import emulated, report, suite_cpuio, suite_datapath, suite_net, suite_servers, suite_start, suite_template, suite_vmm  # noqa: E402
 from benchlib.results import Results  # noqa: E402
 from benchlib.runtimes import Limits, cgroup_layout, make_runtimes, own_cgroup  # noqa: E402
 from benchlib.util import host_info, loadavg, log, sh, write_json  # noqa: E402
 
 SUITES = ["start", "memory", "pg", "nginx", "net", "cpu-io", "vmm"]
 # Suites run only when named: template builds three templates (three Linux boots).
-NAMED_SUITES = ["template"]
+# datapath, exits and density: one command each (docs/benchmarks.md).
+NAMED_SUITES = ["template", "datapath", "exits", "density"]
 EMULATED = emulated.EMULATED
 EMULATED_REASON = emulated.EMULATED_REASON
 
@@ -148,7 +149,7 @@ def build_shim(ctx):
 def check_tools(suites):
     need = {"start": ["runc", "crun"], "memory": ["pgbench", "ip"], "pg": ["pgbench", "ip"],
             "nginx": ["nginx", "wrk", "ip"], "net": ["nginx", "wrk", "iperf3", "ip"], "cpu-io": ["bc", "fio", "gcc", "make"], "vmm": ["qemu-system-x86_64"],
-            "template": ["runc"]}
+            "template": ["runc"], "datapath": ["cc"], "exits": ["cc"], "density": ["runc"]}
     missing = sorted({t for s in suites for t in need.get(s, []) if not shutil.which(t)})
     if missing:
         sys.exit(f"bench/run.py: missing {' '.join(missing)}: run scripts/setup.sh --bench")
@@ -212,6 +213,10 @@ def run_suites(ctx, suites):
                 suite_vmm.run(ctx)
             elif s == "template":
                 suite_template.run(ctx)
+            elif s == "datapath":
+                suite_datapath.run(ctx)
+            elif s == "exits" and "datapath" not in suites:
+                suite_datapath.run_exits(ctx)
         except Exception as e:  # one broken suite must not lose the others
             traceback.print_exc()
             ctx.results.notes.append(f"suite {s} failed: {e}")
