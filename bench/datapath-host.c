@@ -142,8 +142,7 @@ static int run_blk(int argc, char **argv)
 	}
 	t1 = now_ns();
 	printf("{\"ops\": %llu, \"bytes\": %llu, \"ns\": %llu, \"errors\": %llu}\n", (unsigned long long)done,
-	       (unsigned long long)((done - errors) * j.bs), (unsigned long long)(t1 - t0),
-	       (unsigned long long)errors);
+	       (unsigned long long)((done - errors) * j.bs), (unsigned long long)(t1 - t0), (unsigned long long)errors);
 	io_uring_queue_exit(&ring);
 	return errors ? 1 : 0;
 }

@@ -221,6 +221,11 @@ bool virtq_need_interrupt(struct virtq *vq)
 	return (uint16_t)(new - event - 1) < (uint16_t)(new - old);
 }
 
+bool virtq_avail_pending(const struct virtq *vq)
+{
+	return virtq_usable(vq) && __atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE) != vq->last_avail;
+}
+
 void virtq_disable_notify(struct virtq *vq)
 {
 	/* With EVENT_IDX a stale avail_event already suppresses kicks. */

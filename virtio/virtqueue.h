@@ -123,6 +123,10 @@ void virtq_push(struct virtq *vq, uint16_t head, uint32_t len);
  * per batch; it remembers where the last decision was made. */
 bool virtq_need_interrupt(struct virtq *vq);
 
+/* Whether the driver made buffers available that virtq_pop() has not
+ * taken yet (a cheap check for a device polling the ring). */
+bool virtq_avail_pending(const struct virtq *vq);
+
 /* Ask the driver not to kick while the device is busy draining the queue. */
 void virtq_disable_notify(struct virtq *vq);
 

@@ -7,6 +7,7 @@
  * rate and what the loop cost in exits, doorbells and interrupts.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <linux/kvm.h>
 #include <stdio.h>
@@ -17,7 +18,7 @@
 
 #include "common/log.h"
 #include "common/test-bench.h"
-#include "vmm/test-device.h"
+#include "vmm/test-bench.h"
 #include "vmm/vcpu.h"
 #include "vmm/vm-stats.h"
 #include "vmm/vm.h"
@@ -30,9 +31,9 @@ struct test_bench {
 	long tsc_khz;
 };
 
-static struct test_bench *bench_get(struct test_device *td)
+static struct test_bench *bench_get(struct test_bench **bench, struct vm *vm)
 {
-	struct test_bench *b = td->bench;
+	struct test_bench *b = *bench;
 	int r;
 
 	if (b)
@@ -41,14 +42,14 @@ static struct test_bench *bench_get(struct test_device *td)
 	if (!b)
 		return NULL;
 	pthread_mutex_init(&b->lock, NULL);
-	r = vm_stats_open(td->vm, &b->stats);
+	r = vm_stats_open(vm, &b->stats);
 	if (r < 0) {
 		log_debug("test device: VM statistics: %s", strerror(-r));
 		free(b);
 		return NULL;
 	}
-	b->tsc_khz = ioctl(td->vm->vcpus[0]->fd, KVM_GET_TSC_KHZ, 0);
-	td->bench = b;
+	b->tsc_khz = ioctl(vm->vcpus[0]->fd, KVM_GET_TSC_KHZ, 0);
+	*bench = b;
 	return b;
 }
 
@@ -62,7 +63,7 @@ static void clean_name(char *name)
 			*p = '_';
 }
 
-static void bench_write(struct test_device *td, struct test_bench *b, const struct kvrun_bench_mark *m,
+static void bench_write(int fd, struct test_bench *b, const struct kvrun_bench_mark *m,
                         const struct vm_stats_sample *end)
 {
 	char *buf = NULL;
@@ -79,25 +80,25 @@ static void bench_write(struct test_device *td, struct test_bench *b, const stru
 	        end->t_ns - b->begin.t_ns, b->tsc_khz);
 	vm_stats_write_delta(b->stats, &b->begin, end, false, f);
 	fputs("}\n", f);
-	if (fclose(f) == 0 && write(td->bench_fd, buf, len) != (ssize_t)len)
+	if (fclose(f) == 0 && write(fd, buf, len) != (ssize_t)len)
 		log_debug("test device: bench line: %s", strerror(errno));
 	free(buf);
 }
 
-void test_bench_mark(struct test_device *td, uint64_t gpa)
+void test_bench_mark(struct test_bench **bench, struct vm *vm, int fd, uint64_t gpa)
 {
-	const void *p = guest_mem_ptr(&td->vm->mem, gpa, sizeof(struct kvrun_bench_mark));
+	const void *p = guest_mem_ptr(&vm->mem, gpa, sizeof(struct kvrun_bench_mark));
 	struct vm_stats_sample now;
 	struct kvrun_bench_mark m;
 	struct test_bench *b;
 
-	if (!p || td->bench_fd < 0)
+	if (!p || fd < 0)
 		return;
 	memcpy(&m, p, sizeof(m));
 	if (m.magic != KVRUN_BENCH_MAGIC || (m.phase != KVRUN_BENCH_BEGIN && m.phase != KVRUN_BENCH_END))
 		return;
 	clean_name(m.name);
-	b = bench_get(td);
+	b = bench_get(bench, vm);
 	if (!b)
 		return;
 	pthread_mutex_lock(&b->lock);
@@ -111,22 +112,19 @@ void test_bench_mark(struct test_device *td, uint64_t gpa)
 		b->begun = true;
 	} else {
 		if (b->begun)
-			bench_write(td, b, &m, &now);
+			bench_write(fd, b, &m, &now);
 		b->begun = false;
 		vm_stats_sample_free(&now);
 	}
 	pthread_mutex_unlock(&b->lock);
 }
 
-void test_bench_free(struct test_device *td)
+void test_bench_free(struct test_bench *b)
 {
-	struct test_bench *b = td->bench;
-
 	if (!b)
 		return;
 	vm_stats_sample_free(&b->begin);
 	vm_stats_free(b->stats);
 	pthread_mutex_destroy(&b->lock);
 	free(b);
-	td->bench = NULL;
 }

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/test-bench.h"
+#include "vmm/test-bench.h"
 #include "vmm/test-device.h"
 #include "vmm/vm.h"
 
@@ -142,8 +143,10 @@ static void bench_read(void *opaque, uint64_t offset, void *data, uint32_t len)
 
 static void bench_write(void *opaque, uint64_t offset, const void *data, uint32_t len)
 {
+	struct test_device *td = opaque;
+
 	if (offset == 0 && len == 4)
-		test_bench_mark(opaque, (uint32_t)le_value(data, len));
+		test_bench_mark(&td->bench, td->vm, td->bench_fd, (uint32_t)le_value(data, len));
 }
 
 static const struct bus_dev_ops test_bench_ops = {.read = bench_read, .write = bench_write};
@@ -226,7 +229,7 @@ void test_device_free(struct test_device *td)
 		close(td->snap_fd);
 	}
 	vm_irq_line_free(td->vm, &td->irq);
-	test_bench_free(td);
+	test_bench_free(td->bench);
 	pthread_mutex_destroy(&td->lock);
 	free(td);
 }

@@ -52,10 +52,6 @@ void test_device_set_snapshot_status(struct test_device *td, uint32_t status);
 /* Write a JSON line per benchmark the guest marks to fd (borrowed, kept
  * open by the caller until test_device_free). */
 void test_device_set_bench_fd(struct test_device *td, int fd);
-/* test-bench.c: a mark at guest address gpa (on the vCPU thread), and
- * freeing what the marks kept. */
-void test_bench_mark(struct test_device *td, uint64_t gpa);
-void test_bench_free(struct test_device *td);
 
 struct snap_buf;
 /* Snapshot state: the MMIO slots, the snapshot status and the GSI (which

@@ -146,8 +146,8 @@ void vm_stats_write_delta(const struct vm_stats *s, const struct vm_stats_sample
 	fputs("}}", f);
 }
 
-uint64_t vm_stats_vcpu_delta(const struct vm_stats *s, const struct vm_stats_sample *a,
-                             const struct vm_stats_sample *b, const char *name)
+uint64_t vm_stats_vcpu_delta(const struct vm_stats *s, const struct vm_stats_sample *a, const struct vm_stats_sample *b,
+                             const char *name)
 {
 	int i;
 

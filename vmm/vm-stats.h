@@ -47,7 +47,7 @@ void vm_stats_sample_free(struct vm_stats_sample *sample);
 void vm_stats_write_delta(const struct vm_stats *s, const struct vm_stats_sample *a, const struct vm_stats_sample *b,
                           bool nonzero_only, FILE *f);
 /* The difference of one statistic of the vCPUs by name (0 if absent). */
-uint64_t vm_stats_vcpu_delta(const struct vm_stats *s, const struct vm_stats_sample *a,
-                             const struct vm_stats_sample *b, const char *name);
+uint64_t vm_stats_vcpu_delta(const struct vm_stats *s, const struct vm_stats_sample *a, const struct vm_stats_sample *b,
+                             const char *name);
 
 #endif

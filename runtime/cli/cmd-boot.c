@@ -150,8 +150,7 @@ static int add_disk(struct boot_opts *o, const char *arg)
 	if (!*path)
 		return err_set(-EINVAL, "--disk: empty path");
 	snprintf(o->disk_ids[i], sizeof(o->disk_ids[i]), "kvrun-disk%u", i);
-	o->vm.disks[i] =
-	    (struct sandbox_disk){.path = path, .base = base, .read_only = ro, .id = o->disk_ids[i]};
+	o->vm.disks[i] = (struct sandbox_disk){.path = path, .base = base, .read_only = ro, .id = o->disk_ids[i]};
 	o->vm.ndisks++;
 	return 0;
 }

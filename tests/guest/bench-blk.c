@@ -200,7 +200,8 @@ static void blk_workload(struct vdev *d, const char *spec, uint64_t capacity)
 	if (!tap_ok(b.blocks > 0, "bench: disk holds at least one %llu-byte block", (unsigned long long)b.bs))
 		return;
 	/* FLUSH, as Linux takes it: without it every write is write-through. */
-	if (!tap_ok(bench_dev_init(d, &b.q, 1, &size, 1ULL << BLK_F_FLUSH), "bench: virtio-blk up with a queue of %u", size))
+	if (!tap_ok(bench_dev_init(d, &b.q, 1, &size, 1ULL << BLK_F_FLUSH), "bench: virtio-blk up with a queue of %u",
+	            size))
 		return;
 	blk_tables(&b);
 	bench_name(&b.mark, "blk", mode, b.bs, b.qd);

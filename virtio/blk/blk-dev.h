@@ -28,6 +28,10 @@
 #define VIRTIO_BLK_S_UNSUPP 2
 
 #define SECTOR_SIZE 512ULL
+/* How long the worker watches the ring after it emptied it (blk_poll). */
+#define BLK_POLL_NS 50000ULL
+/* ... after a pass of at most this many requests. */
+#define BLK_POLL_MAX_PASS 4
 #define BLK_QUEUE_SIZE 256
 
 struct virtio_blk_config {
@@ -58,11 +62,15 @@ struct virtio_blk {
 	struct blk_backend *backend;
 	struct virtio_blk_config config;
 	char id[VIRTIO_BLK_ID_BYTES];
-	/* Worker: sleeps on kick_fd; lock is held while it drains the queue,
-	 * so that reset waits for the batch in flight. */
+	/* Worker: sleeps on kick_fd and on the guest's doorbell (an
+	 * ioeventfd the worker reads itself, so that a kick wakes one thread,
+	 * not the event loop and then the worker); lock is held while it
+	 * drains the queue, so that reset waits for the batch in flight. */
 	pthread_t worker;
 	bool worker_started;
 	int kick_fd;
+	int doorbell_fd; /* atomic; -1: kicks come through queue_notify */
+	uint64_t poll_ns; /* blk_poll()'s window */
 	pthread_mutex_t lock;
 	bool running; /* under lock: activated and not reset */
 	bool stop; /* atomic */

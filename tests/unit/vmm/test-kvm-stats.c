@@ -76,11 +76,8 @@ static void set_value(int fd, const struct kvm_stats *s, const char *name, uint6
 #define HIST (KVM_STATS_TYPE_LOG_HIST | KVM_STATS_UNIT_SECONDS | KVM_STATS_BASE_POW10)
 
 static const struct fake_stat vcpu_stats[] = {
-    {"exits", CUM, 1, 100},
-    {"mmio_exits", CUM, 1, 7},
-    {"insn_emulation", CUM, 1, 3},
-    {"blocking", INST, 1, 1},
-    {"halt_wait_hist", HIST, 4, 9},
+    {"exits", CUM, 1, 100},   {"mmio_exits", CUM, 1, 7},      {"insn_emulation", CUM, 1, 3},
+    {"blocking", INST, 1, 1}, {"halt_wait_hist", HIST, 4, 9},
 };
 
 TEST(parse_and_read)
@@ -151,8 +148,7 @@ TEST(bad_layouts_refused)
 		memset(longname, 'a', NAME_SIZE);
 		longname[NAME_SIZE] = 0;
 		fd = fake_stats_fd("id", &st, 1, NAME_SIZE);
-		if (pwrite(fd, longname, NAME_SIZE,
-		           sizeof(h) + NAME_SIZE + sizeof(struct kvm_stats_desc)) != NAME_SIZE)
+		if (pwrite(fd, longname, NAME_SIZE, sizeof(h) + NAME_SIZE + sizeof(struct kvm_stats_desc)) != NAME_SIZE)
 			abort();
 		is_int(kvm_stats_parse(fd, &s), -EINVAL);
 	}
