@@ -22,6 +22,7 @@
 #include "runtime/cli/cli-args.h"
 #include "runtime/cli/cli-help.h"
 #include "runtime/host/jail.h"
+#include "runtime/host/netns.h"
 #include "runtime/sandbox/sandbox.h"
 #include "vmm/snapshot.h"
 #include "vmm/test-device.h"
@@ -54,6 +55,8 @@ struct boot_opts {
 	bool jail; /* --jail: the monitor's sandbox around the running VM */
 	const char *bench_out; /* --bench-out: the guest's benchmark marks */
 	int bench_fd;
+	const char *net; /* --net TAP[,mtu=N] */
+	struct netns_setup net_setup;
 };
 
 static int parse_size(const char *s, uint64_t *ret)
@@ -118,6 +121,8 @@ static int check_args(const struct boot_opts *o)
 		return err_set(-EINVAL, "--disk cannot be combined with --snapshot-on-port or --restore");
 	if (o->vm.vsock_path && (o->restore_path || o->snapshot_path))
 		return err_set(-EINVAL, "--vsock cannot be combined with --snapshot-on-port or --restore");
+	if (o->net && (o->restore_path || o->snapshot_path))
+		return err_set(-EINVAL, "--net cannot be combined with --snapshot-on-port or --restore");
 	/* The sandbox lets no file be written. */
 	if (o->jail && o->snapshot_path)
 		return err_set(-EINVAL, "--jail cannot be combined with --snapshot-on-port");
@@ -323,6 +328,39 @@ static int open_bench_out(struct boot_opts *o)
 	return 0;
 }
 
+/* --net TAP[,mtu=N]: the TAP, up, as the VM's network device. */
+static int open_net(struct boot_opts *o)
+{
+	char tap[64];
+	const char *comma;
+	unsigned long mtu = 1500;
+	char *end;
+	size_t n;
+	int r;
+
+	if (!o->net)
+		return 0;
+	comma = strchr(o->net, ',');
+	n = comma ? (size_t)(comma - o->net) : strlen(o->net);
+	if (n >= sizeof(tap))
+		return err_set(-EINVAL, "--net %s: TAP name too long", o->net);
+	memcpy(tap, o->net, n);
+	tap[n] = '\0';
+	if (comma) {
+		if (strncmp(comma + 1, "mtu=", 4) != 0)
+			return err_set(-EINVAL, "--net %s: unknown option '%s' (mtu=N)", o->net, comma + 1);
+		errno = 0;
+		mtu = strtoul(comma + 5, &end, 10);
+		if (errno || *end || end == comma + 5 || mtu > 65535)
+			return err_set(-EINVAL, "--net %s: bad MTU", o->net);
+	}
+	r = netns_tap_link(tap, (uint32_t)mtu, &o->net_setup);
+	if (r < 0)
+		return err_prefix(r, "--net");
+	o->vm.net = &o->net_setup;
+	return 0;
+}
+
 static int open_console(struct boot_opts *o)
 {
 	o->console_fd = -1;
@@ -414,6 +452,8 @@ static int run_vm(struct boot_opts *o, struct vm_result *res)
 	r = open_console(o);
 	if (r >= 0)
 		r = open_bench_out(o);
+	if (r >= 0)
+		r = open_net(o);
 	/* Before the VM's threads exist, so that they inherit no capability. */
 	if (r >= 0 && o->jail)
 		r = jail_drop_caps();
@@ -440,6 +480,7 @@ static int run_vm(struct boot_opts *o, struct vm_result *res)
 		close(o->console_fd);
 	if (o->bench_fd >= 0)
 		close(o->bench_fd);
+	netns_setup_close(&o->net_setup);
 	return r;
 }
 
@@ -488,6 +529,9 @@ static int run_boot(struct cli_context *ctx, int argc, char **argv)
 	    {"vsock", NULL, CLI_STRING, &f.vsock,
 	     "attach virtio-vsock (guest CID 3) with its host unix socket at PATH (a guest connect to port P "
 	     "reaches PATH_P)"},
+	    {"net", NULL, CLI_STRING, &o.net,
+	     "TAP[,mtu=N]: attach virtio-net over the TAP of that name (made if missing, set up; MTU 1500 by "
+	     "default); the host end is the TAP's interface"},
 	    {"test-device", NULL, CLI_BOOL, &o.vm.test_device,
 	     "add the test device (exit/irq/ncpus ports, MMIO window)"},
 	    {"jail", NULL, CLI_BOOL, &o.jail,
