@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "virtio/net/net-dev.h"
+#include "vmm/counters.h"
 
 #define HDR_LEN sizeof(struct virtio_net_hdr_v1)
 #define NUM_BUFFERS_OFF offsetof(struct virtio_net_hdr_v1, num_buffers)
@@ -68,6 +69,7 @@ static int tx_one(struct virtio_net *n, unsigned int p, struct virtq_req *req)
 		n->stats.tx_dropped++;
 	} else {
 		n->stats.tx_frames++;
+		vmm_count(VMM_NET_TX_FRAMES, 1);
 	}
 	return 1;
 }
@@ -216,6 +218,7 @@ static int rx_drain(struct virtio_net *n, unsigned int p, struct virtq *vq, bool
 		}
 		rx_push(n, vq, (unsigned int)chains, niov, (size_t)len);
 		n->stats.rx_frames++;
+		vmm_count(VMM_NET_RX_FRAMES, 1);
 	}
 	return 0;
 }
