@@ -8,6 +8,11 @@
  *   datapath-host blk FILE MODE BS QD OPS   io_uring on FILE (buffered, as
  *       kvrun's virtio-blk opens it), MODE read|write|randread|randwrite,
  *       QD requests in flight, the guest's offsets (same generator, seed)
+ *   datapath-host tap-sink IFNAME SECONDS   count frames arriving on IFNAME
+ *   datapath-host tap-source IFNAME SIZE SECONDS   send frames out of IFNAME
+ *   datapath-host tap-write TAP SIZE N      write N frames to the TAP
+ *   datapath-host tap-read TAP SIZE N STALL_S   read N frames from the TAP
+ *   (datapath-host-net.c; SIZE 64..1514, or 64K: TCP/IPv4 with GSO)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,9 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "datapath-host.h"
+
 #define MAX_QD 256
 
-static uint64_t now_ns(void)
+uint64_t dh_now_ns(void)
 {
 	struct timespec ts;
 
@@ -42,7 +49,7 @@ static uint64_t rng_next(uint64_t *s)
 	return x;
 }
 
-static uint64_t parse_size(const char *s)
+uint64_t dh_parse_size(const char *s)
 {
 	char *end;
 	uint64_t v = strtoull(s, &end, 10);
@@ -56,7 +63,7 @@ static uint64_t parse_size(const char *s)
 	return v;
 }
 
-static void die(const char *what, int err)
+void dh_die(const char *what, int err)
 {
 	fprintf(stderr, "datapath-host: %s: %s\n", what, strerror(err));
 	exit(1);
@@ -95,25 +102,25 @@ static int run_blk(int argc, char **argv)
 	mode = argv[3];
 	j.write = !strcmp(mode, "write") || !strcmp(mode, "randwrite");
 	j.random = !strncmp(mode, "rand", 4);
-	j.bs = parse_size(argv[4]);
-	j.qd = parse_size(argv[5]);
-	j.ops = parse_size(argv[6]);
+	j.bs = dh_parse_size(argv[4]);
+	j.qd = dh_parse_size(argv[5]);
+	j.ops = dh_parse_size(argv[6]);
 	if (!j.bs || j.qd < 1 || j.qd > MAX_QD || !j.ops)
 		return 2;
 	j.fd = open(argv[2], (j.write ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 	if (j.fd < 0 || fstat(j.fd, &st) < 0)
-		die(argv[2], errno);
+		dh_die(argv[2], errno);
 	j.blocks = (uint64_t)st.st_size / j.bs;
 	/* The guest's generator and seed (bench_seed 0). */
 	j.rng = 0x2545f4914f6cdd1dULL ^ j.bs ^ j.qd;
 	j.buf = mmap(NULL, j.bs * j.qd, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (j.buf == MAP_FAILED || !j.blocks)
-		die("buffers", errno ? errno : EINVAL);
+		dh_die("buffers", errno ? errno : EINVAL);
 	memset(j.buf, 0x5a, j.bs * j.qd);
 	r = io_uring_queue_init((unsigned int)(j.qd * 2), &ring, 0);
 	if (r < 0)
-		die("io_uring_queue_init", -r);
-	t0 = now_ns();
+		dh_die("io_uring_queue_init", -r);
+	t0 = dh_now_ns();
 	for (; issued < j.qd && issued < j.ops; issued++)
 		blk_submit(&ring, &j, issued);
 	io_uring_submit(&ring);
@@ -123,7 +130,7 @@ static int run_blk(int argc, char **argv)
 
 		r = io_uring_wait_cqe(&ring, &cqe);
 		if (r < 0)
-			die("io_uring_wait_cqe", -r);
+			dh_die("io_uring_wait_cqe", -r);
 		io_uring_for_each_cqe(&ring, head, cqe)
 		{
 			uint64_t slot = io_uring_cqe_get_data64(cqe);
@@ -140,7 +147,7 @@ static int run_blk(int argc, char **argv)
 		io_uring_cq_advance(&ring, n);
 		io_uring_submit(&ring);
 	}
-	t1 = now_ns();
+	t1 = dh_now_ns();
 	printf("{\"ops\": %llu, \"bytes\": %llu, \"ns\": %llu, \"errors\": %llu}\n", (unsigned long long)done,
 	       (unsigned long long)((done - errors) * j.bs), (unsigned long long)(t1 - t0), (unsigned long long)errors);
 	io_uring_queue_exit(&ring);
@@ -153,7 +160,16 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "blk"))
 		r = run_blk(argc, argv);
+	else if (argc > 1 && !strcmp(argv[1], "tap-sink"))
+		r = dh_tap_sink(argc, argv);
+	else if (argc > 1 && !strcmp(argv[1], "tap-source"))
+		r = dh_tap_source(argc, argv);
+	else if (argc > 1 && !strcmp(argv[1], "tap-write"))
+		r = dh_tap_write(argc, argv);
+	else if (argc > 1 && !strcmp(argv[1], "tap-read"))
+		r = dh_tap_read(argc, argv);
 	if (r == 2)
-		fprintf(stderr, "usage: datapath-host blk FILE MODE BS QD OPS\n");
+		fprintf(stderr, "usage: datapath-host blk FILE MODE BS QD OPS | tap-sink IFNAME SECONDS | tap-source "
+		                "IFNAME SIZE SECONDS | tap-write TAP SIZE N | tap-read TAP SIZE N STALL_S\n");
 	return r;
 }
