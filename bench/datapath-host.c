@@ -13,6 +13,9 @@
  *   datapath-host tap-write TAP SIZE N      write N frames to the TAP
  *   datapath-host tap-read TAP SIZE N STALL_S   read N frames from the TAP
  *   (datapath-host-net.c; SIZE 64..1514, or 64K: TCP/IPv4 with GSO)
+ *   datapath-host vsock-peer PATH MODE SIZE  the guest's vsock peer
+ *   datapath-host unix MODE SIZE COUNT       the same over a unix socket
+ *   (datapath-host-unix.c; MODE send, recv or rr)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -168,8 +171,14 @@ int main(int argc, char **argv)
 		r = dh_tap_write(argc, argv);
 	else if (argc > 1 && !strcmp(argv[1], "tap-read"))
 		r = dh_tap_read(argc, argv);
+	else if (argc > 1 && !strcmp(argv[1], "vsock-peer"))
+		r = dh_vsock_peer(argc, argv);
+	else if (argc > 1 && !strcmp(argv[1], "unix"))
+		r = dh_unix(argc, argv);
 	if (r == 2)
-		fprintf(stderr, "usage: datapath-host blk FILE MODE BS QD OPS | tap-sink IFNAME SECONDS | tap-source "
-		                "IFNAME SIZE SECONDS | tap-write TAP SIZE N | tap-read TAP SIZE N STALL_S\n");
+		fprintf(stderr,
+		        "usage: datapath-host blk FILE MODE BS QD OPS | tap-sink IFNAME SECONDS | tap-source "
+		        "IFNAME SIZE SECONDS | tap-write TAP SIZE N | tap-read TAP SIZE N STALL_S | vsock-peer PATH "
+		        "MODE SIZE | unix MODE SIZE COUNT\n");
 	return r;
 }

@@ -14,5 +14,7 @@ int dh_tap_sink(int argc, char **argv);
 int dh_tap_source(int argc, char **argv);
 int dh_tap_write(int argc, char **argv);
 int dh_tap_read(int argc, char **argv);
+int dh_vsock_peer(int argc, char **argv);
+int dh_unix(int argc, char **argv);
 
 #endif

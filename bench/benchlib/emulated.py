@@ -24,7 +24,7 @@ HOST_SIDE = ["vmm/*", "start/kvrun_host_start*", "start/cli_state", "template/re
 
 # kvrun figures that carry a label of their own: the data path's, where
 # the test guest's CPL3 loop runs natively and only its set-up is emulated.
-SELF_LABELLED = ["datapath/*", "exits/blk *"]
+SELF_LABELLED = ["datapath/*", "exits/blk *", "exits/net *", "exits/vsock *"]
 
 # Why the others are not taken even then.
 WHY_NOT = [

@@ -49,12 +49,15 @@ def disk_mib(quick):
     return 256 if quick else 512
 
 
+HOST_SRCS = ("datapath-host.c", "datapath-host-net.c", "datapath-host.h")
+
+
 def build_host_tool(ctx):
-    """bench/datapath-host.c (needs liburing-dev), rebuilt when changed."""
+    """bench/datapath-host*.c (needs liburing-dev), rebuilt when changed."""
     out = os.path.join(ctx.cache, "datapath-host")
-    src = os.path.join(ctx.src, "bench", "datapath-host.c")
-    if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(src):
-        sh(["cc", "-O2", "-o", out, src, "-luring"])
+    srcs = [os.path.join(ctx.src, "bench", f) for f in HOST_SRCS]
+    if not os.path.exists(out) or os.path.getmtime(out) < max(os.path.getmtime(s) for s in srcs):
+        sh(["cc", "-O2", "-o", out] + [s for s in srcs if s.endswith(".c")] + ["-luring"])
     return out
 
 
@@ -130,24 +133,13 @@ def kvrun_blk(ctx, disk, kind, tmp, datapath=True):
 
 
 def exits(ctx, kind, m, bs, qd, d):
-    """Per block request: what it cost in exits, doorbells and interrupts."""
-    st, ops = d["stats"], d["ops"]
-    vcpu, own = st["kvm_vcpu"], st["kvrun"]
-    uexits = own["exit_io"] + own["exit_mmio"] + own["exit_other"]
-    # The two marks are MMIO exits of their own: not the workload's.
-    uexits = max(0, uexits - 2)
-    name = f"{m} {bs} qd{qd} ({kind})"
-    figs = [
-        ("userspace exits per 128 requests", 128 * uexits / ops, "exits"),
-        ("KVM exits per request", max(0, vcpu.get("exits", 0) - 2) / ops, "exits"),
-        ("emulated instructions per request", max(0, vcpu.get("insn_emulation", 0) - 2) / ops, "insns"),
-        ("doorbells per request", own["doorbell_signals"] / ops, "kicks"),
-        ("interrupts per request", own["irq_raised"] / ops, "irqs"),
-        ("device passes per request", own["queue_passes"] / ops, "passes"),
-    ]
-    for what, v, unit in figs:
-        ctx.results.add(SE, f"blk {name}: {what}", "kvrun", v, unit=unit, better="lower",
-                        title=f"blk {name}: {what}", label=LABEL)
+    """Per block request: what it cost in exits, doorbells, interrupts and
+    passes of the device over its queue."""
+    subject = f"blk {m} {bs} qd{qd} ({kind})"
+    per_op(ctx, subject, d, "request")
+    ctx.results.add(SE, f"{subject}: device passes per request", "kvrun",
+                    d["stats"]["kvrun"]["queue_passes"] / max(1, d["ops"]), unit="passes", better="lower",
+                    title=f"{subject}: device passes per request", label=LABEL)
 
 
 def host_blk(ctx, tool, disk):
@@ -158,12 +150,136 @@ def host_blk(ctx, tool, disk):
             record(ctx, "host-direct", kind, m, bs, qd, d["ops"], d["bytes"], d["ns"] / 1e9)
 
 
+NET_WORKLOADS = [(d, size) for d in ("tx", "rx") for size in ("64", "1500", "64K")]
+NET_TARGETS = {("tx", "1500"): 0.80, ("rx", "1500"): 0.80}
+NS = "kvbench-dp"
+TAP = "kvbdp0"
+
+
+def frames_for(size, quick):
+    if size == "64K":
+        return 4000 if quick else 10000
+    return 50000 if quick else 100000
+
+
+def net_name(d, size):
+    what = "64 KiB TSO frames" if size == "64K" else f"{size} B frames"
+    return f"net {'guest to TAP' if d == 'tx' else 'TAP to guest'} {what}"
+
+
+def net_setup():
+    """A namespace of our own holding a persistent TAP, up, without IPv6
+    (its router solicitations would reach the guest)."""
+    net_teardown()
+    sh(["ip", "netns", "add", NS])
+    sh(["ip", "netns", "exec", NS, "ip", "tuntap", "add", "dev", TAP, "mode", "tap", "vnet_hdr"])
+    sh(["ip", "netns", "exec", NS, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"])
+    sh(["ip", "netns", "exec", NS, "ip", "link", "set", TAP, "up"])
+
+
+def net_teardown():
+    subprocess.run(["ip", "netns", "del", NS], capture_output=True)
+
+
+def in_ns(argv):
+    return ["ip", "netns", "exec", NS] + argv
+
+
+class Peer:
+    """The host peer on the TAP's interface: a sink counting what the guest
+    (or the host-direct writer) sends, or a source sending to the reader."""
+
+    def __init__(self, tool, d, size):
+        argv = [tool, "tap-sink", TAP, "600"] if d == "tx" else [tool, "tap-source", TAP, size, "600"]
+        self.p = subprocess.Popen(in_ns(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if self.p.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"the TAP peer did not start: {self.p.stderr.read()[-300:]}")
+
+    def stop(self):
+        self.p.terminate()
+        out, err = self.p.communicate(timeout=30)
+        lines = [x for x in out.splitlines() if x.startswith("{")]
+        return json.loads(lines[-1]) if lines else None
+
+
+def kvrun_net(ctx, tool, tmp, datapath=True):
+    """One kvrun boot per network workload, its peer running meanwhile."""
+    for d, size in NET_WORKLOADS:
+        out = os.path.join(tmp, "bench-net.json")
+        if os.path.exists(out):
+            os.unlink(out)
+        peer = Peer(tool, d, size)
+        try:
+            r = subprocess.run(in_ns([ctx.kvrun_bin, "boot", "--kernel", ctx.test_guest, "--test-device",
+                                      "--memory", "512M", "--net", TAP, "--bench-out", out, "--cmdline",
+                                      f"test=bench bench_net={d}:{size}:{frames_for(size, ctx.quick)}",
+                                      "--timeout", "300"]), capture_output=True, text=True, timeout=360)
+        finally:
+            got = peer.stop()
+        lines = [json.loads(x) for x in open(out)] if os.path.exists(out) else []
+        if r.returncode != 0 or len(lines) != 1 or lines[0]["errors"]:
+            fails = [x for x in (r.stdout + r.stderr).splitlines() if x.startswith("not ok") or "kvrun boot:" in x]
+            raise RuntimeError(f"kvrun boot (bench net {d} {size}) exit {r.returncode}: {' '.join(fails)[-300:]}")
+        b = lines[0]
+        seconds = b["cycles"] / (b["tsc_khz"] * 1e3)
+        if datapath:
+            net_record(ctx, "kvrun", d, size, b["ops"], b["bytes"], seconds, LABEL)
+        if d == "tx" and got and got["ops"] < b["ops"]:
+            ctx.results.notes.append(f"{net_name(d, size)}: the host peer saw {got['ops']} of the guest's "
+                                     f"{b['ops']} frames")
+        per_op(ctx, net_name(d, size), b, "frame")
+
+
+def host_net(ctx, tool):
+    for d, size in NET_WORKLOADS:
+        n = str(frames_for(size, ctx.quick))
+        peer = Peer(tool, d, size)
+        try:
+            argv = [tool, "tap-write", TAP, size, n] if d == "tx" else [tool, "tap-read", TAP, size, n, "5"]
+            r = sh(in_ns(argv), timeout=300)
+        finally:
+            peer.stop()
+        x = json.loads([line for line in r.stdout.splitlines() if line.startswith("{")][-1])
+        net_record(ctx, "host-direct", d, size, x["ops"], x["bytes"], x["ns"] / 1e9)
+
+
+def net_record(ctx, rt, d, size, ops, nbytes, seconds, label=None):
+    meta = {"unit": "frames/s", "better": "higher", "title": net_name(d, size)}
+    if label:
+        meta["label"] = label
+    ctx.results.add(S, net_name(d, size), rt, ops / seconds, **meta)
+    if size == "64K":
+        meta = dict(meta, unit="MB/s", title=net_name(d, size) + ", bytes")
+        ctx.results.add(S, net_name(d, size) + ", bytes", rt, nbytes / seconds / 1e6, **meta)
+
+
+def per_op(ctx, subject, d, what):
+    """Exits, doorbells and interrupts per operation of a bench line. The
+    two marks are MMIO exits of their own: not the workload's."""
+    st, ops = d["stats"], max(1, d["ops"])
+    vcpu, own = st["kvm_vcpu"], st["kvrun"]
+    uexits = max(0, own["exit_io"] + own["exit_mmio"] + own["exit_other"] - 2)
+    figs = [
+        (f"userspace exits per 128 {what}s", 128 * uexits / ops, "exits"),
+        (f"KVM exits per {what}", max(0, vcpu.get("exits", 0) - 2) / ops, "exits"),
+        (f"emulated instructions per {what}", max(0, vcpu.get("insn_emulation", 0) - 2) / ops, "insns"),
+        (f"doorbells per {what}", own["doorbell_signals"] / ops, "kicks"),
+        (f"interrupts per {what}", own["irq_raised"] / ops, "irqs"),
+    ]
+    for fig, v, unit in figs:
+        ctx.results.add(SE, f"{subject}: {fig}", "kvrun", v, unit=unit, better="lower", title=f"{subject}: {fig}",
+                        label=LABEL)
+
+
 def qemu_na(ctx, why):
     for kind in DISKS:
         for m, bs, qd in BLK_WORKLOADS:
             unit, _ = unit_of(bs)
             ctx.results.na(S, metric_name(kind, m, bs, qd), "qemu-microvm", why, unit=unit, better="higher",
                            title=metric_name(kind, m, bs, qd))
+    for d, size in NET_WORKLOADS:
+        ctx.results.na(S, net_name(d, size), "qemu-microvm", why, unit="frames/s", better="higher",
+                       title=net_name(d, size))
 
 
 def run(ctx):
@@ -179,21 +295,31 @@ def run(ctx):
     # side and every run read the same data.
     wdisk = os.path.join(tmp, "disk.img")
     shutil.copyfile(disk, wdisk)
-    sides = ["kvrun raw", "kvrun cow", "host-direct"]
-    for run_i in range(ctx.runs):
-        for side in rotate(sides, run_i):
-            log(f"datapath run {run_i + 1}/{ctx.runs}: {side}")
-            if side == "host-direct":
-                host_blk(ctx, tool, wdisk)
-            else:
-                kind = side.split()[1]
-                ctx.guarded("kvrun", [f"{S}/{metric_name(kind, *BLK_WORKLOADS[0])}"], kvrun_blk, ctx,
-                            wdisk, kind, tmp)
+    sides = ["kvrun raw", "kvrun cow", "host-direct blk", "kvrun net", "host-direct net"]
+    net_setup()
+    try:
+        for run_i in range(ctx.runs):
+            for side in rotate(sides, run_i):
+                log(f"datapath run {run_i + 1}/{ctx.runs}: {side}")
+                if side == "host-direct blk":
+                    host_blk(ctx, tool, wdisk)
+                elif side == "host-direct net":
+                    host_net(ctx, tool)
+                elif side == "kvrun net":
+                    ctx.guarded("kvrun", [f"{S}/{net_name(*NET_WORKLOADS[0])}"], kvrun_net, ctx, tool, tmp)
+                else:
+                    kind = side.split()[1]
+                    ctx.guarded("kvrun", [f"{S}/{metric_name(kind, *BLK_WORKLOADS[0])}"], kvrun_blk, ctx,
+                                wdisk, kind, tmp)
+    finally:
+        net_teardown()
     qemu_na(ctx, ctx.qemu_reason if getattr(ctx, "qemu_reason", None) else
             "not available: QEMU cannot load the test guest yet (no PVH entry)")
     for kind in DISKS:
         for (m, bs, qd), want in TARGETS.items():
             ctx.results.metric(S, metric_name(kind, m, bs, qd))["target"] = {"vs": "host-direct", "min": want}
+    for (d, size), want in NET_TARGETS.items():
+        ctx.results.metric(S, net_name(d, size))["target"] = {"vs": "host-direct", "min": want}
     shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -207,8 +333,16 @@ def run_exits(ctx):
     os.makedirs(tmp)
     wdisk = os.path.join(tmp, "disk.img")
     shutil.copyfile(disk, wdisk)
-    for run_i in range(ctx.runs):
-        for kind in rotate(list(DISKS), run_i):
-            log(f"exits run {run_i + 1}/{ctx.runs}: kvrun {kind}")
-            ctx.guarded("kvrun", [f"{SE}/blk {kind}"], kvrun_blk, ctx, wdisk, kind, tmp, False)
+    tool = build_host_tool(ctx)
+    net_setup()
+    try:
+        for run_i in range(ctx.runs):
+            for side in rotate(list(DISKS) + ["net"], run_i):
+                log(f"exits run {run_i + 1}/{ctx.runs}: kvrun {side}")
+                if side == "net":
+                    ctx.guarded("kvrun", [f"{SE}/net"], kvrun_net, ctx, tool, tmp, False)
+                else:
+                    ctx.guarded("kvrun", [f"{SE}/blk {side}"], kvrun_blk, ctx, wdisk, side, tmp, False)
+    finally:
+        net_teardown()
     shutil.rmtree(tmp, ignore_errors=True)

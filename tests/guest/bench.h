@@ -75,5 +75,6 @@ static inline uint64_t bench_word(uint64_t seed, uint64_t off)
 /* The scenarios. */
 void bench_blk(void);
 void bench_net(void);
+void bench_vsock(void);
 
 #endif

@@ -218,6 +218,7 @@ void guest_main(uint64_t boot_params)
 	if (streq(test, "bench")) {
 		bench_blk();
 		bench_net();
+		bench_vsock();
 		known = true;
 	}
 	if (streq(test, "snapshot")) {
