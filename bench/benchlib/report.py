@@ -124,7 +124,10 @@ def table(res):
             lines += ["", f"### {SUITE_TITLES[suite]}", ""] + pair_table(suite, ms, reasons)
             continue
         if suite == "exits":
-            lines += ["", f"### {SUITE_TITLES[suite]}", ""] + grouped_table(ms, reasons)
+            lines += ["", f"### {SUITE_TITLES[suite]}"]
+            # One table per kind of operation (blk, net, vsock, ...).
+            for kind in dict.fromkeys(m["title"].split()[0] for m in ms):
+                lines += [""] + grouped_table([m for m in ms if m["title"].split()[0] == kind], reasons)
             continue
         rts = [r for r in ORDER if any(r in m["runtimes"] for m in ms)]
         has_runc = "runc" in rts

@@ -49,7 +49,7 @@ def disk_mib(quick):
     return 256 if quick else 512
 
 
-HOST_SRCS = ("datapath-host.c", "datapath-host-net.c", "datapath-host.h")
+HOST_SRCS = ("datapath-host.c", "datapath-host-net.c", "datapath-host-unix.c", "datapath-host.h")
 
 
 def build_host_tool(ctx):
@@ -113,7 +113,7 @@ def kvrun_blk(ctx, disk, kind, tmp, datapath=True):
     # The first workload touches every buffer page once (not recorded).
     warm = "read:1M:128:128"
     cmdline = f"test=bench bench_blk={warm},{spec(BLK_WORKLOADS, ctx.quick)}"
-    r = subprocess.run([ctx.kvrun_bin, "boot", "--kernel", ctx.test_guest, "--test-device", "--memory", "512M",
+    r = subprocess.run([ctx.kvrun_bin, "boot", "--kernel", ctx.test_guest, "--test-device", "--console", "--memory", "512M",
                         "--disk", arg, "--bench-out", out, "--cmdline", cmdline, "--timeout", "900"],
                        capture_output=True, text=True, timeout=960)
     lines = [json.loads(x) for x in open(out)] if os.path.exists(out) else []
@@ -211,7 +211,7 @@ def kvrun_net(ctx, tool, tmp, datapath=True):
         peer = Peer(tool, d, size)
         try:
             r = subprocess.run(in_ns([ctx.kvrun_bin, "boot", "--kernel", ctx.test_guest, "--test-device",
-                                      "--memory", "512M", "--net", TAP, "--bench-out", out, "--cmdline",
+                                      "--console", "--memory", "512M", "--net", TAP, "--bench-out", out, "--cmdline",
                                       f"test=bench bench_net={d}:{size}:{frames_for(size, ctx.quick)}",
                                       "--timeout", "300"]), capture_output=True, text=True, timeout=360)
         finally:
@@ -271,6 +271,69 @@ def per_op(ctx, subject, d, what):
                         label=LABEL)
 
 
+# (mode, packet size, count): streams of bytes, round trips.
+def vsock_workloads(quick):
+    stream = "128M" if quick else "512M"
+    return [("send", "64K", stream), ("recv", "64K", stream), ("rr", "64", "5000" if quick else "20000")]
+
+
+VSOCK_PORT = 5000
+
+
+def vsock_name(mode, size):
+    return {"send": "vsock stream guest to host", "recv": "vsock stream host to guest",
+            "rr": f"vsock round trip of {size} B"}[mode]
+
+
+def vsock_record(ctx, rt, mode, size, ops, nbytes, seconds, label=None):
+    meta = {"better": "higher", "title": vsock_name(mode, size)}
+    if label:
+        meta["label"] = label
+    if mode == "rr":
+        ctx.results.add(S, vsock_name(mode, size), rt, seconds / ops * 1e6,
+                        **dict(meta, unit="us", better="lower"))
+    else:
+        ctx.results.add(S, vsock_name(mode, size), rt, nbytes / seconds / 1e6, **dict(meta, unit="MB/s"))
+
+
+def kvrun_vsock(ctx, tool, tmp, datapath=True):
+    """One kvrun boot per vsock workload, the peer listening where the
+    device connects the guest's stream."""
+    uds = os.path.join(tmp, "v.sock")
+    for mode, size, count in vsock_workloads(ctx.quick):
+        out = os.path.join(tmp, "bench-vsock.json")
+        if os.path.exists(out):
+            os.unlink(out)
+        peer = subprocess.Popen([tool, "vsock-peer", f"{uds}_{VSOCK_PORT}", mode, size], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            if peer.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"the vsock peer did not start: {peer.stderr.read()[-300:]}")
+            r = subprocess.run([ctx.kvrun_bin, "boot", "--kernel", ctx.test_guest, "--test-device", "--console",
+                                "--memory", "512M", "--vsock", uds, "--bench-out", out, "--cmdline",
+                                f"test=bench vsock_port={VSOCK_PORT} bench_vsock={mode}:{size}:{count}",
+                                "--timeout", "300"], capture_output=True, text=True, timeout=360)
+        finally:
+            peer.kill()
+            peer.communicate()
+        lines = [json.loads(x) for x in open(out)] if os.path.exists(out) else []
+        if r.returncode != 0 or len(lines) != 1 or lines[0]["errors"]:
+            fails = [x for x in (r.stdout + r.stderr).splitlines() if x.startswith("not ok") or "kvrun boot:" in x]
+            raise RuntimeError(f"kvrun boot (bench vsock {mode}) exit {r.returncode}: {' '.join(fails)[-300:]}")
+        b = lines[0]
+        seconds = b["cycles"] / (b["tsc_khz"] * 1e3)
+        if datapath:
+            vsock_record(ctx, "kvrun", mode, size, b["ops"], b["bytes"], seconds, LABEL)
+        per_op(ctx, vsock_name(mode, size), b, "round trip" if mode == "rr" else "packet")
+
+
+def host_vsock(ctx, tool):
+    for mode, size, count in vsock_workloads(ctx.quick):
+        r = sh([tool, "unix", mode, size, count], timeout=300)
+        x = json.loads(r.stdout.strip().splitlines()[-1])
+        vsock_record(ctx, "host-direct", mode, size, x["ops"], x["bytes"], x["ns"] / 1e9)
+
+
 def qemu_na(ctx, why):
     for kind in DISKS:
         for m, bs, qd in BLK_WORKLOADS:
@@ -280,6 +343,9 @@ def qemu_na(ctx, why):
     for d, size in NET_WORKLOADS:
         ctx.results.na(S, net_name(d, size), "qemu-microvm", why, unit="frames/s", better="higher",
                        title=net_name(d, size))
+    for mode, size, _ in vsock_workloads(ctx.quick):
+        ctx.results.na(S, vsock_name(mode, size), "qemu-microvm", why, unit="us" if mode == "rr" else "MB/s",
+                       better="lower" if mode == "rr" else "higher", title=vsock_name(mode, size))
 
 
 def run(ctx):
@@ -295,7 +361,8 @@ def run(ctx):
     # side and every run read the same data.
     wdisk = os.path.join(tmp, "disk.img")
     shutil.copyfile(disk, wdisk)
-    sides = ["kvrun raw", "kvrun cow", "host-direct blk", "kvrun net", "host-direct net"]
+    sides = ["kvrun raw", "kvrun cow", "host-direct blk", "kvrun net", "host-direct net", "kvrun vsock",
+             "host-direct vsock"]
     net_setup()
     try:
         for run_i in range(ctx.runs):
@@ -307,6 +374,10 @@ def run(ctx):
                     host_net(ctx, tool)
                 elif side == "kvrun net":
                     ctx.guarded("kvrun", [f"{S}/{net_name(*NET_WORKLOADS[0])}"], kvrun_net, ctx, tool, tmp)
+                elif side == "host-direct vsock":
+                    host_vsock(ctx, tool)
+                elif side == "kvrun vsock":
+                    ctx.guarded("kvrun", [f"{S}/{vsock_name('send', '64K')}"], kvrun_vsock, ctx, tool, tmp)
                 else:
                     kind = side.split()[1]
                     ctx.guarded("kvrun", [f"{S}/{metric_name(kind, *BLK_WORKLOADS[0])}"], kvrun_blk, ctx,
@@ -337,10 +408,12 @@ def run_exits(ctx):
     net_setup()
     try:
         for run_i in range(ctx.runs):
-            for side in rotate(list(DISKS) + ["net"], run_i):
+            for side in rotate(list(DISKS) + ["net", "vsock"], run_i):
                 log(f"exits run {run_i + 1}/{ctx.runs}: kvrun {side}")
                 if side == "net":
                     ctx.guarded("kvrun", [f"{SE}/net"], kvrun_net, ctx, tool, tmp, False)
+                elif side == "vsock":
+                    ctx.guarded("kvrun", [f"{SE}/vsock"], kvrun_vsock, ctx, tool, tmp, False)
                 else:
                     ctx.guarded("kvrun", [f"{SE}/blk {side}"], kvrun_blk, ctx, wdisk, side, tmp, False)
     finally:

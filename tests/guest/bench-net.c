@@ -180,7 +180,9 @@ static uint64_t rx_loop(void *arg)
 	while (n->mark.ops < n->frames) {
 		bool got = false;
 
-		while (bq_get_used(q, &id, &len) && id < RING) {
+		/* Frames past the count are left for the next workload's
+		 * reset to drop. */
+		while ((rest || n->mark.ops < n->frames) && bq_get_used(q, &id, &len) && id < RING) {
 			const struct net_hdr *h = (const struct net_hdr *)(uintptr_t)(RX_BASE + id * RX_BUF);
 
 			if (!t0) {
