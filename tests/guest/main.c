@@ -135,8 +135,15 @@ static bool streq(const char *a, const char *b)
 
 /* Reads the command line now, so every scenario can use it; its own check
  * is in check_boot_params(). */
+/* Set by the PVH entry (pvh.S), which has no boot_params. */
+extern uint64_t pvh_cmdline;
+
 static void cmdline_init(uint64_t bp)
 {
+	if (!bp && pvh_cmdline >= 0x1000 && pvh_cmdline < 4 * GiB) {
+		cmdline_ptr = (const char *)(uintptr_t)pvh_cmdline;
+		return;
+	}
 	if (bp < 0x1000 || bp > 0x100000)
 		return;
 	uint32_t ptr = *(volatile uint32_t *)(bp + 0x228);
@@ -174,6 +181,7 @@ void guest_main(uint64_t boot_params)
 		memcpy(test, "basic", 6);
 	}
 	tap_diag("kvrun test guest: test=%s", test);
+	tap_diag("command line: %s", cmdline());
 
 	if (streq(test, "poweroff"))
 		power_off();
