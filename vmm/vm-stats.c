@@ -117,10 +117,12 @@ static void write_kvm(const struct kvm_stats *st, const uint64_t *a, const uint6
 	bool first = true;
 
 	fputc('{', f);
-	for (unsigned int i = 0; st && a && b && i < st->nr; i++) {
-		if (!kvm_stats_is_counter(st, i) || (nonzero_only && b[i] == a[i]))
+	for (unsigned int i = 0; st && b && i < st->nr; i++) {
+		uint64_t from = a ? a[i] : 0;
+
+		if (!kvm_stats_is_counter(st, i) || (nonzero_only && b[i] == from))
 			continue;
-		fprintf(f, "%s\"%s\": %" PRIu64, first ? "" : ", ", st->stats[i].name, b[i] - a[i]);
+		fprintf(f, "%s\"%s\": %" PRIu64, first ? "" : ", ", st->stats[i].name, b[i] - from);
 		first = false;
 	}
 	fputc('}', f);
@@ -132,15 +134,17 @@ void vm_stats_write_delta(const struct vm_stats *s, const struct vm_stats_sample
 	bool first = true;
 
 	fputs("{\"kvm_vcpu\": ", f);
-	write_kvm(s->ncpus ? s->vcpu[0] : NULL, a->vcpu_values, b->vcpu_values, nonzero_only, f);
+	write_kvm(s->ncpus ? s->vcpu[0] : NULL, a ? a->vcpu_values : NULL, b->vcpu_values, nonzero_only, f);
 	fputs(", \"kvm_vm\": ", f);
-	write_kvm(s->vm, a->vm_values, b->vm_values, nonzero_only, f);
+	write_kvm(s->vm, a ? a->vm_values : NULL, b->vm_values, nonzero_only, f);
 	fputs(", \"kvrun\": {", f);
 	for (unsigned int c = 0; c < VMM_NR_COUNTERS; c++) {
-		if (nonzero_only && a->own[c] == b->own[c])
+		uint64_t from = a ? a->own[c] : 0;
+
+		if (nonzero_only && b->own[c] == from)
 			continue;
 		fprintf(f, "%s\"%s\": %" PRIu64, first ? "" : ", ", vmm_counter_name((enum vmm_counter)c),
-		        b->own[c] - a->own[c]);
+		        b->own[c] - from);
 		first = false;
 	}
 	fputs("}}", f);

@@ -43,7 +43,7 @@ void vm_stats_sample_free(struct vm_stats_sample *sample);
 
 /* Write {"kvm_vcpu": {name: b - a, ...}, "kvm_vm": {...}, "kvrun": {...}}
  * for every plain counter (cumulative, one value); with nonzero_only,
- * only those that changed. */
+ * only those that changed. a NULL: b's totals. */
 void vm_stats_write_delta(const struct vm_stats *s, const struct vm_stats_sample *a, const struct vm_stats_sample *b,
                           bool nonzero_only, FILE *f);
 /* The difference of one statistic of the vCPUs by name (0 if absent). */

@@ -334,7 +334,110 @@ def host_vsock(ctx, tool):
         vsock_record(ctx, "host-direct", mode, size, x["ops"], x["bytes"], x["ns"] / 1e9)
 
 
-def qemu_na(ctx, why):
+# QEMU microvm running the same guest (its PVH entry), virtio-mmio 1.x
+# devices, no ACPI (so that it names them on the command line), its exit
+# device where kvrun's test device has the exit port.
+QEMU = ["qemu-system-x86_64", "-M", "microvm,rtc=off,acpi=off", "-enable-kvm",
+        # This host's KVM refuses QEMU's write of MSR_IA32_ARCH_CAPABILITIES.
+        "-cpu", "host,-arch-capabilities", "-m", "512M", "-nodefaults", "-no-user-config", "-nographic",
+        "-serial", "stdio", "-device", "isa-debug-exit,iobase=0x6f4,iosize=4",
+        "-global", "virtio-mmio.force-legacy=false"]
+
+
+def qemu_lines(r):
+    return [json.loads(x.split(" ", 1)[1]) for x in r.stdout.splitlines() if x.startswith("KVRUN-BENCH {")]
+
+
+def qemu_run(ctx, argv, cmdline, want, what):
+    """QEMU with the test guest; its KVRUN-BENCH lines (want of them). The
+    guest ends through isa-debug-exit: status (code << 1) | 1."""
+    r = subprocess.run(QEMU + argv + ["-kernel", ctx.test_guest, "-append", cmdline], capture_output=True,
+                       text=True, timeout=900)
+    lines = qemu_lines(r)
+    if r.returncode != 1 or len(lines) != want or any(x["errors"] for x in lines):
+        fails = [x for x in (r.stdout + r.stderr).splitlines() if x.startswith("not ok") or "qemu" in x]
+        raise RuntimeError(f"qemu ({what}) exit {r.returncode}, {len(lines)} bench lines: {' '.join(fails)[-300:]}")
+    return lines
+
+
+def qemu_seconds(ctx, b):
+    # QEMU does not scale the guest's TSC: the rate kvrun's guest has.
+    return b["cycles"] / (ctx.tsc_khz * 1e3)
+
+
+def qemu_blk(ctx, disk, kind, tmp):
+    if kind == "cow":
+        ov = os.path.join(tmp, "overlay.qcow2")
+        sh(["qemu-img", "create", "-q", "-f", "qcow2", "-b", disk, "-F", "raw", ov])
+        drive = f"id=d0,file={ov},format=qcow2,if=none"
+    else:
+        drive = f"id=d0,file={disk},format=raw,if=none"
+    cmdline = f"test=bench bench_blk=read:1M:128:128,{spec(BLK_WORKLOADS, ctx.quick)}"
+    lines = qemu_run(ctx, ["-drive", drive, "-device", "virtio-blk-device,drive=d0"], cmdline,
+                     len(BLK_WORKLOADS) + 1, f"blk {kind}")
+    for b, (m, bs, qd) in zip(lines[1:], BLK_WORKLOADS):
+        record(ctx, "qemu-microvm", kind, m, bs, qd, b["ops"], b["bytes"], qemu_seconds(ctx, b), LABEL)
+    if kind == "cow":
+        os.unlink(ov)
+
+
+def qemu_net(ctx, tool):
+    netdev = ["-netdev", f"tap,id=n0,ifname={TAP},script=no,downscript=no,vhost=off",
+              "-device", "virtio-net-device,netdev=n0,mac=02:6b:76:74:01:00"]
+    for d, size in NET_WORKLOADS:
+        peer = Peer(tool, d, size)
+        try:
+            r = subprocess.run(in_ns(QEMU[:1]) + QEMU[1:] + netdev +
+                               ["-kernel", ctx.test_guest, "-append",
+                                f"test=bench bench_net={d}:{size}:{frames_for(size, ctx.quick)}"],
+                               capture_output=True, text=True, timeout=900)
+        finally:
+            peer.stop()
+        lines = qemu_lines(r)
+        if r.returncode != 1 or len(lines) != 1 or lines[0]["errors"]:
+            raise RuntimeError(f"qemu (net {d} {size}) exit {r.returncode}: {r.stderr.strip()[-300:]}")
+        b = lines[0]
+        net_record(ctx, "qemu-microvm", d, size, b["ops"], b["bytes"], qemu_seconds(ctx, b), LABEL)
+
+
+def guarded_qemu(ctx, side, fn, *args):
+    """A failing QEMU run costs its own figures only (noted), as kvrun's do."""
+    try:
+        fn(*args)
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        err = str(e).strip().replace("\n", " ")[-300:]
+        log(f"{side} failed: {err}")
+        ctx.results.notes.append(f"a {side} session failed: {err}")
+
+
+def tsc_khz(ctx, tmp):
+    """The guest's TSC rate, which kvrun reports with every bench line."""
+    out = os.path.join(tmp, "tsc.json")
+    disk = os.path.join(tmp, "tsc.img")
+    with open(disk, "wb") as f:
+        f.truncate(1 << 20)
+    sh([ctx.kvrun_bin, "boot", "--kernel", ctx.test_guest, "--test-device", "--disk", disk, "--bench-out", out,
+        "--cmdline", "test=bench bench_blk=read:4K:1:10", "--timeout", "60"], timeout=90)
+    os.unlink(disk)
+    return json.loads(open(out).readline())["tsc_khz"]
+
+
+def qemu_reason():
+    if not shutil.which("qemu-system-x86_64") or not shutil.which("qemu-img"):
+        return "not available: qemu-system-x86_64 not installed (scripts/setup.sh --bench)"
+    return None
+
+
+VSOCK_QEMU_NA = ("not available: QEMU's virtio-vsock is vhost-vsock only, and this host has no "
+                 "/dev/vhost-vsock")
+
+
+def qemu_na(ctx, why, vsock_only=False):
+    for mode, size, _ in vsock_workloads(ctx.quick):
+        ctx.results.na(S, vsock_name(mode, size), "qemu-microvm", why, unit="us" if mode == "rr" else "MB/s",
+                       better="lower" if mode == "rr" else "higher", title=vsock_name(mode, size))
+    if vsock_only:
+        return
     for kind in DISKS:
         for m, bs, qd in BLK_WORKLOADS:
             unit, _ = unit_of(bs)
@@ -343,9 +446,6 @@ def qemu_na(ctx, why):
     for d, size in NET_WORKLOADS:
         ctx.results.na(S, net_name(d, size), "qemu-microvm", why, unit="frames/s", better="higher",
                        title=net_name(d, size))
-    for mode, size, _ in vsock_workloads(ctx.quick):
-        ctx.results.na(S, vsock_name(mode, size), "qemu-microvm", why, unit="us" if mode == "rr" else "MB/s",
-                       better="lower" if mode == "rr" else "higher", title=vsock_name(mode, size))
 
 
 def run(ctx):
@@ -363,6 +463,10 @@ def run(ctx):
     shutil.copyfile(disk, wdisk)
     sides = ["kvrun raw", "kvrun cow", "host-direct blk", "kvrun net", "host-direct net", "kvrun vsock",
              "host-direct vsock"]
+    why_no_qemu = qemu_reason()
+    if not why_no_qemu:
+        ctx.tsc_khz = tsc_khz(ctx, tmp)
+        sides += ["qemu raw", "qemu cow", "qemu net"]
     net_setup()
     try:
         for run_i in range(ctx.runs):
@@ -376,6 +480,10 @@ def run(ctx):
                     ctx.guarded("kvrun", [f"{S}/{net_name(*NET_WORKLOADS[0])}"], kvrun_net, ctx, tool, tmp)
                 elif side == "host-direct vsock":
                     host_vsock(ctx, tool)
+                elif side == "qemu net":
+                    guarded_qemu(ctx, side, qemu_net, ctx, tool)
+                elif side.startswith("qemu"):
+                    guarded_qemu(ctx, side, qemu_blk, ctx, wdisk, side.split()[1], tmp)
                 elif side == "kvrun vsock":
                     ctx.guarded("kvrun", [f"{S}/{vsock_name('send', '64K')}"], kvrun_vsock, ctx, tool, tmp)
                 else:
@@ -384,8 +492,7 @@ def run(ctx):
                                 wdisk, kind, tmp)
     finally:
         net_teardown()
-    qemu_na(ctx, ctx.qemu_reason if getattr(ctx, "qemu_reason", None) else
-            "not available: QEMU cannot load the test guest yet (no PVH entry)")
+    qemu_na(ctx, why_no_qemu or VSOCK_QEMU_NA, vsock_only=not why_no_qemu)
     for kind in DISKS:
         for (m, bs, qd), want in TARGETS.items():
             ctx.results.metric(S, metric_name(kind, m, bs, qd))["target"] = {"vs": "host-direct", "min": want}

@@ -33,9 +33,12 @@ struct monitor_exec {
 	pid_t proxy_pid; /* SO_PEERCRED of the connection */
 };
 
+struct vm_stats;
+
 struct monitor {
 	struct monitor_args *a;
 	struct sandbox *sb;
+	struct vm_stats *vm_stats; /* opened by the first "vmstats" request */
 	struct guest_channel ch;
 	char *control_path;
 	char *cgroup_path; /* resolved linux.cgroupsPath we are in, or NULL */
