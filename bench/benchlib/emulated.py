@@ -16,7 +16,8 @@ LABEL = "emulated guest kernel (kvm_pvm)"
 
 # Figures kvrun takes with --force-emulated (shell patterns of "suite/name").
 FORCED = ["start/true_p50", "start/true_p95", "cpu-io/bc", "cpu-io/tar_small", "cpu-io/rm_small",
-          "net/*", "nginx/*", "template/create_*", "template/pss_*", "template/rss_*"]
+          "net/*", "nginx/*", "template/create_*", "template/pss_*", "template/rss_*", "density/*",
+          "exits/container start*", "exits/exec *"]
 
 # kvrun figures of host-side work only: real on any host, never labelled.
 HOST_SIDE = ["vmm/*", "start/kvrun_host_start*", "start/cli_state", "template/restore_*", "template/host_*",
