@@ -57,6 +57,38 @@ struct virtio_blk_outhdr {
 	uint64_t sector;
 };
 
+/* Merging (blk-io.c): at most this many requests, and buffers, per I/O. */
+#define BLK_MERGE_MAX 32
+#define BLK_MERGE_SEGS 1024
+
+/* A parsed request: data buffers and where the status byte goes. */
+struct blk_io {
+	struct iovec data[VIRTQ_MAX_SEGS];
+	unsigned int nr_data;
+	size_t len;
+	uint8_t *status;
+};
+
+/* Adjacent IN or OUT requests of one pass, done as one transfer. */
+struct blk_run_req {
+	uint16_t head;
+	uint8_t *status;
+	unsigned int seg, nseg; /* its buffers in blk_run.seg */
+	size_t len;
+	uint64_t sector;
+	bool failed;
+};
+
+struct blk_run {
+	unsigned int n; /* requests */
+	bool write;
+	uint64_t sector; /* the first's */
+	size_t len; /* bytes of them all */
+	unsigned int nseg;
+	struct iovec seg[BLK_MERGE_SEGS];
+	struct blk_run_req req[BLK_MERGE_MAX];
+};
+
 struct virtio_blk {
 	struct virtio_mmio mmio;
 	struct blk_backend *backend;
@@ -76,7 +108,15 @@ struct virtio_blk {
 	bool stop; /* atomic */
 	bool paused; /* under lock: virtio_blk_pause(), no request is touched */
 	struct virtq_req req;
+	/* Scratch of the worker (blk-io.c). */
+	struct blk_io io;
+	struct blk_run run;
 };
+
+/* Pop and serve every request of the queue (blk-io.c), merging adjacent
+ * transfers; *ret_n: the requests taken. Returns 0, or -EIO / -EINVAL
+ * when the driver broke the queue. */
+int blk_pass(struct virtio_blk *b, struct virtq *vq, unsigned int *ret_n);
 
 /* Ring the worker's doorbell. */
 void blk_kick(struct virtio_blk *b);

@@ -14,107 +14,9 @@
 #include "virtio/blk/blk.h"
 #include "vmm/counters.h"
 
-/* A parsed request: data buffers and where the status byte goes. */
-struct blk_io {
-	struct iovec data[VIRTQ_MAX_SEGS];
-	unsigned int nr_data;
-	size_t len;
-	uint8_t *status;
-};
-
 static struct virtio_blk *to_blk(struct virtio_mmio *m)
 {
 	return m->dev;
-}
-
-/* Transfer exactly len bytes at off, resuming after short transfers. */
-static int blk_rw(struct virtio_blk *b, bool write, const struct iovec *iov, unsigned int n, size_t len, uint64_t off)
-{
-	struct iovec rest[VIRTQ_MAX_SEGS];
-	size_t done = 0;
-
-	while (done < len) {
-		unsigned int nr = iov_slice(iov, n, done, len - done, rest, VIRTQ_MAX_SEGS, NULL);
-		ssize_t r = write ? b->backend->ops->pwritev(b->backend, rest, (int)nr, off + done)
-		                  : b->backend->ops->preadv(b->backend, rest, (int)nr, off + done);
-
-		if (r == -EINTR)
-			continue;
-		if (r <= 0)
-			return r < 0 ? (int)r : -EIO; /* 0: the image shrank */
-		done += (size_t)r;
-	}
-	return 0;
-}
-
-/* 5.2.6.2: data must be whole sectors inside the disk. */
-static bool blk_in_bounds(struct virtio_blk *b, uint64_t sector, size_t len)
-{
-	uint64_t cap = b->config.capacity;
-
-	return len % SECTOR_SIZE == 0 && sector <= cap && len / SECTOR_SIZE <= cap - sector;
-}
-
-static uint8_t blk_do_io(struct virtio_blk *b, const struct virtio_blk_outhdr *hdr, struct blk_io *io)
-{
-	bool write = hdr->type == VIRTIO_BLK_T_OUT;
-
-	if (write && b->backend->read_only)
-		return VIRTIO_BLK_S_IOERR;
-	if (!blk_in_bounds(b, hdr->sector, io->len))
-		return VIRTIO_BLK_S_IOERR;
-	if (blk_rw(b, write, io->data, io->nr_data, io->len, hdr->sector * SECTOR_SIZE) < 0)
-		return VIRTIO_BLK_S_IOERR;
-	/* Without FLUSH negotiated the disk must be write-through (5.2.5.1). */
-	if (write && !virtio_mmio_has_feature(&b->mmio, VIRTIO_BLK_F_FLUSH) && b->backend->ops->flush(b->backend) < 0)
-		return VIRTIO_BLK_S_IOERR;
-	return VIRTIO_BLK_S_OK;
-}
-
-/* Run one request; returns the bytes written into the chain, or -EINVAL
- * when the chain cannot carry a request (the driver is broken). */
-static int blk_handle(struct virtio_blk *b, struct virtq_req *req)
-{
-	const struct iovec *in = req->iov + req->nr_out;
-	struct virtio_blk_outhdr hdr;
-	struct iovec st;
-	struct blk_io io;
-	uint32_t written = 1;
-	size_t n;
-
-	if (req->out_len < sizeof(hdr) || req->in_len < 1)
-		return -EINVAL;
-	iov_to_buf(req->iov, req->nr_out, 0, &hdr, sizeof(hdr));
-	iov_slice(in, req->nr_in, req->in_len - 1, 1, &st, 1, NULL);
-	io.status = st.iov_base;
-	if (hdr.type == VIRTIO_BLK_T_IN || hdr.type == VIRTIO_BLK_T_GET_ID) {
-		io.nr_data = iov_slice(in, req->nr_in, 0, req->in_len - 1, io.data, VIRTQ_MAX_SEGS, &io.len);
-	} else {
-		io.nr_data = iov_slice(req->iov, req->nr_out, sizeof(hdr), req->out_len - sizeof(hdr), io.data,
-		                       VIRTQ_MAX_SEGS, &io.len);
-	}
-	switch (hdr.type) {
-	case VIRTIO_BLK_T_IN:
-		*io.status = blk_do_io(b, &hdr, &io);
-		if (*io.status == VIRTIO_BLK_S_OK)
-			written += (uint32_t)io.len;
-		break;
-	case VIRTIO_BLK_T_OUT:
-		*io.status = blk_do_io(b, &hdr, &io);
-		break;
-	case VIRTIO_BLK_T_FLUSH:
-		*io.status = b->backend->ops->flush(b->backend) < 0 ? VIRTIO_BLK_S_IOERR : VIRTIO_BLK_S_OK;
-		break;
-	case VIRTIO_BLK_T_GET_ID:
-		n = iov_from_buf(io.data, io.nr_data, 0, b->id, sizeof(b->id));
-		written += (uint32_t)n;
-		*io.status = VIRTIO_BLK_S_OK;
-		break;
-	default:
-		*io.status = VIRTIO_BLK_S_UNSUPP;
-		break;
-	}
-	return (int)written;
 }
 
 static uint64_t mono_ns(void)
@@ -169,16 +71,7 @@ static void blk_process(struct virtio_blk *b)
 	for (;;) {
 		vmm_count(VMM_QUEUE_PASSES, 1);
 		virtq_disable_notify(vq);
-		for (n = 0; (r = virtq_pop(vq, &b->req)) > 0; n++) {
-			int len = blk_handle(b, &b->req);
-
-			vmm_count(VMM_BLK_REQUESTS, 1);
-			if (len < 0) {
-				r = len;
-				break;
-			}
-			virtq_push(vq, b->req.head, (uint32_t)len);
-		}
+		r = blk_pass(b, vq, &n);
 		if (r < 0) {
 			virtio_mmio_set_broken(&b->mmio);
 			break;
