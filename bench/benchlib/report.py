@@ -211,7 +211,11 @@ def legend(ms, rt):
     return f"{rt} ({'; '.join(labels)})" if labels else rt
 
 
-def plot_suite(res, suite, out, normalise, unit=None, base="runc"):
+def plot_suite(res, suite, out, normalise, unit=None, base="runc", invert_lower=False):
+    """One PNG of suite's medians (of one unit, or all), absolute or
+    normalised to base; with invert_lower, figures where lower is better
+    (latencies) are plotted as base / value, so that higher is better
+    throughout."""
     ms = [m for m in res["metrics"].values() if m["suite"] == suite and (unit is None or m["unit"] == unit)]
     rts = [r for r in ORDER if any("median" in m["runtimes"].get(r, {}) for m in ms)]
     ms = [m for m in ms if any("median" in m["runtimes"].get(r, {}) for r in rts)]
@@ -226,16 +230,19 @@ def plot_suite(res, suite, out, normalise, unit=None, base="runc"):
             row = [f'"{m["name"]}"']
             for r in rts:
                 d = m["runtimes"].get(r, {})
-                if "median" in d and div:
+                if "median" in d and div and invert_lower and m["better"] == "lower" and d["min"]:
+                    row += [f"{div / d['median']:.6g}", f"{div / d['max']:.6g}", f"{div / d['min']:.6g}"]
+                elif "median" in d and div:
                     row += [f"{d['median'] / div:.6g}", f"{d['min'] / div:.6g}", f"{d['max'] / div:.6g}"]
                 else:
                     row += ["?", "?", "?"]
             f.write(" ".join(row) + "\n")
-    ylabel = f"ratio to {base} (1 = {base})" if normalise else " / ".join(sorted({m["unit"] for m in ms}))
+    inv = "; latencies inverted" if invert_lower else ""
+    ylabel = f"ratio to {base} (1 = {base}{inv})" if normalise else " / ".join(sorted({m["unit"] for m in ms}))
     png = f"{name}.png"
     cols = ", ".join(f"'{name}.dat' using {2 + 3 * k}:{3 + 3 * k}:{4 + 3 * k}"
                      f"{':xtic(1)' if k == 0 else ''} title '{legend(ms, r)}'" for k, r in enumerate(rts))
-    gnuplot(f"""set terminal pngcairo size 1000,520 font ',10'
+    gnuplot(f"""set terminal pngcairo size {max(1000, 14 * len(ms) * len(rts))},560 font ',10'
 set output '{png}'
 set datafile missing '?'
 set style data histogram
@@ -260,7 +267,7 @@ def write_plots(res, out):
                         ("cpu-io", True)):
         pngs.append(plot_suite(res, suite, out, norm))
     # Data path: normalised to the host doing the same directly.
-    pngs.append(plot_suite(res, "datapath", out, True, base="host-direct"))
+    pngs.append(plot_suite(res, "datapath", out, True, base="host-direct", invert_lower=True))
     for unit in ("exits", "kicks", "irqs"):
         pngs.append(plot_suite(res, "exits", out, False, unit))
     for unit in ("MiB", "%"):
