@@ -190,7 +190,7 @@ void virtq_unpop(struct virtq *vq)
 	vq->last_avail--;
 }
 
-void virtq_push(struct virtq *vq, uint16_t head, uint32_t len)
+void virtq_fill(struct virtq *vq, uint16_t head, uint32_t len)
 {
 	struct virtq_used_elem *e;
 
@@ -200,8 +200,21 @@ void virtq_push(struct virtq *vq, uint16_t head, uint32_t len)
 	STORE(&e->id, head);
 	STORE(&e->len, len);
 	vq->used_idx++;
-	/* Release: the element is visible before the index that covers it. */
+}
+
+void virtq_flush(struct virtq *vq)
+{
+	if (!virtq_usable(vq))
+		return;
+	/* Release: the elements are visible before the index that covers
+	 * them. */
 	__atomic_store_n(&vq->used->idx, vq->used_idx, __ATOMIC_RELEASE);
+}
+
+void virtq_push(struct virtq *vq, uint16_t head, uint32_t len)
+{
+	virtq_fill(vq, head, len);
+	virtq_flush(vq);
 }
 
 bool virtq_need_interrupt(struct virtq *vq)
@@ -210,6 +223,8 @@ bool virtq_need_interrupt(struct virtq *vq)
 
 	if (!virtq_usable(vq) || old == new)
 		return false;
+	/* Whatever virtq_fill() left unpublished goes out first. */
+	virtq_flush(vq);
 	vq->signalled_used = new;
 	/* Full barrier: our used->idx store must be ordered before we read
 	 * the driver's suppression fields, or both sides could miss (2.7.10). */

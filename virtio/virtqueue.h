@@ -118,6 +118,15 @@ void virtq_unpop(struct virtq *vq);
  * buffers, and publish it (used->idx, release ordering). */
 void virtq_push(struct virtq *vq, uint16_t head, uint32_t len);
 
+/* virtq_push() in two steps, for a batch: virtq_fill() writes a used
+ * element without publishing it, virtq_flush() publishes every element
+ * filled so far (used->idx, release ordering). A driver polling the used
+ * ring then sees a batch at once, and the cache line of used->idx moves
+ * between the CPUs once per batch instead of once per element.
+ * virtq_need_interrupt() flushes first. */
+void virtq_fill(struct virtq *vq, uint16_t head, uint32_t len);
+void virtq_flush(struct virtq *vq);
+
 /* After a batch of pushes: whether the driver asked for an interrupt
  * (used_event with EVENT_IDX, otherwise VIRTQ_AVAIL_F_NO_INTERRUPT). Call once
  * per batch; it remembers where the last decision was made. */

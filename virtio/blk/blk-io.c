@@ -159,8 +159,9 @@ static void blk_run_finish(struct virtio_blk *b, struct virtq *vq, struct blk_ru
 		struct blk_run_req *q = &run->req[i];
 
 		*q->status = q->failed ? VIRTIO_BLK_S_IOERR : VIRTIO_BLK_S_OK;
-		virtq_push(vq, q->head, q->failed || run->write ? 1 : (uint32_t)q->len + 1);
+		virtq_fill(vq, q->head, q->failed || run->write ? 1 : (uint32_t)q->len + 1);
 	}
+	virtq_flush(vq);
 	vmm_count(VMM_BLK_REQUESTS, run->n);
 	vmm_count(VMM_BLK_MERGED, run->n - 1);
 	run->n = 0;

@@ -95,8 +95,10 @@ static int tx_drain(struct virtio_net *n, unsigned int p, struct virtq *vq, unsi
 			net_update_watch(n, p);
 			return 0;
 		}
-		virtq_push(vq, n->req.head, 0);
-		(*budget)--;
+		/* Published in batches (virtq_flush() in process_tx()). */
+		virtq_fill(vq, n->req.head, 0);
+		if (!(--(*budget) % NET_TX_FLUSH))
+			virtq_flush(vq);
 	}
 	/* More next turn, after the other queues. */
 	net_kick(n, 1u << (2 * p + 1));
@@ -114,6 +116,7 @@ static void process_tx(struct virtio_net *n, unsigned int p)
 	do {
 		virtq_disable_notify(vq);
 		r = tx_drain(n, p, vq, &budget);
+		virtq_flush(vq);
 	} while (r > 0 && virtq_enable_notify(vq));
 	virtio_mmio_notify_used(&n->mmio, vq);
 	if (r < 0) {

@@ -21,6 +21,8 @@
 /* Frames handled per queue per turn, so one busy queue cannot starve the
  * others or the rest of the loop. */
 #define NET_BUDGET 64
+/* Sent tx chains are published to the driver this many at a time. */
+#define NET_TX_FLUSH 16
 
 struct net_config_space {
 	uint8_t mac[6];
