@@ -215,8 +215,13 @@ def run_suites(ctx, suites):
                 suite_template.run(ctx)
             elif s == "datapath":
                 suite_datapath.run(ctx)
-            elif s == "exits" and "datapath" not in suites:
-                suite_datapath.run_exits(ctx)
+            elif s == "exits":
+                # With datapath (and density) in the run, their boots
+                # give these figures.
+                if "datapath" not in suites:
+                    suite_datapath.run_exits(ctx)
+                if "density" not in suites:
+                    suite_density.run_exits(ctx)
             elif s == "density":
                 suite_density.run(ctx)
         except Exception as e:  # one broken suite must not lose the others

@@ -150,3 +150,29 @@ def run(ctx):
     finally:
         if env:
             remove_templates(env)
+
+
+def run_exits(ctx):
+    """The exits suite without density in the run: one container from a
+    template of its own for the cost of a start and of an exec."""
+    why = ctx.kvrun_reason(f"{SE}/container start")
+    subject = "container start (template restore to started)"
+    if why or "kvrun" not in ctx.rt:
+        for what, _, unit in FIGS:
+            ctx.results.na(SE, f"{subject}: {what}", "kvrun", why or "not available: kvrun not in the run",
+                           unit=unit, better="lower", title=f"{subject}: {what}")
+        return
+    root = rootfs.ensure(ctx.cache, "busybox", ctx.src)
+    bundle = write_bundle(os.path.join(ctx.work, "b-density"), root, ["/bin/sleep", "100000"],
+                          Limits(cpus=1, memory_mib=256))
+    env = Env(ctx)
+    cid = "dn-exits"
+    try:
+        build(ctx, env, 256)
+        create_once_keep(ctx, env.kvrun, bundle, cid, env.log_path("exits"))
+        start_exec_exits(ctx, env.kvrun, cid)
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        ctx.results.notes.append(f"exits: container start and exec: {e}")
+    finally:
+        env.kvrun.remove(cid)
+        remove_templates(env)
