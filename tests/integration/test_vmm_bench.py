@@ -79,6 +79,7 @@ with tempfile.TemporaryDirectory() as tmp:
         t.ok(own["doorbell_signals"] >= d["kicks"] > 0 or own["notify_exits"] >= d["kicks"],
              f"{d['name']}: the guest's {d['kicks']} doorbells reached the device",
              f"kvrun counters: {own}")
+        t.eq(own["exit_mmio"], 1, f"{d['name']}: one userspace exit in the window, the END mark's")
         vcpu = d["stats"]["kvm_vcpu"]
         t.ok(not vcpu or vcpu.get("exits", 0) >= d["kicks"],
              f"{d['name']}: KVM counted at least one exit per doorbell ({vcpu.get('exits')})")
