@@ -23,7 +23,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from benchlib import emulated, report, suite_cpuio, suite_fs, suite_net, suite_servers, suite_sizing, suite_start, suite_template, suite_vmm  # noqa: E402
+from benchlib import emulated, report, suite_cpuio, suite_datapath, suite_density, suite_fs, suite_net, suite_servers, suite_sizing, suite_start, suite_template, suite_vmm  # noqa: E402
 from benchlib.results import Results  # noqa: E402
 from benchlib.runtimes import Limits, cgroup_layout, make_runtimes, own_cgroup  # noqa: E402
 from benchlib.util import host_info, loadavg, log, sh, write_json  # noqa: E402
@@ -32,8 +32,9 @@ SUITES = ["start", "memory", "pg", "nginx", "net", "cpu-io", "vmm"]
 # Suites run only when named: template builds three templates (three Linux
 # boots); fs compares kvrun's virtio-fs server with bindfs on /dev/fuse (no
 # container runtime takes part); sizing boots two guests per run and writes
-# 1 GiB in one.
-NAMED_SUITES = ["template", "fs", "sizing"]
+# 1 GiB in one; datapath, exits and density: one command each
+# (docs/benchmarks.md).
+NAMED_SUITES = ["template", "fs", "sizing", "datapath", "exits", "density"]
 EMULATED = emulated.EMULATED
 EMULATED_REASON = emulated.EMULATED_REASON
 
@@ -151,8 +152,8 @@ def build_shim(ctx):
 def check_tools(suites):
     need = {"start": ["runc", "crun"], "memory": ["pgbench", "ip"], "pg": ["pgbench", "ip"],
             "nginx": ["nginx", "wrk", "ip"], "net": ["nginx", "wrk", "iperf3", "ip"], "cpu-io": ["bc", "fio", "gcc", "make"], "vmm": ["qemu-system-x86_64"],
-            "template": ["runc"], "fs": ["bindfs"],
-            "sizing": ["gcc"]}
+            "template": ["runc"], "fs": ["bindfs"], "sizing": ["gcc"], "datapath": ["cc", "ip"], "exits": ["cc", "ip"],
+            "density": ["runc"]}
     missing = sorted({t for s in suites for t in need.get(s, []) if not shutil.which(t)})
     if missing:
         sys.exit(f"bench/run.py: missing {' '.join(missing)}: run scripts/setup.sh --bench")
@@ -220,6 +221,17 @@ def run_suites(ctx, suites):
                 suite_fs.run(ctx)
             elif s == "sizing":
                 suite_sizing.run(ctx)
+            elif s == "datapath":
+                suite_datapath.run(ctx)
+            elif s == "exits":
+                # With datapath (and density) in the run, their boots
+                # give these figures.
+                if "datapath" not in suites:
+                    suite_datapath.run_exits(ctx)
+                if "density" not in suites:
+                    suite_density.run_exits(ctx)
+            elif s == "density":
+                suite_density.run(ctx)
         except Exception as e:  # one broken suite must not lose the others
             traceback.print_exc()
             ctx.results.notes.append(f"suite {s} failed: {e}")

@@ -179,8 +179,9 @@ static int add_nets(struct sandbox *s, const struct sandbox_opts *o, const struc
 
 static int add_disk(struct sandbox *s, const struct sandbox_disk *d, unsigned int i)
 {
+	unsigned int slot;
 	char what[64];
-	int r;
+	int r, fd;
 
 	if (i == 0 && d->id && !strcmp(d->id, "rootfs"))
 		snprintf(what, sizeof(what), "root disk");
@@ -199,7 +200,17 @@ static int add_disk(struct sandbox *s, const struct sandbox_disk *d, unsigned in
 	if (r < 0)
 		return err_prefix(r, "%s", what);
 	s->ndisks = i + 1;
-	return attach(s, virtio_blk_mmio(s->disks[i]), true, NULL);
+	r = attach(s, virtio_blk_mmio(s->disks[i]), false, &slot);
+	if (r < 0)
+		return r;
+	/* The disk's worker waits on its doorbell itself: a kick wakes one
+	 * thread. */
+	fd = vm_ioeventfd_add(s->vm, virtio_addr(slot) + VIRTIO_MMIO_QUEUE_NOTIFY, 4, false, false, 0);
+	if (fd < 0)
+		return err_setsys(fd, "ioeventfd for %s", what);
+	s->notify_fds[slot] = fd;
+	virtio_blk_set_doorbell(s->disks[i], fd);
+	return 0;
 }
 
 static int add_share(struct sandbox *s, const struct sandbox_share *sh, unsigned int i)

@@ -94,6 +94,10 @@ struct idt_ptr {
 	uint64_t base;
 } __attribute__((packed));
 void irq_ap_setup(void);
+/* The IDT (a stub per vector into isr_dispatch()) loaded, and one gate
+ * replaced by handler. */
+void idt_init(void);
+void idt_set_gate(unsigned int vector, void (*handler)(void));
 /* For other scenarios: IDT and LAPIC up, the test line routed to an APIC
  * id, and one raise of it that waits (interrupts on) for its delivery. */
 void irq_test_init(void);
