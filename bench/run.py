@@ -3,7 +3,7 @@
 """kvrun's benchmark harness: kvrun against runc and crun (and QEMU microvm
 for the VMM) on the same work, in one run. See docs/benchmarks.md.
 
-  bench/run.py [--suite start,memory,pg,nginx,net,cpu-io,vmm,template] [--runs N] [--quick]
+  bench/run.py [--suite start,memory,pg,nginx,net,cpu-io,vmm,template,sizing] [--runs N] [--quick]
                [--force-emulated] [--runtimes kvrun,runc,crun] [--out DIR]
 
 Needs root, scripts/setup.sh --bench, and a built ./build (kvrun, the test
@@ -23,7 +23,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from benchlib import emulated, report, suite_cpuio, suite_fs, suite_net, suite_servers, suite_start, suite_template, suite_vmm  # noqa: E402
+from benchlib import emulated, report, suite_cpuio, suite_datapath, suite_density, suite_fs, suite_net, suite_servers, suite_sizing, suite_start, suite_template, suite_vmm  # noqa: E402
 from benchlib.results import Results  # noqa: E402
 from benchlib.runtimes import Limits, cgroup_layout, make_runtimes, own_cgroup  # noqa: E402
 from benchlib.util import host_info, loadavg, log, sh, write_json  # noqa: E402
@@ -31,8 +31,10 @@ from benchlib.util import host_info, loadavg, log, sh, write_json  # noqa: E402
 SUITES = ["start", "memory", "pg", "nginx", "net", "cpu-io", "vmm"]
 # Suites run only when named: template builds three templates (three Linux
 # boots); fs compares kvrun's virtio-fs server with bindfs on /dev/fuse (no
-# container runtime takes part).
-NAMED_SUITES = ["template", "fs"]
+# container runtime takes part); sizing boots two guests per run and writes
+# 1 GiB in one; datapath, exits and density: one command each
+# (docs/benchmarks.md).
+NAMED_SUITES = ["template", "fs", "sizing", "datapath", "exits", "density"]
 EMULATED = emulated.EMULATED
 EMULATED_REASON = emulated.EMULATED_REASON
 
@@ -150,7 +152,8 @@ def build_shim(ctx):
 def check_tools(suites):
     need = {"start": ["runc", "crun"], "memory": ["pgbench", "ip"], "pg": ["pgbench", "ip"],
             "nginx": ["nginx", "wrk", "ip"], "net": ["nginx", "wrk", "iperf3", "ip"], "cpu-io": ["bc", "fio", "gcc", "make"], "vmm": ["qemu-system-x86_64"],
-            "template": ["runc"], "fs": ["bindfs"]}
+            "template": ["runc"], "fs": ["bindfs"], "sizing": ["gcc"], "datapath": ["cc", "ip"], "exits": ["cc", "ip"],
+            "density": ["runc"]}
     missing = sorted({t for s in suites for t in need.get(s, []) if not shutil.which(t)})
     if missing:
         sys.exit(f"bench/run.py: missing {' '.join(missing)}: run scripts/setup.sh --bench")
@@ -216,6 +219,19 @@ def run_suites(ctx, suites):
                 suite_template.run(ctx)
             elif s == "fs":
                 suite_fs.run(ctx)
+            elif s == "sizing":
+                suite_sizing.run(ctx)
+            elif s == "datapath":
+                suite_datapath.run(ctx)
+            elif s == "exits":
+                # With datapath (and density) in the run, their boots
+                # give these figures.
+                if "datapath" not in suites:
+                    suite_datapath.run_exits(ctx)
+                if "density" not in suites:
+                    suite_density.run_exits(ctx)
+            elif s == "density":
+                suite_density.run(ctx)
         except Exception as e:  # one broken suite must not lose the others
             traceback.print_exc()
             ctx.results.notes.append(f"suite {s} failed: {e}")
@@ -357,6 +373,7 @@ def main():
                          "restore": "monitor's --log record, file opened to vCPU threads started"},
             "fs": {"file_mib": suite_fs.FILE_MIB, "rand_reads": suite_fs.RAND_READS, "files": suite_fs.NFILES,
                    "bindfs_options": suite_fs.BINDFS_OPTS, "kvrun_fs_host_args": " ".join(suite_fs.KVRUN_ARGS)},
+            "sizing": suite_sizing.config(),
             "start_runs_per_block": ctx.start_runs, "settle_s": ctx.settle, "nice": os.nice(0),
         },
         "invocations": {n: r.invocation() for n, r in ctx.rt.items()},

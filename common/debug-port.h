@@ -39,6 +39,13 @@
 #define KVRUN_MMIO_TEST_BASE 0xd0000000ULL
 #define KVRUN_MMIO_TEST_SIZE 0x1000
 
+/* The test device's benchmark register (4 KiB window, MMIO so that code
+ * at CPL3 reaches it where port I/O would need IOPL): a 32-bit write of
+ * the guest-physical address of a benchmark mark (common/test-bench.h),
+ * which the VMM reads at once; a 32-bit read returns KVRUN_BENCH_MAGIC. */
+#define KVRUN_MMIO_TEST_BENCH 0xcffff000ULL
+#define KVRUN_MMIO_TEST_BENCH_SIZE 0x1000
+
 /* virtio-mmio devices live from here up, 4 KiB apart. */
 #define KVRUN_MMIO_VIRTIO_BASE 0xd0001000ULL
 #define KVRUN_MMIO_VIRTIO_STRIDE 0x1000

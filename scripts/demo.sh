@@ -1,23 +1,24 @@
 #!/usr/bin/env bash
-# Run a small container in a kvrun microVM: build a busybox bundle, write
-# its config.json with `kvrun spec`, and `kvrun run` it.
+# Run a small container in a kvrun microVM: check the host (`kvrun check`),
+# build a busybox bundle, write its config.json with `kvrun spec`, and
+# `kvrun run` it.
 #
 # The guest kernel: $KVRUN_KERNEL, else the prebuilt kernel in
 # ../shared/guest-kernel/ beside this checkout, else kvrun's own kernel
-# (/usr/local/share/kvrun/kernel/vmlinux, from `scripts/setup.sh --kernel`).
-# Where KVM is nested and the guest kernel's code is emulated, the boot takes
-# minutes instead of milliseconds (docs/kernels.md).
+# where kvrun looks for it (scripts/setup.sh installs it there:
+# <prefix>/share/kvrun/kernel/vmlinux, /usr/local by default). Where KVM is
+# nested and the guest kernel's code is emulated, the boot takes minutes
+# instead of milliseconds (docs/kernels.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kvrun=${KVRUN:-$PWD/build/runtime/kvrun}
 
-if [ -z "${KVRUN_KERNEL:-}" ]; then
-	if [ -e ../shared/guest-kernel/vmlinux ]; then
-		export KVRUN_KERNEL=$PWD/../shared/guest-kernel/vmlinux
-	elif [ ! -e /usr/local/share/kvrun/kernel/vmlinux ]; then
-		echo "demo.sh: no guest kernel: run scripts/setup.sh --kernel, or set KVRUN_KERNEL" >&2
-		exit 1
-	fi
+if [ -z "${KVRUN_KERNEL:-}" ] && [ -e ../shared/guest-kernel/vmlinux ]; then
+	export KVRUN_KERNEL=$PWD/../shared/guest-kernel/vmlinux
+fi
+if ! "$kvrun" check; then
+	echo "demo.sh: kvrun cannot run here (see the FAIL lines above); without a kernel: scripts/setup.sh builds and installs one" >&2
+	exit 1
 fi
 
 work=$(mktemp -d)
@@ -45,7 +46,7 @@ spec["hostname"] = "kvrun-demo"
 json.dump(spec, open(path, "w"), indent=2)
 PY
 
-echo "+ kvrun run --bundle $bundle demo (kernel: ${KVRUN_KERNEL:-/usr/local/share/kvrun/kernel/vmlinux})"
+echo "+ kvrun run --bundle $bundle demo (kernel: ${KVRUN_KERNEL:-the default kvrun check names above})"
 start=$(date +%s)
 rc=0
 "$kvrun" --root "$work/state" run --bundle "$bundle" "demo-$$" </dev/null || rc=$?

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "virtio/mmio.h"
+#include "vmm/counters.h"
 
 void virtio_mmio_notify_fd_handler(int fd, uint32_t revents, void *opaque)
 {
@@ -18,8 +19,13 @@ void virtio_mmio_notify_fd_handler(int fd, uint32_t revents, void *opaque)
 	uint64_t count;
 
 	/* Drain the counter; EAGAIN only means another read got it first. */
-	if (read(fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
-		return;
+	if (read(fd, &count, sizeof(count)) < 0) {
+		if (errno != EAGAIN)
+			return;
+	} else {
+		vmm_count(VMM_DOORBELL_WAKEUPS, 1);
+		vmm_count(VMM_DOORBELL_SIGNALS, count);
+	}
 	if (!virtio_mmio_active(m) || !m->ops->queue_notify)
 		return;
 	if (n->queue != VIRTIO_MMIO_ALL_QUEUES) {

@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "virtio/mmio.h"
+#include "vmm/counters.h"
 
 #define ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
@@ -66,8 +67,12 @@ void virtio_mmio_signal(struct virtio_mmio *m, uint32_t bits)
 
 void virtio_mmio_notify_used(struct virtio_mmio *m, struct virtq *vq)
 {
+	bool pending = vq->used_idx != vq->signalled_used;
+
 	if (virtq_need_interrupt(vq))
 		virtio_mmio_signal(m, VIRTIO_MMIO_INT_VRING);
+	else if (pending && virtq_usable(vq))
+		vmm_count(VMM_IRQ_SUPPRESSED, 1);
 }
 
 void virtio_mmio_config_changed(struct virtio_mmio *m)
@@ -278,6 +283,7 @@ static void mmio_reg_write(struct virtio_mmio *m, uint64_t off, uint32_t v)
 		m->queue_sel = v;
 		break;
 	case VIRTIO_MMIO_QUEUE_NOTIFY:
+		vmm_count(VMM_NOTIFY_EXITS, 1);
 		if (v < m->nr_queues && virtio_mmio_active(m) && m->ops->queue_notify)
 			m->ops->queue_notify(m, v);
 		break;

@@ -30,6 +30,7 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "virtio structures are
 
 /* Device IDs (5). */
 #define VIRTIO_ID_BLOCK 2
+#define VIRTIO_ID_BALLOON 5
 #define VIRTIO_ID_VSOCK 19
 #define VIRTIO_ID_FS 26
 

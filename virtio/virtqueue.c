@@ -206,7 +206,7 @@ void virtq_unpop(struct virtq *vq)
 	vq->last_avail--;
 }
 
-void virtq_push(struct virtq *vq, uint16_t head, uint32_t len)
+void virtq_fill(struct virtq *vq, uint16_t head, uint32_t len)
 {
 	struct virtq_used_elem *e;
 
@@ -216,8 +216,21 @@ void virtq_push(struct virtq *vq, uint16_t head, uint32_t len)
 	STORE(&e->id, head);
 	STORE(&e->len, len);
 	vq->used_idx++;
-	/* Release: the element is visible before the index that covers it. */
+}
+
+void virtq_flush(struct virtq *vq)
+{
+	if (!virtq_usable(vq))
+		return;
+	/* Release: the elements are visible before the index that covers
+	 * them. */
 	__atomic_store_n(&vq->used->idx, vq->used_idx, __ATOMIC_RELEASE);
+}
+
+void virtq_push(struct virtq *vq, uint16_t head, uint32_t len)
+{
+	virtq_fill(vq, head, len);
+	virtq_flush(vq);
 }
 
 bool virtq_need_interrupt(struct virtq *vq)
@@ -226,6 +239,8 @@ bool virtq_need_interrupt(struct virtq *vq)
 
 	if (!virtq_usable(vq) || old == new)
 		return false;
+	/* Whatever virtq_fill() left unpublished goes out first. */
+	virtq_flush(vq);
 	vq->signalled_used = new;
 	/* Full barrier: our used->idx store must be ordered before we read
 	 * the driver's suppression fields, or both sides could miss (2.7.10). */
@@ -235,6 +250,11 @@ bool virtq_need_interrupt(struct virtq *vq)
 	event = LOAD(virtq_used_event(vq));
 	/* vring_need_event(): did used idx move past used_event since old? */
 	return (uint16_t)(new - event - 1) < (uint16_t)(new - old);
+}
+
+bool virtq_avail_pending(const struct virtq *vq)
+{
+	return virtq_usable(vq) && __atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE) != vq->last_avail;
 }
 
 void virtq_disable_notify(struct virtq *vq)

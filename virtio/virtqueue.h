@@ -122,10 +122,23 @@ void virtq_unpop(struct virtq *vq);
  * buffers, and publish it (used->idx, release ordering). */
 void virtq_push(struct virtq *vq, uint16_t head, uint32_t len);
 
+/* virtq_push() in two steps, for a batch: virtq_fill() writes a used
+ * element without publishing it, virtq_flush() publishes every element
+ * filled so far (used->idx, release ordering). A driver polling the used
+ * ring then sees a batch at once, and the cache line of used->idx moves
+ * between the CPUs once per batch instead of once per element.
+ * virtq_need_interrupt() flushes first. */
+void virtq_fill(struct virtq *vq, uint16_t head, uint32_t len);
+void virtq_flush(struct virtq *vq);
+
 /* After a batch of pushes: whether the driver asked for an interrupt
  * (used_event with EVENT_IDX, otherwise VIRTQ_AVAIL_F_NO_INTERRUPT). Call once
  * per batch; it remembers where the last decision was made. */
 bool virtq_need_interrupt(struct virtq *vq);
+
+/* Whether the driver made buffers available that virtq_pop() has not
+ * taken yet (a cheap check for a device polling the ring). */
+bool virtq_avail_pending(const struct virtq *vq);
 
 /* Ask the driver not to kick while the device is busy draining the queue. */
 void virtq_disable_notify(struct virtq *vq);

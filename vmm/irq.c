@@ -3,12 +3,14 @@
 #include <stdint.h>
 #include <unistd.h>
 
+#include "vmm/counters.h"
 #include "vmm/irq.h"
 
 int irq_line_raise(struct irq_line *line)
 {
 	uint64_t one = 1;
 
+	vmm_count(VMM_IRQ_RAISED, 1);
 	if (line->fd < 0) {
 		if (line->raise_cb)
 			line->raise_cb(line->opaque);

@@ -30,11 +30,23 @@ struct guest_mem {
 	uint8_t *mapping; /* one reservation holding all regions */
 	size_t mapping_size;
 	uint64_t ram_size; /* total RAM bytes */
+	/* RAM mapped MAP_PRIVATE from a snapshot file (vmm/snapshot-mem.c)
+	 * at file_off: file_fd is a descriptor of it the struct owns. */
+	bool file_backed;
+	int file_fd;
+	uint64_t file_off;
 };
 
+/* Host huge page size: the RAM mapping starts on such a boundary. */
+#define GUEST_MEM_HUGE_PAGE (2ULL << 20)
+/* The unit guest_mem_discard() gives back (the host's base page on x86-64). */
+#define GUEST_MEM_PAGE 4096ULL
+
 /* Reserve and map size bytes of guest RAM (anonymous, MAP_NORESERVE, huge
- * page advice), laid out below the 32-bit gap and above 4 GiB. size must be a
- * multiple of 4 KiB and at least 1 MiB. */
+ * page advice, 2 MiB aligned), laid out below the 32-bit gap and above 4 GiB.
+ * size must be a multiple of 4 KiB and at least 1 MiB. Nothing is allocated
+ * until touched: a page costs host memory once the guest (or the VMM)
+ * writes it; reads of untouched pages map the shared zero page. */
 int guest_mem_init(struct guest_mem *m, uint64_t size);
 
 /* Wrap an existing buffer as a single region at GPA 0 (unit tests, fakes). */
@@ -55,6 +67,22 @@ static inline void *guest_mem_ptr(const struct guest_mem *m, uint64_t gpa, uint6
 	}
 	return NULL;
 }
+
+/* The guest physical address of host pointer p, when [p, p + len) is
+ * guest RAM of one region: 0, else -EFAULT. */
+int guest_mem_gpa(const struct guest_mem *m, const void *p, uint64_t len, uint64_t *ret);
+
+/* Give the host memory behind guest RAM [gpa, gpa + len) back: the guest
+ * said it keeps nothing there (a free page report, an inflated balloon).
+ * The range must be RAM of one region; the whole 4 KiB pages inside it
+ * are dropped with MADV_DONTNEED (a partial page at either end is kept).
+ * The next access to a dropped page finds zeros in anonymous RAM, and the
+ * snapshot's page in RAM mapped from a snapshot (MAP_PRIVATE: only the
+ * VM's private copies go; the file, which other VMs may map, is never
+ * written). Returns 0, -EFAULT when the range is not guest RAM,
+ * -EOPNOTSUPP for memory guest_mem_init() did not map, or madvise's
+ * errno. */
+int guest_mem_discard(const struct guest_mem *m, uint64_t gpa, uint64_t len);
 
 /* Copy between guest and host; -EFAULT when the range is not guest RAM. */
 int guest_mem_read(const struct guest_mem *m, uint64_t gpa, void *dst, size_t len);

@@ -8,6 +8,8 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/test-bench.h"
+#include "vmm/test-bench.h"
 #include "vmm/test-device.h"
 #include "vmm/vm.h"
 
@@ -67,6 +69,11 @@ static void test_snapshot_request(struct test_device *td)
 void test_device_set_snapshot_status(struct test_device *td, uint32_t status)
 {
 	__atomic_store_n(&td->snap_status, status, __ATOMIC_RELEASE);
+}
+
+void test_device_set_bench_fd(struct test_device *td, int fd)
+{
+	td->bench_fd = fd;
 }
 
 void test_device_on_snapshot(struct test_device *td, void (*cb)(struct test_device *, void *), void *opaque)
@@ -129,6 +136,21 @@ static void mmio_write(void *opaque, uint64_t offset, const void *data, uint32_t
 
 static const struct bus_dev_ops test_mmio_ops = {.read = mmio_read, .write = mmio_write};
 
+static void bench_read(void *opaque, uint64_t offset, void *data, uint32_t len)
+{
+	put_value(data, len, offset == 0 && len == 4 ? KVRUN_BENCH_MAGIC : 0);
+}
+
+static void bench_write(void *opaque, uint64_t offset, const void *data, uint32_t len)
+{
+	struct test_device *td = opaque;
+
+	if (offset == 0 && len == 4)
+		test_bench_mark(&td->bench, td->vm, td->bench_fd, (uint32_t)le_value(data, len));
+}
+
+static const struct bus_dev_ops test_bench_ops = {.read = bench_read, .write = bench_write};
+
 static void kick_handler(int fd, uint32_t revents, void *opaque)
 {
 	struct test_device *td = opaque;
@@ -157,7 +179,7 @@ int test_device_create(struct vm *vm, struct test_device **ret)
 		return -ENOMEM;
 	td->vm = vm;
 	td->irq.fd = -1;
-	td->kick_fd = td->snap_fd = -1;
+	td->kick_fd = td->snap_fd = td->bench_fd = -1;
 	pthread_mutex_init(&td->lock, NULL);
 	td->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	td->snap_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -171,6 +193,8 @@ int test_device_create(struct vm *vm, struct test_device **ret)
 	r = bus_register(&vm->pio, TEST_PORT_BASE, TEST_PORT_LEN, &test_port_ops, td);
 	if (r >= 0)
 		r = bus_register(&vm->mmio, KVRUN_MMIO_TEST_BASE, KVRUN_MMIO_TEST_SIZE, &test_mmio_ops, td);
+	if (r >= 0)
+		r = bus_register(&vm->mmio, KVRUN_MMIO_TEST_BENCH, KVRUN_MMIO_TEST_BENCH_SIZE, &test_bench_ops, td);
 	if (r < 0) {
 		r = err_setsys(r, "registering the test device");
 		goto fail;
@@ -195,6 +219,7 @@ void test_device_free(struct test_device *td)
 		return;
 	bus_unregister(&td->vm->pio, TEST_PORT_BASE);
 	bus_unregister(&td->vm->mmio, KVRUN_MMIO_TEST_BASE);
+	bus_unregister(&td->vm->mmio, KVRUN_MMIO_TEST_BENCH);
 	if (td->kick_fd >= 0) {
 		event_loop_remove(td->vm->loop, td->kick_fd);
 		close(td->kick_fd);
@@ -204,6 +229,7 @@ void test_device_free(struct test_device *td)
 		close(td->snap_fd);
 	}
 	vm_irq_line_free(td->vm, &td->irq);
+	test_bench_free(td->bench);
 	pthread_mutex_destroy(&td->lock);
 	free(td);
 }

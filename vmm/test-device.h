@@ -27,6 +27,10 @@ struct test_device {
 	int snap_fd;
 	void (*snapshot_cb)(struct test_device *td, void *opaque);
 	void *snapshot_opaque;
+	/* Benchmark marks (KVRUN_MMIO_TEST_BENCH, test-bench.c): JSON lines
+	 * to bench_fd (borrowed; -1: marks are ignored). */
+	int bench_fd;
+	struct test_bench *bench;
 };
 
 /* Register the ports and the MMIO window, allocate the interrupt line and
@@ -44,6 +48,10 @@ void test_device_mmio_write(struct test_device *td, uint64_t offset, const void 
 void test_device_on_snapshot(struct test_device *td, void (*cb)(struct test_device *, void *), void *opaque);
 /* What the snapshot port reads from now on (KVRUN_SNAPSHOT_*). */
 void test_device_set_snapshot_status(struct test_device *td, uint32_t status);
+
+/* Write a JSON line per benchmark the guest marks to fd (borrowed, kept
+ * open by the caller until test_device_free). */
+void test_device_set_bench_fd(struct test_device *td, int fd);
 
 struct snap_buf;
 /* Snapshot state: the MMIO slots, the snapshot status and the GSI (which

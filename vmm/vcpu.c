@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "vmm/counters.h"
 #include "vmm/cpuid.h"
 #include "vmm/vcpu.h"
 #include "vmm/vm.h"
@@ -300,22 +301,28 @@ static bool handle_exit(struct vcpu *v)
 
 	switch (run->exit_reason) {
 	case KVM_EXIT_IO:
+		vmm_count(VMM_EXIT_IO, 1);
 		handle_io(v);
 		return true;
 	case KVM_EXIT_MMIO:
+		vmm_count(VMM_EXIT_MMIO, 1);
 		handle_mmio(v);
 		return true;
 	case KVM_EXIT_HLT:
 		/* The in-kernel LAPIC handles HLT; a stray one is harmless. */
+		vmm_count(VMM_EXIT_HLT, 1);
 		return true;
 	case KVM_EXIT_INTR:
+		vmm_count(VMM_EXIT_INTR, 1);
 		return true;
 	case KVM_EXIT_SHUTDOWN:
+		vmm_count(VMM_EXIT_OTHER, 1);
 		log_debug("vcpu%u: triple fault", v->id);
 		vcpu_dump_regs(v);
 		vcpu_exitf(v, VM_EXIT_TRIPLE_FAULT, 0, "vcpu%u: triple fault", v->id);
 		return false;
 	case KVM_EXIT_SYSTEM_EVENT:
+		vmm_count(VMM_EXIT_OTHER, 1);
 		handle_system_event(v);
 		return false;
 	case KVM_EXIT_INTERNAL_ERROR:
@@ -407,6 +414,7 @@ static void *vcpu_thread(void *arg)
 			 * must not stay set. A racing stop sets it again after
 			 * setting stopping, which the loop then sees. */
 			if (errno == EINTR || errno == EAGAIN) {
+				vmm_count(VMM_EXIT_INTR, 1);
 				if (!atomic_load(&vm->pause_req))
 					__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
 				continue;

@@ -16,11 +16,16 @@ LABEL = "emulated guest kernel (kvm_pvm)"
 
 # Figures kvrun takes with --force-emulated (shell patterns of "suite/name").
 FORCED = ["start/true_p50", "start/true_p95", "cpu-io/bc", "cpu-io/tar_small", "cpu-io/rm_small",
-          "net/*", "nginx/*", "template/create_*", "template/pss_*", "template/rss_*"]
+          "net/*", "nginx/*", "template/create_*", "template/pss_*", "template/rss_*", "sizing/*", "density/*",
+          "exits/container start*", "exits/exec *"]
 
 # kvrun figures of host-side work only: real on any host, never labelled.
 HOST_SIDE = ["vmm/*", "start/kvrun_host_start*", "start/cli_state", "template/restore_*", "template/host_*",
              "template/disk_*", "fs/*"]
+
+# kvrun figures that carry a label of their own: the data path's, where
+# the test guest's CPL3 loop runs natively and only its set-up is emulated.
+SELF_LABELLED = ["datapath/*", "exits/blk *", "exits/net *", "exits/vsock *"]
 
 # Why the others are not taken even then.
 WHY_NOT = [
@@ -48,7 +53,7 @@ def label_metrics(metrics):
     "kvrun (cold boot)") that involved the emulated guest kernel: all but
     the host-side ones."""
     for key, m in metrics.items():
-        if host_side(key):
+        if host_side(key) or any(fnmatch.fnmatchcase(key, p) for p in SELF_LABELLED):
             continue
         for rt, d in m["runtimes"].items():
             if rt.startswith("kvrun") and "samples" in d:

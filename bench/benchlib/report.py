@@ -3,14 +3,21 @@
 import os
 import subprocess
 
-ORDER = ["runc", "crun", "kvrun", "kvrun (cold boot)", "kvrun (no root disk cache)", "kvrun (bzImage)", "qemu-microvm",
-         "bindfs"]
+ORDER = ["host-direct", "runc", "crun", "kvrun", "kvrun (256 MiB)", "kvrun (cold boot)", "kvrun (no root disk cache)",
+         "kvrun (bzImage)", "qemu-microvm", "bindfs"]
 # Runtimes whose ratio to runc the table shows.
-RATIOS = ("kvrun", "kvrun (cold boot)", "kvrun (no root disk cache)", "crun")
+RATIOS = ("kvrun", "kvrun (256 MiB)", "kvrun (cold boot)", "kvrun (no root disk cache)", "crun")
 SUITE_TITLES = {"start": "Start", "memory": "Memory (idle)", "pg": "PostgreSQL (pgbench)",
                 "nginx": "nginx (wrk)", "net": "Network (iperf3)", "cpu-io": "CPU and I/O",
                 "vmm": "VMM and boot", "template": "Templates (create from a VM snapshot)",
-                "fs": "Shared directory server on /dev/fuse (kvrun virtio-fs server, bindfs)"}
+                "fs": "Shared directory server on /dev/fuse (kvrun virtio-fs server, bindfs)",
+                "sizing": "Guest sizing (no limit: idle memory, memory given back)",
+                "datapath": "Device data path (test guest at CPL3, polled)",
+                "exits": "Exits and work per operation", "density": "Density (idle containers)"}
+# Suites whose ratios are taken to something else than runc: (numerator,
+# denominator) pairs, and whether metrics carry a target on the first.
+RATIO_PAIRS = {"datapath": [("kvrun", "host-direct"), ("kvrun", "qemu-microvm")],
+               "density": [("kvrun", "runc")]}
 # Marks a ratio whose kvrun figure carries a label (an emulated guest kernel).
 LABELLED = "‡"
 
@@ -42,6 +49,78 @@ def ratio(m, a, b="runc"):
     return f"{da['median'] / db['median']:.2f}"
 
 
+def target_cell(m, pairs):
+    """Met, or missed by how much, for a metric with a target ratio."""
+    tg = m.get("target")
+    if not tg:
+        return ""
+    if "max" in tg:
+        d = m["runtimes"].get("kvrun", {})
+        if "median" not in d:
+            return f"≤ {tg['max']} {m['unit']}: not measured"
+        if d["median"] <= tg["max"]:
+            return f"≤ {tg['max']} {m['unit']}: met"
+        return f"≤ {tg['max']} {m['unit']}: missed by {100 * (d['median'] - tg['max']) / tg['max']:.0f}%"
+    r = ratio(m, "kvrun", tg["vs"])
+    if not r:
+        return f"≥ {tg['min']:.2f} × {tg['vs']}: not measured"
+    got = float(r)
+    if got >= tg["min"]:
+        return f"≥ {tg['min']:.2f}: met"
+    return f"≥ {tg['min']:.2f}: missed by {100 * (tg['min'] - got) / tg['min']:.0f}%"
+
+
+def pair_table(suite, ms, reasons):
+    """A suite compared with RATIO_PAIRS instead of runc."""
+    pairs = RATIO_PAIRS[suite]
+    rts = [r for r in ORDER if any(r in m["runtimes"] for m in ms)]
+    head = ["measurement", "unit"] + rts + [f"{a}/{b}" for a, b in pairs if a in rts and b in rts]
+    has_target = any(m.get("target") for m in ms)
+    if has_target:
+        head.append("target (kvrun)")
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for m in ms:
+        row = [m["title"].replace("|", "\\|"), m["unit"]]
+        for r in rts:
+            d = m["runtimes"].get(r)
+            if d and "not_available" in d:
+                reasons.setdefault(d["not_available"], len(reasons) + 1)
+                row.append(f"n/a [{reasons[d['not_available']]}]")
+            else:
+                row.append(cell(d))
+        row += [ratio(m, a, b) for a, b in pairs if a in rts and b in rts]
+        if has_target:
+            row.append(target_cell(m, pairs))
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def grouped_table(ms, reasons):
+    """Metrics named "<subject>: <figure>" (one runtime) as one row per
+    subject and a column per figure: the exits suite."""
+    rows, cols, labels = {}, [], set()
+    for m in ms:
+        subject, _, fig = m["title"].partition(": ")
+        col = f"{fig} ({m['unit']})" if m["unit"] else fig
+        if col not in cols:
+            cols.append(col)
+        d = next(iter(m["runtimes"].values()), None)
+        if d and "not_available" in d:
+            reasons.setdefault(d["not_available"], len(reasons) + 1)
+            v = f"n/a [{reasons[d['not_available']]}]"
+        else:
+            v = cell(d)
+        rows.setdefault(subject, {})[col] = v
+        if m.get("label"):
+            labels.add(m["label"])
+    lines = ["| what | " + " | ".join(cols) + " |", "|" + " --- |" * (len(cols) + 1)]
+    for subject, vals in rows.items():
+        lines.append("| " + subject.replace("|", "\\|") + " | " + " | ".join(vals.get(c, "") for c in cols) + " |")
+    if labels:
+        lines += ["", "Every figure above: " + "; ".join(sorted(labels)) + "."]
+    return lines
+
+
 def table(res):
     metrics = res["metrics"]
     lines = []
@@ -50,6 +129,15 @@ def table(res):
     for suite in SUITE_TITLES:
         ms = [m for m in metrics.values() if m["suite"] == suite]
         if not ms:
+            continue
+        if suite in RATIO_PAIRS:
+            lines += ["", f"### {SUITE_TITLES[suite]}", ""] + pair_table(suite, ms, reasons)
+            continue
+        if suite == "exits":
+            lines += ["", f"### {SUITE_TITLES[suite]}"]
+            # One table per kind of operation (blk, net, vsock, ...).
+            for kind in dict.fromkeys(m["title"].split()[0] for m in ms):
+                lines += [""] + grouped_table([m for m in ms if m["title"].split()[0] == kind], reasons)
             continue
         rts = [r for r in ORDER if any(r in m["runtimes"] for m in ms)]
         has_runc = "runc" in rts
@@ -130,31 +218,38 @@ def legend(ms, rt):
     return f"{rt} ({'; '.join(labels)})" if labels else rt
 
 
-def plot_suite(res, suite, out, normalise, unit=None, base_rt="runc"):
+def plot_suite(res, suite, out, normalise, unit=None, base="runc", invert_lower=False):
+    """One PNG of suite's medians (of one unit, or all), absolute or
+    normalised to base; with invert_lower, figures where lower is better
+    (latencies) are plotted as base / value, so that higher is better
+    throughout."""
     ms = [m for m in res["metrics"].values() if m["suite"] == suite and (unit is None or m["unit"] == unit)]
     rts = [r for r in ORDER if any("median" in m["runtimes"].get(r, {}) for m in ms)]
     ms = [m for m in ms if any("median" in m["runtimes"].get(r, {}) for r in rts)]
-    if not ms or not rts or (normalise and base_rt not in rts):
+    if not ms or not rts or (normalise and base not in rts):
         return None
     name = suite if unit is None else f"{suite}-{unit.lower().replace('/', '-')}"
     dat = os.path.join(out, f"{name}.dat")
     with open(dat, "w") as f:
         f.write("# metric " + " ".join(f'"{r}" lo hi' for r in rts) + "\n")
         for m in ms:
-            base = m["runtimes"].get(base_rt, {}).get("median") if normalise else 1
+            div = m["runtimes"].get(base, {}).get("median") if normalise else 1
             row = [f'"{m["name"]}"']
             for r in rts:
                 d = m["runtimes"].get(r, {})
-                if "median" in d and base:
-                    row += [f"{d['median'] / base:.6g}", f"{d['min'] / base:.6g}", f"{d['max'] / base:.6g}"]
+                if "median" in d and div and invert_lower and m["better"] == "lower" and d["min"]:
+                    row += [f"{div / d['median']:.6g}", f"{div / d['max']:.6g}", f"{div / d['min']:.6g}"]
+                elif "median" in d and div:
+                    row += [f"{d['median'] / div:.6g}", f"{d['min'] / div:.6g}", f"{d['max'] / div:.6g}"]
                 else:
                     row += ["?", "?", "?"]
             f.write(" ".join(row) + "\n")
-    ylabel = f"ratio to {base_rt} (1 = {base_rt})" if normalise else " / ".join(sorted({m["unit"] for m in ms}))
+    inv = "; latencies inverted" if invert_lower else ""
+    ylabel = f"ratio to {base} (1 = {base}{inv})" if normalise else " / ".join(sorted({m["unit"] for m in ms}))
     png = f"{name}.png"
     cols = ", ".join(f"'{name}.dat' using {2 + 3 * k}:{3 + 3 * k}:{4 + 3 * k}"
                      f"{':xtic(1)' if k == 0 else ''} title '{legend(ms, r)}'" for k, r in enumerate(rts))
-    gnuplot(f"""set terminal pngcairo size 1000,520 font ',10'
+    gnuplot(f"""set terminal pngcairo size {max(1000, 14 * len(ms) * len(rts))},560 font ',10'
 set output '{png}'
 set datafile missing '?'
 set style data histogram
@@ -166,7 +261,7 @@ set key top left noenhanced
 set grid ytics
 {"set logscale y" if unit == "ms" and suite in ("vmm", "template") else "set yrange [0:*]"}
 set ylabel '{ylabel}'
-set title '{SUITE_TITLES[suite]}: medians, bars min-max{f" (normalised to {base_rt})" if normalise else ""}' noenhanced
+set title '{SUITE_TITLES[suite]}: medians, bars min-max{f" (normalised to {base})" if normalise else ""}' noenhanced
 plot {cols}
 """, out)
     os.unlink(dat)
@@ -178,9 +273,15 @@ def write_plots(res, out):
     for suite, norm in (("start", False), ("memory", False), ("pg", True), ("nginx", True), ("net", True),
                         ("cpu-io", True)):
         pngs.append(plot_suite(res, suite, out, norm))
+    # Data path: normalised to the host doing the same directly.
+    pngs.append(plot_suite(res, "datapath", out, True, base="host-direct", invert_lower=True))
+    for unit in ("exits", "kicks", "irqs"):
+        pngs.append(plot_suite(res, "exits", out, False, unit))
+    for unit in ("MiB", "%"):
+        pngs.append(plot_suite(res, "density", out, False, unit))
     # The VMM figures mix times and sizes: one plot per unit.
     for suite in ("vmm", "template"):
         for unit in ("ms", "MiB"):
             pngs.append(plot_suite(res, suite, out, False, unit))
-    pngs.append(plot_suite(res, "fs", out, True, base_rt="bindfs"))
+    pngs.append(plot_suite(res, "fs", out, True, base="bindfs"))
     return [p for p in pngs if p]

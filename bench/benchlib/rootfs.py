@@ -183,6 +183,15 @@ def build_busybox(root):
     skeleton(root)
 
 
+def build_memhog(root, src_dir):
+    """The busybox tree and memhog (tests/integration/memhog.c, linked
+    static): allocates, writes, holds and frees memory on cue."""
+    skeleton(root)
+    os.makedirs(f"{root}/usr/local/bin", exist_ok=True)
+    sh(["gcc", "-O2", "-static", "-o", f"{root}/usr/local/bin/memhog",
+        os.path.join(src_dir, "tests", "integration", "memhog.c")])
+
+
 def build_tools(root, src_dir):
     """bc, tar, fio, make and gcc (compile only), plus the C project to build."""
     skeleton(root)
@@ -323,6 +332,7 @@ BUILDERS = {
     "postgres": lambda root, src: build_postgres(root),
     "nginx": lambda root, src: build_nginx(root),
     "net": lambda root, src: build_net(root),
+    "memhog": build_memhog,
 }
 
 

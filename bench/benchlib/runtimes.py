@@ -18,16 +18,23 @@ CAPS = ["CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD"
 
 
 class Limits:
-    """CPU quota and memory limit written into every config.json."""
+    """CPU quota and memory limit written into every config.json; None:
+    no such limit (the runtime's default)."""
 
     def __init__(self, cpus=2, memory_mib=1024):
         self.cpus, self.memory_mib = cpus, memory_mib
 
     def resources(self):
-        return {"cpu": {"quota": int(self.cpus * 100000), "period": 100000},
-                "memory": {"limit": self.memory_mib << 20}}
+        res = {}
+        if self.cpus is not None:
+            res["cpu"] = {"quota": int(self.cpus * 100000), "period": 100000}
+        if self.memory_mib is not None:
+            res["memory"] = {"limit": self.memory_mib << 20}
+        return res
 
     def describe(self):
+        if self.cpus is None:
+            return {"cpus": None, "memory_limit_mib": self.memory_mib}
         return {"cpu_quota_us": int(self.cpus * 100000), "cpu_period_us": 100000, "cpus": self.cpus,
                 "memory_limit_mib": self.memory_mib}
 

@@ -5,7 +5,22 @@
 
 #include "config.h"
 
+#include "runtime/cli/cli-doc.h"
 #include "runtime/cli/cli-help.h"
+
+static enum cli_help_format help_format = CLI_HELP_TEXT;
+static struct cli_doc *help_doc;
+
+void cli_help_set_format(enum cli_help_format fmt, struct cli_doc *doc)
+{
+	help_format = fmt;
+	help_doc = doc;
+}
+
+enum cli_help_format cli_help_get_format(void)
+{
+	return help_format;
+}
 
 /* "--name value, -n value": one dash for one-letter names, as urfave does. */
 static int flag_label(const struct cli_flag *f, char *buf, size_t size)
@@ -40,6 +55,15 @@ void cli_print_help(const struct cli_command *cmd, const struct cli_flag *flags,
 {
 	bool has_flags = flags && flags->name;
 
+	if (help_format == CLI_HELP_MAN) {
+		cli_doc_man_verb(cmd, flags, f);
+		return;
+	}
+	if (help_format == CLI_HELP_COLLECT) {
+		if (help_doc)
+			cli_doc_collect(help_doc, cmd, flags, NULL);
+		return;
+	}
 	fprintf(f, "NAME:\n   kvrun %s - %s\n\n", cmd->name, cmd->summary);
 	fprintf(f, "USAGE:\n   kvrun %s%s%s%s\n", cmd->name, has_flags ? " [command options]" : "",
 	        cmd->args && !*cmd->args ? "" : " ", cmd->args ? cmd->args : "[arguments...]");
@@ -55,15 +79,16 @@ void cli_print_main_help(const struct cli_command *const *table, const struct cl
 {
 	int width = 0;
 
-	fprintf(f, "NAME:\n   kvrun - Open Container Initiative runtime that runs each container in a KVM virtual "
-	           "machine\n\n");
-	fprintf(f, "kvrun is a command line client for running applications packaged according to\n"
-	           "the Open Container Initiative (OCI) format. It accepts runc's commands and\n"
-	           "flags; each container runs in its own lightweight virtual machine.\n\n"
-	           "Containers are configured using bundles. A bundle for a container is a directory\n"
-	           "that includes a specification file named \"config.json\" and a root filesystem.\n\n"
-	           "To start a new instance of a container:\n\n"
-	           "    # kvrun run [ -b bundle ] <container-id>\n\n");
+	if (help_format == CLI_HELP_MAN) {
+		cli_doc_man_main(table, global_flags, f);
+		return;
+	}
+	if (help_format == CLI_HELP_COLLECT) {
+		if (help_doc)
+			cli_doc_collect(help_doc, NULL, global_flags, table);
+		return;
+	}
+	fprintf(f, "NAME:\n   kvrun - %s\n\n%s\n", cli_doc_tagline, cli_doc_description);
 	fprintf(f, "USAGE:\n   kvrun [global options] command [command options] [arguments...]\n\n");
 	fprintf(f, "VERSION:\n   %s\ncommit: %s\nspec: %s\n\n", KVRUN_VERSION, KVRUN_COMMIT, KVRUN_OCI_VERSION);
 	for (size_t i = 0; table && table[i]; i++) {

@@ -24,6 +24,8 @@
 #include "runtime/cli/boot-jail.h"
 #include "runtime/cli/cli-help.h"
 #include "runtime/cli/log-sink.h"
+#include "runtime/host/jail.h"
+#include "runtime/host/netns.h"
 #include "runtime/sandbox/sandbox.h"
 #include "vmm/snapshot.h"
 #include "vmm/test-device.h"
@@ -56,6 +58,10 @@ struct boot_opts {
 	bool restore_trust;
 	bool jail; /* --jail: the monitor's sandbox around the running VM */
 	struct boot_jail jail_paths; /* the paths given, made absolute for the jail */
+	const char *bench_out; /* --bench-out: the guest's benchmark marks */
+	int bench_fd;
+	const char *net; /* --net TAP[,mtu=N] */
+	struct netns_setup net_setup;
 };
 
 static int parse_size(const char *s, uint64_t *ret)
@@ -107,6 +113,8 @@ static int check_args(const struct boot_opts *o)
 		return err_set(-EINVAL, "--kernel is required");
 	if (o->snapshot_path && !o->vm.test_device)
 		return err_set(-EINVAL, "--snapshot-on-port needs --test-device");
+	if (o->bench_out && !o->vm.test_device)
+		return err_set(-EINVAL, "--bench-out needs --test-device");
 	if (o->snapshot_stop && !o->snapshot_path)
 		return err_set(-EINVAL, "--snapshot-stop needs --snapshot-on-port");
 	if (o->restore_trust && !o->restore_path)
@@ -120,16 +128,20 @@ static int check_args(const struct boot_opts *o)
 		return err_set(-EINVAL, "--vsock cannot be combined with --snapshot-on-port or --restore");
 	if (o->vm.nshares && (o->restore_path || o->snapshot_path))
 		return err_set(-EINVAL, "--share cannot be combined with --snapshot-on-port or --restore");
+	if (o->net && (o->restore_path || o->snapshot_path))
+		return err_set(-EINVAL, "--net cannot be combined with --snapshot-on-port or --restore");
 	/* The sandbox lets no file be written. */
 	if (o->jail && o->snapshot_path)
 		return err_set(-EINVAL, "--jail cannot be combined with --snapshot-on-port");
 	return 0;
 }
 
-/* "PATH[,ro]" of --disk i into o. */
+/* "PATH[,ro][,base=BASE]" of --disk i into o: a raw image, or with base=
+ * the copy-on-write disk of BASE whose written blocks go to PATH. */
 static int add_disk(struct boot_opts *o, const char *arg)
 {
 	unsigned int i = o->vm.ndisks;
+	const char *base = NULL;
 	char *path, *comma;
 	bool ro = false;
 
@@ -138,17 +150,19 @@ static int add_disk(struct boot_opts *o, const char *arg)
 	path = o->disk_paths[i] = strdup(arg);
 	if (!path)
 		return -ENOMEM;
-	comma = strrchr(path, ',');
-	if (comma) {
-		if (strcmp(comma + 1, "ro") != 0)
-			return err_set(-EINVAL, "--disk %s: unknown option '%s' (only ro)", arg, comma + 1);
+	while ((comma = strrchr(path, ','))) {
+		if (!strcmp(comma + 1, "ro"))
+			ro = true;
+		else if (!strncmp(comma + 1, "base=", 5) && comma[6])
+			base = comma + 6;
+		else
+			return err_set(-EINVAL, "--disk %s: unknown option '%s' (ro, base=FILE)", arg, comma + 1);
 		*comma = '\0';
-		ro = true;
 	}
 	if (!*path)
 		return err_set(-EINVAL, "--disk: empty path");
 	snprintf(o->disk_ids[i], sizeof(o->disk_ids[i]), "kvrun-disk%u", i);
-	o->vm.disks[i] = (struct sandbox_disk){.path = path, .read_only = ro, .id = o->disk_ids[i]};
+	o->vm.disks[i] = (struct sandbox_disk){.path = path, .base = base, .read_only = ro, .id = o->disk_ids[i]};
 	o->vm.ndisks++;
 	return 0;
 }
@@ -341,6 +355,50 @@ static void print_timings(const struct vm *vm, const struct vm_result *res, cons
 	        vm_exit_reason_name(res->reason), res->code);
 }
 
+static int open_bench_out(struct boot_opts *o)
+{
+	o->bench_fd = -1;
+	if (!o->bench_out)
+		return 0;
+	o->bench_fd = open(o->bench_out, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+	if (o->bench_fd < 0)
+		return err_setsys(-errno, "cannot open --bench-out file %s", o->bench_out);
+	return 0;
+}
+
+/* --net TAP[,mtu=N]: the TAP, up, as the VM's network device. */
+static int open_net(struct boot_opts *o)
+{
+	char tap[64];
+	const char *comma;
+	unsigned long mtu = 1500;
+	char *end;
+	size_t n;
+	int r;
+
+	if (!o->net)
+		return 0;
+	comma = strchr(o->net, ',');
+	n = comma ? (size_t)(comma - o->net) : strlen(o->net);
+	if (n >= sizeof(tap))
+		return err_set(-EINVAL, "--net %s: TAP name too long", o->net);
+	memcpy(tap, o->net, n);
+	tap[n] = '\0';
+	if (comma) {
+		if (strncmp(comma + 1, "mtu=", 4) != 0)
+			return err_set(-EINVAL, "--net %s: unknown option '%s' (mtu=N)", o->net, comma + 1);
+		errno = 0;
+		mtu = strtoul(comma + 5, &end, 10);
+		if (errno || *end || end == comma + 5 || mtu > 65535)
+			return err_set(-EINVAL, "--net %s: bad MTU", o->net);
+	}
+	r = netns_tap_link(tap, (uint32_t)mtu, &o->net_setup);
+	if (r < 0)
+		return err_prefix(r, "--net");
+	o->vm.net = &o->net_setup;
+	return 0;
+}
+
 static int open_console(struct boot_opts *o)
 {
 	o->console_fd = -1;
@@ -419,14 +477,25 @@ static int prepare_vm(const struct boot_opts *o, struct boot_run *br)
 		r = vm_set_timeout(vm, (uint64_t)(o->timeout_s * 1000.0));
 	if (r >= 0 && o->snapshot_path)
 		test_device_on_snapshot(br->sb->test, take_snapshot, br);
+	if (r >= 0 && o->bench_fd >= 0)
+		test_device_set_bench_fd(br->sb->test, o->bench_fd);
 	return r;
 }
 
 /* Only stdio, the console file and the log go into the jail. */
 static int close_inherited(const struct boot_opts *o)
 {
-	int keep[] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, o->console_fd, log_sink_fd()};
-	int r = fd_close_all_except(keep, ARRAY_SIZE(keep));
+	int keep[6 + NET_CONFIG_MAX_IFACES * NET_MAX_QUEUE_PAIRS] = {
+	    STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, o->console_fd, log_sink_fd(), o->bench_fd,
+	};
+	size_t n = 6;
+	int r;
+
+	/* --net's TAP queues. */
+	for (unsigned int i = 0; o->net && i < o->net_setup.cfg.nr_ifaces; i++)
+		for (unsigned int q = 0; q < o->net_setup.links[i].nr_fds; q++)
+			keep[n++] = o->net_setup.links[i].fds[q];
+	r = fd_close_all_except(keep, n);
 
 	return r < 0 ? err_setsys(r, "close inherited descriptors") : 0;
 }
@@ -438,6 +507,10 @@ static int run_vm(struct boot_opts *o, struct vm_result *res)
 	int r;
 
 	r = open_console(o);
+	if (r >= 0)
+		r = open_bench_out(o);
+	if (r >= 0)
+		r = open_net(o);
 	/* Before the VM's threads exist: they are made in the jail. */
 	if (r >= 0 && o->jail)
 		r = close_inherited(o);
@@ -474,6 +547,9 @@ static int run_vm(struct boot_opts *o, struct vm_result *res)
 	if (o->console_fd >= 0)
 		close(o->console_fd);
 	jail_free(jail);
+	if (o->bench_fd >= 0)
+		close(o->bench_fd);
+	netns_setup_close(&o->net_setup);
 	return r;
 }
 
@@ -504,7 +580,7 @@ static int report(const struct boot_opts *o, const struct vm_result *res)
 
 static int run_boot(struct cli_context *ctx, int argc, char **argv)
 {
-	struct boot_opts o = {.vm = {.vm = {.ncpus = 1, .mem_size = 256ULL << 20}}};
+	struct boot_opts o = {.vm = {.vm = {.ncpus = 1, .mem_size = 256ULL << 20}}, .bench_fd = -1};
 	struct boot_flags f = {0};
 	const struct cli_flag flags[] = {
 	    {"kernel", NULL, CLI_STRING, &o.vm.boot.kernel_path, "kernel to boot (required unless --restore)"},
@@ -517,19 +593,29 @@ static int run_boot(struct cli_context *ctx, int argc, char **argv)
 	     "give the guest ACPI tables (virtio-mmio devices and COM1 in the DSDT, power-off through the FADT); "
 	     "without it: MP table, devices on the command line and acpi=off"},
 	    {"disk", NULL, CLI_STRV, &f.disks,
-	     "PATH[,ro]: attach a raw image as a virtio-blk disk (up to " BOOT_XSTR(SANDBOX_MAX_DISKS) ")"},
+	     "PATH[,ro][,base=BASE]: attach a raw image as a virtio-blk disk, or with base= the copy-on-write disk "
+	     "of BASE whose writes go to PATH (emptied; up to " BOOT_XSTR(SANDBOX_MAX_DISKS) ")"},
 	    {"vsock", NULL, CLI_STRING, &f.vsock,
 	     "attach virtio-vsock (guest CID 3) with its host unix socket at PATH (a guest connect to port P "
 	     "reaches PATH_P)"},
 	    {"share", NULL, CLI_STRV, &f.shares,
 	     "TAG=DIR[,ro]: share a host directory as a virtio-fs device the guest mounts with "
 	     "`mount -t virtiofs TAG` (up to " BOOT_XSTR(SANDBOX_MAX_SHARES) ")"},
+	    {"balloon", NULL, CLI_BOOL, &o.vm.balloon,
+	     "attach virtio-balloon: free page reporting and inflated pages give guest memory back to the host "
+	     "(with --restore: as when the snapshot was taken)"},
+	    {"net", NULL, CLI_STRING, &o.net,
+	     "TAP[,mtu=N]: attach virtio-net over the TAP of that name (made if missing, set up; MTU 1500 by "
+	     "default); the host end is the TAP's interface"},
 	    {"test-device", NULL, CLI_BOOL, &o.vm.test_device,
 	     "add the test device (exit/irq/ncpus ports, MMIO window)"},
 	    {"jail", NULL, CLI_BOOL, &o.jail,
 	     "run the VM in the container monitor's jail (docs/security.md): a uid of its own, a mount namespace "
 	     "holding only the VM's files, no capabilities, its seccomp filters"},
 	    {"timeout", NULL, CLI_STRING, &f.timeout, "end the VM after this many seconds"},
+	    {"bench-out", NULL, CLI_STRING, &o.bench_out,
+	     "append a JSON line to FILE for each benchmark the test guest runs (its figures, the host time, and the "
+	     "exits, doorbells and interrupts it cost; needs --test-device)"},
 	    {"timings", NULL, CLI_BOOL, &o.timings, "print a JSON line with setup/boot times and memory on stderr"},
 	    {"snapshot-on-port", NULL, CLI_STRING, &o.snapshot_path,
 	     "save the VM to FILE when the guest writes the test device's snapshot port (needs --test-device); the "

@@ -24,6 +24,19 @@ static const struct cli_command template_build_cmd = {
 	    "namespace has exactly N interfaces.",
 };
 
+static const struct cli_command template_list_cmd = {
+    .name = "template list",
+    .alias = "ls",
+    .summary = "list the templates: id, shape, size, when built",
+    .args = "",
+};
+
+static const struct cli_command template_rm_cmd = {
+    .name = "template rm",
+    .summary = "remove templates",
+    .args = "ID...",
+};
+
 static int plan_for(const char *kernel, unsigned long long vcpus, unsigned long long memory_mib, struct vm_plan *ret)
 {
 	struct oci_spec spec = {0};
@@ -99,34 +112,62 @@ static int template_dir(char **ret)
 	return 0;
 }
 
-static int run_template(struct cli_context *ctx, int argc, char **argv)
+/* `kvrun template --help`: the verb, then each sub-command with its flags. */
+static int template_help(void)
 {
-	_cleanup_free_ char *dir = NULL;
-	int r;
+	const struct cli_flag none[] = {CLI_FLAG_END};
+	char *argv[] = {(char *)"build", (char *)"--help", NULL};
 
-	if (argc < 2)
-		return err_set(-EINVAL, "usage: kvrun template build|list|rm ...");
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-		cli_print_help(&cli_cmd_template, NULL, stdout);
-		return 0;
-	}
-	if (!strcmp(argv[1], "build"))
-		return do_build(argc - 1, argv + 1);
-	if (strcmp(argv[1], "list") && strcmp(argv[1], "ls") && strcmp(argv[1], "rm"))
-		return err_set(-EINVAL, "unknown template command '%s' (build, list, rm)", argv[1]);
+	bool text = cli_help_get_format() == CLI_HELP_TEXT;
+
+	cli_print_help(&cli_cmd_template, NULL, stdout);
+	if (text)
+		fputc('\n', stdout);
+	do_build(2, argv);
+	if (text)
+		fputc('\n', stdout);
+	cli_print_help(&template_list_cmd, none, stdout);
+	if (text)
+		fputc('\n', stdout);
+	cli_print_help(&template_rm_cmd, none, stdout);
+	return 0;
+}
+
+static int list_or_rm(int argc, char **argv)
+{
+	const struct cli_flag none[] = {CLI_FLAG_END};
+	bool rm = !strcmp(argv[0], "rm");
+	_cleanup_free_ char *dir = NULL;
+	int r, i;
+
+	r = rm ? cli_parse_args(&template_rm_cmd, none, argc, argv, CLI_ARGS_MIN, 1, &i)
+	       : cli_parse_args(&template_list_cmd, none, argc, argv, CLI_ARGS_EXACT, 0, &i);
+	if (r != 0)
+		return r < 0 ? r : 0;
 	r = template_dir(&dir);
 	if (r < 0)
 		return r;
-	if (strcmp(argv[1], "rm") != 0)
+	if (!rm)
 		return template_list(dir, stdout);
-	if (argc < 3)
-		return err_set(-EINVAL, "usage: kvrun template rm ID...");
-	for (int i = 2; i < argc; i++) {
+	for (; i < argc; i++) {
 		r = template_remove(dir, argv[i]);
 		if (r < 0)
 			return r;
 	}
 	return 0;
+}
+
+static int run_template(struct cli_context *ctx, int argc, char **argv)
+{
+	if (argc < 2)
+		return err_set(-EINVAL, "usage: kvrun template build|list|rm ...");
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))
+		return template_help();
+	if (!strcmp(argv[1], "build"))
+		return do_build(argc - 1, argv + 1);
+	if (strcmp(argv[1], "list") && strcmp(argv[1], "ls") && strcmp(argv[1], "rm"))
+		return err_set(-EINVAL, "unknown template command '%s' (build, list, rm)", argv[1]);
+	return list_or_rm(argc - 1, argv + 1);
 }
 
 const struct cli_command cli_cmd_template = {

@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "common/progress.h"
 #include "runtime/cli/cli-args.h"
 #include "runtime/cli/cli-global.h"
 #include "runtime/cli/commands.h"
@@ -60,6 +61,8 @@ int main(int argc, char **argv)
 		cli_global_print_help(cli_commands, stdout);
 		return 0;
 	}
+	/* Under an engine (a log file, JSON logging) no progress lines. */
+	progress_set_enabled(!ctx.log_path && ctx.log_format == LOG_FORMAT_TEXT);
 	r = log_sink_setup(ctx.log_path, ctx.log_format, ctx.debug);
 	if (r < 0)
 		return report(r);

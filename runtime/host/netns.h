@@ -58,6 +58,13 @@ int netns_path_from_spec(const struct oci_spec *spec, const char **ret_path);
  * NULL: loopback only (ret->cfg.nr_ifaces 0). */
 int netns_setup(const char *netns_path, const char *container_id, unsigned int queue_pairs, struct netns_setup *ret);
 
+/* The TAP called tap in the current namespace (made if it does not exist;
+ * it goes when its last fd closes unless made persistent), up with this
+ * MTU, as the only link of *ret: one queue pair, interface "eth0" with a
+ * fixed local MAC (02:6b:76:74:01:00) and no address. For `kvrun boot
+ * --net`; release with netns_setup_close(). */
+int netns_tap_link(const char *tap, uint32_t mtu, struct netns_setup *ret);
+
 /* Close the TAP fds held by s (the TAPs vanish with their last fd). */
 void netns_setup_close(struct netns_setup *s);
 

@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "common/log.h"
+#include "common/progress.h"
 #include "common/path.h"
 #include "runtime/host/rootfs-image.h"
 
@@ -330,6 +331,14 @@ static int add_mount_points(const char *dir, const char *image, const struct roo
 	return 0;
 }
 
+/* What mke2fs has written of the image so far (it is sparse). */
+static uint64_t image_written(void *image)
+{
+	struct stat st;
+
+	return stat(image, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+}
+
 uint64_t rootfs_image_size(const struct rootfs_scan *s)
 {
 	/* Metadata (inode tables, bitmaps) is about 2% plus the inodes. */
@@ -350,8 +359,15 @@ int rootfs_image_build_scanned(const char *dir, const struct rootfs_scan *s, con
 		return err_setsys(-errno, "create %s", image);
 	r = ftruncate(fd, (off_t)size) < 0 ? err_setsys(-errno, "size %s", image) : 0;
 	close(fd);
-	if (r >= 0)
+	if (r >= 0) {
+		_cleanup_free_ char *what = NULL;
+		struct progress *pg = NULL;
+
+		if (asprintf(&what, "root disk image of %s", dir) >= 0)
+			pg = progress_start(what, s->bytes, image_written, (void *)image);
 		r = run_mke2fs(dir, image, s->inodes);
+		progress_stop(pg);
+	}
 	if (r >= 0)
 		r = add_mount_points(dir, image, points, n);
 	if (r < 0)

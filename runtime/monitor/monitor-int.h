@@ -41,9 +41,12 @@ struct monitor_exec {
 	pid_t proxy_pid; /* SO_PEERCRED of the connection */
 };
 
+struct vm_stats;
+
 struct monitor {
 	struct monitor_args *a;
 	struct sandbox *sb;
+	struct vm_stats *vm_stats; /* opened by the first "vmstats" request */
 	struct guest_channel ch;
 	struct jail *jail; /* NULL when $KVRUN_JAIL=0 */
 	const char *dir; /* the state directory as the monitor sees it (JAIL_STATE_DIR when jailed) */

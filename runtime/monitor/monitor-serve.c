@@ -25,6 +25,7 @@
 #include "runtime/host/console.h"
 #include "runtime/monitor/monitor-int.h"
 #include "runtime/sandbox/sandbox.h"
+#include "vmm/vm-stats.h"
 
 #define CLIENT_WAIT_MS 5000
 
@@ -247,6 +248,44 @@ static int do_stats(struct monitor *m, char *detail, size_t size)
 	return 0;
 }
 
+/* "vmstats": the VM's exit and device counters since it was made (KVM's
+ * statistics of this VM, kvrun's counters of this monitor), as JSON with
+ * the counters that are not zero. */
+static int do_vmstats(struct monitor *m, char *detail, size_t size)
+{
+	struct vm_stats_sample now;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int r;
+
+	if (!m->sb)
+		return err_set(-ESRCH, "the VM has ended");
+	if (!m->vm_stats) {
+		r = vm_stats_open(m->sb->vm, &m->vm_stats);
+		if (r < 0)
+			return err_setsys(r, "VM statistics");
+	}
+	r = vm_stats_sample(m->vm_stats, &now);
+	if (r < 0)
+		return err_setsys(r, "reading VM statistics");
+	f = open_memstream(&buf, &len);
+	if (!f) {
+		vm_stats_sample_free(&now);
+		return -ENOMEM;
+	}
+	vm_stats_write_delta(m->vm_stats, NULL, &now, true, f);
+	fclose(f);
+	vm_stats_sample_free(&now);
+	if (!buf || len >= size) {
+		free(buf);
+		return err_set(-ENOSPC, "VM statistics: %zu bytes", len);
+	}
+	memcpy(detail, buf, len + 1);
+	free(buf);
+	return 0;
+}
+
 /* `exec`: an EXEC frame follows the line. On success the connection is
  * kept (*keep) and answered "ok <guest pid>"; "exit <wait status>" follows
  * when the process ends. */
@@ -383,7 +422,7 @@ void monitor_serve_client(struct monitor *m)
 	_cleanup_(req_fds_close) struct req_fds fds = {.n = 0};
 	bool checkpoint;
 	_cleanup_close_ int fd = accept4(m->control_fd, NULL, NULL, SOCK_CLOEXEC);
-	char line[4200], detail[2048] = "";
+	char line[4200], detail[3072] = "";
 	unsigned pid, rows, cols;
 	unsigned long long pids, mem;
 	int signo, all, r, has_pids, has_mem;
@@ -415,6 +454,8 @@ void monitor_serve_client(struct monitor *m)
 		r = do_stats(m, detail, sizeof(detail));
 	else if (strcmp(line, "procs") == 0)
 		r = do_procs(m, fd, &answered);
+	else if (strcmp(line, "vmstats") == 0)
+		r = do_vmstats(m, detail, sizeof(detail));
 	else if (sscanf(line, "update %d %llu %d %llu", &has_pids, &pids, &has_mem, &mem) == 4)
 		r = do_update(m, has_pids, pids, has_mem, mem);
 	else if (strcmp(line, "events") == 0)

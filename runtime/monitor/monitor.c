@@ -28,6 +28,7 @@
 #include "runtime/host/jail.h"
 #include "runtime/monitor/guest-spec.h"
 #include "runtime/monitor/monitor-int.h"
+#include "vmm/vm-stats.h"
 #include "runtime/monitor/monitor-relay.h"
 #include "runtime/monitor/monitor.h"
 #include "runtime/monitor/teardown.h"
@@ -458,6 +459,8 @@ static int serve(struct monitor *m)
  * instead of waiting for a process that nobody will start. */
 static void end_vm(struct monitor *m)
 {
+	vm_stats_free(m->vm_stats);
+	m->vm_stats = NULL;
 	sandbox_free(m->sb, NULL);
 	m->sb = m->ch.sb = NULL;
 }
@@ -468,6 +471,8 @@ static void shut_down(struct monitor *m)
 
 	/* A checkpointed VM is paused for good: its end is the streams' EOF. */
 	if (m->checkpointed) {
+		vm_stats_free(m->vm_stats);
+		m->vm_stats = NULL;
 		sandbox_free(m->sb, NULL);
 		m->sb = m->ch.sb = NULL;
 	}
@@ -480,6 +485,8 @@ static void shut_down(struct monitor *m)
 		p = (struct pollfd){.fd = sandbox_done_fd(m->sb), .events = POLLIN};
 		poll(&p, 1, POWEROFF_WAIT_MS);
 	}
+	vm_stats_free(m->vm_stats);
+	m->vm_stats = NULL;
 	sandbox_free(m->sb, NULL);
 	m->sb = m->ch.sb = NULL;
 	/* The VM's end ended the preserved fds' streams. */

@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "runtime/sandbox/sandbox-int.h"
 #include "runtime/sandbox/sandbox.h"
+#include "virtio/balloon/balloon.h"
 #include "virtio/blk/blk.h"
 #include "virtio/fs/fs.h"
 #include "virtio/net/net.h"
@@ -25,7 +26,7 @@
 #include "vmm/snapshot.h"
 #include "vmm/vm.h"
 
-#define SANDBOX_SNAPSHOT_DEVS (3 + SANDBOX_MAX_DISKS + 1 + NET_CONFIG_MAX_IFACES + SANDBOX_MAX_SHARES)
+#define SANDBOX_SNAPSHOT_DEVS (3 + SANDBOX_MAX_DISKS + 1 + NET_CONFIG_MAX_IFACES + SANDBOX_MAX_SHARES + 1)
 
 /* The first disk keeps the name it had when VMs had one. */
 static const char *const disk_names[] = {"virtio-blk",  "virtio-blk1", "virtio-blk2", "virtio-blk3",
@@ -62,6 +63,9 @@ static unsigned int snapshot_devs(struct sandbox *s, struct snapshot_dev *out)
 	for (unsigned int i = 0; i < s->nshares; i++)
 		out[n++] =
 		    (struct snapshot_dev){share_names[i], virtio_fs_state_save, virtio_fs_state_load, s->shares[i]};
+	if (s->balloon)
+		out[n++] = (struct snapshot_dev){"virtio-balloon", virtio_balloon_state_save, virtio_balloon_state_load,
+		                                 s->balloon};
 	return n;
 }
 
@@ -75,6 +79,8 @@ static void pause_devices(struct sandbox *s, bool paused)
 		virtio_net_pause(s->nets[i], paused);
 	for (unsigned int i = 0; i < s->nshares; i++)
 		virtio_fs_pause(s->shares[i], paused);
+	if (s->balloon)
+		virtio_balloon_pause(s->balloon, paused);
 }
 
 /* Into path when fd < 0, else into fd (named path in messages). */

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "runtime/sandbox/sandbox-int.h"
 #include "runtime/sandbox/sandbox.h"
+#include "virtio/balloon/balloon.h"
 #include "virtio/blk/blk.h"
 #include "virtio/fs/fs.h"
 #include "virtio/mmio.h"
@@ -178,8 +179,9 @@ static int add_nets(struct sandbox *s, const struct sandbox_opts *o, const struc
 
 static int add_disk(struct sandbox *s, const struct sandbox_disk *d, unsigned int i)
 {
+	unsigned int slot;
 	char what[64];
-	int r;
+	int r, fd;
 
 	if (i == 0 && d->id && !strcmp(d->id, "rootfs"))
 		snprintf(what, sizeof(what), "root disk");
@@ -198,7 +200,17 @@ static int add_disk(struct sandbox *s, const struct sandbox_disk *d, unsigned in
 	if (r < 0)
 		return err_prefix(r, "%s", what);
 	s->ndisks = i + 1;
-	return attach(s, virtio_blk_mmio(s->disks[i]), true, NULL);
+	r = attach(s, virtio_blk_mmio(s->disks[i]), false, &slot);
+	if (r < 0)
+		return r;
+	/* The disk's worker waits on its doorbell itself: a kick wakes one
+	 * thread. */
+	fd = vm_ioeventfd_add(s->vm, virtio_addr(slot) + VIRTIO_MMIO_QUEUE_NOTIFY, 4, false, false, 0);
+	if (fd < 0)
+		return err_setsys(fd, "ioeventfd for %s", what);
+	s->notify_fds[slot] = fd;
+	virtio_blk_set_doorbell(s->disks[i], fd);
+	return 0;
 }
 
 void sandbox_share_tag(unsigned int i, char *buf, size_t size)
@@ -246,15 +258,16 @@ static int add_share(struct sandbox *s, const struct sandbox_share *sh, unsigned
 static int check_lines(const struct sandbox_opts *o, unsigned int nets, unsigned int shares)
 {
 	unsigned int have = VM_IRQ_LAST - VM_IRQ_FIRST + 1 - (o->test_device ? 1 : 0);
-	unsigned int need = o->ndisks + (o->vsock_path ? 1 : 0) + nets + shares;
+	bool balloon = o->plan || o->balloon;
+	unsigned int need = o->ndisks + (o->vsock_path ? 1 : 0) + nets + shares + (balloon ? 1 : 0);
 
 	if (need <= have)
 		return 0;
 	return err_set(-ENOSPC,
 	               "the VM would need %u interrupt lines (%u disk(s), %s, %u network device(s), %u shared "
-	               "director%s) and has %u",
+	               "director%s%s) and has %u",
 	               need, o->ndisks, o->vsock_path ? "a vsock device" : "no vsock device", nets, shares,
-	               shares == 1 ? "y" : "ies", have);
+	               shares == 1 ? "y" : "ies", balloon ? ", the balloon" : "", have);
 }
 
 static int add_virtio(struct sandbox *s, const struct sandbox_opts *o, const struct virtio_net_opts *saved,
@@ -284,6 +297,13 @@ static int add_virtio(struct sandbox *s, const struct sandbox_opts *o, const str
 		r = add_nets(s, o, saved, nr_saved);
 	for (unsigned int i = 0; r >= 0 && i < nshares; i++)
 		r = add_share(s, o->template_shares ? NULL : &o->shares[i], i);
+	/* Last, so that the other devices keep the slots they had. */
+	if (r >= 0 && (o->plan || o->balloon)) {
+		r = virtio_balloon_new(&s->vm->mem, s->vm->loop, NULL, &s->balloon);
+		if (r < 0)
+			return err_prefix(r, "virtio-balloon");
+		r = attach(s, virtio_balloon_mmio(s->balloon), true, NULL);
+	}
 	return r;
 }
 
@@ -440,6 +460,17 @@ void sandbox_free(struct sandbox *s, struct vm_result *ret)
 	/* Devices go before the VM: they use its RAM and loop (now stopped). */
 	for (unsigned int i = 0; i < s->nshares; i++)
 		virtio_fs_free(s->shares[i]);
+	if (s->balloon) {
+		struct virtio_balloon_counters c;
+
+		virtio_balloon_counters(s->balloon, &c);
+		log_debug("virtio-balloon: %llu MiB of free pages given back, %llu pages inflated, %llu deflated, "
+		          "%llu PFNs skipped, %llu failed",
+		          (unsigned long long)(c.reported_bytes >> 20), (unsigned long long)c.inflated_pages,
+		          (unsigned long long)c.deflated_pages, (unsigned long long)c.skipped_pfns,
+		          (unsigned long long)c.discard_errors);
+	}
+	virtio_balloon_free(s->balloon);
 	for (unsigned int i = 0; i < s->nr_nets; i++)
 		virtio_net_free(s->nets[i]);
 	virtio_vsock_free(s->vsock);

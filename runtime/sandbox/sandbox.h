@@ -16,8 +16,9 @@
  * Made in this order (a restore makes them in the same one, so that they
  * get the same interrupt lines and MMIO windows): the VM, the platform
  * devices (reset, power-off, RTC), the 16550 serial port, the test device,
- * the disks, the vsock device, the network devices. Virtio devices take
- * consecutive slots at KVRUN_MMIO_VIRTIO_BASE + n * KVRUN_MMIO_VIRTIO_STRIDE.
+ * the disks, the vsock device, the network devices, the balloon. Virtio
+ * devices take consecutive slots at KVRUN_MMIO_VIRTIO_BASE + n *
+ * KVRUN_MMIO_VIRTIO_STRIDE.
  */
 #ifndef KVRUN_RUNTIME_SANDBOX_H
 #define KVRUN_RUNTIME_SANDBOX_H
@@ -45,8 +46,8 @@
  * after the restore. */
 #define SANDBOX_TEMPLATE_SHARES 8
 /* Virtio slots: the disks, the vsock device, the network devices, the
- * shared directories. */
-#define SANDBOX_NR_VIRTIO (SANDBOX_MAX_DISKS + 1 + NET_CONFIG_MAX_IFACES + SANDBOX_MAX_SHARES)
+ * shared directories, the balloon. */
+#define SANDBOX_NR_VIRTIO (SANDBOX_MAX_DISKS + 1 + NET_CONFIG_MAX_IFACES + SANDBOX_MAX_SHARES + 1)
 
 struct sandbox_disk {
 	const char *path; /* image; NULL: a disk without media (a template's) */
@@ -93,6 +94,9 @@ struct sandbox_opts {
 	const char *console_path; /* guest console log (appended), NULL: off */
 	int console_fd; /* or this fd (borrowed), when > 0 (0: unset, never stdin) */
 	bool test_device; /* the freestanding test guest's device (vmm/test-device.h) */
+	/* A virtio-balloon without a plan (`kvrun boot --balloon`); a
+	 * container's VM (with a plan) always has one. */
+	bool balloon;
 	/* From netns_setup(), or NULL (loopback only). The TAP fds of each
 	 * link a device took are set to -1 here (the device owns them). */
 	struct netns_setup *net;
@@ -142,6 +146,7 @@ struct sandbox {
 	unsigned int nr_nets;
 	struct virtio_fs *shares[SANDBOX_MAX_SHARES];
 	unsigned int nshares; /* devices, attached or not */
+	struct virtio_balloon *balloon;
 	unsigned int nr_slots; /* virtio slots taken */
 	struct irq_line lines[SANDBOX_NR_VIRTIO];
 	int notify_fds[SANDBOX_NR_VIRTIO];

@@ -19,6 +19,7 @@
 #include "common/hash.h"
 #include "common/fileio.h"
 #include "common/log.h"
+#include "common/progress.h"
 #include "common/protocol.h"
 #include "config.h"
 #include "runtime/sandbox/guest-channel.h"
@@ -135,12 +136,19 @@ static int boot_and_save(const struct vm_plan *p, unsigned int nics, const char 
                          const char *snap)
 {
 	struct guest_channel ch;
+	struct progress *pg = NULL;
 	int64_t t0 = clock_now_ms();
 	int r;
 
 	r = guest_channel_init(&ch, work, "v");
 	if (r >= 0)
 		r = guest_channel_listen(&ch, 1);
+	if (r >= 0)
+		pg = progress_start(p->emulating_host
+		                        ? "template build: booting the guest (its kernel is emulated here: "
+		                          "minutes)"
+		                        : "template build: booting the guest",
+		                    0, NULL, NULL);
 	if (r >= 0)
 		r = sandbox_start(&(struct sandbox_opts){.plan = p,
 		                                         .disks = {{.id = "rootfs"}},
@@ -152,9 +160,12 @@ static int boot_and_save(const struct vm_plan *p, unsigned int nics, const char 
 		                  &ch.sb);
 	if (r >= 0)
 		r = reach_ready(&ch);
+	progress_stop(pg);
 	if (r >= 0) {
 		log_debug("template VM ready after %lld ms", (long long)(clock_now_ms() - t0));
+		pg = progress_start("template build: saving the VM", 0, NULL, NULL);
 		r = sandbox_save(ch.sb, snap, NULL);
+		progress_stop(pg);
 	}
 	sandbox_free(ch.sb, NULL);
 	guest_channel_close(&ch);

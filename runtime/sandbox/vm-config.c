@@ -13,16 +13,22 @@
 #include "common/log.h"
 #include "config.h"
 #include "oci-spec/kvrun-config.h"
+#include "runtime/host/host-probe.h"
 #include "runtime/host/initramfs.h"
+#include "runtime/host/install-paths.h"
 #include "runtime/host/jail.h"
 #include "runtime/host/kernel-info.h"
 #include "runtime/host/kmod-resolve.h"
 #include "runtime/sandbox/vm-config.h"
 
 /* Always on the command line: the console for --debug, no reboot loop (a
- * panic or reboot ends the VM through the i8042 reset), and a quiet boot,
- * since every console byte costs VM exits. */
-#define CMDLINE_BASE "console=ttyS0 reboot=k panic=-1 quiet"
+ * panic or reboot ends the VM through the i8042 reset), a quiet boot,
+ * since every console byte costs VM exits, and free page reporting of
+ * blocks of 2 MiB and up (order 9, the kernel's own default on x86-64 with
+ * hugetlbfs, set so that any kernel uses it): a reported block is a whole
+ * host huge page, given back without splitting it, and small blocks that
+ * the guest reuses soon cost no exits. */
+#define CMDLINE_BASE "console=ttyS0 reboot=k panic=-1 quiet page_reporting.page_reporting_order=9"
 
 /*
  * Emulating-host quirks. Where guest kernel code is emulated by the host
@@ -52,25 +58,11 @@ _Static_assert(sizeof(CLEARCPUID_EMULATING_HOST) <= 128, "Linux parses at most 1
 
 bool vm_host_is_emulating(void)
 {
-	_cleanup_fclose_ FILE *f = NULL;
 	const char *env = getenv("KVRUN_EMULATING_HOST");
-	char line[4096];
-	bool hv = false;
 
 	if (env && *env)
 		return strcmp(env, "0") != 0;
-	f = fopen("/proc/cpuinfo", "re");
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "flags", 5) != 0)
-			continue;
-		/* A guest with KVM but no virtualisation extensions of its own:
-		 * /dev/kvm is then a paravirtual or emulating implementation. */
-		hv = strstr(line, " hypervisor") != NULL;
-		return hv && !strstr(line, " vmx") && !strstr(line, " svm");
-	}
-	return false;
+	return host_virt_probe(NULL) == HOST_VIRT_EMULATED;
 }
 
 static int check_file(const char *path, const char *what, const char *from)
@@ -86,6 +78,7 @@ struct kernel_choice {
 	const char *initrd, *initrd_from;
 	const char *modules, *modules_from; /* a directory, "auto", "none" or NULL (auto) */
 	enum kvrun_acpi_mode acpi;
+	char *default_path; /* the installed default, when path is it (owned) */
 };
 
 static int choose_kernel(const struct oci_spec *spec, const char *flag, const struct kvrun_config *cfg,
@@ -111,7 +104,11 @@ static int choose_kernel(const struct oci_spec *spec, const char *flag, const st
 		own = true;
 	}
 	if (!ch->path) {
-		ch->path = VM_CONFIG_DEFAULT_KERNEL;
+		int r = install_default_kernel(&ch->default_path);
+
+		if (r < 0)
+			return r;
+		ch->path = ch->default_path;
 		ch->from = "the default location; set \"kernel\" in " VM_CONFIG_DEFAULT_FILE
 			   ", the " VM_CONFIG_ANNOTATION_KERNEL " annotation, --kernel or $KVRUN_KERNEL";
 		own = true;
@@ -151,7 +148,7 @@ static int find_kernel(const struct kernel_choice *ch, char **ret)
 }
 
 /* kvrun-init: $KVRUN_INIT, the build tree next to this binary, or the
- * installed libexec directory. */
+ * installed libexec directory (install-paths.h). */
 static int find_init(char **ret)
 {
 	const char *env = getenv("KVRUN_INIT");
@@ -175,8 +172,9 @@ static int find_init(char **ret)
 			free(*ret);
 		}
 	}
-	*ret = strdup(KVRUN_LIBEXECDIR "/kvrun-init");
-	return *ret ? check_file(*ret, "guest init", "the installed location") : -ENOMEM;
+	if (install_path(INSTALL_LIBEXECDIR, "kvrun-init", ret) < 0)
+		return -ENOMEM;
+	return check_file(*ret, "guest init", "the installed location");
 }
 
 static int cache_dir(char **ret)
@@ -276,6 +274,11 @@ static int make_initrd(const struct kernel_choice *ch, struct vm_plan *p)
 		p->nr_modules++;
 	is.init_path = init;
 	is.modules = (const char *const *)mods;
+	p->init_path = strdup(init);
+	if (!p->init_path) {
+		kmod_files_free(mods);
+		return -ENOMEM;
+	}
 	r = initramfs_get(&is, dir, &p->initrd, &hit);
 	kmod_files_free(mods);
 	if (r < 0)
@@ -334,10 +337,19 @@ int vm_cpuset_count(const char *list)
 	}
 }
 
+unsigned int vm_default_cpus(void)
+{
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (online < 1)
+		online = 1;
+	return online < VM_CONFIG_DEFAULT_CPUS ? (unsigned int)online : VM_CONFIG_DEFAULT_CPUS;
+}
+
 int vm_plan_cpus(const struct oci_linux_resources *res, unsigned int dflt, unsigned int *ret)
 {
 	const struct oci_cpu *cpu = res ? &res->cpu : NULL;
-	uint64_t n = dflt ? dflt : 1;
+	uint64_t n = dflt ? dflt : vm_default_cpus();
 	bool set = false;
 
 	if (cpu && cpu->has_quota && cpu->quota > 0) {
@@ -400,6 +412,19 @@ static int plan_jail(const struct kvrun_config *cfg, struct vm_plan *p)
 	return jail_uid_base_check(p->jail_uid_base, "jail_uid_base");
 }
 
+/* Where the kernel and the initramfs came from, for `kvrun check`. */
+static int plan_sources(const struct kernel_choice *ch, struct vm_plan *p)
+{
+	p->kernel_from = strdup(ch->from);
+	if (!p->kernel_from)
+		return -ENOMEM;
+	if (ch->initrd)
+		p->initrd_from = strdup(ch->initrd_from);
+	else if (asprintf(&p->initrd_from, "built by kvrun from %s", p->init_path ? p->init_path : "kvrun-init") < 0)
+		p->initrd_from = NULL;
+	return p->initrd_from ? 0 : -ENOMEM;
+}
+
 static void log_plan(const struct kernel_choice *ch, const struct vm_plan *p)
 {
 	log_debug("kernel %s (from %s), release %s: %s%s%s, devices described by %s", p->kernel, ch->from,
@@ -452,7 +477,10 @@ int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm
 	if (p.emulating_host)
 		p.ncpus = 1;
 	if (r >= 0)
+		r = plan_sources(&ch, &p);
+	if (r >= 0)
 		log_plan(&ch, &p);
+	free(ch.default_path);
 	kvrun_config_clear(&cfg);
 	if (r < 0) {
 		vm_plan_done(&p);
@@ -471,6 +499,9 @@ void vm_plan_done(struct vm_plan *p)
 	free(p->rootfs_cache_dir);
 	free(p->kernel_release);
 	free(p->module_dir);
+	free(p->kernel_from);
+	free(p->initrd_from);
+	free(p->init_path);
 	*p = (struct vm_plan){0};
 }
 

@@ -6,8 +6,9 @@
  * The kernel is looked up, first hit wins, in: the annotation
  * `io.kvrun.kernel`, the global flag --kernel, $KVRUN_KERNEL, "kernel" in
  * the config file ($KVRUN_CONFIG, else /etc/kvrun/config.json), and the
- * installed default /usr/local/share/kvrun/kernel/vmlinux. A kernel named
- * but missing is an error naming where the name came from.
+ * installed default <datadir>/kvrun/kernel/vmlinux (install-paths.h: the
+ * configured prefix's, /usr/local/share/kvrun/kernel/vmlinux by default).
+ * A kernel named but missing is an error naming where the name came from.
  *
  * The config file's "initrd", "modules" and "acpi" describe its kernel:
  * they apply when the kernel came from the config file or the default
@@ -32,9 +33,13 @@
 #define VM_CONFIG_ANNOTATION_INITRD "io.kvrun.initrd"
 #define VM_CONFIG_ANNOTATION_MODULES "io.kvrun.kernel.modules"
 #define VM_CONFIG_ANNOTATION_ACPI "io.kvrun.kernel.acpi"
-#define VM_CONFIG_DEFAULT_KERNEL "/usr/local/share/kvrun/kernel/vmlinux"
 #define VM_CONFIG_DEFAULT_FILE "/etc/kvrun/config.json"
-#define VM_CONFIG_DEFAULT_MEMORY (256ULL << 20)
+/* Guest RAM without a memory limit: room for databases and JVMs, which
+ * costs the host only what the guest touches (lazy RAM, free page
+ * reporting); docs/runtime.md "Kernel, initramfs and VM size". */
+#define VM_CONFIG_DEFAULT_MEMORY (2ULL << 30)
+/* vCPUs without a CPU quota or cpuset, at most the host's online CPUs. */
+#define VM_CONFIG_DEFAULT_CPUS 2
 #define VM_CONFIG_MIN_MEMORY (64ULL << 20)
 #define VM_CONFIG_MAX_CPUS 32
 /* The cpu period runc assumes when only a quota is given. */
@@ -79,6 +84,9 @@ struct vm_plan {
 	 * ($KVRUN_JAIL_UID_BASE, else the config file's "jail_uid_base", else
 	 * JAIL_UID_BASE_DEFAULT: runtime/host/jail.h). */
 	unsigned long jail_uid_base;
+	char *kernel_from; /* where the kernel's name came from ("$KVRUN_KERNEL", a config file...) */
+	char *initrd_from; /* where the initramfs came from, or "built by kvrun from <init>" */
+	char *init_path; /* the kvrun-init packed into the initramfs, NULL with a given initrd */
 };
 
 /* Decide the plan for spec. kernel_flag is the global --kernel flag (NULL
@@ -92,12 +100,16 @@ void vm_plan_done(struct vm_plan *p);
 /* vCPUs for the container's resources (res may be NULL): ceil(quota /
  * period) when a cpu quota is set (period default 100000 us), else the
  * number of CPUs in the cpuset (linux.resources.cpu.cpus, "0-3,6"), the
- * smaller of the two when both are; else dflt (0: 1). At most
- * VM_CONFIG_MAX_CPUS. -EINVAL with a message for a malformed cpuset. */
+ * smaller of the two when both are; else dflt (0: vm_default_cpus()). At
+ * most VM_CONFIG_MAX_CPUS. -EINVAL with a message for a malformed cpuset. */
 int vm_plan_cpus(const struct oci_linux_resources *res, unsigned int dflt, unsigned int *ret);
 
+/* VM_CONFIG_DEFAULT_CPUS, or the host's online CPUs when fewer. */
+unsigned int vm_default_cpus(void);
+
 /* Guest RAM for the container's resources (res may be NULL): the memory
- * limit, else dflt, else 256 MiB; rounded down to MiB, at least 64 MiB.
+ * limit, else dflt, else VM_CONFIG_DEFAULT_MEMORY (2 GiB); rounded down to
+ * MiB, at least 64 MiB.
  * The host cgroup's limit is this plus the monitor's own allowance
  * (runtime/host/cgroup.c), so the VM's RAM is the container's limit. */
 uint64_t vm_plan_memory(const struct oci_linux_resources *res, uint64_t dflt);

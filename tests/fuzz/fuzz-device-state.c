@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
+#include "virtio/balloon/balloon.h"
 #include "virtio/blk/blk.h"
 #include "virtio/net/net.h"
 #include "virtio/vsock/vsock.h"
@@ -25,7 +26,7 @@
 #include "vmm/test-device.h"
 #include "vmm/vm.h"
 
-enum { DEV_BLK, DEV_NET, DEV_VSOCK, DEV_SERIAL, DEV_RTC, DEV_TEST, NR_DEVS };
+enum { DEV_BLK, DEV_NET, DEV_VSOCK, DEV_SERIAL, DEV_RTC, DEV_TEST, DEV_BALLOON, NR_DEVS };
 
 static char dir[64], uds[96];
 
@@ -53,6 +54,7 @@ struct dev {
 	struct virtio_blk *blk;
 	struct virtio_net *net;
 	struct virtio_vsock *vsock;
+	struct virtio_balloon *balloon;
 	struct serial serial;
 	struct vm *vm; /* just its port bus, for the CMOS clock */
 	struct platform platform;
@@ -86,6 +88,18 @@ static void dev_new_virtio(struct dev *d)
 		d->load = virtio_net_state_load;
 		fz_guest_attach(&d->g, virtio_net_mmio(d->net));
 		break;
+	case DEV_BALLOON: {
+		struct virtio_balloon_opts bo = {.discard = fz_balloon_discard, .opaque = &d->g};
+
+		if (event_loop_new(&d->g.loop) < 0 || virtio_balloon_new(&d->g.mem, d->g.loop, &bo, &d->balloon) < 0)
+			abort();
+		d->opaque = d->balloon;
+		d->g.settle = fz_loop_settle;
+		d->save = virtio_balloon_state_save;
+		d->load = virtio_balloon_state_load;
+		fz_guest_attach(&d->g, virtio_balloon_mmio(d->balloon));
+		break;
+	}
 	default:
 		if (event_loop_new(&d->g.loop) < 0 || virtio_vsock_new(&d->g.mem, d->g.loop, 3, uds, &d->vsock) < 0)
 			abort();
@@ -135,6 +149,7 @@ static void dev_free(struct dev *d)
 	virtio_blk_free(d->blk);
 	virtio_net_free(d->net);
 	virtio_vsock_free(d->vsock);
+	virtio_balloon_free(d->balloon);
 	if (d->g.loop)
 		event_loop_free(d->g.loop);
 	if (d->g.ram)
@@ -152,7 +167,7 @@ static void dev_free(struct dev *d)
 
 static bool is_virtio(int kind)
 {
-	return kind == DEV_BLK || kind == DEV_NET || kind == DEV_VSOCK;
+	return kind == DEV_BLK || kind == DEV_NET || kind == DEV_VSOCK || kind == DEV_BALLOON;
 }
 
 /* A real section: a device's state after a fuzzed program, with bytes of

@@ -2,6 +2,7 @@
 /* Settling the devices between steps of a fuzzed program (fuzz.h). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "fuzz.h"
@@ -32,6 +33,19 @@ void fz_blk_settle(struct fz_guest *g)
 	}
 	fprintf(stderr, "virtio-blk: the worker never drained the queue\n");
 	abort();
+}
+
+int fz_balloon_discard(void *opaque, uint64_t gpa, uint64_t len)
+{
+	struct fz_guest *g = opaque;
+
+	if (!len || gpa >= FZ_RAM_SIZE || len > FZ_RAM_SIZE - gpa) {
+		fprintf(stderr, "virtio-balloon: gave back 0x%llx+0x%llx, outside guest RAM\n", (unsigned long long)gpa,
+		        (unsigned long long)len);
+		abort();
+	}
+	memset(g->ram + gpa, 0, len);
+	return 0;
 }
 
 void fz_loop_settle(struct fz_guest *g)

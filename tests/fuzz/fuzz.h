@@ -112,6 +112,12 @@ struct fz_guest {
 void fz_blk_settle(struct fz_guest *g);
 void fz_loop_settle(struct fz_guest *g);
 
+/* virtio-balloon's discard function over the fake guest (opaque: the
+ * struct fz_guest): aborts on a range that is not inside its RAM (the
+ * device must have checked it), else zeroes it, as madvise does to
+ * anonymous RAM. */
+int fz_balloon_discard(void *opaque, uint64_t gpa, uint64_t len);
+
 /* Allocate guest RAM (zeroed). */
 void fz_guest_init(struct fz_guest *g);
 /* Bind the device's transport and count its interrupts. */

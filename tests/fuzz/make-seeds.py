@@ -163,6 +163,27 @@ def vsock_seeds():
     }
 
 
+def balloon_seeds():
+    """Statistics and reporting negotiated: inflate 0, deflate 1, stats 2,
+    reporting 3; reporting alone: reporting 2."""
+    up = bringup(V1 | EVENT_IDX | INDIRECT | 1 << 1 | 1 << 2 | 1 << 5, 4, 4)
+    pfns, stats = DATA + 0x1000, DATA + 0x2000
+    report = (ring_desc(3, 0, DATA + 0x8000, 0x4000, F_WRITE | F_NEXT, 1) +
+              ring_desc(3, 1, DATA + 0x10000, 0x1000, F_WRITE) + publish(3, 0))
+    inflate = (mem(pfns, b"".join(u32(x) for x in [0x30, 0x31, 0x32, 0x38, 0xfffff, 0x33])) +
+               ring_desc(0, 0, pfns, 24, 0) + publish(0, 0))
+    deflate = ring_desc(1, 0, pfns, 24, 0) + publish(1, 0)
+    st = (mem(stats, u16(4) + u64(1000) + u16(5) + u64(4096) + u16(77) + u64(1)) + ring_desc(2, 0, stats, 30, 0) +
+          publish(2, 0))
+    return {
+        "report": up + report,
+        "inflate-deflate": up + inflate + deflate,
+        "stats": up + st + extra(1) + st + extra(3),
+        "host-side": up + extra(0, u32(512)) + extra(2, u8(1)) + report + extra(2, u8(0)) + extra(3),
+        "report-only": bringup(V1 | 1 << 5, 3, 4) + ring_desc(2, 0, DATA + 0x8000, 0x8000, F_WRITE) + publish(2, 0),
+    }
+
+
 def mmio_seeds():
     buf = DATA + 0x100
     chain = (mem(buf, b"echo me") + ring_desc(0, 0, buf, 7, F_NEXT, 1) + ring_desc(0, 1, buf + 0x100, 64, F_WRITE) +
@@ -182,9 +203,12 @@ def mmio_seeds():
 def device_state_seeds():
     """kind, "saved" mode, [ops count, program on the first device], flips,
     then (virtio) the program that runs on the restored device."""
+    stats = DATA + 0x2000
     programs = {0: bringup(V1 | EVENT_IDX | INDIRECT, 1, 4), 1: bringup(V1 | 1 << 15 | 1 << 5, 2, 4),
-                2: bringup(V1 | EVENT_IDX, 3, 4)}
-    names = ["blk", "net", "vsock", "serial", "rtc", "test-device"]
+                2: bringup(V1 | EVENT_IDX, 3, 4),
+                6: bringup(V1 | EVENT_IDX | 1 << 1 | 1 << 5, 4, 4) + mem(stats, u16(4) + u64(7)) +
+                ring_desc(2, 0, stats, 10, 0) + publish(2, 0)}
+    names = ["blk", "net", "vsock", "serial", "rtc", "test-device", "balloon"]
     after = u8(OP_KICK) + u8(0) + publish(0, 0)
     seeds = {}
     for kind, name in enumerate(names):
@@ -331,6 +355,47 @@ def oci_process_seeds():
             "minimal": json.dumps({"args": ["true"], "cwd": "/", "user": {"uid": 1, "gid": 1}}).encode()}
 
 
+# fuzz-fs-server.c: indexes into its opcode table.
+FS_OP = {"lookup": 0, "getattr": 2, "readlink": 4, "mkdir": 7, "rename": 10, "open": 12, "read": 13, "write": 14,
+         "opendir": 24, "readdir": 25, "setlkw": 30, "create": 32}
+FS_ROOT = u8(210)
+
+
+def fs_req(op, body, node=FS_ROOT, fh=None, room=4096):
+    """One request of fuzz-fs-server.c's program: the opcode, the body's
+    length, one reply buffer, flags (1: a remembered file handle first in
+    the body), the node, the body, the handle, the request in one piece,
+    the reply room."""
+    flags = 1 if fh is not None else 0
+    b = u8(FS_OP[op]) + u16(len(body)) + u8(0) + u8(flags) + node + body
+    if fh is not None:
+        b += fh
+    return b + u8(0) + u8(0) + u32(room)
+
+
+def fs_seeds():
+    """Writable server; then programs: lookup, open and read a file;
+    create, write and read back; mkdir, the symlink out of the share,
+    readdir; a waiting lock (cancelled)."""
+    first = u8(0)  # remembered id 0
+    read_in = lambda size: u64(0) + u64(0) + u32(size) + u32(0) + u64(0) + u32(0) + u32(0)
+    write_in = lambda data: u64(0) + u64(0) + u32(len(data)) + u32(0) + u64(0) + u32(0) + u32(0) + data
+    progs = {
+        "lookup-open-read": [fs_req("lookup", b"file\0"), fs_req("open", u32(0) + u32(0), node=first),
+                             fs_req("read", read_in(4096), node=first, fh=first)],
+        "create-write-read": [fs_req("create", u32(0o102) + u32(0o644) + u32(0o22) + u32(0) + b"new\0"),
+                              fs_req("write", write_in(b"hello" * 20), node=first, fh=first),
+                              fs_req("read", read_in(100), node=first, fh=first)],
+        "mkdir-escape-readdir": [fs_req("mkdir", u32(0o755) + u32(0) + b"d\0"), fs_req("lookup", b"escape\0"),
+                                 fs_req("readlink", b"", node=u8(1)), fs_req("opendir", u32(0) + u32(0)),
+                                 fs_req("readdir", read_in(4096), fh=first)],
+        "setlkw": [fs_req("create", u32(0o102) + u32(0o644) + u32(0) + u32(0) + b"lk\0"),
+                   fs_req("setlkw", u64(0) + u64(7) + u64(0) + u64(99) + u32(1) + u32(1) + u32(0) + u32(0),
+                          node=first, fh=first)],
+    }
+    return {name: u8(0) + u8(len(reqs) - 1) + b"".join(reqs) for name, reqs in progs.items()}
+
+
 TARGETS = {
     "oci-config": oci_config_seeds,
     "oci-process": oci_process_seeds,
@@ -341,6 +406,8 @@ TARGETS = {
     "virtio-blk-cow": blk_seeds,
     "virtio-net": net_seeds,
     "virtio-vsock": vsock_seeds,
+    "virtio-balloon": balloon_seeds,
+    "fs-server": fs_seeds,
     "snapshot": snapshot_seeds,
     "device-state": device_state_seeds,
     "boot-tables": boot_tables_seeds,

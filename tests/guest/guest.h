@@ -67,10 +67,14 @@ void check_mmio(void);
 void check_smp(void);
 void check_irq(void);
 void check_snapshot(void);
+/* Asks the VMM for a snapshot (test device) and returns its status:
+ * KVRUN_SNAPSHOT_DONE in the saved VM, _RESTORED in one restored from it. */
+uint32_t snapshot_take(void);
 __attribute__((noreturn)) void check_acpi(void);
 void check_virtio_blk(void);
 void check_virtio_blk_bad(void);
 void check_virtio_vsock(void);
+void check_virtio_balloon(void);
 void check_fake_init(void);
 void check_virtio_fs(void);
 __attribute__((noreturn)) void do_reset(void);
@@ -90,6 +94,10 @@ struct idt_ptr {
 	uint64_t base;
 } __attribute__((packed));
 void irq_ap_setup(void);
+/* The IDT (a stub per vector into isr_dispatch()) loaded, and one gate
+ * replaced by handler. */
+void idt_init(void);
+void idt_set_gate(unsigned int vector, void (*handler)(void));
 /* For other scenarios: IDT and LAPIC up, the test line routed to an APIC
  * id, and one raise of it that waits (interrupts on) for its delivery. */
 void irq_test_init(void);

@@ -16,11 +16,14 @@
  *               expected in the DSDT), then powers off through the FADT
  *               sleep register (or resets through RESET_REG with
  *               acpi_action=reset)
- *   virtio-blk, virtio-blk-bad, virtio-vsock, virtio-fs  kvrun's virtio
- *               devices (virtio-blk.c, virtio-vsock.c, virtio-fs.c)
+ *   virtio-blk, virtio-blk-bad, virtio-vsock, virtio-fs, virtio-balloon
+ *               kvrun's virtio devices (virtio-blk.c, virtio-vsock.c,
+ *               virtio-fs.c, virtio-balloon.c)
  *   fake-init   just enough of guest-init for a container's VM monitor:
  *               create, start, exec, signals; stall=1: part of a frame and
- *               silence (fake-init.c) */
+ *               silence (fake-init.c)
+ *   bench       data-path benchmarks driven from CPL3 (bench.h) */
+#include "bench.h"
 #include "guest.h"
 #include "hw.h"
 
@@ -136,8 +139,15 @@ static bool streq(const char *a, const char *b)
 
 /* Reads the command line now, so every scenario can use it; its own check
  * is in check_boot_params(). */
+/* Set by the PVH entry (pvh.S), which has no boot_params. */
+extern uint64_t pvh_cmdline;
+
 static void cmdline_init(uint64_t bp)
 {
+	if (!bp && pvh_cmdline >= 0x1000 && pvh_cmdline < 4 * GiB) {
+		cmdline_ptr = (const char *)(uintptr_t)pvh_cmdline;
+		return;
+	}
 	if (bp < 0x1000 || bp > 0x100000)
 		return;
 	uint32_t ptr = *(volatile uint32_t *)(bp + 0x228);
@@ -175,6 +185,7 @@ void guest_main(uint64_t boot_params)
 		memcpy(test, "basic", 6);
 	}
 	tap_diag("kvrun test guest: test=%s", test);
+	tap_diag("command line: %s", cmdline());
 
 	if (streq(test, "poweroff"))
 		power_off();
@@ -218,6 +229,16 @@ void guest_main(uint64_t boot_params)
 	}
 	if (streq(test, "virtio-fs")) {
 		check_virtio_fs();
+		known = true;
+	}
+	if (streq(test, "virtio-balloon")) {
+		check_virtio_balloon();
+		known = true;
+	}
+	if (streq(test, "bench")) {
+		bench_blk();
+		bench_net();
+		bench_vsock();
 		known = true;
 	}
 	if (streq(test, "snapshot")) {

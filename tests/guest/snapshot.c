@@ -128,6 +128,15 @@ static void check_after(const struct snap_regs *in, const struct snap_regs *out,
 	}
 }
 
+uint32_t snapshot_take(void)
+{
+	static struct snap_regs in, out;
+
+	__asm__ volatile("mov %0, %%cr4" : : "r"(read_cr(4) | CR4_OSFXSR | CR4_OSXMMEXCPT));
+	regs_init(&in);
+	return snapshot_point(&in, &out);
+}
+
 void check_snapshot(void)
 {
 	static struct snap_regs in, out;

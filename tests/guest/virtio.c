@@ -31,7 +31,9 @@ bool find_device(uint32_t device_id, struct vdev *d)
 		if (*s == ':')
 			for (s++; *s >= '0' && *s <= '9'; s++)
 				gsi = gsi * 10 + (uint32_t)(*s - '0');
-		if (addr < KVRUN_MMIO_VIRTIO_BASE || addr >= KVRUN_MMIO_VIRTIO_BASE + 64 * KVRUN_MMIO_VIRTIO_STRIDE)
+		/* kvrun's devices, or another VMM's in the 32-bit MMIO hole
+		 * (QEMU microvm's at 0xfeb00000). */
+		if (addr < 0xc0000000ULL || addr >= 0xfec00000ULL)
 			continue;
 		if (mmio_read32(addr + R_MAGIC) == VIRTIO_MAGIC && mmio_read32(addr + R_VERSION) == 2 &&
 		    mmio_read32(addr + R_DEVICE_ID) == device_id) {

@@ -19,7 +19,7 @@ from taplib import Tap
 SRC = os.environ.get("KVRUN_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "bench"))
 
-from benchlib import emulated, report, rootfs, runtimes, suite_cpuio, suite_fs, suite_net, suite_servers, suite_template, util  # noqa: E402
+from benchlib import emulated, report, rootfs, runtimes, suite_cpuio, suite_datapath, suite_density, suite_fs, suite_net, suite_servers, suite_sizing, suite_template, util  # noqa: E402
 from benchlib.results import Results  # noqa: E402
 
 t = Tap()
@@ -355,4 +355,98 @@ m = FakeCtx.results.metrics
 t.ok(len(m) == len(suite_fs.FIGURES) and all(
     "not available" in d["not_available"] for x in m.values() for d in x["runtimes"].values()),
      "fs: without its tools every figure is not available, with the reason", m)
+
+# The sizing suite: memhog's line, when the RSS is back, its figures.
+Z = suite_sizing
+t.eq(Z.parse_alloc("ready\ngo\nallocated 1024 MiB in 187.3 s\n"), (1024, 187.3), "sizing: memhog's allocation line")
+t.eq(Z.parse_alloc("ready\ngo\n"), None, "sizing: no allocation line yet")
+samples = [(0.0, 1200 << 10), (2.1, 900 << 10), (4.3, 300 << 10), (4.4, 100 << 10)]
+t.eq(Z.returned_at(samples, 250 << 10), (4.3, 300 << 10), "sizing: back within 64 MiB of the RSS at go")
+t.eq(Z.returned_at(samples[:2], 250 << 10), None, "sizing: not back yet")
+t.eq(runtimes.Limits(cpus=None, memory_mib=None).resources(), {}, "sizing: no limit writes no resources")
+t.eq(runtimes.Limits(cpus=2, memory_mib=1024).resources()["memory"], {"limit": 1 << 30}, "limits: the recipe's")
+t.ok(emulated.reason("sizing/return_s", True, True) is None and emulated.reason("sizing/idle_pss", True, False)
+     == emulated.EMULATED_REASON, "sizing: taken with --force-emulated only, on an emulating host")
+t.ok(all(Z.meta(k)["unit"] in ("MiB", "s") for k in Z.TITLES), "sizing: units")
+a = run.parse_args(["--suite", "sizing"])
+t.ok(a.suites == ["sizing"] and "sizing" in run.NAMED_SUITES and "sizing" not in run.SUITES,
+     "args: sizing is a suite, run only when named")
+R = Results()
+R.add("sizing", "idle_pss", "kvrun", 80.0, **Z.meta("idle_pss"))
+R.add("sizing", "idle_pss", Z.SMALL, 40.0)
+R.add("sizing", "idle_pss", "runc", 2.0)
+res = {"metrics": R.finish()}
+emulated.label_metrics(res["metrics"])
+lines = report.table(res)
+head = [x for x in lines if x.startswith("| measurement")]
+t.ok(head and "kvrun (256 MiB)" in head[0] and "kvrun (256 MiB)/runc" in head[0] and any(
+    x.startswith("### Guest sizing") for x in lines), "sizing: its table with both guest sizes and ratios", lines)
+
+# datapath, exits, density: one command each, never in the default set.
+for s_ in ("datapath", "exits", "density"):
+    a = run.parse_args(["--suite", s_])
+    t.ok(a.suites == [s_] and s_ in run.NAMED_SUITES and s_ not in run.SUITES, f"args: {s_} runs only when named")
+
+# The data path's table: ratios to host-direct and QEMU, targets met or
+# missed by how much, labels on kvrun's cells, QEMU's reason.
+D = suite_datapath
+R = Results()
+name = D.metric_name("raw", "randread", "4K", 32)
+for v in (100.0, 110.0, 90.0):
+    R.add(D.S, name, "host-direct", v * 1000, unit="IOPS", better="higher", title=name)
+for v in (70.0, 72.0, 71.0):
+    R.add(D.S, name, "kvrun", v * 1000, unit="IOPS", better="higher", title=name, label=D.LABEL)
+R.na(D.S, name, "qemu-microvm", D.VSOCK_QEMU_NA, unit="IOPS", better="higher", title=name)
+R.metric(D.S, name)["target"] = {"vs": "host-direct", "min": 0.8}
+net = D.net_name("tx", "1500")
+R.add(D.S, net, "host-direct", 100.0, unit="frames/s", better="higher", title=net)
+R.add(D.S, net, "kvrun", 85.0, unit="frames/s", better="higher", title=net)
+R.add(D.S, net, "qemu-microvm", 50.0, unit="frames/s", better="higher", title=net)
+R.metric(D.S, net)["target"] = {"vs": "host-direct", "min": 0.8}
+res = {"metrics": R.finish()}
+emulated.label_metrics(res["metrics"])
+t.ok("label" not in res["metrics"][f"{D.S}/{name}"]["runtimes"]["kvrun"],
+     "datapath: kvrun's figures keep their own label, not the emulated guest kernel's")
+lines = report.table(res)
+head = [x for x in lines if x.startswith("| measurement")]
+row = [x for x in lines if x.startswith(f"| {name}")]
+nrow = [x for x in lines if x.startswith(f"| {net}")]
+t.ok(head and "kvrun/host-direct" in head[0] and "kvrun/qemu-microvm" in head[0] and "target" in head[0],
+     "datapath: ratios to host-direct and to QEMU, and the target", head)
+t.ok(row and "| 0.71 |" in row[0] and "≥ 0.80: missed by 11%" in row[0] and "n/a [" in row[0],
+     "datapath: a missed target says by how much; QEMU not available with its reason", row)
+t.ok(nrow and "| 0.85 | 1.70 |" in nrow[0] and "≥ 0.80: met" in nrow[0], "datapath: a met target", nrow)
+t.ok(f"{D.VSOCK_QEMU_NA}" in " ".join(lines), "datapath: the reason in the notes", lines)
+t.eq(D.net_name("rx", "64K"), "net TAP to guest 64 KiB TSO frames", "datapath: names of TSO frames")
+t.eq(D.spec([("randread", "4K", 32), ("read", "1M", 1)], True), "randread:4K:32:20000,read:1M:1:100",
+     "datapath: the guest's workload list")
+
+# The exits table: one row per operation, a column per figure, one table
+# per kind.
+R = Results()
+fake = {"ops": 128, "stats": {"kvm_vcpu": {"exits": 65, "insn_emulation": 33},
+                              "kvrun": {"exit_io": 0, "exit_mmio": 2, "exit_other": 0, "doorbell_signals": 32,
+                                        "irq_raised": 0, "queue_passes": 4}}}
+
+class FakeCtx:
+    results = R
+
+D.exits(FakeCtx, "raw", "randread", "4K", 128, fake)
+D.per_op(FakeCtx, D.net_name("tx", "64"), dict(fake, ops=64), "frame")
+lines = report.table({"metrics": R.finish()})
+row = [x for x in lines if x.startswith("| blk randread 4K qd128 (raw) |")]
+t.ok(row and "| 1.00 |" in row[0] and "| 0.50 |" in row[0] and "| 0.25 |" in row[0],
+     "exits: per 128 requests (the END mark's exit taken off), per request", row)
+t.eq(sum(1 for x in lines if x.startswith("| what |")), 2, "exits: a table for blk and one for net")
+
+# Density's target is a bound on kvrun's own figure.
+R = Results()
+R.add("density", "pss_30", "kvrun", 12.0, unit="MiB", better="lower", title="host PSS per idle container, 30")
+R.add("density", "pss_30", "runc", 0.5, unit="MiB", better="lower", title="host PSS per idle container, 30")
+R.metric("density", "pss_30")["target"] = {"max": 10}
+lines = report.table({"metrics": R.finish()})
+row = [x for x in lines if x.startswith("| host PSS")]
+t.ok(row and "| 24.00 |" in row[0] and "≤ 10 MiB: missed by 20%" in row[0], "density: ratio to runc, bound missed",
+     row)
+t.eq(suite_density.cpu_ticks([os.getpid()]) >= 0, True, "density: CPU ticks of a process")
 t.done()

@@ -31,7 +31,7 @@ ADDR = "10.213.82.2/24"
 
 def make_image(t, tmp):
     """A checkpoint directory whose VM is the test guest's (1 vCPU, 256 MiB:
-    the plan of a bundle without limits)."""
+    the plan of the bundle below, whose limits ask for that shape)."""
     img = os.path.join(tmp, "image")
     os.makedirs(img)
     r = guestlib.boot(["--kernel", GUEST, "--test-device", "--console", "--cpus", "1", "--memory", "256M",
@@ -56,7 +56,10 @@ def make_bundle(tmp, netns):
         spec["process"]["args"] = ["/bin/sh"]
         spec["linux"]["namespaces"] = [n for n in spec["linux"]["namespaces"] if n["type"] != "network"] + \
             [{"type": "network", "path": f"/run/netns/{netns}"}]
-        spec["linux"].get("resources", {}).pop("memory", None)
+        # The checkpoint's shape on any host (without limits the plan's
+        # default is 2 GiB and, on native KVM, 2 vCPUs).
+        spec["linux"].setdefault("resources", {}).update(
+            {"memory": {"limit": 256 << 20}, "cpu": {"quota": 100000, "period": 100000}})
 
     write_spec(KVRUN, b, mutate)
     return b

@@ -13,7 +13,7 @@ from taplib import Tap
 KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
 COMMANDS = ["checkpoint", "create", "delete", "events", "exec", "kill", "list",
             "pause", "ps", "restore", "resume", "run", "spec", "start", "state",
-            "update", "features", "help"]
+            "update", "features", "check", "help"]
 
 
 def kvrun(*args, root=None, stdin=None):

@@ -13,7 +13,8 @@
    vCPU filter, a connect. Each is refused (an errno) or kills the probe
    (SIGSYS), and the other process and the files are untouched.
 2. The freestanding test guest under `kvrun boot --jail`: the virtio-blk
-   scenario (disk reads, writes, flush), the virtio-vsock scenario (the
+   scenario (disk reads, writes, flush), the virtio-balloon scenario
+   (memory given back with madvise), the virtio-vsock scenario (the
    guest connects to a host unix socket; the host connects to the guest),
    and a snapshot restored into a jailed VM must pass. While the vsock VM
    runs, /proc/<pid> shows on every thread Seccomp 2, NoNewPrivs 1 and no
@@ -358,6 +359,9 @@ with tempfile.TemporaryDirectory() as tmp:
     with open(img, "rb") as f:
         data = f.read(1024)
     t.ok(data[512:] == bytes((0xa5 ^ i ^ SEED) & 0xff for i in range(512)), "blk: the write reached the image")
+
+    r = guestlib.boot(boot_args("virtio-balloon", "balloon_fill=32M", ["--balloon"]), timeout=VM_TIMEOUT_S + 30)
+    check_run("balloon", r.rc, r.out + "\n" + r.err)
 
     run_vsock(tmp)
     share = os.path.join(tmp, "share")

@@ -110,6 +110,7 @@ want = {
     "CONFIG_ACPI": "y", "CONFIG_PVH": "y", "CONFIG_KVM_GUEST": "y", "CONFIG_VIRTIO_MMIO": "y",
     "CONFIG_HZ": "100", "CONFIG_MODULES": None, "CONFIG_PCI": None, "CONFIG_PARAVIRT_SPINLOCKS": None,
     "CONFIG_FUSE_FS": "y", "CONFIG_VIRTIO_FS": "y",
+    "CONFIG_VIRTIO_BALLOON": "y", "CONFIG_PAGE_REPORTING": "y", "CONFIG_INIT_ON_FREE_DEFAULT_ON": None,
 }
 have = {}
 with open(config) as f:

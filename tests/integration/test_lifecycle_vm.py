@@ -228,6 +228,9 @@ def events_update(t, root):
     t.ok(ev.get("type") == "stats" and ev.get("id") == CID, "events --stats: one stats event", p.stdout + p.stderr)
     t.ok(data.get("memory", {}).get("usage", {}).get("usage", 0) > 0, "events --stats: memory usage")
     t.ok(data.get("pids", {}).get("current", 0) >= 2, "events --stats: pids (sh and sleep at least)")
+    vm = data.get("kvrun_vm", {})
+    t.ok(vm.get("kvm_vcpu", {}).get("exits", 0) > 0 and vm.get("kvrun", {}).get("doorbell_signals", 0) > 0,
+         "events --stats: kvrun_vm has the VM's exits and doorbells so far", json.dumps(vm)[:600])
     p = kv(root, "update", "--pids-limit", "5", CID)
     t.ok(p.returncode == 0, "update --pids-limit", p.stderr)
     # No cgroup namespace: the container's cgroup is named in /proc/self/cgroup.

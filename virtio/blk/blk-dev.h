@@ -28,6 +28,10 @@
 #define VIRTIO_BLK_S_UNSUPP 2
 
 #define SECTOR_SIZE 512ULL
+/* How long the worker watches the ring after it emptied it (blk_poll). */
+#define BLK_POLL_NS 50000ULL
+/* ... after a pass of at most this many requests. */
+#define BLK_POLL_MAX_PASS 4
 #define BLK_QUEUE_SIZE 256
 
 struct virtio_blk_config {
@@ -53,17 +57,53 @@ struct virtio_blk_outhdr {
 	uint64_t sector;
 };
 
+/* Merging (blk-io.c): at most this many requests, and buffers, per I/O. */
+#define BLK_MERGE_MAX 32
+#define BLK_MERGE_SEGS 1024
+
+/* A parsed request: data buffers and where the status byte goes. */
+struct blk_io {
+	struct iovec data[VIRTQ_MAX_SEGS];
+	unsigned int nr_data;
+	size_t len;
+	uint8_t *status;
+};
+
+/* Adjacent IN or OUT requests of one pass, done as one transfer. */
+struct blk_run_req {
+	uint16_t head;
+	uint8_t *status;
+	unsigned int seg, nseg; /* its buffers in blk_run.seg */
+	size_t len;
+	uint64_t sector;
+	bool failed;
+};
+
+struct blk_run {
+	unsigned int n; /* requests */
+	bool write;
+	uint64_t sector; /* the first's */
+	size_t len; /* bytes of them all */
+	unsigned int nseg;
+	struct iovec seg[BLK_MERGE_SEGS];
+	struct blk_run_req req[BLK_MERGE_MAX];
+};
+
 struct virtio_blk {
 	struct virtio_mmio mmio;
 	struct blk_backend *backend;
 	bool offer_ro; /* VIRTIO_BLK_F_RO offered (fixed at creation) */
 	struct virtio_blk_config config;
 	char id[VIRTIO_BLK_ID_BYTES];
-	/* Worker: sleeps on kick_fd; lock is held while it drains the queue,
-	 * so that reset waits for the batch in flight. */
+	/* Worker: sleeps on kick_fd and on the guest's doorbell (an
+	 * ioeventfd the worker reads itself, so that a kick wakes one thread,
+	 * not the event loop and then the worker); lock is held while it
+	 * drains the queue, so that reset waits for the batch in flight. */
 	pthread_t worker;
 	bool worker_started;
 	int kick_fd;
+	int doorbell_fd; /* atomic; -1: kicks come through queue_notify */
+	uint64_t poll_ns; /* blk_poll()'s window */
 	pthread_mutex_t lock;
 	/* Threads in blk_lock(): the worker ends its batch and lets them in
 	 * first, so that a driver keeping the queue full cannot starve a
@@ -75,7 +115,22 @@ struct virtio_blk {
 	bool stop; /* atomic */
 	bool paused; /* under lock: virtio_blk_pause(), no request is touched */
 	struct virtq_req req;
+	/* Scratch of the worker (blk-io.c). */
+	struct blk_io io;
+	struct blk_run run;
 };
+
+/* Pop and serve the queue's requests (blk-io.c), merging adjacent
+ * transfers, at most max of them and none once another thread waits for
+ * the device lock; *ret_n: the requests taken. Returns 0, or -EIO /
+ * -EINVAL when the driver broke the queue. */
+int blk_pass(struct virtio_blk *b, struct virtq *vq, unsigned int max, unsigned int *ret_n);
+
+/* Whether a blk_lock() caller waits for the worker to let go. */
+static inline bool blk_lock_wanted(struct virtio_blk *b)
+{
+	return __atomic_load_n(&b->lock_waiters, __ATOMIC_SEQ_CST) > 0;
+}
 
 /* Ring the worker's doorbell. */
 void blk_kick(struct virtio_blk *b);

@@ -9,7 +9,7 @@
  *   virtio_blk_new(&vm_mem, &(struct virtio_blk_opts){.path = img, .read_only = ro, .id = "root"}, &b);
  *   bus_register(mmio_bus, addr, VIRTIO_MMIO_SIZE, &virtio_mmio_bus_ops, virtio_blk_mmio(b));
  *   virtio_mmio_set_irq(virtio_blk_mmio(b), &line);
- *   (optional) virtio_mmio_add_notify_fd(virtio_blk_mmio(b), loop, ioeventfd, VIRTIO_MMIO_ALL_QUEUES);
+ *   (optional) virtio_blk_set_doorbell(b, ioeventfd): the worker reads the guest's kicks itself
  *   kernel command line: virtio_mmio.device=4K@0x<addr>:<gsi>
  */
 #ifndef KVRUN_VIRTIO_BLK_BLK_H
@@ -85,6 +85,11 @@ int virtio_blk_state_offers_ro(const void *data, size_t len, bool *ret_ro, bool 
 
 /* The device's transport: what the runtime registers on the MMIO bus. */
 struct virtio_mmio *virtio_blk_mmio(struct virtio_blk *b);
+
+/* Hand the queue's doorbell (an eventfd KVM signals on the guest's
+ * QueueNotify write) to the device's worker, which waits on it directly.
+ * fd stays the caller's and must outlive the device. */
+void virtio_blk_set_doorbell(struct virtio_blk *b, int fd);
 
 /* Capacity in 512-byte sectors. */
 uint64_t virtio_blk_capacity(const struct virtio_blk *b);

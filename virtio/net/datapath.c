@@ -3,6 +3,7 @@
  * lock held: tx chains to the backend, backend frames into rx chains, and
  * the control queue. */
 #include <errno.h>
+#include <stdlib.h>
 #include <linux/virtio_net.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -11,6 +12,7 @@
 
 #include "common/log.h"
 #include "virtio/net/net-dev.h"
+#include "vmm/counters.h"
 
 #define HDR_LEN sizeof(struct virtio_net_hdr_v1)
 #define NUM_BUFFERS_OFF offsetof(struct virtio_net_hdr_v1, num_buffers)
@@ -70,6 +72,7 @@ static int tx_one(struct virtio_net *n, unsigned int p, struct virtq_req *req)
 		n->stats.tx_dropped++;
 	} else {
 		n->stats.tx_frames++;
+		vmm_count(VMM_NET_TX_FRAMES, 1);
 	}
 	return 1;
 }
@@ -94,8 +97,10 @@ static int tx_drain(struct virtio_net *n, unsigned int p, struct virtq *vq, unsi
 			net_update_watch(n, p);
 			return 0;
 		}
-		virtq_push(vq, n->req.head, 0);
-		(*budget)--;
+		/* Published in batches (virtq_flush() in process_tx()). */
+		virtq_fill(vq, n->req.head, 0);
+		if (!(--(*budget) % NET_TX_FLUSH))
+			virtq_flush(vq);
 	}
 	/* More next turn, after the other queues. */
 	net_kick(n, 1u << (2 * p + 1));
@@ -113,6 +118,7 @@ static void process_tx(struct virtio_net *n, unsigned int p)
 	do {
 		virtq_disable_notify(vq);
 		r = tx_drain(n, p, vq, &budget);
+		virtq_flush(vq);
 	} while (r > 0 && virtq_enable_notify(vq));
 	virtio_mmio_notify_used(&n->mmio, vq);
 	if (r < 0) {
@@ -132,13 +138,28 @@ static size_t rx_need(const struct virtio_net *n)
 	return HDR_LEN + (gso ? GSO_FRAME_MAX : n->max_frame);
 }
 
-/* Pop rx chains into n->rx_iov until they can hold a whole frame (one chain
- * without MRG_RXBUF). Returns the number of chains taken (0: not enough
- * buffers, nothing kept), or -EINVAL on a malformed chain. */
-static int rx_gather(struct virtio_net *n, struct virtq *vq, bool mrg, unsigned int *ret_niov)
+/* An ordinary frame (MTU 1500, a VLAN tag) with its header: the buffers
+ * taken before reading, with MRG_RXBUF. */
+static size_t rx_small_need(const struct virtio_net *n)
 {
-	size_t need = rx_need(n), have = 0;
-	unsigned int chains = 0, niov = 0;
+	size_t need = rx_need(n);
+
+	return need < HDR_LEN + 1518 ? need : HDR_LEN + 1518;
+}
+
+struct rx_gathered {
+	unsigned int chains, niov;
+	size_t have;
+};
+
+/* Pop rx chains into n->rx_iov after those in g until they can hold need
+ * bytes (one chain without MRG_RXBUF). Returns the number of chains now
+ * taken (0: not enough buffers, none of them kept, g emptied), or -EINVAL
+ * on a malformed chain. */
+static int rx_gather(struct virtio_net *n, struct virtq *vq, bool mrg, size_t need, struct rx_gathered *g)
+{
+	unsigned int chains = g->chains, niov = g->niov;
+	size_t have = g->have;
 	int r;
 
 	/* What "no buffers" was decided on; see process_rx(). */
@@ -164,13 +185,14 @@ static int rx_gather(struct virtio_net *n, struct virtq *vq, bool mrg, unsigned 
 		chains++;
 	}
 	if (chains && mrg && have < need && chains < NET_RX_MAX_CHAINS && niov < NET_RX_MAX_IOV) {
-		/* Not room for the largest frame: wait for more buffers rather
-		 * than truncate one. */
+		/* Not room for the frame: wait for more buffers rather than
+		 * truncate one. */
 		for (unsigned int i = 0; i < chains; i++)
 			virtq_unpop(vq);
-		chains = 0;
+		chains = niov = 0;
+		have = 0;
 	}
-	*ret_niov = niov;
+	*g = (struct rx_gathered){chains, niov, have};
 	return (int)chains;
 }
 
@@ -196,28 +218,100 @@ static void rx_push(struct virtio_net *n, struct virtq *vq, unsigned int chains,
 		virtq_push(vq, n->rx_heads[i], lens[i]);
 }
 
+static void rx_done(struct virtio_net *n, struct virtq *vq, const struct rx_gathered *g, size_t len)
+{
+	rx_push(n, vq, g->chains, g->niov, len);
+	n->stats.rx_frames++;
+	vmm_count(VMM_NET_RX_FRAMES, 1);
+}
+
+/* The frame waiting in pair p's staging area into the guest's buffers:
+ * 1 delivered, 0 not enough buffers yet, -EINVAL. */
+static int rx_deliver_staged(struct virtio_net *n, unsigned int p, struct virtq *vq)
+{
+	struct rx_gathered g = {0};
+	int r = rx_gather(n, vq, true, n->rx_staged[p], &g);
+
+	if (r <= 0)
+		return r;
+	iov_from_buf(n->rx_iov, g.niov, 0, n->rx_staging[p], n->rx_staged[p]);
+	rx_done(n, vq, &g, n->rx_staged[p]);
+	n->rx_staged[p] = 0;
+	return 1;
+}
+
+/* A frame of len bytes went past the buffers in g into the staging area:
+ * take more buffers for the rest and copy it there, or, without enough,
+ * keep the whole frame staged and give the buffers back. */
+static int rx_spilled(struct virtio_net *n, unsigned int p, struct virtq *vq, struct rx_gathered *g, size_t len)
+{
+	struct rx_gathered more = *g;
+	size_t head = g->have;
+	uint8_t *st = n->rx_staging[p];
+	int r = rx_gather(n, vq, true, len, &more);
+
+	if (r < 0)
+		return r;
+	if (r > 0 && more.have >= len) {
+		iov_from_buf(n->rx_iov, more.niov, head, st, len - head);
+		rx_done(n, vq, &more, len);
+		return 0;
+	}
+	/* rx_gather() gave back everything it took, ours included. */
+	memmove(st + head, st, len - head);
+	iov_to_buf(n->rx_iov, g->niov, 0, st, head);
+	n->rx_staged[p] = len;
+	return 0;
+}
+
 /* Read frames while there are buffers and frames. Returns 1 when the guest
  * has no more buffers, 0 when the backend is empty or the budget spent,
  * -EINVAL on a malformed chain. */
 static int rx_drain(struct virtio_net *n, unsigned int p, struct virtq *vq, bool mrg)
 {
-	for (unsigned int budget = NET_BUDGET; budget; budget--) {
-		unsigned int niov;
-		int chains = rx_gather(n, vq, mrg, &niov);
-		ssize_t len;
+	bool staging;
+	size_t need;
 
-		if (chains <= 0)
-			return chains < 0 ? chains : 1;
+	/* Made on the first frame (a device that receives none never pays
+	 * for it); without it every frame takes the buffers of the largest. */
+	if (mrg && !n->rx_staging[p])
+		n->rx_staging[p] = malloc(HDR_LEN + GSO_FRAME_MAX);
+	staging = mrg && n->rx_staging[p];
+	need = staging ? rx_small_need(n) : rx_need(n);
+
+	for (unsigned int budget = NET_BUDGET; budget; budget--) {
+		struct rx_gathered g = {0};
+		unsigned int niov;
+		ssize_t len;
+		int r;
+
+		if (n->rx_staged[p]) {
+			r = rx_deliver_staged(n, p, vq);
+			if (r <= 0)
+				return r < 0 ? r : 1;
+			continue;
+		}
+		r = rx_gather(n, vq, mrg, need, &g);
+		if (r <= 0)
+			return r < 0 ? r : 1;
+		niov = g.niov;
+		if (staging)
+			n->rx_iov[niov++] = (struct iovec){n->rx_staging[p], HDR_LEN + GSO_FRAME_MAX};
 		len = readv(n->be->fds[p], n->rx_iov, (int)niov);
 		if (len < 0 || (size_t)len < HDR_LEN) {
-			for (int i = 0; i < chains; i++)
+			for (unsigned int i = 0; i < g.chains; i++)
 				virtq_unpop(vq);
 			if (len < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
 				log_debug("virtio-net: rx%u: %m", p);
 			return 0;
 		}
-		rx_push(n, vq, (unsigned int)chains, niov, (size_t)len);
-		n->stats.rx_frames++;
+		if ((size_t)len <= g.have) {
+			rx_done(n, vq, &g, (size_t)len);
+			continue;
+		}
+		r = rx_spilled(n, p, vq, &g, (size_t)len);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }

@@ -21,6 +21,8 @@
 /* Frames handled per queue per turn, so one busy queue cannot starve the
  * others or the rest of the loop. */
 #define NET_BUDGET 64
+/* Sent tx chains are published to the driver this many at a time. */
+#define NET_TX_FLUSH 16
 
 struct net_config_space {
 	uint8_t mac[6];
@@ -55,9 +57,16 @@ struct virtio_net {
 	bool vhost_running;
 	int vhost_kick[2 * NET_MAX_QUEUE_PAIRS], vhost_call[2 * NET_MAX_QUEUE_PAIRS];
 	uint32_t vhost_kick_borrowed;
+	/* With MRG_RXBUF a frame is read into the buffers an ordinary frame
+	 * needs plus this staging area (GSO_FRAME_MAX bytes per pair), so that
+	 * small frames do not take (and give back) the 17 buffers a 64 KiB
+	 * one needs; what spilled over is copied into further buffers, or the
+	 * whole frame waits here (rx_staged bytes) until the guest adds some. */
+	uint8_t *rx_staging[NET_MAX_QUEUE_PAIRS];
+	size_t rx_staged[NET_MAX_QUEUE_PAIRS];
 	/* Scratch for the loop thread. */
 	struct virtq_req req;
-	struct iovec rx_iov[NET_RX_MAX_IOV];
+	struct iovec rx_iov[NET_RX_MAX_IOV + 1];
 	uint16_t rx_heads[NET_RX_MAX_CHAINS];
 	uint32_t rx_caps[NET_RX_MAX_CHAINS];
 	uint16_t rx_seen_avail;

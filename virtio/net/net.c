@@ -126,6 +126,7 @@ static void net_reset(struct virtio_mmio *m)
 	for (unsigned int p = 0; p < n->pairs; p++) {
 		n->rx_wanted[p] = false;
 		n->tx_blocked[p] = false;
+		n->rx_staged[p] = 0; /* a frame waiting for buffers is lost */
 		net_update_watch(n, p);
 	}
 	pthread_mutex_unlock(&n->lock);
@@ -350,6 +351,8 @@ void virtio_net_free(struct virtio_net *n)
 		virtio_mmio_destroy(&n->mmio);
 	if (n->be)
 		n->be->ops->free(n->be);
+	for (unsigned int p = 0; p < NET_MAX_QUEUE_PAIRS; p++)
+		free(n->rx_staging[p]);
 	pthread_mutex_destroy(&n->lock);
 	free(n);
 }

@@ -12,6 +12,7 @@
 #include "virtio/vsock/uds.h"
 #include "virtio/vsock/vsock-dev.h"
 #include "virtio/vsock/vsock.h"
+#include "vmm/counters.h"
 
 #define VIRTIO_VSOCK_EVENT_TRANSPORT_RESET 0
 
@@ -60,6 +61,7 @@ static void vsock_process_tx(struct virtio_vsock *v)
 			r = vsock_tx_one(v, &v->req);
 			if (r < 0)
 				break;
+			vmm_count(VMM_VSOCK_TX_PACKETS, 1);
 			virtq_push(vq, v->req.head, 0);
 			budget--;
 		}
@@ -108,6 +110,7 @@ static int vsock_rx_fill(struct virtio_vsock *v, struct virtq *vq)
 			return 0;
 		}
 		iov_from_buf(req->iov, req->nr_in, 0, &hdr, sizeof(hdr));
+		vmm_count(VMM_VSOCK_RX_PACKETS, 1);
 		virtq_push(vq, req->head, (uint32_t)sizeof(hdr) + hdr.len);
 	}
 	return 0;

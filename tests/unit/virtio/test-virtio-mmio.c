@@ -10,6 +10,7 @@
 
 #include "fake-driver.h"
 #include "tap.h"
+#include "vmm/counters.h"
 
 #define ECHO_FEATURES (VIRTIO_BIT(VIRTIO_F_RING_EVENT_IDX) | VIRTIO_BIT(VIRTIO_F_INDIRECT_DESC))
 #define V1 VIRTIO_BIT(VIRTIO_F_VERSION_1)
@@ -270,6 +271,38 @@ TEST(indirect_descriptors)
 	echo_roundtrip(true);
 }
 
+/* virtq_fill() leaves the used index alone; virtq_flush() and the
+ * interrupt decision publish everything filled. */
+TEST(used_fill_then_flush)
+{
+	struct fake_drv d;
+	struct echo e;
+	struct virtq_req req;
+	struct virtq *vq;
+	uint64_t buf;
+	uint32_t id, len;
+
+	echo_setup(&e, &d);
+	fake_bringup(&d, V1, 1, 16);
+	vq = &e.m.vqs[0];
+	buf = fake_alloc(&d, 64);
+	for (int i = 0; i < 3; i++)
+		fake_add(&d, 0, (struct fbuf[]){{buf, 8, true}}, 1, false);
+	for (int i = 0; i < 3; i++)
+		if (virtq_pop(vq, &req) == 1)
+			virtq_fill(vq, req.head, 8);
+	ok(!fake_get_used(&d, 0, &id, &len), "filled elements are not visible yet");
+	virtq_flush(vq);
+	ok(fake_get_used(&d, 0, &id, &len) && fake_get_used(&d, 0, &id, &len) && fake_get_used(&d, 0, &id, &len),
+	   "a flush publishes the three");
+	fake_add(&d, 0, (struct fbuf[]){{buf, 8, true}}, 1, false);
+	if (virtq_pop(vq, &req) == 1)
+		virtq_fill(vq, req.head, 8);
+	virtq_need_interrupt(vq);
+	ok(fake_get_used(&d, 0, &id, &len), "the interrupt decision publishes what was filled");
+	echo_teardown(&e, &d);
+}
+
 TEST(event_idx_interrupt_suppression)
 {
 	struct fake_drv d;
@@ -313,6 +346,8 @@ TEST(no_interrupt_flag)
 	struct echo e;
 	uint64_t buf;
 
+	uint64_t suppressed = vmm_counter_get(VMM_IRQ_SUPPRESSED), raised, exits = vmm_counter_get(VMM_NOTIFY_EXITS);
+
 	echo_setup(&e, &d);
 	fake_bringup(&d, V1, 1, 16);
 	buf = fake_alloc(&d, 64);
@@ -320,10 +355,15 @@ TEST(no_interrupt_flag)
 	fake_add(&d, 0, (struct fbuf[]){{buf, 8, true}}, 1, false);
 	fake_kick(&d, 0);
 	is_int(d.irqs, 0);
+	ok(vmm_counter_get(VMM_IRQ_SUPPRESSED) == suppressed + 1, "the suppressed interrupt is counted");
+	ok(vmm_counter_get(VMM_NOTIFY_EXITS) == exits + 1, "the QueueNotify write is counted");
+	raised = vmm_counter_get(VMM_IRQ_RAISED);
 	fake_set_avail_flags(&d, 0, 0);
 	fake_add(&d, 0, (struct fbuf[]){{buf, 8, true}}, 1, false);
 	fake_kick(&d, 0);
 	is_int(d.irqs, 1);
+	ok(vmm_counter_get(VMM_IRQ_RAISED) == raised + 1 && vmm_counter_get(VMM_IRQ_SUPPRESSED) == suppressed + 1,
+	   "the interrupt sent is counted as raised, not suppressed");
 	is_int(fake_used_flags(&d, 0), 0);
 	echo_teardown(&e, &d);
 }
@@ -336,6 +376,7 @@ TEST(notify_eventfd)
 	uint64_t buf, one = 1;
 	uint32_t id, len;
 	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	uint64_t wakeups = vmm_counter_get(VMM_DOORBELL_WAKEUPS), signals = vmm_counter_get(VMM_DOORBELL_SIGNALS);
 
 	echo_setup(&e, &d);
 	fake_bringup(&d, V1, 2, 16);
@@ -343,8 +384,13 @@ TEST(notify_eventfd)
 	fake_add(&d, 1, (struct fbuf[]){{buf, 8, true}}, 1, false);
 	n = (struct virtio_mmio_notifier){.m = &e.m, .fd = fd, .queue = VIRTIO_MMIO_ALL_QUEUES};
 	is_int(write(fd, &one, 8), 8);
+	is_int(write(fd, &one, 8), 8);
 	virtio_mmio_notify_fd_handler(fd, 0, &n);
 	ok(fake_get_used(&d, 1, &id, &len), "doorbell reached the queue");
+	ok(vmm_counter_get(VMM_DOORBELL_WAKEUPS) == wakeups + 1 && vmm_counter_get(VMM_DOORBELL_SIGNALS) == signals + 2,
+	   "one wakeup counted for two doorbell signals");
+	virtio_mmio_notify_fd_handler(fd, 0, &n);
+	ok(vmm_counter_get(VMM_DOORBELL_WAKEUPS) == wakeups + 1, "an empty doorbell is not counted");
 	is_int(read(fd, &one, 8), -1);
 	close(fd);
 	echo_teardown(&e, &d);

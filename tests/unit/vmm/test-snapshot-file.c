@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -131,6 +132,83 @@ TEST(round_trip)
 	is_int(vm_snapshot_open(path, 0, &s), 0);
 	vm_snapshot_close(s);
 	unlink(path);
+}
+
+/* Pages of [p, p + npages * 4096) in memory (mincore: for a file mapping,
+ * in the page cache), or SIZE_MAX. */
+static size_t resident(const void *p, size_t npages)
+{
+	unsigned char *vec = calloc(npages, 1);
+	size_t n = 0;
+
+	if (!vec || mincore((void *)p, npages * 4096, vec) < 0) {
+		free(vec);
+		return SIZE_MAX;
+	}
+	for (size_t i = 0; i < npages; i++)
+		n += vec[i] & 1;
+	free(vec);
+	return n;
+}
+
+/* A restored VM's RAM is mapped from its snapshot: saving it again stores
+ * the file's data pages and the pages the VM wrote, and reads no hole of
+ * the file (each would cost a zero page of page cache, mapped). */
+TEST(resave_of_restored_ram)
+{
+	struct vm_config cfg = {.ncpus = 1, .mem_size = 64ULL << 20};
+	const size_t npages = (64ULL << 20) / 4096;
+	struct vm *vm = NULL, *vm2 = NULL;
+	struct snapshot_stats st;
+	struct vm_snapshot *s = NULL;
+	size_t before, after;
+	char a[128], b[128];
+	bool good = true;
+
+	snprintf(a, sizeof(a), "%s/r1.snap", dir);
+	snprintf(b, sizeof(b), "%s/r2.snap", dir);
+	if (vm_create(&cfg, &vm) < 0 || vm_memslots_wait(vm) < 0)
+		abort();
+	memset(guest_mem_ptr(&vm->mem, 0x1000000, 4096), 0x21, 4096);
+	memset(guest_mem_ptr(&vm->mem, 0x2000000, 4096), 0x22, 4096);
+	is_int(vm_snapshot_save(vm, a, NULL, 0, &st), 0);
+	is_int(st.mem_pages, 2);
+	vm_free(vm);
+
+	is_int(vm_snapshot_open(a, 0, &s), 0);
+	if (vm_create(&cfg, &vm2) < 0)
+		abort();
+	is_int(vm_snapshot_restore(s, vm2, NULL, 0), 0);
+	vm_snapshot_close(s);
+	ok(vm2->mem.file_backed, "the restored RAM knows its file");
+	memset(guest_mem_ptr(&vm2->mem, 0x1000000, 4096), 0, 4096);
+	memset(guest_mem_ptr(&vm2->mem, 0x2000000, 4096), 0x33, 4096);
+	memset(guest_mem_ptr(&vm2->mem, 0x3000000, 4096), 0x44, 4096);
+	/* Resident here: the VM's copies and the page cache the kernel read
+	 * around their faults. */
+	before = resident(vm2->mem.mapping, npages);
+	is_int(vm_snapshot_save(vm2, b, NULL, 0, &st), 0);
+	is_int(st.mem_pages, 2); /* the page rewritten and the new one; the zeroed one is a hole */
+	after = resident(vm2->mem.mapping, npages);
+	ok(after < before + 64, "the save read no hole of the file: %zu pages resident before, %zu after (of %zu)",
+	   before, after, npages);
+	vm_free(vm2);
+
+	is_int(vm_snapshot_open(b, 0, &s), 0);
+	if (vm_create(&cfg, &vm2) < 0)
+		abort();
+	is_int(vm_snapshot_restore(s, vm2, NULL, 0), 0);
+	vm_snapshot_close(s);
+	for (uint64_t gpa = 0; gpa < cfg.mem_size; gpa += 0x100000) {
+		const uint8_t *p = guest_mem_ptr(&vm2->mem, gpa, 4096);
+		uint8_t want = gpa == 0x2000000 ? 0x33 : gpa == 0x3000000 ? 0x44 : 0;
+
+		good &= p[0] == want && p[4095] == want;
+	}
+	ok(good, "the second snapshot restores what the VM held");
+	vm_free(vm2);
+	unlink(a);
+	unlink(b);
 }
 
 TEST(mismatches)

@@ -117,8 +117,8 @@ TEST(kernel_lookup)
 	is_int(vm_plan_make(s, NULL, &p), 0);
 	is_str(p.kernel, kernel);
 	ok(p.initrd && strncmp(p.initrd, tmp, strlen(tmp)) == 0, "initramfs built in the cache: %s", p.initrd);
-	ok(p.mem_size == 256ULL << 20, "default memory");
-	is_int(p.ncpus, 1);
+	ok(p.mem_size == 2ULL << 30, "default memory: 2 GiB");
+	is_int(p.ncpus, p.emulating_host ? 1 : vm_default_cpus());
 	vm_plan_done(&p);
 	oci_spec_free(s);
 
@@ -207,7 +207,8 @@ TEST(vcpus_from_resources)
 	is_int(vm_cpuset_count("a"), -EINVAL);
 	is_int(vm_cpuset_count("1-"), -EINVAL);
 	is_int(vm_plan_cpus(NULL, 0, &n), 0);
-	is_int(n, 1);
+	is_int(n, vm_default_cpus());
+	ok(vm_default_cpus() == (sysconf(_SC_NPROCESSORS_ONLN) < 2 ? 1 : 2), "default: 2, or the host's one CPU");
 	is_int(vm_plan_cpus(NULL, 3, &n), 0);
 	is_int(n, 3);
 	is_int(cpus_for("{\"cpu\": {\"quota\": 100000, \"period\": 100000}}", 0), 1);
@@ -217,6 +218,7 @@ TEST(vcpus_from_resources)
 	/* runc's default period when only a quota is given */
 	is_int(cpus_for("{\"cpu\": {\"quota\": 250000}}", 0), 3);
 	is_int(cpus_for("{\"cpu\": {\"quota\": -1, \"period\": 100000}}", 2), 2);
+	is_int(cpus_for("{\"cpu\": {\"quota\": -1, \"period\": 100000}}", 0), vm_default_cpus());
 	is_int(cpus_for("{\"cpu\": {\"cpus\": \"0-3\"}}", 0), 4);
 	is_int(cpus_for("{\"cpu\": {\"cpus\": \"2,5\"}}", 8), 2);
 	/* both: the quota cannot use more CPUs than the set has, nor more than it pays for */
@@ -234,7 +236,8 @@ TEST(memory_from_resources)
 {
 	struct oci_spec *s;
 
-	ok(vm_plan_memory(NULL, 0) == VM_CONFIG_DEFAULT_MEMORY, "no limit, no config: 256 MiB");
+	ok(vm_plan_memory(NULL, 0) == VM_CONFIG_DEFAULT_MEMORY && VM_CONFIG_DEFAULT_MEMORY == 2ULL << 30,
+	   "no limit, no config: 2 GiB");
 	ok(vm_plan_memory(NULL, 512ULL << 20) == 512ULL << 20, "no limit: the config's memory");
 	s = res_spec("{\"memory\": {\"limit\": 1073741824}}");
 	ok(vm_plan_memory(s->linux_spec->resources, 512ULL << 20) == 1ULL << 30, "the limit wins over the config");
@@ -257,7 +260,8 @@ TEST(cmdline)
 	char *c = NULL;
 
 	is_int(vm_plan_cmdline(&p, devs, &c), 0);
-	is_str(c, "console=ttyS0 reboot=k panic=-1 quiet virtio_mmio.device=4K@0xd0001000:5 loglevel=4");
+	is_str(c, "console=ttyS0 reboot=k panic=-1 quiet page_reporting.page_reporting_order=9 "
+	          "virtio_mmio.device=4K@0xd0001000:5 loglevel=4");
 	free(c);
 	p.emulating_host = true;
 	is_int(vm_plan_cmdline(&p, devs, &c), 0);
