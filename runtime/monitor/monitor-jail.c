@@ -112,8 +112,9 @@ static int jail_config(struct monitor *m, struct jail_config *c)
 	*c = (struct jail_config){
 	    .profile = JAIL_MONITOR,
 	    .state_dir = m->state_dir,
-	    /* The rest of it sealed from the build on: state.json, the lock. */
-	    .state_files = {MONITOR_DISK},
+	    /* The rest of it sealed from the build on: state.json, the lock.
+	     * A shared root has no disk. */
+	    .state_files = {p->rootfs_virtiofs ? NULL : MONITOR_DISK},
 	    .devices = true,
 	    /* The container's network namespace (its TAPs are open already),
 	     * its own one (new_netns), or one with nothing in it: never the

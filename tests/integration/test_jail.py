@@ -24,8 +24,9 @@
    capabilities on its workers only (none on the main thread), and of
    /proc only the process's own descriptors.
 3. A container (the test guest as fake-init) with bind mounts of a host
-   directory and a file: its jailed monitor holds both directories as
-   descriptors, the file server's capabilities on its workers only.
+   directory and a file, then one whose root filesystem is shared too:
+   its jailed monitor holds the directories as descriptors, the file
+   server's capabilities on its workers only.
 
 Needs root and /dev/kvm; skips loudly without them."""
 import json
@@ -289,13 +290,14 @@ def run_vsock(tmp, share=None):
     t.eq(reply, f"from-guest-{SEED}".encode(), f"{what}: the host's connect reached the guest")
 
 
-def container_with_bind(tmp):
+def container_with_bind(tmp, shared_root=False):
     """A container (the test guest as fake-init) with bind mounts of a host
-    directory and a host file: its monitor opens them and is jailed with a
+    directory and a host file (and, with shared_root, its root filesystem
+    shared too: no root disk): its monitor opens them and is jailed with a
     file server, whose workers alone keep its capabilities."""
-    what = "a container with bind mounts"
+    what = "a container with bind mounts" + (" and a shared root" if shared_root else "")
     kv = guestlib.kvrun()
-    d = os.path.join(tmp, "ctr")
+    d = os.path.join(tmp, "ctr-root" if shared_root else "ctr")
     root, bundle, vol = os.path.join(d, "root"), os.path.join(d, "bundle"), os.path.join(d, "vol")
     os.makedirs(os.path.join(bundle, "rootfs", "bin"))
     os.makedirs(vol)
@@ -306,6 +308,8 @@ def container_with_bind(tmp):
         spec = json.load(f)
     spec["process"].update(terminal=False, args=["/bin/true"])
     spec.setdefault("annotations", {}).update({"io.kvrun.kernel.acpi": "off", "io.kvrun.kernel.modules": "none"})
+    if shared_root:
+        spec["annotations"]["io.kvrun.rootfs"] = "virtiofs"
     spec["mounts"] += [{"destination": "/vol", "type": "bind", "source": vol, "options": ["rbind", "rw"]},
                        {"destination": "/etc/hostname", "type": "bind", "source": os.path.join(d, "hostname"),
                         "options": ["rbind", "ro"]}]
@@ -316,8 +320,10 @@ def container_with_bind(tmp):
     env = dict(os.environ, KVRUN_KERNEL=GUEST, KVRUN_CONFIG=os.path.join(d, "config.json"), KVRUN_TEMPLATES="0",
                KVRUN_CACHE_DIR=os.path.join(d, "cache"), KVRUN_ROOTFS_CACHE="0")
     pidfile = os.path.join(d, "pid")
+    # Its default cgroup is named after it: an id of this run's own.
+    cid = f"jail{os.getpid()}-{'root' if shared_root else 'bind'}"
     with open(os.path.join(d, "create.out"), "w+") as out:
-        p = subprocess.run([kv, "--root", root, "create", "--bundle", bundle, "--pid-file", pidfile, "bind"],
+        p = subprocess.run([kv, "--root", root, "create", "--bundle", bundle, "--pid-file", pidfile, cid],
                            stdout=out, stderr=out, stdin=subprocess.DEVNULL, env=env, timeout=120)
         out.seek(0)
         msg = out.read()
@@ -342,8 +348,9 @@ def container_with_bind(tmp):
             links.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
         except OSError:
             pass
-    t.ok({vol, d} <= links, f"{what}: the volume and the file's directory are its descriptors", str(sorted(links)))
-    k = subprocess.run([kv, "--root", root, "delete", "--force", "bind"], capture_output=True, text=True,
+    want = {vol, d} | ({os.path.join(bundle, "rootfs")} if shared_root else set())
+    t.ok(want <= links, f"{what}: the shared directories are its descriptors", str(sorted(links)))
+    k = subprocess.run([kv, "--root", root, "delete", "--force", cid], capture_output=True, text=True,
                        env=env, timeout=60)
     t.ok(k.returncode == 0, f"{what}: delete --force", k.stderr)
     t.eq(sorted(os.listdir(vol)), [], f"{what}: the volume is left as it was")
@@ -368,6 +375,7 @@ with tempfile.TemporaryDirectory() as tmp:
     os.mkdir(share)
     run_vsock(tmp, share)
     container_with_bind(tmp)
+    container_with_bind(tmp, shared_root=True)
     # A snapshot (made without the jail: it writes a file) restored in it.
     snap = os.path.join(tmp, "vm.snap")
     r = guestlib.boot(["--kernel", GUEST, "--test-device", "--console", "--memory", "64M", "--cmdline",
