@@ -42,6 +42,10 @@ APPLETS = ["sh", "cat", "echo", "ls", "touch", "rm", "mkdir", "grep", "cut", "tr
            "sync"]
 # The guest caches entries and attributes for 1 s (docs/virtio-fs.md).
 CACHE_S = 1.5
+# Container ids of this run: a container's default cgroup is named after
+# its id, and other tests (test_container_spec.py's ctr-a), or this one run
+# elsewhere at the same time, must not share it.
+RUN_ID = f"vol{os.getpid()}"
 
 
 def rt(root, *args, **kw):
@@ -84,6 +88,7 @@ class Ctr:
 
     def __init__(self, tmp, env, name, mounts):
         self.tmp, self.env, self.name = tmp, env, name
+        self.id = f"{RUN_ID}-{name}"
         self.root = os.path.join(tmp, "root")
         self.bundle = os.path.join(tmp, name)
         self.log = os.path.join(tmp, f"{name}-log.txt")
@@ -98,9 +103,17 @@ class Ctr:
         bundlelib.write_spec(KVRUN, self.bundle, mutate)
 
     def start(self):
-        return rt(self.root, "--log", self.log, "--debug", "run", "--detach", "--bundle", self.bundle, self.name,
-                  stdin=subprocess.DEVNULL, env=dict(self.env, KVRUN_CONSOLE=self.log + ".console"),
-                  timeout=RUN_TIMEOUT)
+        """run --detach; its output in a file, not pipes: the container
+        keeps the stdio it is given (as under runc), so a pipe would not
+        end with run. The returned process's stderr holds that output."""
+        out = os.path.join(self.tmp, f"{self.name}-run.out")
+        with open(out, "wb") as so:
+            p = rt(self.root, "--log", self.log, "--debug", "run", "--detach", "--bundle", self.bundle, self.id,
+                   stdin=subprocess.DEVNULL, stdout=so, stderr=so, capture_output=False,
+                   env=dict(self.env, KVRUN_CONSOLE=self.log + ".console"), timeout=RUN_TIMEOUT)
+        with open(out, "rb") as f:
+            p.stderr = f.read()
+        return p
 
     def sh(self, script):
         self.n += 1
@@ -108,7 +121,7 @@ class Ctr:
         with open(path, "w") as f:
             json.dump({"terminal": False, "args": ["/bin/sh", "-c", script], "env": ["PATH=/bin"], "cwd": "/",
                        "user": {"uid": 0, "gid": 0}}, f)
-        p = rt(self.root, "exec", "--process", path, self.name, stdin=subprocess.DEVNULL, text=True)
+        p = rt(self.root, "exec", "--process", path, self.id, stdin=subprocess.DEVNULL, text=True)
         return p.returncode, p.stdout, p.stderr
 
 
@@ -173,7 +186,7 @@ def two_containers(res, a, b, vol):
 
 def checkpoint_refused(res, a, tmp):
     image = os.path.join(tmp, "ckpt")
-    p = rt(a.root, "checkpoint", "--leave-running", "--image-path", image, a.name, text=True)
+    p = rt(a.root, "checkpoint", "--leave-running", "--image-path", image, a.id, text=True)
     res.ok(p.returncode != 0 and "shares" in p.stderr and "cannot be checkpointed" in p.stderr,
            "A: checkpoint of a VM with shared directories is refused, with the reason", p.stderr[-1000:])
     res.ok(not os.path.exists(image) or os.listdir(image) == [], "A: the refused checkpoint left no image",
@@ -183,7 +196,8 @@ def checkpoint_refused(res, a, tmp):
 
 
 def snapshot_tree(root):
-    """path -> (type, content or link target) of everything under root."""
+    """path -> (type, content (bytes: binaries among them) or link target)
+    of everything under root."""
     tree = {}
     for d, dirs, files in os.walk(root):
         for n in dirs + files:
@@ -194,7 +208,8 @@ def snapshot_tree(root):
             elif os.path.isdir(p):
                 tree[rel] = ("dir", "")
             else:
-                tree[rel] = ("file", read(p))
+                with open(p, "rb") as f:
+                    tree[rel] = ("file", f.read())
     return tree
 
 
@@ -218,7 +233,7 @@ def vm_c(tmp, env, res, readonly):
     bundlelib.write_spec(KVRUN, b, mutate)
     before = snapshot_tree(rootfs)
     log = os.path.join(tmp, f"ctr-{key}-log.txt")
-    p = rt(os.path.join(tmp, "root"), "--log", log, "--debug", "run", "--bundle", b, f"ctr-{key}",
+    p = rt(os.path.join(tmp, "root"), "--log", log, "--debug", "run", "--bundle", b, f"{RUN_ID}-ctr-{key}",
            stdin=subprocess.DEVNULL, env=dict(env, KVRUN_CONSOLE=log + ".console"), timeout=RUN_TIMEOUT, text=True)
     after = snapshot_tree(rootfs)
     added = sorted(set(after) - set(before))
@@ -233,12 +248,12 @@ def vm_c(tmp, env, res, readonly):
         return log
     res.eq((p.returncode, p.stdout), (0, "ok\n"), "C: run of a container with a shared root", p.stderr[-2000:])
     want_added = {"new-file", "new-dir", "new-dir/sub", "new-dir/sub/f"}
-    res.ok(want_added <= set(added) and after["new-file"] == ("file", "created\n")
-           and after["new-dir/sub/f"] == ("file", "deep\n"), "C: its new files are in the bundle's rootfs directory",
+    res.ok(want_added <= set(added) and after["new-file"] == ("file", b"created\n")
+           and after["new-dir/sub/f"] == ("file", b"deep\n"), "C: its new files are in the bundle's rootfs directory",
            f"added: {added}")
     res.eq(removed, ["bin/sort"], "C: the file it removed is gone from the directory")
     res.eq(changed, ["etc/motd"], "C: the file it changed is changed in the directory")
-    res.eq(after.get("etc/motd"), ("file", "changed\n"), "C: with the container's content")
+    res.eq(after.get("etc/motd"), ("file", b"changed\n"), "C: with the container's content")
     return log
 
 
