@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "runtime/cli/create.h"
+#include "runtime/store/layout.h"
 #include "runtime/store/state.h"
 
 /* runc's rules: a terminal needs somewhere to send the pty when detached,
@@ -104,4 +106,36 @@ int create_prepare(struct cli_context *ctx, const char *id, const struct create_
 		return err_setsys(-errno, "pidfd socket %s", o->pidfd_socket);
 	*ret = TAKE_PTR(b);
 	return 0;
+}
+
+int create_check_pod(struct cli_context *ctx, const struct bundle *b, struct pod_ref *ret)
+{
+	struct pod_ref p = {0};
+	int r;
+
+	r = pod_classify(ctx->root, b->spec, &p);
+	if (r < 0)
+		return err_prefix(r, "%s/config.json", b->path);
+	r = pod_check_sandbox(ctx->root, &p);
+	if (r < 0) {
+		pod_ref_clear(&p);
+		return r;
+	}
+	if (p.role != POD_ROLE_NONE)
+		log_debug("pod: %s of sandbox %s (from %s)", p.role == POD_ROLE_SANDBOX ? "the sandbox" : "a container",
+		          p.sandbox_id ? p.sandbox_id : "(unnamed)", p.source);
+	*ret = p;
+	return 0;
+}
+
+int create_record_pod(struct oci_state *s, const struct pod_ref *p)
+{
+	int r = 0;
+
+	if (p->role == POD_ROLE_NONE)
+		return 0;
+	r = oci_map_set(&s->private_data, STATE_KEY_POD_ROLE, p->role == POD_ROLE_SANDBOX ? "sandbox" : "container");
+	if (r >= 0 && p->sandbox_id)
+		r = oci_map_set(&s->private_data, STATE_KEY_POD_SANDBOX, p->sandbox_id);
+	return r;
 }
