@@ -108,6 +108,28 @@ int create_prepare(struct cli_context *ctx, const char *id, const struct create_
 	return 0;
 }
 
+/* A namespace of the pod's other than its network (which the pod's VM
+ * serves: netns.c refuses a second VM there) can be shared only inside
+ * the pod's VM. */
+static int refuse_shared(const struct bundle *b, const struct pod_ref *p)
+{
+	const struct oci_linux *l = b->spec->linux_spec;
+
+	for (size_t i = 0; l && i < l->n_namespaces; i++) {
+		const struct oci_namespace *ns = &l->namespaces[i];
+
+		if (ns->kind == OCI_NS_NETWORK || !ns->path || !*ns->path)
+			continue;
+		return err_set(
+		    -ENOTSUP,
+		    "%s/config.json: linux.namespaces[%zu].path: %s joins the %s namespace of the pod whose "
+		    "sandbox is %s (from %s); kvrun does not yet run a pod's containers inside the pod's VM, "
+		    "the only place they could share it",
+		    b->path, i, ns->path, ns->type, p->sandbox_id, p->source);
+	}
+	return 0;
+}
+
 int create_check_pod(struct cli_context *ctx, const struct bundle *b, struct pod_ref *ret)
 {
 	struct pod_ref p = {0};
@@ -117,6 +139,8 @@ int create_check_pod(struct cli_context *ctx, const struct bundle *b, struct pod
 	if (r < 0)
 		return err_prefix(r, "%s/config.json", b->path);
 	r = pod_check_sandbox(ctx->root, &p);
+	if (r >= 0 && p.role == POD_ROLE_CONTAINER)
+		r = refuse_shared(b, &p);
 	if (r < 0) {
 		pod_ref_clear(&p);
 		return r;

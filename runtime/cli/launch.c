@@ -411,14 +411,14 @@ int launch_container(struct cli_context *ctx, const char *id, const struct creat
 	int r;
 
 	/* Everything that can fail without side effects comes first. */
+	r = create_check_pod(ctx, b, &pod);
+	if (r < 0)
+		return r;
 	r = guest_spec_check(b->spec);
 	if (r >= 0)
 		r = check_netns(b, &netns);
 	if (r < 0)
 		return err_prefix(r, "%s/config.json", b->path);
-	r = create_check_pod(ctx, b, &pod);
-	if (r < 0)
-		return r;
 	r = create_preserved_fds(o->preserve_fds, &pf);
 	if (r < 0)
 		return r;
