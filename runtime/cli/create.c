@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -141,14 +142,65 @@ int create_check_pod(struct cli_context *ctx, const struct bundle *b, struct pod
 	r = pod_check_sandbox(ctx->root, &p);
 	if (r >= 0 && p.role == POD_ROLE_CONTAINER)
 		r = refuse_shared(b, &p);
+	if (r >= 0 && p.role == POD_ROLE_SANDBOX) {
+		struct pod_size z;
+
+		/* Read again by create_size_pod_vm(); refused here, before
+		 * anything is made. */
+		r = pod_size_from_annotations(&b->spec->annotations, &z);
+		if (r < 0)
+			err_prefix(r, "%s/config.json", b->path);
+	}
 	if (r < 0) {
 		pod_ref_clear(&p);
 		return r;
 	}
 	if (p.role != POD_ROLE_NONE)
-		log_debug("pod: %s of sandbox %s (from %s)", p.role == POD_ROLE_SANDBOX ? "the sandbox" : "a container",
+		log_debug("pod: %s, sandbox %s (from %s)",
+		          p.role == POD_ROLE_SANDBOX ? "its sandbox" : "an app container",
 		          p.sandbox_id ? p.sandbox_id : "(unnamed)", p.source);
 	*ret = p;
+	return 0;
+}
+
+/* Room for the guest's kernel and init beside the pod's containers. */
+#define POD_GUEST_ALLOWANCE (128ULL << 20)
+#define MIB (1ULL << 20)
+
+int create_size_pod_vm(const struct bundle *b, const struct pod_ref *pod, struct vm_plan *plan)
+{
+	const struct oci_linux_resources *res = b->spec->linux_spec ? b->spec->linux_spec->resources : NULL;
+	bool own_limit = res && res->memory.has_limit && res->memory.limit > 0;
+	struct pod_size z;
+	int r;
+
+	if (pod->role != POD_ROLE_SANDBOX)
+		return 0;
+	r = pod_size_from_annotations(&b->spec->annotations, &z);
+	if (r < 0)
+		return err_prefix(r, "%s/config.json", b->path);
+	if (z.memory > UINT64_MAX / 2)
+		return err_set(-EINVAL, "%s/config.json: annotation %s: %llu bytes is more than a VM can have", b->path,
+		               POD_ANN_CRI_MEMORY, (unsigned long long)z.memory);
+	if (z.memory && !own_limit) {
+		uint64_t want = (z.memory + POD_GUEST_ALLOWANCE + MIB - 1) & ~(MIB - 1);
+
+		if (want > plan->mem_size)
+			plan->mem_size = want;
+	}
+	/* A host that emulates the guest's kernel code keeps one vCPU. */
+	if (z.cpu_quota && !plan->emulating_host) {
+		uint64_t period = z.cpu_period ? z.cpu_period : VM_CONFIG_DEFAULT_CPU_PERIOD;
+		uint64_t n = z.cpu_quota / period + (z.cpu_quota % period != 0);
+
+		if (n > VM_CONFIG_MAX_CPUS)
+			n = VM_CONFIG_MAX_CPUS;
+		if (n > plan->ncpus)
+			plan->ncpus = (unsigned int)n;
+	}
+	log_debug("pod: the sandbox's VM has %llu MiB and %u vCPU for the pod (%s %llu, cpu quota %llu per %llu us)",
+	          (unsigned long long)(plan->mem_size / MIB), plan->ncpus, POD_ANN_CRI_MEMORY,
+	          (unsigned long long)z.memory, (unsigned long long)z.cpu_quota, (unsigned long long)z.cpu_period);
 	return 0;
 }
 

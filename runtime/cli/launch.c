@@ -425,7 +425,9 @@ int launch_container(struct cli_context *ctx, const char *id, const struct creat
 	r = vm_plan_make(b->spec, ctx->kernel, &plan);
 	if (r < 0)
 		return r;
-	r = new_state(id, b, netns, &pod, &s);
+	r = create_size_pod_vm(b, &pod, &plan);
+	if (r >= 0)
+		r = new_state(id, b, netns, &pod, &s);
 	if (r >= 0)
 		r = container_create(ctx->root, s, &c);
 	if (r >= 0) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,5 +223,42 @@ int pod_check_sandbox(const char *root, const struct pod_ref *p)
 		return err_set(-ESRCH,
 		               "pod sandbox %s (from %s) is %s: a container cannot join a pod whose VM is not up",
 		               p->sandbox_id, p->source, oci_status_name(c->state->status));
+	return 0;
+}
+
+/* A decimal integer annotation into *ret (left alone when absent). */
+static int size_field(const struct oci_map *ann, const char *key, bool allow_none, uint64_t *ret)
+{
+	const char *v = oci_map_get(ann, key);
+	char *end;
+	unsigned long long n;
+
+	if (!v)
+		return 0;
+	if (allow_none && !strcmp(v, "-1")) {
+		*ret = 0;
+		return 0;
+	}
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (!*v || *end || v[0] == '-' || v[0] == '+' || errno)
+		return err_set(-EINVAL, "annotation %s: \"%s\" is not a number%s", key, v, allow_none ? " or -1" : "");
+	*ret = n;
+	return 0;
+}
+
+int pod_size_from_annotations(const struct oci_map *ann, struct pod_size *ret)
+{
+	struct pod_size z = {0};
+	int r;
+
+	r = size_field(ann, POD_ANN_CRI_MEMORY, false, &z.memory);
+	if (r >= 0)
+		r = size_field(ann, POD_ANN_CRI_CPU_QUOTA, true, &z.cpu_quota);
+	if (r >= 0)
+		r = size_field(ann, POD_ANN_CRI_CPU_PERIOD, false, &z.cpu_period);
+	if (r < 0)
+		return r;
+	*ret = z;
 	return 0;
 }

@@ -12,11 +12,18 @@
 #ifndef KVRUN_RUNTIME_POD_H
 #define KVRUN_RUNTIME_POD_H
 
+#include <stdint.h>
+
 #include "oci-spec/spec.h"
 
 /* containerd's CRI plugin (1.6 and later, 2.x alike). */
 #define POD_ANN_CRI_TYPE "io.kubernetes.cri.container-type"
 #define POD_ANN_CRI_SANDBOX "io.kubernetes.cri.sandbox-id"
+/* containerd's sizing of the pod, on its sandbox: the sums of its
+ * containers' limits (0 or absent: none). */
+#define POD_ANN_CRI_MEMORY "io.kubernetes.cri.sandbox-memory"
+#define POD_ANN_CRI_CPU_QUOTA "io.kubernetes.cri.sandbox-cpu-quota"
+#define POD_ANN_CRI_CPU_PERIOD "io.kubernetes.cri.sandbox-cpu-period"
 /* CRI-O. */
 #define POD_ANN_CRIO_TYPE "io.kubernetes.cri-o.ContainerType"
 #define POD_ANN_CRIO_SANDBOX "io.kubernetes.cri-o.SandboxID"
@@ -63,6 +70,17 @@ int pod_sandbox_from_ns(const char *root, const struct oci_namespace *ns, char *
  * one, else an app container when one of its network, IPC or UTS
  * namespace paths is a live kvrun container's (pod_sandbox_from_ns()). */
 int pod_classify(const char *root, const struct oci_spec *spec, struct pod_ref *ret);
+
+/* What the pod's containers may use, from the sandbox's annotations. */
+struct pod_size {
+	uint64_t memory; /* bytes; 0: no limit given */
+	uint64_t cpu_quota, cpu_period; /* us; quota 0: none; period 0: the default */
+};
+
+/* Read POD_ANN_CRI_MEMORY and the cpu quota and period: decimal integers,
+ * a quota of -1 (containerd's "none") reads as 0. -EINVAL naming the
+ * annotation for anything else. */
+int pod_size_from_annotations(const struct oci_map *ann, struct pod_size *ret);
 
 /* For an app container: that its sandbox exists under root and is alive.
  * -ENOENT "pod sandbox X (from <source>) does not exist", -ESRCH "... is

@@ -3,8 +3,9 @@
 """Pods as kvrun sees them today, on VMs that boot the freestanding test
 guest in scenario fake-init (tests/guest/fake-init.c; no Linux boot):
 
-- A sandbox container (containerd's CRI annotations) is created and
-  recorded in its state as the pod's sandbox.
+- A sandbox container (containerd's CRI annotations) is created, its VM
+  sized for the pod (io.kubernetes.cri.sandbox-memory and -cpu-*), and
+  recorded in its state as the pod's sandbox; a malformed size is refused.
 - An app container whose annotations (containerd's or CRI-O's) name a
   sandbox that does not exist, or a stopped one, is refused with a message
   naming the sandbox and where it came from; nothing of it is left
@@ -23,6 +24,7 @@ Needs /dev/kvm and root; the namespace parts need ip and tc (skipped
 loudly without them)."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -131,6 +133,11 @@ def check_missing_sandbox():
     refused(census, before, b, f"{TAG}-orphan2",
             f"pod sandbox {nosuch} (from annotation io.kubernetes.cri-o.SandboxID) does not exist",
             "CRI-O app container of a sandbox that does not exist")
+    b = make_bundle("b-bad-size", dict(CRI_SANDBOX, **{"io.kubernetes.cri.sandbox-id": f"{TAG}-bs",
+                                                       "io.kubernetes.cri.sandbox-memory": "1Gi"}))
+    refused(census, before, b, f"{TAG}-bs",
+            "config.json: annotation io.kubernetes.cri.sandbox-memory: \"1Gi\" is not a number",
+            "a sandbox whose pod memory is not a number")
     b = make_bundle("b-bad-type", {"io.kubernetes.cri.container-type": "pause"})
     refused(census, before, b, f"{TAG}-badtype",
             "config.json: annotation io.kubernetes.cri.container-type: \"pause\" is neither",
@@ -147,10 +154,23 @@ def check_pod_netns(cns):
     before = census.take()
     sbx = f"{TAG}-sbx"
     nspath = f"/run/netns/{cns}"
-    b = make_bundle("b-sbx", dict(CRI_SANDBOX, **{"io.kubernetes.cri.sandbox-id": sbx}), {"network": nspath})
-    p = kvrun("create", "--bundle", b, sbx)
+    # The pod's containers may use 3 GiB and 1.5 CPUs (containerd's sums).
+    b = make_bundle("b-sbx", dict(CRI_SANDBOX, **{"io.kubernetes.cri.sandbox-id": sbx,
+                                                  "io.kubernetes.cri.sandbox-memory": str(3 << 30),
+                                                  "io.kubernetes.cri.sandbox-cpu-quota": "150000",
+                                                  "io.kubernetes.cri.sandbox-cpu-period": "100000"}),
+                    {"network": nspath})
+    mark = os.path.getsize(log) if os.path.exists(log) else 0
+    p = kvrun("--debug", "create", "--bundle", b, sbx)
     if not t.ok(p.returncode == 0, "the pod's sandbox is created in the pod's namespace", p.stderr):
         return
+    with open(log, errors="replace") as f:
+        f.seek(mark)
+        lines = f.read()
+    # 3 GiB and 128 MiB for the guest's kernel and init, over the 2 GiB default.
+    t.ok(re.search(r"kernel .*, \d+ vCPU, 3200 MiB, ", lines),
+         "the sandbox's VM is sized for the pod (3200 MiB)",
+         "\n".join(l for l in lines.splitlines() if "MiB" in l))
     pv = private(sbx) or {}
     t.ok(pv.get("pod-role") == "sandbox" and pv.get("pod-sandbox") == sbx, "its state records it as the sandbox",
          json.dumps(pv))

@@ -187,6 +187,69 @@ TEST(annotations_refused)
 	oci_map_clear(&m);
 }
 
+TEST(pod_size)
+{
+	static const struct {
+		const char *kv[7];
+		int r;
+		uint64_t memory, quota, period;
+		const char *msg;
+	} table[] = {
+	    {{NULL}, 0, 0, 0, 0, NULL},
+	    {{POD_ANN_CRI_MEMORY, "268435456", POD_ANN_CRI_CPU_QUOTA, "150000", POD_ANN_CRI_CPU_PERIOD, "100000", NULL},
+	     0,
+	     268435456,
+	     150000,
+	     100000,
+	     NULL},
+	    /* containerd's "no quota" */
+	    {{POD_ANN_CRI_MEMORY, "0", POD_ANN_CRI_CPU_QUOTA, "-1", NULL}, 0, 0, 0, 0, NULL},
+	    {{POD_ANN_CRI_MEMORY, "1G", NULL},
+	     -EINVAL,
+	     0,
+	     0,
+	     0,
+	     "annotation io.kubernetes.cri.sandbox-memory: \"1G\" is not a number"},
+	    {{POD_ANN_CRI_MEMORY, "-5", NULL},
+	     -EINVAL,
+	     0,
+	     0,
+	     0,
+	     "annotation io.kubernetes.cri.sandbox-memory: \"-5\" is not a number"},
+	    {{POD_ANN_CRI_CPU_QUOTA, "", NULL},
+	     -EINVAL,
+	     0,
+	     0,
+	     0,
+	     "annotation io.kubernetes.cri.sandbox-cpu-quota: \"\" is not a number or -1"},
+	    {{POD_ANN_CRI_CPU_PERIOD, "99999999999999999999999", NULL},
+	     -EINVAL,
+	     0,
+	     0,
+	     0,
+	     "annotation io.kubernetes.cri.sandbox-cpu-period: \"99999999999999999999999\" is not a number"},
+	};
+	struct oci_map m = {0};
+
+	for (size_t i = 0; i < ARRAY_SIZE(table); i++) {
+		struct pod_size z = {.memory = 7};
+
+		err_clear();
+		fill(&m, table[i].kv);
+		is_int(pod_size_from_annotations(&m, &z), table[i].r);
+		if (table[i].r == 0)
+			ok(z.memory == table[i].memory && z.cpu_quota == table[i].quota &&
+			       z.cpu_period == table[i].period,
+			   "size #%zu: memory %llu, quota %llu, period %llu", i, (unsigned long long)z.memory,
+			   (unsigned long long)z.cpu_quota, (unsigned long long)z.cpu_period);
+		else {
+			is_str(err_msg(), table[i].msg);
+			is_int(z.memory, 7);
+		}
+	}
+	oci_map_clear(&m);
+}
+
 /* A process in a network namespace of its own, standing for a monitor. */
 static pid_t spawn_monitor(void)
 {
