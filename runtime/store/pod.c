@@ -89,8 +89,12 @@ int pod_from_annotations(const struct oci_map *ann, struct pod_ref *ret)
 		               POD_ANN_CRI_SANDBOX, POD_ANN_CRIO_TYPE, POD_ANN_CRIO_SANDBOX);
 	if (cri != POD_ROLE_NONE)
 		return ref_set(ret, cri, cri_sb, "annotation " POD_ANN_CRI_SANDBOX);
-	if (crio != POD_ROLE_NONE)
-		return ref_set(ret, crio, crio_sb, "annotation " POD_ANN_CRIO_SANDBOX);
+	if (crio != POD_ROLE_NONE) {
+		r = ref_set(ret, crio, crio_sb, "annotation " POD_ANN_CRIO_SANDBOX);
+		if (r >= 0)
+			ret->sandbox_optional = true;
+		return r;
+	}
 	*ret = (struct pod_ref){.role = POD_ROLE_NONE};
 	return 0;
 }
@@ -212,6 +216,10 @@ int pod_check_sandbox(const char *root, const struct pod_ref *p)
 	if (p->role != POD_ROLE_CONTAINER)
 		return 0;
 	r = container_load(root, p->sandbox_id, false, &c);
+	if (r == -ENOENT && p->sandbox_optional) {
+		err_clear();
+		return 0;
+	}
 	if (r == -ENOENT)
 		return err_set(-ENOENT,
 		               "pod sandbox %s (from %s) does not exist under %s: create the pod's sandbox container "
@@ -223,7 +231,7 @@ int pod_check_sandbox(const char *root, const struct pod_ref *p)
 		return err_set(-ESRCH,
 		               "pod sandbox %s (from %s) is %s: a container cannot join a pod whose VM is not up",
 		               p->sandbox_id, p->source, oci_status_name(c->state->status));
-	return 0;
+	return 1;
 }
 
 /* A decimal integer annotation into *ret (left alone when absent). */

@@ -12,6 +12,7 @@
 #ifndef KVRUN_RUNTIME_POD_H
 #define KVRUN_RUNTIME_POD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "oci-spec/spec.h"
@@ -45,6 +46,9 @@ struct pod_ref {
 	/* What said so, for messages: the annotation key or the namespace
 	 * path ("annotation io.kubernetes.cri.sandbox-id"). Malloc'd. */
 	char *source;
+	/* The sandbox may not exist as a container: CRI-O's pods without a
+	 * PID namespace of their own have none (drop_infra_ctr). */
+	bool sandbox_optional;
 };
 
 void pod_ref_clear(struct pod_ref *p);
@@ -82,10 +86,10 @@ struct pod_size {
  * annotation for anything else. */
 int pod_size_from_annotations(const struct oci_map *ann, struct pod_size *ret);
 
-/* For an app container: that its sandbox exists under root and is alive.
- * -ENOENT "pod sandbox X (from <source>) does not exist", -ESRCH "... is
- * stopped": a container cannot join a pod whose VM is gone. 0 for the
- * other roles. */
+/* For an app container: that its sandbox exists under root and is alive
+ * (1). -ENOENT "pod sandbox X (from <source>) does not exist", unless it
+ * may not (sandbox_optional: 0); -ESRCH "... is stopped": a container
+ * cannot join a pod whose VM is gone. 0 for the other roles. */
 int pod_check_sandbox(const char *root, const struct pod_ref *p);
 
 #endif

@@ -6,8 +6,9 @@ guest in scenario fake-init (tests/guest/fake-init.c; no Linux boot):
 - A sandbox container (containerd's CRI annotations) is created, its VM
   sized for the pod (io.kubernetes.cri.sandbox-memory and -cpu-*), and
   recorded in its state as the pod's sandbox; a malformed size is refused.
-- An app container whose annotations (containerd's or CRI-O's) name a
-  sandbox that does not exist, or a stopped one, is refused with a message
+- An app container whose annotations name a sandbox that does not exist
+  (containerd's; CRI-O may have none: drop_infra_ctr), or a stopped one
+  (either), is refused with a message
   naming the sandbox and where it came from; nothing of it is left
   (processes, state, cache files, the namespace's TAPs and addresses).
 - An app container that names the pod's network namespace, by the CNI
@@ -128,11 +129,17 @@ def check_missing_sandbox():
     refused(census, before, b, f"{TAG}-orphan",
             f"pod sandbox {nosuch} (from annotation io.kubernetes.cri.sandbox-id) does not exist",
             "containerd app container of a sandbox that does not exist")
+    # CRI-O runs pods without a PID namespace of their own without a
+    # sandbox container (drop_infra_ctr): not an error by itself.
     b = make_bundle("b-orphan-crio", {"io.kubernetes.cri-o.ContainerType": "container",
                                       "io.kubernetes.cri-o.SandboxID": nosuch})
-    refused(census, before, b, f"{TAG}-orphan2",
-            f"pod sandbox {nosuch} (from annotation io.kubernetes.cri-o.SandboxID) does not exist",
-            "CRI-O app container of a sandbox that does not exist")
+    p = kvrun("create", "--bundle", b, f"{TAG}-crio")
+    t.ok(p.returncode == 0, "CRI-O app container of a pod without a sandbox container: created", p.stderr)
+    pv = private(f"{TAG}-crio") or {}
+    t.ok(pv.get("pod-role") == "container" and pv.get("pod-sandbox") == nosuch, "recorded as of its pod",
+         json.dumps(pv))
+    t.eq(kvrun("delete", "--force", f"{TAG}-crio").returncode, 0, "its delete")
+    before = census.take()
     b = make_bundle("b-bad-size", dict(CRI_SANDBOX, **{"io.kubernetes.cri.sandbox-id": f"{TAG}-bs",
                                                        "io.kubernetes.cri.sandbox-memory": "1Gi"}))
     refused(census, before, b, f"{TAG}-bs",
