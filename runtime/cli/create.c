@@ -152,7 +152,7 @@ int create_check_pod(struct cli_context *ctx, const struct bundle *b, struct pod
 		 * anything is made. */
 		r = pod_size_from_annotations(&b->spec->annotations, &z);
 		if (r < 0)
-			err_prefix(r, "%s/config.json", b->path);
+			r = err_prefix(r, "%s/config.json", b->path);
 	}
 	if (r < 0) {
 		pod_ref_clear(&p);

@@ -87,16 +87,16 @@ int pod_from_annotations(const struct oci_map *ann, struct pod_ref *ret)
 	    (cri != crio || (cri_sb && crio_sb && strcmp(cri_sb, crio_sb))))
 		return err_set(-EINVAL, "annotations %s/%s and %s/%s name different pods or roles", POD_ANN_CRI_TYPE,
 		               POD_ANN_CRI_SANDBOX, POD_ANN_CRIO_TYPE, POD_ANN_CRIO_SANDBOX);
-	if (cri != POD_ROLE_NONE)
-		return ref_set(ret, cri, cri_sb, "annotation " POD_ANN_CRI_SANDBOX);
-	if (crio != POD_ROLE_NONE) {
-		r = ref_set(ret, crio, crio_sb, "annotation " POD_ANN_CRIO_SANDBOX);
-		if (r >= 0)
-			ret->sandbox_optional = true;
-		return r;
+	if (cri == POD_ROLE_NONE && crio == POD_ROLE_NONE) {
+		*ret = (struct pod_ref){.role = POD_ROLE_NONE};
+		return 0;
 	}
-	*ret = (struct pod_ref){.role = POD_ROLE_NONE};
-	return 0;
+	r = cri != POD_ROLE_NONE ? ref_set(ret, cri, cri_sb ? cri_sb : crio_sb, "annotation " POD_ANN_CRI_SANDBOX)
+	                         : ref_set(ret, crio, crio_sb, "annotation " POD_ANN_CRIO_SANDBOX);
+	/* CRI-O's pods may have no sandbox container (drop_infra_ctr). */
+	if (r >= 0)
+		ret->sandbox_optional = crio != POD_ROLE_NONE;
+	return r;
 }
 
 /* The name /proc/<pid>/ns/ gives a namespace of this kind. */

@@ -54,11 +54,11 @@ struct pod_ref {
 void pod_ref_clear(struct pod_ref *p);
 
 /* The role the annotations give: the engine's container type and sandbox
- * id. Both engines' keys may be present (CRI-O copies some of
- * containerd's); they must then agree. CRI-O's keys on a container podman
- * made (POD_ANN_MANAGER "libpod") are not read. -EINVAL naming the annotation for an
- * unknown type, an app container without a valid sandbox id, or engines
- * that disagree. No pod annotation: role NONE. */
+ * id. When both engines' keys are present they must agree. CRI-O's keys
+ * on a container podman made (POD_ANN_MANAGER "libpod") are not read.
+ * -EINVAL naming the annotation for an unknown type, an app container
+ * without a valid sandbox id, or engines that disagree. No pod
+ * annotation: role NONE. */
 int pod_from_annotations(const struct oci_map *ann, struct pod_ref *ret);
 
 /* The live kvrun container under root (created, running or paused) whose

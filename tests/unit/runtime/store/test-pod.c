@@ -88,7 +88,7 @@ static const char *const crio_container[] = {"io.kubernetes.cri-o.ContainerType"
                                              "io.kubernetes.pod.name",
                                              "web",
                                              NULL};
-/* CRI-O copies containerd's keys too: they agree. */
+/* Both engines' keys, agreeing. */
 static const char *const crio_both[] = {"io.kubernetes.cri-o.ContainerType",
                                         "container",
                                         "io.kubernetes.cri-o.SandboxID",
@@ -131,7 +131,7 @@ TEST(annotations_recognised)
 	    {"containerd container", cd_container, POD_ROLE_CONTAINER, "5e1f0a", "annotation " POD_ANN_CRI_SANDBOX},
 	    {"CRI-O sandbox", crio_sandbox, POD_ROLE_SANDBOX, "77aa", "annotation " POD_ANN_CRIO_SANDBOX},
 	    {"CRI-O container", crio_container, POD_ROLE_CONTAINER, "77aa", "annotation " POD_ANN_CRIO_SANDBOX},
-	    {"CRI-O with containerd's keys", crio_both, POD_ROLE_CONTAINER, "77aa", "annotation " POD_ANN_CRI_SANDBOX},
+	    {"both engines' keys", crio_both, POD_ROLE_CONTAINER, "77aa", "annotation " POD_ANN_CRI_SANDBOX},
 	    {"a sandbox id alone", plain, POD_ROLE_NONE, NULL, NULL},
 	    {"podman's copy of CRI-O's keys", libpod, POD_ROLE_NONE, NULL, NULL},
 	};
