@@ -305,7 +305,8 @@ static const unsigned long tty_ioctls[] = {TCGETS, TCSETS, TCSETSW, TCSETSF, TIO
 
 /* A monitor serving: the vCPUs' set, a checkpoint (every state the VM and
  * its vCPUs save, the disk cloned into the given file), the devices torn
- * down at the end. */
+ * down at the end, KVM's read-only statistics of its own VM and vCPUs
+ * (`kvrun events --stats`). */
 static const unsigned long monitor_serve_ioctls[] = {
     KVM_CHECK_EXTENSION,
     KVM_GET_MSR_INDEX_LIST,
@@ -323,6 +324,7 @@ static const unsigned long monitor_serve_ioctls[] = {
     KVM_GET_PIT2,
     KVM_IRQFD,
     KVM_IOEVENTFD,
+    KVM_GET_STATS_FD,
     FICLONE,
 };
 
