@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/log.h"
 #include "runtime/cli/create.h"
+#include "runtime/store/layout.h"
 #include "runtime/store/state.h"
 
 /* runc's rules: a terminal needs somewhere to send the pty when detached,
@@ -104,4 +107,114 @@ int create_prepare(struct cli_context *ctx, const char *id, const struct create_
 		return err_setsys(-errno, "pidfd socket %s", o->pidfd_socket);
 	*ret = TAKE_PTR(b);
 	return 0;
+}
+
+/* A namespace of the pod's other than its network (which the pod's VM
+ * serves: netns.c refuses a second VM there) can be shared only inside
+ * the pod's VM. */
+static int refuse_shared(const struct bundle *b, const struct pod_ref *p)
+{
+	const struct oci_linux *l = b->spec->linux_spec;
+
+	for (size_t i = 0; l && i < l->n_namespaces; i++) {
+		const struct oci_namespace *ns = &l->namespaces[i];
+
+		if (ns->kind == OCI_NS_NETWORK || !ns->path || !*ns->path)
+			continue;
+		return err_set(
+		    -ENOTSUP,
+		    "%s/config.json: linux.namespaces[%zu].path: %s joins the %s namespace of the pod whose "
+		    "sandbox is %s (from %s); kvrun does not yet run a pod's containers inside the pod's VM, "
+		    "the only place they could share it",
+		    b->path, i, ns->path, ns->type, p->sandbox_id, p->source);
+	}
+	return 0;
+}
+
+int create_check_pod(struct cli_context *ctx, const struct bundle *b, struct pod_ref *ret)
+{
+	struct pod_ref p = {0};
+	int r;
+
+	r = pod_classify(ctx->root, b->spec, &p);
+	if (r < 0)
+		return err_prefix(r, "%s/config.json", b->path);
+	r = pod_check_sandbox(ctx->root, &p);
+	if (r > 0)
+		r = refuse_shared(b, &p);
+	else if (r == 0 && p.role == POD_ROLE_CONTAINER)
+		log_debug("pod: no sandbox container %s (CRI-O's drop_infra_ctr): the container is not joined to it",
+		          p.sandbox_id);
+	if (r >= 0 && p.role == POD_ROLE_SANDBOX) {
+		struct pod_size z;
+
+		/* Read again by create_size_pod_vm(); refused here, before
+		 * anything is made. */
+		r = pod_size_from_annotations(&b->spec->annotations, &z);
+		if (r < 0)
+			r = err_prefix(r, "%s/config.json", b->path);
+	}
+	if (r < 0) {
+		pod_ref_clear(&p);
+		return r;
+	}
+	if (p.role != POD_ROLE_NONE)
+		log_debug("pod: %s, sandbox %s (from %s)",
+		          p.role == POD_ROLE_SANDBOX ? "its sandbox" : "an app container",
+		          p.sandbox_id ? p.sandbox_id : "(unnamed)", p.source);
+	*ret = p;
+	return 0;
+}
+
+/* Room for the guest's kernel and init beside the pod's containers. */
+#define POD_GUEST_ALLOWANCE (128ULL << 20)
+#define MIB (1ULL << 20)
+
+int create_size_pod_vm(const struct bundle *b, const struct pod_ref *pod, struct vm_plan *plan)
+{
+	const struct oci_linux_resources *res = b->spec->linux_spec ? b->spec->linux_spec->resources : NULL;
+	bool own_limit = res && res->memory.has_limit && res->memory.limit > 0;
+	struct pod_size z;
+	int r;
+
+	if (pod->role != POD_ROLE_SANDBOX)
+		return 0;
+	r = pod_size_from_annotations(&b->spec->annotations, &z);
+	if (r < 0)
+		return err_prefix(r, "%s/config.json", b->path);
+	if (z.memory > UINT64_MAX / 2)
+		return err_set(-EINVAL, "%s/config.json: annotation %s: %llu bytes is more than a VM can have", b->path,
+		               POD_ANN_CRI_MEMORY, (unsigned long long)z.memory);
+	if (z.memory && !own_limit) {
+		uint64_t want = (z.memory + POD_GUEST_ALLOWANCE + MIB - 1) & ~(MIB - 1);
+
+		if (want > plan->mem_size)
+			plan->mem_size = want;
+	}
+	/* A host that emulates the guest's kernel code keeps one vCPU. */
+	if (z.cpu_quota && !plan->emulating_host) {
+		uint64_t period = z.cpu_period ? z.cpu_period : VM_CONFIG_DEFAULT_CPU_PERIOD;
+		uint64_t n = z.cpu_quota / period + (z.cpu_quota % period != 0);
+
+		if (n > VM_CONFIG_MAX_CPUS)
+			n = VM_CONFIG_MAX_CPUS;
+		if (n > plan->ncpus)
+			plan->ncpus = (unsigned int)n;
+	}
+	log_debug("pod: the sandbox's VM has %llu MiB and %u vCPU for the pod (%s %llu, cpu quota %llu per %llu us)",
+	          (unsigned long long)(plan->mem_size / MIB), plan->ncpus, POD_ANN_CRI_MEMORY,
+	          (unsigned long long)z.memory, (unsigned long long)z.cpu_quota, (unsigned long long)z.cpu_period);
+	return 0;
+}
+
+int create_record_pod(struct oci_state *s, const struct pod_ref *p)
+{
+	int r = 0;
+
+	if (p->role == POD_ROLE_NONE)
+		return 0;
+	r = oci_map_set(&s->private_data, STATE_KEY_POD_ROLE, p->role == POD_ROLE_SANDBOX ? "sandbox" : "container");
+	if (r >= 0 && p->sandbox_id)
+		r = oci_map_set(&s->private_data, STATE_KEY_POD_SANDBOX, p->sandbox_id);
+	return r;
 }

@@ -8,6 +8,8 @@
 #include "runtime/store/bundle.h"
 #include "runtime/cli/cli.h"
 #include "runtime/monitor/monitor.h"
+#include "runtime/sandbox/vm-config.h"
+#include "runtime/store/pod.h"
 
 /* The flags of create, run and restore (each verb uses a subset). */
 struct create_opts {
@@ -58,5 +60,23 @@ int create_preserved_fds(unsigned long long n, struct preserved_fds *ret);
  * for create). On success *ret is owned by the caller. Nothing is written. */
 int create_prepare(struct cli_context *ctx, const char *id, const struct create_opts *o, bool detached,
                    struct bundle **ret);
+
+/* The pod the new container is of (runtime/store/pod.h), checked: an app
+ * container whose sandbox does not exist under the root or is not up is
+ * refused. Nothing is written. On success *ret is the caller's
+ * (pod_ref_clear()). */
+int create_check_pod(struct cli_context *ctx, const struct bundle *b, struct pod_ref *ret);
+
+/* For a pod's sandbox, make the VM's plan fit the pod (containerd's
+ * sandbox-memory and sandbox-cpu-* annotations): RAM at least the pod's
+ * memory plus room for the guest's kernel and init (unless the sandbox
+ * has a memory limit of its own, which its host cgroup holds the VM to),
+ * vCPUs at least ceil(quota / period). -EINVAL naming a malformed
+ * annotation. Other roles: nothing. */
+int create_size_pod_vm(const struct bundle *b, const struct pod_ref *pod, struct vm_plan *plan);
+
+/* Record p in the private map of a new container's state (STATE_KEY_POD_*),
+ * so that its later verbs and teardown know its pod. */
+int create_record_pod(struct oci_state *s, const struct pod_ref *p);
 
 #endif

@@ -58,7 +58,8 @@ static int absolute_path(const char *path, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-static int new_state(const char *id, const struct bundle *b, const char *netns, struct oci_state **ret)
+static int new_state(const char *id, const struct bundle *b, const char *netns, const struct pod_ref *pod,
+                     struct oci_state **ret)
 {
 	struct oci_state *s = calloc(1, sizeof(*s));
 	int r;
@@ -69,6 +70,8 @@ static int new_state(const char *id, const struct bundle *b, const char *netns, 
 	/* Recorded before anything is done in it, so any delete can undo. */
 	if (r >= 0 && netns)
 		r = oci_map_set(&s->private_data, STATE_KEY_NETNS, netns);
+	if (r >= 0)
+		r = create_record_pod(s, pod);
 	for (size_t i = 0; r >= 0 && i < b->spec->annotations.n; i++)
 		r = oci_map_set(&s->annotations, b->spec->annotations.items[i].key,
 		                b->spec->annotations.items[i].value);
@@ -351,6 +354,21 @@ static void log_net(const struct netns_setup *ns, const char *netns)
 		log_debug("network: loopback only");
 }
 
+/* A namespace another container serves: for an app container of a pod,
+ * the pod's VM (its containers do not join it yet: docs/engines.md). */
+static int pod_refusal(const struct container *c, int r)
+{
+	const char *sandbox = oci_map_get(&c->state->private_data, STATE_KEY_POD_SANDBOX);
+	const char *role = oci_map_get(&c->state->private_data, STATE_KEY_POD_ROLE);
+
+	if (r != -EBUSY || !sandbox || !role || strcmp(role, "container"))
+		return err_prefix(r, "network");
+	return err_prefix(r,
+	                  "network: container %s is of the pod whose sandbox is %s; kvrun does not yet run a pod's "
+	                  "containers inside the pod's VM, and a second VM cannot share the pod's interfaces",
+	                  c->state->id, sandbox);
+}
+
 /* The container's network and VM, in its claimed state directory. */
 static int bring_up(struct cli_context *ctx, struct container *c, const struct create_opts *o, const struct bundle *b,
                     const struct vm_plan *plan, const char *netns, const struct preserved_fds *pf, pid_t *ret_pid)
@@ -368,7 +386,7 @@ static int bring_up(struct cli_context *ctx, struct container *c, const struct c
 		 * teardown to do in the namespace. */
 		if (oci_map_set(&c->state->private_data, STATE_KEY_NETNS, "") >= 0 && container_save(c) < 0)
 			log_debug("%s", err_msg());
-		return err_prefix(r, "network");
+		return pod_refusal(c, r);
 	}
 	stop_point("create:net");
 	log_net(&ns, netns);
@@ -412,9 +430,13 @@ int launch_container(struct cli_context *ctx, const char *id, const struct creat
 	struct container *c = NULL;
 	struct oci_state *s = NULL;
 	const char *netns = NULL;
+	_cleanup_(pod_ref_clear) struct pod_ref pod = {0};
 	int r;
 
 	/* Everything that can fail without side effects comes first. */
+	r = create_check_pod(ctx, b, &pod);
+	if (r < 0)
+		return r;
 	r = guest_spec_check(b->spec, NULL);
 	if (r >= 0)
 		r = check_netns(b, &netns);
@@ -427,11 +449,12 @@ int launch_container(struct cli_context *ctx, const char *id, const struct creat
 	if (r < 0)
 		return r;
 	r = check_mounts(b, o, &plan);
-	if (r < 0) {
-		vm_plan_done(&plan);
-		return err_prefix(r, "%s/config.json", b->path);
-	}
-	r = new_state(id, b, netns, &s);
+	if (r < 0)
+		r = err_prefix(r, "%s/config.json", b->path);
+	if (r >= 0)
+		r = create_size_pod_vm(b, &pod, &plan);
+	if (r >= 0)
+		r = new_state(id, b, netns, &pod, &s);
 	if (r >= 0)
 		r = container_create(ctx->root, s, &c);
 	if (r >= 0) {

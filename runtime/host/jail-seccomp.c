@@ -350,25 +350,13 @@ static const unsigned long tty_ioctls[] = {TCGETS, TCSETS, TCSETSW, TCSETSF, TIO
 
 /* A monitor serving: the vCPUs' set, a checkpoint (every state the VM and
  * its vCPUs save, the disk cloned into the given file), the devices torn
- * down at the end. */
+ * down at the end, KVM's read-only statistics of its own VM and vCPUs
+ * (`kvrun events --stats`). */
 static const unsigned long monitor_serve_ioctls[] = {
-    KVM_CHECK_EXTENSION,
-    KVM_GET_MSR_INDEX_LIST,
-    KVM_GET_MSRS,
-    KVM_GET_LAPIC,
-    KVM_GET_VCPU_EVENTS,
-    KVM_GET_DEBUGREGS,
-    KVM_GET_MP_STATE,
-    KVM_GET_FPU,
-    KVM_GET_XSAVE,
-    KVM_GET_XSAVE2,
-    KVM_GET_XCRS,
-    KVM_GET_CLOCK,
-    KVM_GET_IRQCHIP,
-    KVM_GET_PIT2,
-    KVM_IRQFD,
-    KVM_IOEVENTFD,
-    FICLONE,
+    KVM_CHECK_EXTENSION, KVM_GET_MSR_INDEX_LIST, KVM_GET_MSRS,    KVM_GET_LAPIC, KVM_GET_VCPU_EVENTS,
+    KVM_GET_DEBUGREGS,   KVM_GET_MP_STATE,       KVM_GET_FPU,     KVM_GET_XSAVE, KVM_GET_XSAVE2,
+    KVM_GET_XCRS,        KVM_GET_CLOCK,          KVM_GET_IRQCHIP, KVM_GET_PIT2,  KVM_IRQFD,
+    KVM_IOEVENTFD,       KVM_GET_STATS_FD,       FICLONE,
 };
 
 /* Building the VM: creating it and its vCPUs, loading a snapshot's state,

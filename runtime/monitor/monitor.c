@@ -564,7 +564,8 @@ static _Noreturn void abandoned(struct monitor *m)
 	log_error("the process that ran create went away: removing container %s", c->state->id);
 	end_vm(m);
 	shut_down(m);
-	if (m->cgroup.path && cgroup_leave(m->cgroup.path, m->cgroup.base, m->cgroup.unit) < 0)
+	/* Jailed, the cgroup is beyond us: the guard's teardown removes it. */
+	if (m->cgroup.path && !m->jail && cgroup_leave(m->cgroup.path, m->cgroup.base, m->cgroup.unit) < 0)
 		log_warn("%s", err_msg());
 	m->a->c = NULL;
 	if (m->guard.pid > 0) {

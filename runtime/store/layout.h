@@ -34,5 +34,10 @@
 /* ... and the uid (and gid) of the monitor's jail, which its exec proxies
  * share (runtime/host/jail.h); absent when the monitor is not jailed. */
 #define STATE_KEY_JAIL_UID "jail-uid"
+/* Keys of the private state map: the container's role in a pod
+ * ("sandbox" or "container", runtime/store/pod.h) and its pod's sandbox
+ * (the container id of the sandbox, for an app container). */
+#define STATE_KEY_POD_ROLE "pod-role"
+#define STATE_KEY_POD_SANDBOX "pod-sandbox"
 
 #endif

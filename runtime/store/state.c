@@ -530,12 +530,13 @@ oom:
 	return -ENOMEM;
 }
 
-int container_peek_for(const char *root, const char *id, enum container_op op, struct container **ret)
+/* Load id (locked or not) and check that the state allows op. */
+static int load_checked(const char *root, const char *id, bool lock, enum container_op op, struct container **ret)
 {
 	_cleanup_container_ struct container *c = NULL;
 	int r;
 
-	r = container_load(root, id, false, &c);
+	r = container_load(root, id, lock, &c);
 	if (r < 0)
 		return r;
 	r = container_check(op, c->state->status, id);
@@ -545,25 +546,23 @@ int container_peek_for(const char *root, const char *id, enum container_op op, s
 	return 0;
 }
 
+int container_peek_for(const char *root, const char *id, enum container_op op, struct container **ret)
+{
+	return load_checked(root, id, false, op, ret);
+}
+
 int container_load_for(const char *root, const char *id, enum container_op op, struct container **ret)
 {
-	_cleanup_container_ struct container *c = NULL;
+	struct container *c = NULL;
 	int r;
 
 	/* What the state forbids is said at once, without waiting for the
 	 * lock (a create in progress holds it for as long as the boot takes). */
-	r = container_peek_for(root, id, op, &c);
+	r = load_checked(root, id, false, op, &c);
 	if (r < 0)
 		return r;
-	container_free(TAKE_PTR(c));
-	r = container_load(root, id, true, &c);
-	if (r < 0)
-		return r;
-	r = container_check(op, c->state->status, id);
-	if (r < 0)
-		return r;
-	*ret = TAKE_PTR(c);
-	return 0;
+	container_free(c);
+	return load_checked(root, id, true, op, ret);
 }
 
 int container_check_new_id(const char *root, const char *id)

@@ -101,7 +101,8 @@ static void dev_new_virtio(struct dev *d)
 		break;
 	}
 	default:
-		if (event_loop_new(&d->g.loop) < 0 || virtio_vsock_new(&d->g.mem, d->g.loop, 3, uds, &d->vsock) < 0)
+		if (event_loop_new(&d->g.loop) < 0 ||
+		    virtio_vsock_new(&d->g.mem, d->g.loop, 3, uds, true, &d->vsock) < 0)
 			abort();
 		d->opaque = d->vsock;
 		d->g.settle = fz_loop_settle;

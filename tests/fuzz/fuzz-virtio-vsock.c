@@ -171,7 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	t.listen_fd = unix_socket(port_path, true);
 	fz_guest_init(&g);
-	if (virtio_vsock_new(&g.mem, t.loop, GUEST_CID, uds, &t.v) < 0)
+	if (virtio_vsock_new(&g.mem, t.loop, GUEST_CID, uds, true, &t.v) < 0)
 		abort();
 	g.opaque = &t;
 	g.loop = t.loop;

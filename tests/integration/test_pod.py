@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Pods as kvrun sees them today, on VMs that boot the freestanding test
+guest in scenario fake-init (tests/guest/fake-init.c; no Linux boot):
+
+- A sandbox container (containerd's CRI annotations) is created, its VM
+  sized for the pod (io.kubernetes.cri.sandbox-memory and -cpu-*), and
+  recorded in its state as the pod's sandbox; a malformed size is refused.
+- An app container whose annotations name a sandbox that does not exist
+  (containerd's; CRI-O may have none: drop_infra_ctr), or a stopped one
+  (either), is refused with a message
+  naming the sandbox and where it came from; nothing of it is left
+  (processes, state, cache files, the namespace's TAPs and addresses).
+- An app container that names the pod's network namespace, by the CNI
+  path the sandbox serves or by /proc/<sandbox monitor>/ns/net, without
+  any annotation (a podman pod, a plain runc user), is recognised as the
+  pod's and refused naming the sandbox: the pod's containers do not run
+  in the pod's VM yet (docs/engines.md, "Kubernetes"); the sandbox keeps
+  its interfaces.
+- A container that joins the IPC or UTS namespace of a kvrun container's
+  monitor by path (as containerd's app containers do) is recognised as
+  that pod's and refused naming it, before anything is made.
+
+Needs /dev/kvm and root; the namespace parts need ip and tc (skipped
+loudly without them)."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+import guestlib
+import netlib
+from bundlelib import processes_mentioning, wait_for
+from censuslib import Census
+from netlib import sh
+from taplib import Tap
+
+KVRUN = guestlib.kvrun()
+GUEST = os.environ.get("KVRUN_TEST_GUEST", "")
+TAG = f"kp{os.getpid()}"
+
+CRI_SANDBOX = {"io.kubernetes.cri.container-type": "sandbox", "io.kubernetes.cri.sandbox-name": "web",
+               "io.kubernetes.cri.sandbox-namespace": "default"}
+
+t = Tap()
+problem = guestlib.kvm_problem()
+if problem:
+    t.skip_all(f"needs /dev/kvm: {problem}")
+if os.geteuid() != 0:
+    t.skip_all("needs root (state, network namespaces)")
+if not os.path.isfile(GUEST):
+    t.ok(False, f"test guest ELF exists (KVRUN_TEST_GUEST={GUEST!r})")
+    t.done()
+tmp = tempfile.mkdtemp(prefix="kvrun-test-pod-")
+root, cache = os.path.join(tmp, "root"), os.path.join(tmp, "cache")
+log = os.path.join(tmp, "kvrun.log")
+cfg = os.path.join(tmp, "config.json")
+with open(cfg, "w") as f:
+    json.dump({"cmdline_extra": "test=fake-init"}, f)
+ENV = dict(os.environ, KVRUN_KERNEL=GUEST, KVRUN_CONFIG=cfg, KVRUN_TEMPLATES="0", KVRUN_CACHE_DIR=cache,
+           KVRUN_CONSOLE=os.path.join(tmp, "console.log"))
+
+
+def make_bundle(name, annotations=None, namespaces=None):
+    """namespaces: {type: path} replacing the default spec's entries."""
+    b = os.path.join(tmp, name)
+    os.makedirs(os.path.join(b, "rootfs", "bin"))
+    subprocess.run([KVRUN, "spec", "-b", b], check=True)
+    with open(os.path.join(b, "config.json")) as f:
+        spec = json.load(f)
+    spec["process"]["terminal"] = False
+    spec["process"]["args"] = ["/bin/true"]
+    # The test guest finds its devices on the command line, and has no modules.
+    spec["annotations"] = dict({"io.kvrun.kernel.acpi": "off", "io.kvrun.kernel.modules": "none"},
+                               **(annotations or {}))
+    for typ, path in (namespaces or {}).items():
+        spec["linux"]["namespaces"] = [n for n in spec["linux"]["namespaces"] if n["type"] != typ] + \
+            [{"type": typ, "path": path}]
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(spec, f)
+    return b
+
+
+def kvrun(*args, timeout=60):
+    """Output through files: a create's stdio becomes its container's."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        try:
+            p = subprocess.run([KVRUN, "--root", root, "--log", log] + list(args), stdout=out, stderr=err, env=ENV,
+                               stdin=subprocess.DEVNULL, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return subprocess.CompletedProcess(args, None, "", f"(timed out after {timeout} s)")
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(p.args, p.returncode, out.read(), err.read())
+
+
+def private(cid):
+    """kvrun's private map in the state of cid."""
+    try:
+        with open(os.path.join(root, cid, "state.json")) as f:
+            return json.load(f).get("kvrun", {})
+    except OSError:
+        return None
+
+
+def state(cid):
+    p = kvrun("state", cid, timeout=20)
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        return None
+
+
+def refused(census, before, bundle, cid, needle, what):
+    p = kvrun("create", "--bundle", bundle, cid)
+    t.ok(p.returncode not in (0, None) and needle in p.stderr, f"{what}: refused, saying why", p.stderr)
+    t.ok(state(cid) is None and not os.path.exists(os.path.join(root, cid)), f"{what}: no state left")
+    t.eq(Census.diff(before, census.take(), ("fds",)), {}, f"{what}: nothing else left")
+
+
+def check_missing_sandbox():
+    census = Census(TAG, root, cache=cache)
+    before = census.take()
+    nosuch = f"{TAG}-nosuch"
+    b = make_bundle("b-orphan", {"io.kubernetes.cri.container-type": "container",
+                                 "io.kubernetes.cri.sandbox-id": nosuch})
+    refused(census, before, b, f"{TAG}-orphan",
+            f"pod sandbox {nosuch} (from annotation io.kubernetes.cri.sandbox-id) does not exist",
+            "containerd app container of a sandbox that does not exist")
+    # CRI-O runs pods without a PID namespace of their own without a
+    # sandbox container (drop_infra_ctr): not an error by itself.
+    b = make_bundle("b-orphan-crio", {"io.kubernetes.cri-o.ContainerType": "container",
+                                      "io.kubernetes.cri-o.SandboxID": nosuch})
+    p = kvrun("create", "--bundle", b, f"{TAG}-crio")
+    t.ok(p.returncode == 0, "CRI-O app container of a pod without a sandbox container: created", p.stderr)
+    pv = private(f"{TAG}-crio") or {}
+    t.ok(pv.get("pod-role") == "container" and pv.get("pod-sandbox") == nosuch, "recorded as of its pod",
+         json.dumps(pv))
+    t.eq(kvrun("delete", "--force", f"{TAG}-crio").returncode, 0, "its delete")
+    before = census.take()
+    b = make_bundle("b-bad-size", dict(CRI_SANDBOX, **{"io.kubernetes.cri.sandbox-id": f"{TAG}-bs",
+                                                       "io.kubernetes.cri.sandbox-memory": "1Gi"}))
+    refused(census, before, b, f"{TAG}-bs",
+            "config.json: annotation io.kubernetes.cri.sandbox-memory: \"1Gi\" is not a number",
+            "a sandbox whose pod memory is not a number")
+    b = make_bundle("b-bad-type", {"io.kubernetes.cri.container-type": "pause"})
+    refused(census, before, b, f"{TAG}-badtype",
+            "config.json: annotation io.kubernetes.cri.container-type: \"pause\" is neither",
+            "an unknown container type")
+
+
+def monitor_pid(cid):
+    s = state(cid)
+    return s and s.get("pid")
+
+
+def check_pod_netns(cns):
+    census = Census(TAG, root, cache=cache, netns=cns)
+    before = census.take()
+    sbx = f"{TAG}-sbx"
+    nspath = f"/run/netns/{cns}"
+    # The pod's containers may use 3 GiB and 1.5 CPUs (containerd's sums).
+    b = make_bundle("b-sbx", dict(CRI_SANDBOX, **{"io.kubernetes.cri.sandbox-id": sbx,
+                                                  "io.kubernetes.cri.sandbox-memory": str(3 << 30),
+                                                  "io.kubernetes.cri.sandbox-cpu-quota": "150000",
+                                                  "io.kubernetes.cri.sandbox-cpu-period": "100000"}),
+                    {"network": nspath})
+    mark = os.path.getsize(log) if os.path.exists(log) else 0
+    p = kvrun("--debug", "create", "--bundle", b, sbx)
+    if not t.ok(p.returncode == 0, "the pod's sandbox is created in the pod's namespace", p.stderr):
+        return
+    with open(log, errors="replace") as f:
+        f.seek(mark)
+        lines = f.read()
+    # 3 GiB and 128 MiB for the guest's kernel and init, over the 2 GiB default.
+    t.ok(re.search(r"kernel .*, \d+ vCPU, 3200 MiB, ", lines),
+         "the sandbox's VM is sized for the pod (3200 MiB)",
+         "\n".join(l for l in lines.splitlines() if "MiB" in l))
+    pv = private(sbx) or {}
+    t.ok(pv.get("pod-role") == "sandbox" and pv.get("pod-sandbox") == sbx, "its state records it as the sandbox",
+         json.dumps(pv))
+    mon = monitor_pid(sbx)
+    served = census.take()
+    t.ok(len(served["taps"]) == 1, "the sandbox's VM serves the namespace (one TAP)", json.dumps(served["taps"]))
+
+    cases = [
+        ("by the CNI path, no annotation", {}, nspath),
+        ("by the sandbox monitor's /proc path, no annotation", {}, f"/proc/{mon}/ns/net"),
+        ("by containerd's annotations and the CNI path",
+         {"io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.sandbox-id": sbx}, nspath),
+    ]
+    for i, (what, ann, path) in enumerate(cases):
+        cid = f"{TAG}-app{i}"
+        p = kvrun("create", "--bundle", make_bundle(f"b-app{i}", ann, {"network": path}), cid)
+        t.ok(p.returncode not in (0, None) and f"container {cid} is of the pod whose sandbox is {sbx}" in p.stderr
+             and "does not yet run a pod's containers inside the pod's VM" in p.stderr,
+             f"app container {what}: recognised as the pod's and refused, naming the sandbox", p.stderr)
+        t.ok(state(cid) is None, f"app container {what}: no state left")
+        now = census.take()
+        t.eq(now["taps"], served["taps"], f"app container {what}: the sandbox keeps its TAP, none added")
+        t.eq(now["addrs"], served["addrs"], f"app container {what}: the namespace's addresses unchanged")
+
+    # The sandbox stops (its VM ends): its pod takes no container any more.
+    t.eq(kvrun("kill", sbx, "KILL").returncode, 0, "kill -9 of the sandbox")
+    t.ok(wait_for(lambda: (state(sbx) or {}).get("status") == "stopped", timeout=20, step=0.1),
+         "the sandbox is stopped", json.dumps(state(sbx)))
+    stopped = census.take()
+    b = make_bundle("b-late", {"io.kubernetes.cri.container-type": "container",
+                               "io.kubernetes.cri.sandbox-id": sbx}, {"network": nspath})
+    refused(census, stopped, b, f"{TAG}-late",
+            f"pod sandbox {sbx} (from annotation io.kubernetes.cri.sandbox-id) is stopped",
+            "an app container of a stopped sandbox")
+    t.eq(kvrun("delete", sbx).returncode, 0, "delete of the stopped sandbox")
+    t.eq(Census.diff(before, census.take(), ("fds",)), {}, "the namespace is as before, nothing left")
+
+
+def check_ipc_member():
+    census = Census(TAG, root, cache=cache)
+    sbx, app = f"{TAG}-isbx", f"{TAG}-iapp"
+    p = kvrun("create", "--bundle", make_bundle("b-isbx"), sbx)
+    if not t.ok(p.returncode == 0, "a container to join by path is created", p.stderr):
+        return
+    before = census.take()
+    mon = monitor_pid(sbx)
+    for typ in ("ipc", "uts"):
+        path = f"/proc/{mon}/ns/{typ}"
+        refused(census, before, make_bundle(f"b-{typ}app", None, {typ: path}), app,
+                f"{path} joins the {typ} namespace of the pod whose sandbox is {sbx} (from {typ} namespace {path})",
+                f"a container naming the {typ} namespace of a kvrun container's monitor")
+    t.eq(kvrun("delete", "--force", sbx).returncode, 0, f"delete --force {sbx}")
+    t.ok(wait_for(lambda: not processes_mentioning(TAG), timeout=20, step=0.1), "no process left",
+         processes_mentioning(TAG))
+
+
+try:
+    check_missing_sandbox()
+    check_ipc_member()
+    why = netlib.skip_reason()
+    if why:
+        t.skip("the pod network namespace parts", why)
+    else:
+        cns, pns = netlib.netns("podc"), netlib.netns("podp")
+        sh("ip", "-n", cns, "link", "add", "eth0", "type", "veth", "peer", "name", "peer0", "netns", pns)
+        sh("ip", "-n", cns, "addr", "add", "10.199.41.2/24", "dev", "eth0")
+        sh("ip", "-n", cns, "link", "set", "eth0", "up")
+        sh("ip", "-n", pns, "link", "set", "peer0", "up")
+        check_pod_netns(cns)
+finally:
+    for pid in processes_mentioning(TAG):
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+if t.failed:
+    t.diag(f"kept {tmp}")
+    if os.path.exists(log):
+        t.diag("".join(open(log, errors="replace").readlines()[-60:]))
+else:
+    shutil.rmtree(tmp, ignore_errors=True)
+t.done()
