@@ -165,7 +165,7 @@ def runtimes(ctx):
     out = {}
     if "kvrun" in ctx.rt and not ctx.kvrun_reason(f"{S}/idle_pss"):
         kv = ctx.rt["kvrun"]
-        for name, cfg in (("kvrun", "{}"), (SMALL, '{"memory": "256M"}')):
+        for name, cfg in (("kvrun", '{"memory": "2G"}'), (SMALL, '{"memory": "256M"}')):
             path = os.path.join(ctx.work, f"sizing-{'small' if name == SMALL else 'default'}.json")
             with open(path, "w") as f:
                 f.write(cfg + "\n")

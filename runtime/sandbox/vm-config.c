@@ -458,7 +458,10 @@ int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm
 	if (r >= 0 && cfg.cmdline_extra && !(p.cmdline_extra = strdup(cfg.cmdline_extra)))
 		r = -ENOMEM;
 	p.use_acpi = plan_acpi(&ch, &p);
-	p.mem_size = vm_plan_memory(res, cfg.memory);
+	p.emulating_host = vm_host_is_emulating();
+	p.mem_size = vm_plan_memory(res, cfg.memory         ? cfg.memory
+	                                 : p.emulating_host ? VM_CONFIG_EMULATING_HOST_MEMORY
+	                                                    : 0);
 	if (r >= 0)
 		r = vm_plan_cpus(res, cfg.cpus, &p.ncpus);
 	if (r >= 0)
@@ -472,7 +475,6 @@ int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm
 	p.rootfs_cache_size = cfg.has_rootfs_cache_size ? cfg.rootfs_cache_size : VM_CONFIG_ROOTFS_CACHE_SIZE;
 	if (r >= 0)
 		r = plan_jail(&cfg, &p);
-	p.emulating_host = vm_host_is_emulating();
 	/* Such hosts hang on the hypercalls a second vCPU brings (IPIs). */
 	if (p.emulating_host)
 		p.ncpus = 1;

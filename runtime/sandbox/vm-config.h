@@ -38,6 +38,10 @@
  * costs the host only what the guest touches (lazy RAM, free page
  * reporting); docs/runtime.md "Kernel, initramfs and VM size". */
 #define VM_CONFIG_DEFAULT_MEMORY (2ULL << 30)
+/* The default where the host emulates guest kernel code (nested kvm_pvm):
+ * there, containers of 2 GiB guests had their processes die of SIGSEGV
+ * (docs/runtime.md, "Kernel, initramfs and VM size"). */
+#define VM_CONFIG_EMULATING_HOST_MEMORY (256ULL << 20)
 /* vCPUs without a CPU quota or cpuset, at most the host's online CPUs. */
 #define VM_CONFIG_DEFAULT_CPUS 2
 #define VM_CONFIG_MIN_MEMORY (64ULL << 20)
@@ -108,7 +112,9 @@ int vm_plan_cpus(const struct oci_linux_resources *res, unsigned int dflt, unsig
 unsigned int vm_default_cpus(void);
 
 /* Guest RAM for the container's resources (res may be NULL): the memory
- * limit, else dflt, else VM_CONFIG_DEFAULT_MEMORY (2 GiB); rounded down to
+ * limit, else dflt, else VM_CONFIG_DEFAULT_MEMORY (2 GiB; vm_plan_make()
+ * passes VM_CONFIG_EMULATING_HOST_MEMORY as dflt on emulating hosts when
+ * the config file has no "memory"); rounded down to
  * MiB, at least 64 MiB.
  * The host cgroup's limit is this plus the monitor's own allowance
  * (runtime/host/cgroup.c), so the VM's RAM is the container's limit. */

@@ -164,9 +164,14 @@ def main():
     if cc.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         t.skip_all(f"no C compiler with a static libc for memhog: {cc.stderr.strip()[-200:]}")
+    # kvrun's default guest where the host runs guest kernel code natively
+    # (2 GiB), written out: emulating hosts default to 256 MiB. A cold boot
+    # (the suite template has the default shape).
+    config = os.path.join(tmp, "config.json")
+    with open(config, "w") as f:
+        f.write('{"memory": "2G"}\n')
     env = dict(os.environ, KVRUN_KERNEL=os.path.abspath(kernel), KVRUN_CACHE_DIR=os.path.join(tmp, "cache"),
-               KVRUN_CONFIG=os.path.join(tmp, "none.json"))
-    env.update(guestlib.suite_template(t, kernel).env)
+               KVRUN_CONFIG=config)
     b = make_bundle(tmp, memhog)
     root, out, log = os.path.join(tmp, "root"), os.path.join(tmp, "out.txt"), os.path.join(tmp, "log.txt")
     cid = "memret"
@@ -175,7 +180,6 @@ def main():
                            stdin=subprocess.DEVNULL, stdout=so, stderr=so, env=env, timeout=1800)
     try:
         if t.ok(p.returncode == 0, "run -d: the container runs", "\n".join(lines_of(out)[-20:] + lines_of(log)[-20:])):
-            guestlib.check_template_use(t, cid, log=open(log, errors="replace").read())
             state = json.loads(subprocess.run([KVRUN, "--root", root, "state", cid], capture_output=True,
                                               text=True, env=env).stdout or "{}")
             pid = state.get("pid")

@@ -117,7 +117,8 @@ TEST(kernel_lookup)
 	is_int(vm_plan_make(s, NULL, &p), 0);
 	is_str(p.kernel, kernel);
 	ok(p.initrd && strncmp(p.initrd, tmp, strlen(tmp)) == 0, "initramfs built in the cache: %s", p.initrd);
-	ok(p.mem_size == 2ULL << 30, "default memory: 2 GiB");
+	ok(p.mem_size == (p.emulating_host ? VM_CONFIG_EMULATING_HOST_MEMORY : 2ULL << 30),
+	   "default memory: 2 GiB (256 MiB on an emulating host)");
 	is_int(p.ncpus, p.emulating_host ? 1 : vm_default_cpus());
 	vm_plan_done(&p);
 	oci_spec_free(s);
