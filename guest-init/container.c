@@ -180,7 +180,9 @@ static int child_extra_fds(const int *extra, size_t n)
 	return 0;
 }
 
-/* The user namespace first: it owns the others. */
+/* The user namespace first: it owns the others. Every namespace is opened
+ * before any is joined: once in the container's mount namespace, /proc is
+ * the container's, where pid is not pid. */
 static int join_namespaces(pid_t pid, const struct proto_start *c)
 {
 	static const struct {
@@ -191,20 +193,27 @@ static int join_namespaces(pid_t pid, const struct proto_start *c)
 	           {"uts", CLONE_NEWUTS},
 	           {"mnt", CLONE_NEWNS},
 	           {"cgroup", CLONE_NEWCGROUP}};
+	int fds[ARRAY_SIZE(nss)];
+	char path[64];
+	int r = 0;
 
 	for (size_t i = 0; i < ARRAY_SIZE(nss); i++) {
-		_cleanup_close_ int fd = -1;
-		char path[64];
-
+		fds[i] = -1;
 		if ((nss[i].type == CLONE_NEWUSER && !(c && c->user_ns)) ||
-		    (nss[i].type == CLONE_NEWCGROUP && !(c && c->cgroup_ns)))
+		    (nss[i].type == CLONE_NEWCGROUP && !(c && c->cgroup_ns)) || r < 0)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, nss[i].name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || setns(fd, nss[i].type) < 0)
-			return err_setsys(-errno, "join %s", path);
+		fds[i] = open(path, O_RDONLY | O_CLOEXEC);
+		if (fds[i] < 0)
+			r = err_setsys(-errno, "join %s", path);
 	}
-	return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(nss) && r >= 0; i++)
+		if (fds[i] >= 0 && setns(fds[i], nss[i].type) < 0)
+			r = err_setsys(-errno, "join /proc/%d/ns/%s", (int)pid, nss[i].name);
+	for (size_t i = 0; i < ARRAY_SIZE(nss); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return r;
 }
 
 /* The child's wait for "go", by read() for the same reason as sync_send. */
