@@ -277,7 +277,13 @@ int guest_channel_accept_extra(struct guest_channel *ch, unsigned int i, int tim
 	fd = accept4(ch->extra_listen[i], NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
 		return err_setsys(-errno, "accept preserved fd %u's stream", 3 + i);
+	/* Opened by guest-init with the HELLO's token, as the stdio streams. */
+	if (ch->has_token && (r = guest_stream_check_token(fd, ch->token, GUEST_TOKEN_WAIT_MS)) < 0) {
+		close(fd);
+		return err_setsys(r, "preserved fd %u's stream did not open with guest-init's token", 3 + i);
+	}
 	ch->extra_stream[i] = fd;
+	unlisten_extra(ch, i);
 	return 0;
 }
 
