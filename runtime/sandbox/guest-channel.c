@@ -57,6 +57,12 @@ static void port_path(const struct guest_channel *ch, int i, char *buf, size_t s
 	snprintf(buf, size, "%s_%u", ch->base, ports[i]);
 }
 
+/* The socket of preserved fd i's port. */
+static void extra_path(const struct guest_channel *ch, unsigned int i, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s_%u", ch->base, GUEST_PORT_EXTRA + i);
+}
+
 int guest_channel_listen(struct guest_channel *ch, unsigned int nports)
 {
 	char path[256];
@@ -77,7 +83,7 @@ int guest_channel_listen_extra(struct guest_channel *ch, unsigned int n)
 	if (n > PROTO_MAX_EXTRA_FDS)
 		return err_set(-E2BIG, "%u preserved fds: at most %d", n, PROTO_MAX_EXTRA_FDS);
 	for (unsigned int i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "%s_%u", ch->base, GUEST_PORT_EXTRA + i);
+		extra_path(ch, i, path, sizeof(path));
 		ch->extra_listen[i] = unix_listen(path, 1);
 		if (ch->extra_listen[i] < 0)
 			return ch->extra_listen[i];
@@ -100,7 +106,7 @@ int guest_channel_own(const struct guest_channel *ch, uid_t uid, gid_t gid)
 	for (unsigned int i = 0; i < ch->n_extra; i++) {
 		if (ch->extra_listen[i] < 0)
 			continue;
-		snprintf(path, sizeof(path), "%s_%u", ch->base, GUEST_PORT_EXTRA + i);
+		extra_path(ch, i, path, sizeof(path));
 		if (chown(path, uid, gid) < 0 || chmod(path, 0600) < 0)
 			return err_setsys(-errno, "hand %s to uid %u", path, (unsigned)uid);
 	}
@@ -227,7 +233,7 @@ static void unlisten_extra(struct guest_channel *ch, unsigned int i)
 		return;
 	close(ch->extra_listen[i]);
 	ch->extra_listen[i] = -1;
-	snprintf(path, sizeof(path), "%s_%u", ch->base, GUEST_PORT_EXTRA + i);
+	extra_path(ch, i, path, sizeof(path));
 	unlink(path);
 }
 
@@ -424,25 +430,8 @@ void guest_channel_unlisten(struct guest_channel *ch)
 {
 	for (int i = 0; i < CHAN_NR; i++)
 		unlisten_port(ch, i);
-
-	char path[256];
-
-	for (int i = 0; i < CHAN_NR; i++) {
-		if (ch->listen_fds[i] < 0)
-			continue;
-		close(ch->listen_fds[i]);
-		ch->listen_fds[i] = -1;
-		port_path(ch, i, path, sizeof(path));
-		unlink(path);
-	}
-	for (unsigned int i = 0; i < ch->n_extra; i++) {
-		if (ch->extra_listen[i] < 0)
-			continue;
-		close(ch->extra_listen[i]);
-		ch->extra_listen[i] = -1;
-		snprintf(path, sizeof(path), "%s_%u", ch->base, GUEST_PORT_EXTRA + i);
-		unlink(path);
-	}
+	for (unsigned int i = 0; i < ch->n_extra; i++)
+		unlisten_extra(ch, i);
 }
 
 void guest_channel_close(struct guest_channel *ch)
