@@ -321,13 +321,15 @@ static const struct rule build_rules[] = {
 
 /* What a vCPU thread does: KVM_RUN and the exits it handles (MMIO and
  * port I/O to the devices, whose activation at DRIVER_OK starts vhost and
- * sets the TAP's offloads), its own registers for crash reports and RIP
- * samples, interrupts, waking the event loop, logging. */
+ * sets the TAP's header size and offloads), its own registers for crash
+ * reports and RIP samples, interrupts, waking the event loop, logging. */
 static const unsigned long vcpu_ioctls[] = {
     KVM_RUN,
     KVM_GET_REGS,
     KVM_GET_SREGS,
     KVM_IRQ_LINE,
+    TUNGETVNETHDRSZ,
+    TUNSETVNETHDRSZ,
     TUNSETOFFLOAD,
     TUNSETQUEUE,
     VHOST_SET_FEATURES,

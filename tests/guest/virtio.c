@@ -46,9 +46,9 @@ bool find_device(uint32_t device_id, struct vdev *d)
 	return false;
 }
 
-static bool setup_queue(struct vdev *d, unsigned int i)
+static bool setup_queue(struct vdev *d, unsigned int i, uint64_t rings)
 {
-	uint64_t base = RING_BASE + i * 0x4000ULL;
+	uint64_t base = rings + i * 0x4000ULL;
 	struct vq *q = &d->q[i];
 
 	memset((void *)(uintptr_t)base, 0, 0x3000);
@@ -71,10 +71,15 @@ static bool setup_queue(struct vdev *d, unsigned int i)
 	return rd(d, R_QUEUE_READY) == 1;
 }
 
-/* Reset and bring the device up to DRIVER_OK with nq queues, taking
- * VERSION_1, EVENT_IDX and INDIRECT_DESC when offered plus the device
- * features in want. */
 bool vdev_init(struct vdev *d, unsigned int nq, uint64_t want)
+{
+	return vdev_init_at(d, nq, want, RING_BASE);
+}
+
+/* Reset and bring the device up to DRIVER_OK with nq queues whose rings
+ * are at rings + q * 0x4000, taking VERSION_1, EVENT_IDX and
+ * INDIRECT_DESC when offered plus the device features in want. */
+bool vdev_init_at(struct vdev *d, unsigned int nq, uint64_t want, uint64_t rings)
 {
 	uint64_t offered;
 
@@ -100,7 +105,7 @@ bool vdev_init(struct vdev *d, unsigned int nq, uint64_t want)
 		return false;
 	d->nq = nq;
 	for (unsigned int i = 0; i < nq; i++)
-		if (!setup_queue(d, i))
+		if (!setup_queue(d, i, rings))
 			return false;
 	wr(d, R_STATUS, S_ACK | S_DRIVER | S_FEATURES_OK | S_DRIVER_OK);
 	return rd(d, R_STATUS) == (S_ACK | S_DRIVER | S_FEATURES_OK | S_DRIVER_OK);

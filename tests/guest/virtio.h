@@ -97,6 +97,8 @@ bool find_device(uint32_t device_id, struct vdev *d);
  * INDIRECT_DESC when offered, plus those in want), nq queues of QSIZE,
  * DRIVER_OK. False at the first step the device refuses. */
 bool vdev_init(struct vdev *d, unsigned int nq, uint64_t want);
+/* The same with the rings at rings + q * 0x4000 instead of RING_BASE. */
+bool vdev_init_at(struct vdev *d, unsigned int nq, uint64_t want, uint64_t rings);
 /* Publishes head in queue qi's avail ring and notifies. */
 void vq_kick(struct vdev *d, unsigned int qi, uint16_t head);
 uint16_t vq_used_idx(struct vq *q);
