@@ -179,7 +179,10 @@ int log_sink_setup(const char *path, enum log_format fmt, bool debug)
 	log_sink_close();
 	sink.fd = fd;
 	sink.fmt = fmt;
-	log_set_max_level(debug ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
+	/* A log file gets the VM's progress (restored or booted, times);
+	 * stderr, which a foreground container's own stderr shares, only
+	 * warnings and errors unless --debug, as runc's. */
+	log_set_max_level(debug ? LOG_LEVEL_DEBUG : fd >= 0 ? LOG_LEVEL_INFO : LOG_LEVEL_WARN);
 	log_set_sink(sink_write, NULL);
 	return 0;
 }

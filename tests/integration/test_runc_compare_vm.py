@@ -100,6 +100,10 @@ def bundle(tmp, name, mutate):
         caps = spec["process"]["capabilities"]
         caps["inheritable"] = list(caps["bounding"])
         spec["process"]["cwd"] = "/locked"
+        # Each bundle's cgroup its own: the scenarios use the same ids
+        # under each runtime's --root, and runc may leave its cgroup
+        # behind for a moment after delete (a default path is the id).
+        spec["linux"]["cgroupsPath"] = f"/kvt-cmpvm-{os.getpid()}-{name}"
         mutate(spec)
     bundlelib.write_spec(KVRUN, b, common)
     return b
@@ -303,7 +307,7 @@ def main():
     answers = {}
 
     def one(name, mutate, fn, rt_exe, root_name):
-        rt = Runtime(rt_exe, os.path.join(tmp, root_name), dict(env, KVRUN_CONSOLE=os.path.join(tmp, f"{name}.con")))
+        rt = Runtime(rt_exe, os.path.join(tmp, root_name), dict(env, KVRUN_CONSOLE=os.path.join(tmp, f"{root_name}.con")))
         b = bundle(tmp, f"b-{root_name}", mutate)
         res = Results()
         try:
