@@ -129,7 +129,29 @@ PS_OPTIONS = ["", "-ef", "aux", "-e -x", "-ej", "-eo pid,ppid,user,stat,comm,arg
 PS_ERRORS = ["-e --no-headers", "-eo comm"]
 # Columns whose values differ between host and guest by nature: pids
 # (host's vs the container's), when and how much (clocks, kernels, RAM).
-VARYING = {"PID", "PPID", "PGID", "SID", "C", "STIME", "START", "%CPU", "%MEM", "VSZ", "RSS"}
+# CPU time too: a guest process's own work runs slower where the host
+# emulates guest kernel code.
+VARYING = {"PID", "PPID", "PGID", "SID", "C", "STIME", "START", "%CPU", "%MEM", "VSZ", "RSS", "TIME"}
+# An answer lost to that host's SIGSEGV fault (guestlib.guest_segv).
+SEGV = "(a guest process died of SIGSEGV)"
+
+
+def out(rt, p):
+    """An exec's stdout, or SEGV when kvrun's process died of the
+    emulating host's fault."""
+    if rt.name == "kvrun" and guestlib.guest_segv(p.returncode, p.stderr):
+        return SEGV
+    return p.stdout
+
+
+def reap(pid):
+    """Reaps pid when it is this process's child (the test is a subreaper,
+    as a shim is, and a shim reaps: a zombie init would still take
+    runc's signal 0)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
 
 
 def ps_rows(text):
@@ -160,13 +182,13 @@ def long_running(rt, tmp, b, res):
     res.ok(p.returncode == 0, f"A: {rt.name} start", p.stderr)
     bundlelib.wait_for(lambda: "200000" in rt("exec", "ctr", "cat", "/proc/1/cmdline").stdout, 120, 1)
     got["caller's descriptor kept by the pid file's process"] = marker in fd_targets(read_pid(pid_file))
-    got["init's cwd"] = rt("exec", "ctr", "readlink", "/proc/1/cwd").stdout
+    got["init's cwd"] = out(rt, rt("exec", "ctr", "readlink", "/proc/1/cwd"))
     caps = "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb)' /proc/{}/status | tr -d '\\t'"
-    got["init's capabilities"] = rt("exec", "ctr", "sh", "-c", caps.format(1)).stdout
-    got["exec'd capabilities as root"] = rt("exec", "ctr", "sh", "-c", caps.format("self")).stdout
-    got["exec'd capabilities as uid 1000"] = rt("exec", "--user", "1000:1000", "ctr", "sh", "-c",
-                                                caps.format("self")).stdout
-    got["exec --user 0 in the cwd"] = rt("exec", "--user", "0:0", "ctr", "pwd").stdout
+    got["init's capabilities"] = out(rt, rt("exec", "ctr", "sh", "-c", caps.format(1)))
+    got["exec'd capabilities as root"] = out(rt, rt("exec", "ctr", "sh", "-c", caps.format("self")))
+    got["exec'd capabilities as uid 1000"] = out(rt, rt("exec", "--user", "1000:1000", "ctr", "sh", "-c",
+                                                        caps.format("self")))
+    got["exec --user 0 in the cwd"] = out(rt, rt("exec", "--user", "0:0", "ctr", "pwd"))
     for arg in EXEC_FAILURES:
         p = rt("exec", "ctr", arg)
         got[f"exec {arg}"] = (p.returncode, msg(p))
@@ -189,6 +211,7 @@ def long_running(rt, tmp, b, res):
     os.close(extra)
     rt("kill", "ctr", "9")
     bundlelib.wait_for(lambda: json.loads(rt("state", "ctr").stdout or "{}").get("status") == "stopped", 120, 1)
+    reap(read_pid(pid_file))
     p = rt("kill", "ctr", "0")
     got["kill 0 of the stopped container"] = (p.returncode, msg(p))
     rt("delete", "-f", "ctr")
@@ -278,6 +301,9 @@ def compare(t, name, runc_ans, kvrun_ans):
             # each runtime's ("error running [startContainer] hook #0").
             hook_err = "cat: can't open '/nosuchfile': No such file or directory"
             want, got = hook_err in want, hook_err in got
+        if got == SEGV:
+            t.todo(False, f"{check}: as runc", guestlib.GUEST_SEGV_GAP, f"runc:  {want!r}")
+            continue
         t.ok(got == want, f"{check}: as runc", f"runc:  {want!r}\nkvrun: {got!r}")
 
 
