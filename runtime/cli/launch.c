@@ -103,6 +103,38 @@ static int read_ready(int fd)
 		return 0;
 	if (strncmp(buf, "error ", 6) == 0)
 		return err_set(-EIO, "%s", buf + 6);
+	return -EPIPE;
+}
+
+/* The monitor closed the ready pipe without a word: it is gone (or going).
+ * How it ended says what to look at; a SIGSYS is its jail's filter. Reaps
+ * it (*reaped) when it ended within a second. */
+static int monitor_gone(pid_t pid, bool *reaped)
+{
+	int status;
+
+	for (int i = 0; i < 100; i++) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			break;
+		if (w == pid) {
+			*reaped = true;
+			if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
+				return err_set(-EIO, "the VM monitor was killed by its jail's system call filter before the "
+				                     "container was created (the kernel's audit log names the call: "
+				                     "type=1326)");
+			if (WIFSIGNALED(status))
+				return err_set(-EIO, "the VM monitor was killed by signal %d (%s) before the container was "
+				                     "created",
+				               WTERMSIG(status), strsignal(WTERMSIG(status)));
+			return err_set(-EIO, "the VM monitor exited with status %d before the container was created",
+			               WEXITSTATUS(status));
+		}
+		usleep(10000);
+	}
 	return err_set(-EIO, "the VM monitor exited before the container was created");
 }
 
@@ -250,6 +282,7 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	};
 	struct timespec t0, t1;
 	int r, fd = -1;
+	bool reaped = false;
 	pid_t pid;
 
 	if (asprintf(&disk, "%s/%s", c->dir, MONITOR_DISK) < 0 ||
@@ -300,12 +333,16 @@ static int build_and_fork(struct cli_context *ctx, struct container *c, const st
 	stop_point("create:forked");
 	r = read_ready(fd);
 	close(fd);
+	if (r == -EPIPE)
+		r = monitor_gone(pid, &reaped);
 	if (r >= 0)
 		r = record_created(c, pid, pid_file, a.restore_dir != NULL);
 	if (r < 0) {
-		kill(pid, SIGKILL);
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
+		if (!reaped) {
+			kill(pid, SIGKILL);
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+		}
 		return r; /* launch_destroy() removes the rest */
 	}
 	stop_point("create:ready");
