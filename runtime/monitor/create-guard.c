@@ -2,11 +2,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +35,29 @@ struct guard_job {
 static bool creator_alive(const struct guard_job *j)
 {
 	return j->creator > 0 && proc_is_alive(container_proc_root, j->creator, j->creator_start);
+}
+
+/* Until the creator has ended (exited: a zombie counts as ended), for up
+ * to CREATOR_WAIT_MS: a creator alive after that removes the container
+ * itself. False when it is still alive. */
+#define CREATOR_WAIT_MS 30000
+static bool wait_creator(const struct guard_job *j)
+{
+	int fd = j->creator > 0 ? (int)syscall(SYS_pidfd_open, j->creator, 0) : -1;
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int r;
+
+	/* Opened, then checked: the pid is still the creator's. */
+	if (fd < 0 || !creator_alive(j)) {
+		if (fd >= 0)
+			close(fd);
+		return true;
+	}
+	do
+		r = poll(&p, 1, CREATOR_WAIT_MS);
+	while (r < 0 && errno == EINTR);
+	close(fd);
+	return r != 0;
 }
 
 /* Remove the container, if its directory is still the one we were forked
@@ -70,8 +95,9 @@ static _Noreturn void guard_main(int fd, const struct guard_job *j)
 	if (n == 1 && v == VERDICT_KEEP)
 		_exit(0);
 	/* No verdict: the monitor died. A living creator reads its end and
-	 * removes the container itself. */
-	if (n != 1 && creator_alive(j))
+	 * removes the container itself; one that is dying (killed with the
+	 * monitor) cannot: wait for it to end, then remove what is left. */
+	if (n != 1 && !wait_creator(j))
 		_exit(0);
 	if (guard_clean(j) < 0) {
 		log_error("removing container %s: %s", j->id, err_msg());
