@@ -27,9 +27,10 @@ template's disk offered no VIRTIO_BLK_F_RO, and such a checkpoint could not
 be restored); the four cold boots start at the beginning, beside the
 template's build, so their boots overlap it, and are checkpointed at the
 end (where guest kernel code is emulated only the writable one with a NIC,
-unless KVRUN_TEMPLATE_MATRIX=full). Each restored container goes on counting, a read-only root stays
-read-only (an exec's touch fails), a restored NIC answers its peer's ping,
-and after its delete its namespace has its address back.
+unless KVRUN_TEMPLATE_MATRIX=full). Each restored container goes on
+counting, a read-only root stays read-only (an exec's touch fails), a
+restored NIC answers its peer's ping, and after its delete its namespace
+has its address back.
 
 A template with one network device (`template build --nics 1`, a second
 boot): a container whose network namespace has a veth (the namespaces are
@@ -212,7 +213,9 @@ def roundtrip(t, tmp, env, name, b, cid, out1, ro, pns=None, addr=None, cns=None
     if not t.ok(len(before) >= 3, f"{name}: the counter counts", before):
         kvrun(env, "--root", root, "delete", "--force", cid, timeout=120)
         return
-    addrs = eth0_addrs(cns) if cns else None
+    # What the namespace had before the container (veth_pair's /24): kvrun
+    # holds the address while the VM runs and gives it back at delete.
+    addrs = [f"{addr}/24"] if cns else None
     p = kvrun(env, "--root", root, "--log", log, "--debug", "checkpoint", "--image-path", img, cid, timeout=600)
     t.ok(p.returncode == 0, f"{name}: checkpoint", p.stderr[-1500:])
     last = max(counts(out1) or [0])
