@@ -3,7 +3,8 @@
 # suites, then the fuzz targets (tests/fuzz/run.sh: each libFuzzer target
 # for $KVRUN_FUZZ_SECONDS, default 40, two at a time, in a clang build of
 # its own; 0 skips them), then the slow Linux-guest suite (own time budget,
-# one test at a time so that no other test sees its VMs), then the engines
+# one test at a time so that no other test sees its VMs; those also of
+# suite 'long' only with KVRUN_TEST_LONG=1), then the engines
 # suite (docker, podman and containerd running kvrun; one at a time too),
 # then print one summary line (a fuzz target counts as one test).
 # Extra arguments go to every `meson test` run (for example --no-rebuild).
@@ -20,7 +21,9 @@ if [ "${KVRUN_FUZZ_SECONDS:-40}" != 0 ]; then
 	rc_fuzz=$?
 	[ "$rc_fuzz" = 77 ] && rc_fuzz=0 # no clang with libFuzzer: said so, skipped
 fi
-meson test -C build --print-errorlogs --num-processes 1 --suite slow --logbase slow "$@"
+long=(--no-suite long)
+[ "${KVRUN_TEST_LONG:-0}" = 1 ] && long=()
+meson test -C build --print-errorlogs --num-processes 1 --suite slow "${long[@]}" --logbase slow "$@"
 rc_slow=$?
 meson test -C build --print-errorlogs --num-processes 1 --suite engines --logbase engines "$@"
 rc_engines=$?

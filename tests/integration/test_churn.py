@@ -114,9 +114,12 @@ def kvrun(*args, env=ENV, timeout=BOOT_WAIT):
         return subprocess.CompletedProcess(args, p.returncode, out.read(), err.read())
 
 
-def make_bundle(name, netns, args, cgroup=None, annotations=None):
-    b = os.path.join(tmp, name)
-    rootfs = os.path.join(b, "rootfs")
+def shared_rootfs():
+    """One root directory for every bundle: one root disk in the cache,
+    made by the first cycle (a census then sees no new cache file)."""
+    rootfs = os.path.join(tmp, "rootfs")
+    if os.path.isdir(rootfs):
+        return rootfs
     for d in ["bin", "proc", "sys", "dev", "tmp"]:
         os.makedirs(os.path.join(rootfs, d))
     shutil.copy(BUSYBOX, os.path.join(rootfs, "bin", "busybox"))
@@ -124,9 +127,16 @@ def make_bundle(name, netns, args, cgroup=None, annotations=None):
         os.symlink("busybox", os.path.join(rootfs, "bin", a))
     if probe:
         shutil.copy(probe, os.path.join(rootfs, "bin", "vsock-probe"))
+    return rootfs
+
+
+def make_bundle(name, netns, args, cgroup=None, annotations=None):
+    b = os.path.join(tmp, name)
+    os.makedirs(b)
     subprocess.run([KVRUN, "spec", "-b", b], check=True)
     with open(os.path.join(b, "config.json")) as f:
         spec = json.load(f)
+    spec["root"]["path"] = shared_rootfs()
     spec["process"]["terminal"] = False
     spec["process"]["args"] = args
     spec["linux"]["namespaces"] = [n for n in spec["linux"]["namespaces"] if n["type"] != "network"] + \

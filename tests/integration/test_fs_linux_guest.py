@@ -31,7 +31,7 @@ $bb mkdir -p /mnt
 say() { echo "FS-GUEST $*"; }
 if $bb mount -t virtiofs %(tag)s /mnt; then say mount ok; else say mount failed; fi
 say hello "$($bb cat /mnt/hello.txt)"
-say md5 "$($bb md5sum /mnt/big.bin | $bb cut -d' ' -f1)"
+h=$($bb md5sum /mnt/big.bin 2>&1); say md5rc $?; say md5 "${h%%%% *}"
 say size "$($bb stat -c %%s /mnt/big.bin)"
 echo "written by the guest" > /mnt/fromguest.txt && say write ok
 $bb dd if=/mnt/big.bin of=/mnt/copy.bin bs=1M 2>/dev/null && say copy ok
@@ -96,7 +96,13 @@ with tempfile.TemporaryDirectory(prefix="kvrun-fs-linux-") as tmp:
     t.ok(rc == 120 and "done" in seen, f"the guest ran its script and rebooted (exit {rc})", diag)
     t.eq(seen.get("mount"), "ok", "mount -t virtiofs")
     t.eq(seen.get("hello"), "hello from the host", "the guest reads the host's file")
-    t.eq(seen.get("md5"), hashlib.md5(big).hexdigest(), "3 MiB read through the device intact (md5)")
+    want = hashlib.md5(big).hexdigest()
+    if seen.get("md5") != want and guestlib.guest_segv(int(seen.get("md5rc") or 0), ""):
+        t.todo(False, "3 MiB read through the device intact (md5)", guestlib.GUEST_SEGV_GAP,
+               f"md5sum exit {seen.get('md5rc')}")
+    else:
+        t.ok(seen.get("md5") == want, "3 MiB read through the device intact (md5)",
+             f"got {seen.get('md5')!r} (md5sum exit {seen.get('md5rc')}), want {want!r}")
     t.eq(seen.get("size"), str(len(big)), "its size")
     t.eq(seen.get("link"), "hello from the host", "a symlink made by the guest, resolved by the guest")
     t.eq(seen.get("dev"), "character special file 1,3", "the guest sees its device node")
