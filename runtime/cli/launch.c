@@ -123,12 +123,14 @@ static int monitor_gone(pid_t pid, bool *reaped)
 		if (w == pid) {
 			*reaped = true;
 			if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
-				return err_set(-EIO, "the VM monitor was killed by its jail's system call filter before the "
-				                     "container was created (the kernel's audit log names the call: "
-				                     "type=1326)");
+				return err_set(-EIO,
+				               "the VM monitor was killed by its jail's system call filter before the "
+				               "container was created (the kernel's audit log names the call: "
+				               "type=1326)");
 			if (WIFSIGNALED(status))
-				return err_set(-EIO, "the VM monitor was killed by signal %d (%s) before the container was "
-				                     "created",
+				return err_set(-EIO,
+				               "the VM monitor was killed by signal %d (%s) before the container was "
+				               "created",
 				               WTERMSIG(status), strsignal(WTERMSIG(status)));
 			return err_set(-EIO, "the VM monitor exited with status %d before the container was created",
 			               WEXITSTATUS(status));
