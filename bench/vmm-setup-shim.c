@@ -5,6 +5,11 @@
  * kvrun and QEMU are timed the same way, from just before exec to the first
  * guest entry, without changing either binary. It also appends each
  * memory slot's host range to VMM_BENCH_OUT.slots.
+ *
+ * VMM_BENCH_OUT=- writes the first line to stderr instead, prefixed with
+ * "vmm-bench-first-run-ns ", and no slots: a jailed kvrun monitor (`kvrun
+ * run`) enters KVM_RUN on a vCPU thread that may not open files, in a
+ * root where the harness's paths do not exist; it keeps stderr.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -30,8 +35,13 @@ static void record(void)
 	if (__atomic_exchange_n(&done, 1, __ATOMIC_SEQ_CST) || !t0s || !out)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	n = snprintf(buf, sizeof(buf), "%lld\n",
+	n = snprintf(buf, sizeof(buf), "%s%lld\n", strcmp(out, "-") ? "" : "vmm-bench-first-run-ns ",
 	             (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec - strtoll(t0s, NULL, 10));
+	if (!strcmp(out, "-")) {
+		if (write(STDERR_FILENO, buf, (size_t)n) < 0)
+			return;
+		return;
+	}
 	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd >= 0) {
 		if (write(fd, buf, (size_t)n) < 0)
@@ -48,7 +58,7 @@ static void record_slot(const struct kvm_userspace_memory_region *slot)
 	char path[4096], buf[96];
 	int fd, n;
 
-	if (!out || !slot || !slot->memory_size)
+	if (!out || !strcmp(out, "-") || !slot || !slot->memory_size)
 		return;
 	snprintf(path, sizeof(path), "%s.slots", out);
 	n = snprintf(buf, sizeof(buf), "%llx %llx\n", (unsigned long long)slot->userspace_addr,

@@ -27,15 +27,21 @@ def kvrun_to_first_run(ctx, bundle, cid, timeout=120):
     before reaching the guest."""
     kv = ctx.rt["kvrun"]
     with tempfile.TemporaryDirectory() as d:
-        out = os.path.join(d, "first-run")
-        env = dict(kv.env, LD_PRELOAD=ctx.shim, VMM_BENCH_OUT=out)
+        # The shim writes to stderr (VMM_BENCH_OUT=-): the jailed monitor's
+        # vCPU thread may open no file (bench/vmm-setup-shim.c).
+        env = dict(kv.env, LD_PRELOAD=ctx.shim, VMM_BENCH_OUT="-")
         errf = open(os.path.join(d, "err"), "w+")
         env["VMM_BENCH_T0_NS"] = str(time.monotonic_ns())
         p = subprocess.Popen(kv.argv("run", "-b", bundle, cid), env=env, stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=errf)
         deadline = time.monotonic() + timeout
+
+        def first_run():
+            errf.seek(0)
+            m = re.search(r"^vmm-bench-first-run-ns (\d+)$", errf.read(), re.M)
+            return int(m.group(1)) if m else None
         try:
-            while not (os.path.exists(out) and os.path.getsize(out) > 0):
+            while (ns := first_run()) is None:
                 if p.poll() is not None or time.monotonic() > deadline:
                     errf.seek(0)
                     msg = errf.read().strip().splitlines()
@@ -43,7 +49,7 @@ def kvrun_to_first_run(ctx, bundle, cid, timeout=120):
                     m = re.search(r'msg="((?:[^"\\]|\\.)*)"', msg)  # logrus text line
                     raise RuntimeError(m.group(1) if m else msg)
                 time.sleep(0.002)
-            return int(open(out).read()) / 1e9
+            return ns / 1e9
         finally:
             for pid in reversed(descendants(p.pid)):
                 try:
