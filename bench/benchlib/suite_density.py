@@ -146,7 +146,8 @@ def run(ctx):
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     ctx.results.notes.append(f"density: {name} x{n}: {e}")
                     log(f"density: {name} x{n} failed: {e}")
-        ctx.results.metric(S, f"pss_{counts[-1]}")["target"] = {"max": 10}
+        if counts[-1] == COUNTS[-1]:  # the target is for 30 (not --quick's 3)
+            ctx.results.metric(S, f"pss_{counts[-1]}")["target"] = {"max": 10}
     finally:
         if env:
             remove_templates(env)
