@@ -259,13 +259,9 @@ static int do_vmstats(struct monitor *m, char *detail, size_t size)
 	FILE *f;
 	int r;
 
-	if (!m->sb)
+	/* Opened before the vCPUs ran (bring_up()): never here. */
+	if (!m->sb || !m->vm_stats)
 		return err_set(-ESRCH, "the VM has ended");
-	if (!m->vm_stats) {
-		r = vm_stats_open(m->sb->vm, &m->vm_stats);
-		if (r < 0)
-			return err_setsys(r, "VM statistics");
-	}
 	r = vm_stats_sample(m->vm_stats, &now);
 	if (r < 0)
 		return err_setsys(r, "reading VM statistics");

@@ -352,6 +352,11 @@ static int bring_up(struct monitor *m)
 	jail_ns = vm_now_ns() - t0;
 	if (r >= 0)
 		r = build_vm(m);
+	/* The statistics' descriptors now, while no vCPU runs: KVM_GET_STATS_FD
+	 * on a vCPU waits for its KVM_RUN to return, and a halted vCPU may be
+	 * waiting for this very thread ("vmstats" froze the monitor). */
+	if (r >= 0)
+		r = vm_stats_open(m->sb->vm, &m->vm_stats);
 	t0 = vm_now_ns();
 	if (r >= 0)
 		r = monitor_jail_finish(m);
