@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <linux/kvm.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,23 +31,21 @@ static void record(void)
 	const char *t0s = getenv("VMM_BENCH_T0_NS"), *out = getenv("VMM_BENCH_OUT");
 	struct timespec ts;
 	char buf[64];
+	bool to_stderr;
 	int fd, n;
 
 	if (__atomic_exchange_n(&done, 1, __ATOMIC_SEQ_CST) || !t0s || !out)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	n = snprintf(buf, sizeof(buf), "%s%lld\n", strcmp(out, "-") ? "" : "vmm-bench-first-run-ns ",
+	to_stderr = !strcmp(out, "-");
+	n = snprintf(buf, sizeof(buf), "%s%lld\n", to_stderr ? "vmm-bench-first-run-ns " : "",
 	             (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec - strtoll(t0s, NULL, 10));
-	if (!strcmp(out, "-")) {
-		if (write(STDERR_FILENO, buf, (size_t)n) < 0)
-			return;
-		return;
-	}
-	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = to_stderr ? STDERR_FILENO : open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd >= 0) {
 		if (write(fd, buf, (size_t)n) < 0)
 			perror("vmm-setup-shim");
-		close(fd);
+		if (!to_stderr)
+			close(fd);
 	}
 }
 

@@ -14,12 +14,6 @@
 #include "bench.h"
 #include "usermode.h"
 
-#define NET_F_CSUM 0
-#define NET_F_GUEST_CSUM 1
-#define NET_F_GUEST_TSO4 7
-#define NET_F_HOST_TSO4 11
-#define NET_F_MRG_RXBUF 15
-#define NET_F_MAC 5
 #define RING 256
 #define HDR_LEN 12
 #define TX_SLOT 0x11000ULL /* 68 KiB: header and a 64 KiB frame */

@@ -53,9 +53,9 @@
 #define NET_RINGS 0x860000ULL /* the first NIC's two rings, never filled */
 /* What Linux's driver takes of kvrun's virtio-net: the host then sets the
  * TAP's header size and offloads as the device goes live. */
-#define NET_WANT                                                                                                \
-	(1ULL << 0 /* CSUM */ | 1ULL << 1 /* GUEST_CSUM */ | 1ULL << 5 /* MAC */ | 1ULL << 7 /* GUEST_TSO4 */ | \
-	 1ULL << 11 /* HOST_TSO4 */ | 1ULL << 15 /* MRG_RXBUF */)
+#define NET_WANT                                                                                        \
+	(1ULL << NET_F_CSUM | 1ULL << NET_F_GUEST_CSUM | 1ULL << NET_F_MAC | 1ULL << NET_F_GUEST_TSO4 | \
+	 1ULL << NET_F_HOST_TSO4 | 1ULL << NET_F_MRG_RXBUF)
 
 struct fi_exec {
 	bool live;

@@ -38,6 +38,13 @@
 #define F_INDIRECT 28
 #define F_EVENT_IDX 29
 #define F_VERSION_1 32
+/* virtio-net feature bits the test guest takes. */
+#define NET_F_CSUM 0
+#define NET_F_GUEST_CSUM 1
+#define NET_F_MAC 5
+#define NET_F_GUEST_TSO4 7
+#define NET_F_HOST_TSO4 11
+#define NET_F_MRG_RXBUF 15
 
 #define D_NEXT 1
 #define D_WRITE 2
