@@ -6,7 +6,9 @@
 # one test at a time so that no other test sees its VMs; those also of
 # suite 'long' only with KVRUN_TEST_LONG=1), then the engines
 # suite (docker, podman and containerd running kvrun; one at a time too),
-# then print one summary line (a fuzz target counts as one test).
+# then each failed test's failed checks with their diagnostics
+# (scripts/failure-digest.py, bounded), then one summary line (a fuzz
+# target counts as one test).
 # Extra arguments go to every `meson test` run (for example --no-rebuild).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +29,7 @@ meson test -C build --print-errorlogs --num-processes 1 --suite slow "${long[@]}
 rc_slow=$?
 meson test -C build --print-errorlogs --num-processes 1 --suite engines --logbase engines "$@"
 rc_engines=$?
+python3 scripts/failure-digest.py build/meson-logs/fast.json build/meson-logs/slow.json build/meson-logs/engines.json
 python3 - build-fuzz/fuzz-out/results build/meson-logs/fast.json build/meson-logs/slow.json \
 	build/meson-logs/engines.json <<'PY'
 import json, sys
