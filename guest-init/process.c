@@ -170,21 +170,43 @@ static int switch_user(const struct proto_process *p, struct gi_user *u)
 	return 0;
 }
 
-/* The environment to exec with: the spec's, plus HOME when missing. */
+/* guest-init's own GLIBC_TUNABLES entry, if it was started with one. The
+ * kernel hands it over from its command line, where kvrun puts it only on
+ * emulating hosts (vm-config.c): there the guest kernel cannot keep the
+ * AVX registers of a process across a task switch, so glibc must not use
+ * them (docs/runtime.md, emulating hosts). */
+static const char *own_tunables(void)
+{
+	extern char **environ;
+
+	for (char **e = environ; e && *e; e++)
+		if (strncmp(*e, "GLIBC_TUNABLES=", 15) == 0)
+			return *e;
+	return NULL;
+}
+
+/* The environment to exec with: the spec's, plus HOME when missing, plus
+ * guest-init's GLIBC_TUNABLES when the spec sets none. */
 static char **build_env(const struct proto_process *p, const struct gi_user *u, char **ret_home)
 {
+	const char *tunables = own_tunables();
 	size_t n = 0;
 	char **env;
 	bool has_home = false;
 
-	for (char **e = p->env; e && *e; e++, n++)
+	for (char **e = p->env; e && *e; e++, n++) {
 		has_home |= strncmp(*e, "HOME=", 5) == 0;
-	env = calloc(n + 2, sizeof(char *));
+		if (strncmp(*e, "GLIBC_TUNABLES=", 15) == 0)
+			tunables = NULL;
+	}
+	env = calloc(n + 3, sizeof(char *));
 	if (!env)
 		return NULL;
 	memcpy(env, p->env ? p->env : env, n * sizeof(char *));
 	if (!has_home && asprintf(ret_home, "HOME=%s", u->home ? u->home : "/") >= 0)
-		env[n] = *ret_home;
+		env[n++] = *ret_home;
+	if (tunables)
+		env[n] = (char *)tunables;
 	return env;
 }
 

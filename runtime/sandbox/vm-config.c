@@ -52,9 +52,27 @@
 	"smap,smep,popcnt,rdrand,rdseed,rdpid,erms,fsrm,clflushopt,clwb,umip,invpcid,movbe,aes," \
 	"pclmulqdq,sha_ni,f16c,bmi1,cx16,bmi2,adx"
 _Static_assert(sizeof(CLEARCPUID_EMULATING_HOST) <= 128, "Linux parses at most 127 bytes of clearcpuid=");
+/*
+ * Guest user code runs natively there, with the host's XCR0: AVX and
+ * AVX-512 work in it, and CPUID (the host's leaves) says so. But the guest
+ * kernel, without XSAVE, keeps only the x87/SSE part of a task's registers
+ * across a task switch: the upper halves of the YMM/ZMM registers of a
+ * process preempted inside AVX code come back as another process left
+ * them. glibc's memcpy and string functions use AVX when CPUID allows it;
+ * on that host about one busybox process in ten died of SIGSEGV at its
+ * first thread-local access (its TLS block, copied with AVX, read back
+ * zero), and none did with AVX turned off in glibc. The kernel hands an
+ * unknown NAME=value parameter to init as an environment variable;
+ * guest-init passes it on to the container's processes that set no
+ * GLIBC_TUNABLES of their own (guest-init/process.c). Programs that pick
+ * AVX without glibc's tunables (Go, for one) are not covered.
+ */
+#define TUNABLES_EMULATING_HOST                                                              \
+	"GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX,-AVX2,-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ," \
+	"-AVX512CD,-AVX_Fast_Unaligned_Load,-FMA,-FMA4"
 #define CMDLINE_EMULATING_HOST                                            \
 	"noxsave nofsgsbase nopcid clearcpuid=" CLEARCPUID_EMULATING_HOST \
-	" rcupdate.rcu_cpu_stall_suppress=1 nowatchdog pvmhost=1"
+	" rcupdate.rcu_cpu_stall_suppress=1 nowatchdog pvmhost=1 " TUNABLES_EMULATING_HOST
 
 bool vm_host_is_emulating(void)
 {

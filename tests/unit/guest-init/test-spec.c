@@ -176,6 +176,41 @@ TEST(signal_death)
 	proto_start_free(&s);
 }
 
+/* guest-init's own GLIBC_TUNABLES (from the kernel command line, which
+ * kvrun sets on emulating hosts only) reaches a process whose spec sets
+ * none; a spec's own value is kept as it is. */
+TEST(glibc_tunables_passed_on)
+{
+	const char *mine[] = {"PATH=/bin", "GLIBC_TUNABLES=glibc.malloc.check=0", NULL};
+	struct proto_start s;
+	struct result res;
+
+	unsetenv("GLIBC_TUNABLES");
+	base_spec(&s, "echo tun=${GLIBC_TUNABLES-unset}");
+	default_mounts(&s);
+	run(&s, NULL, &res);
+	has(&res, "tun=unset");
+	proto_start_free(&s);
+
+	setenv("GLIBC_TUNABLES", "glibc.cpu.hwcaps=-AVX,-AVX2", 1);
+	base_spec(&s, "echo tun=${GLIBC_TUNABLES-unset},$FOO,$HOME");
+	default_mounts(&s);
+	run(&s, NULL, &res);
+	has(&res, "tun=glibc.cpu.hwcaps=-AVX,-AVX2,bar,/root");
+	proto_start_free(&s);
+
+	base_spec(&s, "echo tun=${GLIBC_TUNABLES-unset}");
+	default_mounts(&s);
+	for (char **e = s.process.env; *e; e++)
+		free(*e);
+	free(s.process.env);
+	s.process.env = strv(mine);
+	run(&s, NULL, &res);
+	has(&res, "tun=glibc.malloc.check=0");
+	proto_start_free(&s);
+	unsetenv("GLIBC_TUNABLES");
+}
+
 static void set_arg0(struct proto_start *s, const char *arg0)
 {
 	free(s->process.args[0]);
