@@ -125,37 +125,6 @@ static int keep_setid_caps(const struct jail *j)
 	return set_caps(keep);
 }
 
-int jail_begin(struct jail *j)
-{
-	int r;
-
-	if (j->begun)
-		return -EALREADY;
-	/* While CAP_SYS_ADMIN is still there. */
-	if (j->seal_state_dir && mount(NULL, JAIL_STATE_DIR, NULL,
-	                               MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-		return err_setsys(-errno, "jail: seal %s", JAIL_STATE_DIR);
-	/* No core, no ptrace by the same uid, root-owned /proc entries. */
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		return err_setsys(-errno, "jail: PR_SET_DUMPABLE");
-	r = keep_setid_caps(j);
-	if (r < 0)
-		return r;
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return err_setsys(-errno, "jail: no_new_privs");
-	for (int f = 0; f < JAIL_NR_FILTERS; f++)
-		if (f != JAIL_FILTER_VCPU || j->profile == JAIL_MONITOR) {
-			r = jail_filter_compile(j, (enum jail_filter)f);
-			if (r < 0)
-				return r;
-		}
-	r = jail_filter_load(j, JAIL_FILTER_BUILD, true);
-	if (r < 0)
-		return err_setsys(r, "jail: load the build filter");
-	j->begun = true;
-	return 0;
-}
-
 /* Every capability of this thread, by capset(2) alone (libcap would ask
  * capget first, which no filter allows). */
 static int drop_own_caps(void)
@@ -188,18 +157,54 @@ static int drop_ids(const struct jail *j)
 	return 0;
 }
 
+int jail_begin(struct jail *j)
+{
+	int r;
+
+	if (j->begun)
+		return -EALREADY;
+	/* While CAP_SYS_ADMIN is still there. */
+	if (j->seal_state_dir && mount(NULL, JAIL_STATE_DIR, NULL,
+	                               MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return err_setsys(-errno, "jail: seal %s", JAIL_STATE_DIR);
+	/* No core, no ptrace by the same uid, root-owned /proc entries. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return err_setsys(-errno, "jail: PR_SET_DUMPABLE");
+	r = keep_setid_caps(j);
+	if (r < 0)
+		return r;
+	/* A file server's jail takes its ids now, while this is the only
+	 * thread, and then lets CAP_SETUID go: the threads made while the VM
+	 * is built (the server's workers) get the server's capabilities and
+	 * nothing more. Without a file server every capability goes with the
+	 * ids' change in jail_finish(), on every thread. */
+	if (j->file_server && ((r = drop_ids(j)) < 0 || (r = set_caps(JAIL_FS_CAPS)) < 0))
+		return r;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return err_setsys(-errno, "jail: no_new_privs");
+	for (int f = 0; f < JAIL_NR_FILTERS; f++)
+		if (f != JAIL_FILTER_VCPU || j->profile == JAIL_MONITOR) {
+			r = jail_filter_compile(j, (enum jail_filter)f);
+			if (r < 0)
+				return r;
+		}
+	r = jail_filter_load(j, JAIL_FILTER_BUILD, true);
+	if (r < 0)
+		return err_setsys(r, "jail: load the build filter");
+	j->begun = true;
+	return 0;
+}
+
 int jail_finish(struct jail *j)
 {
 	int r;
 
 	if (!j->begun || j->finished)
 		return -EINVAL;
-	r = drop_ids(j);
-	/* A file server's capabilities stay with the threads made so far
-	 * (its workers): this one, and those it makes from now on, have
-	 * none. */
-	if (r >= 0 && j->file_server)
-		r = drop_own_caps();
+	/* A file server's jail has its ids already (jail_begin()), and its
+	 * capabilities stay with the threads made so far (its workers): this
+	 * one, and those it makes from now on, have none. */
+	r = j->file_server ? drop_own_caps() : drop_ids(j);
 	if (r >= 0) {
 		r = jail_filter_load(j, JAIL_FILTER_SERVE, true);
 		if (r < 0)

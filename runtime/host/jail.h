@@ -24,8 +24,10 @@
  *
  * A jail with a file server (a VM with shared directories: virtio-fs, whose
  * FUSE passthrough server runs in the VMM) keeps what that server needs:
- * the capabilities of JAIL_FS_CAPS on the threads made while the VM is
- * built (its workers among them) through the change of ids, the file
+ * the capabilities of JAIL_FS_CAPS, and no others, on the threads made
+ * while the VM is built (its workers among them; jail_begin() takes the
+ * jail's ids already, while there is one thread, and drops CAP_SETUID
+ * then), the file
  * server's calls in the build and serving filters, and /proc/self/fd (the
  * process's own descriptors, through which the server reaches the files
  * it holds by descriptor). The thread that finishes the jail, and every

@@ -159,9 +159,9 @@ def threads_status(pid):
 
 
 # CAP_CHOWN, DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER, FSETID, SETGID, SETFCAP
-# (JAIL_FS_CAPS), and SETUID, which the threads made before the ids changed
-# keep and no filter lets them use.
-FS_WORKER_CAPS = "%016x" % sum(1 << c for c in (0, 1, 2, 3, 4, 6, 7, 31))
+# (JAIL_FS_CAPS) and nothing more: a file server's jail takes its ids
+# before the VM's threads are made, so they never hold CAP_SETUID.
+FS_WORKER_CAPS = "%016x" % sum(1 << c for c in (0, 1, 2, 3, 4, 6, 31))
 NO_CAPS = "0000000000000000"
 
 
