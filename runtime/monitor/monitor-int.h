@@ -61,6 +61,7 @@ struct monitor {
 	bool exited; /* EXIT of the container's init received */
 	bool paused; /* vCPUs stopped by a pause request */
 	bool checkpointed; /* saved and ending: the VM goes before the relays */
+	bool kill_unconfirmed; /* SIGKILL the guest did not confirm: likewise */
 	uint32_t exit_status;
 	struct relay *relays[CHAN_NR];
 	struct relay *fd_relays[PROTO_MAX_EXTRA_FDS]; /* preserved fds: from the guest */

@@ -137,9 +137,16 @@ static int do_start(struct monitor *m, char *detail, size_t size)
 	return 0;
 }
 
+/* How long a SIGKILL of the container's process waits for the guest to
+ * confirm it before the VM is ended instead. Long enough for a busy guest
+ * whose kernel code is emulated; a guest that answers lets guest-init
+ * flush the container's writes (shared directories among them) first. */
+#define KILL_CONFIRM_MS (20 * 1000)
+
 int monitor_signal(struct monitor *m, uint32_t pid, int signo, bool all)
 {
 	struct proto_msg msg = {.type = PROTO_MSG_SIGNAL}, ans = {0};
+	bool kill_init = signo == SIGKILL && (pid == 0 || all);
 	int r;
 
 	if (m->exited)
@@ -155,8 +162,19 @@ int monitor_signal(struct monitor *m, uint32_t pid, int signo, bool all)
 		 * dropped then. */
 		return guest_channel_send(&m->ch, &msg, GUEST_REPLY_TIMEOUT_MS);
 	}
-	r = guest_channel_request(&m->ch, &msg, GUEST_REPLY_TIMEOUT_MS, &ans);
+	r = guest_channel_request(&m->ch, &msg, kill_init ? KILL_CONFIRM_MS : GUEST_REPLY_TIMEOUT_MS, &ans);
 	proto_msg_free(&ans);
+	if (r < 0 && kill_init && !m->exited) {
+		/* A guest that cannot even take SIGKILL (hung, halted, its
+		 * guest-init gone) still loses its container: the VM ends, as
+		 * the process would have. */
+		log_warn("the guest did not confirm SIGKILL of the container's process (%s): ending its VM", err_msg());
+		err_clear();
+		m->exited = true;
+		m->exit_status = SIGKILL;
+		m->kill_unconfirmed = true;
+		return 0;
+	}
 	return r;
 }
 

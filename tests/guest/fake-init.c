@@ -17,6 +17,8 @@
  *
  * Options (kernel command line):
  *   hold=1        never answer START: the monitor waits in create
+ *   halt=1        after the stdio streams, halt with interrupts off:
+ *                 the vCPU stays in KVM_RUN (test_monitor_stall.py)
  *   stall=1       after the stdio streams, the first bytes of an EXIT
  *                 frame and nothing more, ever (test_monitor_stall.py)
  *   second_ctl=1  after the stdio streams, try a second control stream:
@@ -529,6 +531,10 @@ void check_fake_init(void)
 
 		tap_ok(!fi_open(&f, &s, CTL_PORT), "fake-init: a second control stream is refused");
 	}
+	/* Idle for good with interrupts off: the vCPU stays halted inside
+	 * KVM_RUN, as an idle Linux guest's does between interrupts. */
+	if (cmd_num("halt", 0))
+		fi_halt("halted after the start, interrupts off");
 	if (cmd_num("stall", 0)) {
 		/* An EXIT promising 30 bytes of body, and 4 of them. */
 		put_header(msg, PROTO_EXIT, 30, 0);

@@ -13,7 +13,15 @@ deadline (30 s without a byte) with the reason in the log, and end the
 container. Before, the monitor read the body with a blocking read: every
 request after that point hung.
 
+Then a guest that halts for good with interrupts off (fake-init halt=1)
+after the start: its vCPU stays inside KVM_RUN. The monitor must still
+answer "vmstats" (every `kvrun events` sample asks for it) at once, and
+again; it once opened the VM statistics there (KVM_GET_STATS_FD on each
+vCPU, which waits for that vCPU's KVM_RUN to return), and the monitor froze
+for good. Then kill 9 ends the container.
+
 Needs /dev/kvm and root; skips loudly otherwise."""
+import socket
 import json
 import os
 import shutil
@@ -125,6 +133,52 @@ if not gone:
         os.kill(pid, 9)
     except ProcessLookupError:
         pass
+
+
+def ask(sock_path, request, timeout=10):
+    """One control.sock request's reply line, or why there was none."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(sock_path)
+        s.sendall(request.encode() + b"\n")
+        data = b""
+        while b"\n" not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        return data.decode(errors="replace").split("\n")[0]
+    except OSError as e:  # socket.timeout among them
+        return f"no answer: {e}"
+    finally:
+        s.close()
+
+
+with open(os.path.join(tmp, "config.json"), "w") as f:
+    json.dump({"cmdline_extra": "test=fake-init halt=1"}, f)
+hid = "halted"
+hpid_file = os.path.join(tmp, "hpid")
+rc, out = create(env, root, "--log", log, "create", "--bundle", bundle, "--pid-file", hpid_file, hid)
+if t.ok(rc == 0, "halted guest: create with the fake guest-init (halt=1)", f"rc {rc}\n{out}"):
+    hpid = int(open(hpid_file).read())
+    sock = os.path.join(root, hid, "control.sock")
+    # The guest halts right after its stdio streams.
+    time.sleep(3)
+    replies = []
+    for _ in range(2):
+        start = time.time()
+        replies.append((ask(sock, "vmstats"), round(time.time() - start, 2)))
+    t.ok(all(r.startswith("ok {") and el < 5 for r, el in replies),
+         "halted guest: the monitor answers vmstats at once, twice, its vCPU inside KVM_RUN",
+         repr([(r[:120], el) for r, el in replies]))
+    k = kvrun(env, root, "kill", hid, "9")
+    t.ok(k.returncode == 0, "halted guest: kill 9", k.stderr)
+    t.ok(wait_for(lambda: not alive(hpid), timeout=30), "halted guest: its monitor ends")
+    d = kvrun(env, root, "delete", "--force", hid)
+    t.ok(d.returncode == 0, "halted guest: delete", d.stderr)
+    if alive(hpid):
+        os.kill(hpid, 9)
 if t.failed:
     t.diag(f"kept {tmp}")
 else:
