@@ -38,11 +38,17 @@ EXIT_STATUS = {
 # The kernel command line the guest kernel needs on a kvm_pvm host, where
 # the guest sees the host's CPUID and the CPL0 emulator lacks some
 # instructions (see shared/guest-kernel/BUILD.md).
+# What kvrun's runtime puts on an emulating host's guest command line and
+# guest-init passes on to container processes (runtime/sandbox/vm-config.c):
+# the guest's glibc without AVX, whose registers that host's guest kernel
+# does not keep across task switches (docs/runtime.md).
+EMULATING_HOST_TUNABLES = ("GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX,-AVX2,-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,"
+                           "-AVX512CD,-AVX_Fast_Unaligned_Load,-FMA,-FMA4")
 PVM_CMDLINE = (
     "console=ttyS0 reboot=k panic=-1 quiet noxsave nofsgsbase nopcid "
     "clearcpuid=smap,smep,popcnt,rdrand,rdseed,rdpid,erms,fsrm,clflushopt,clwb,"
     "umip,invpcid,movbe,aes,pclmulqdq,sha_ni,f16c,bmi1,cx16,bmi2,adx "
-    "rcupdate.rcu_cpu_stall_suppress=1 nowatchdog pvmhost=1"
+    "rcupdate.rcu_cpu_stall_suppress=1 nowatchdog pvmhost=1 " + EMULATING_HOST_TUNABLES
 )
 NATIVE_CMDLINE = "console=ttyS0 reboot=k panic=-1 quiet"
 

@@ -155,6 +155,15 @@ def reap(pid):
         pass
 
 
+def without_quirks(rt, text):
+    """kvrun's processes on an emulating host carry the GLIBC_TUNABLES kvrun
+    adds there (docs/runtime.md, "AVX on emulating hosts"): not a
+    difference from runc. Nothing is taken out anywhere else."""
+    if rt.name == "kvrun" and guestlib.emulating_host():
+        return text.replace(" " + guestlib.EMULATING_HOST_TUNABLES, "")
+    return text
+
+
 def ps_rows(text):
     """The header and the rows with the varying columns blanked, sorted."""
     lines = [ln for ln in text.splitlines() if ln.strip()]
@@ -198,7 +207,7 @@ def long_running(rt, tmp, b, res):
         got[f"kill {sig}"] = (p.returncode, msg(p))
     for opts in PS_OPTIONS:
         p = rt("ps", "ctr", *opts.split())
-        got[f"ps {opts}"] = (p.returncode, ps_rows(p.stdout))
+        got[f"ps {opts}"] = (p.returncode, ps_rows(without_quirks(rt, p.stdout)))
     for opts in PS_ERRORS:
         p = rt("ps", "ctr", *opts.split())
         got[f"ps {opts}"] = (p.returncode, msg(p))
