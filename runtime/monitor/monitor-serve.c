@@ -164,10 +164,12 @@ int monitor_signal(struct monitor *m, uint32_t pid, int signo, bool all)
 	}
 	r = guest_channel_request(&m->ch, &msg, kill_init ? KILL_CONFIRM_MS : GUEST_REPLY_TIMEOUT_MS, &ans);
 	proto_msg_free(&ans);
-	if (r < 0 && kill_init && !m->exited) {
-		/* A guest that cannot even take SIGKILL (hung, halted, its
-		 * guest-init gone) still loses its container: the VM ends, as
-		 * the process would have. */
+	if (r == -ETIMEDOUT && kill_init && !m->exited) {
+		/* A guest that cannot even take SIGKILL in time (hung, halted,
+		 * guest-init silent) still loses its container: the VM ends,
+		 * as the process would have. An answer, an error among them
+		 * (the process may be exiting: its EXIT follows), is left to
+		 * the guest as before. */
 		log_warn("the guest did not confirm SIGKILL of the container's process (%s): ending its VM", err_msg());
 		err_clear();
 		m->exited = true;
