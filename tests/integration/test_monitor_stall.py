@@ -88,7 +88,7 @@ with open(os.path.join(tmp, "config.json"), "w") as f:
 env = dict(os.environ, KVRUN_KERNEL=GUEST, KVRUN_CONFIG=os.path.join(tmp, "config.json"), KVRUN_TEMPLATES="0",
            KVRUN_CACHE_DIR=os.path.join(tmp, "cache"), KVRUN_ROOTFS_CACHE="0")
 pidfile = os.path.join(tmp, "pid")
-cid = "stall"
+cid = f"stall{os.getpid()}"  # its default cgroup: its own, also beside another run of this test
 
 rc, out = create(env, root, "--log", log, "create", "--bundle", bundle, "--pid-file", pidfile, cid)
 if not t.ok(rc == 0, "create with the fake guest-init", f"rc {rc}\n{out}"):
@@ -157,7 +157,7 @@ def ask(sock_path, request, timeout=10):
 
 with open(os.path.join(tmp, "config.json"), "w") as f:
     json.dump({"cmdline_extra": "test=fake-init halt=1"}, f)
-hid = "halted"
+hid = f"halted{os.getpid()}"
 hpid_file = os.path.join(tmp, "hpid")
 rc, out = create(env, root, "--log", log, "create", "--bundle", bundle, "--pid-file", hpid_file, hid)
 if t.ok(rc == 0, "halted guest: create with the fake guest-init (halt=1)", f"rc {rc}\n{out}"):
