@@ -10,12 +10,14 @@ build directory, generates the configuration the way kernel/build.sh does and
 runs kernel/check-config.py on it. Skips when the source package is missing.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
+import guestlib
 from taplib import Tap
 
 TARBALL = "/usr/src/linux-source-6.12.tar.xz"
@@ -34,6 +36,31 @@ MEMBERS = [
 t = Tap()
 src_root = os.environ.get("KVRUN_SOURCE_ROOT",
                           os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def c_string_macros(path):
+    """NAME -> value of each #define in path whose body is C string
+    literals and names of such macros (continuation lines joined)."""
+    text = re.sub(r"\\\n", " ", open(path).read())
+    raw = dict(re.findall(r"^#define\s+(\w+)\s+(.+)$", text, re.M))
+    out = {}
+
+    def value(name):
+        if name not in out:
+            parts = re.findall(r'"((?:[^"\\]|\\.)*)"|(\w+)', raw[name])
+            out[name] = "".join(lit if lit or not ref else value(ref) for lit, ref in parts)
+        return out[name]
+    return {n: value(n) for n in raw if raw[n].lstrip().startswith(('"', "CMDLINE", "CLEARCPUID", "TUNABLES"))}
+
+
+# The slow tests' `kvrun boot`s pass their own command line: on an
+# emulating host it must carry exactly the quirks kvrun's runtime adds there
+# (the GLIBC_TUNABLES among them: docs/runtime.md, "AVX on emulating hosts").
+macros = c_string_macros(os.path.join(src_root, "runtime", "sandbox", "vm-config.c"))
+quirks = macros.get("CMDLINE_EMULATING_HOST", "")
+t.ok(quirks and guestlib.PVM_CMDLINE.endswith(" " + quirks) and guestlib.EMULATING_HOST_TUNABLES in quirks,
+     "guestlib's emulating-host command line ends with the runtime's quirks, its GLIBC_TUNABLES included",
+     f"runtime: {quirks!r}\nguestlib: {guestlib.PVM_CMDLINE!r}")
 build_root = os.environ.get("KVRUN_BUILD_ROOT", os.path.join(src_root, "build"))
 fragment = os.path.join(src_root, "kernel", "kvrun.fragment")
 checker = os.path.join(src_root, "kernel", "check-config.py")
