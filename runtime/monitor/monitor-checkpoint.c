@@ -92,7 +92,7 @@ int monitor_checkpoint(struct monitor *m, bool leave_running, const char *dir, i
 	}
 	log_info("checkpoint for %s saved, container stopped", dir);
 	/* As runc's container after a checkpoint: killed. */
-	m->checkpointed = true;
+	m->vm_first = true;
 	m->exited = true;
 	m->exit_status = SIGKILL;
 	return 0;

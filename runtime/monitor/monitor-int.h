@@ -60,8 +60,9 @@ struct monitor {
 	int signal_fd;
 	bool exited; /* EXIT of the container's init received */
 	bool paused; /* vCPUs stopped by a pause request */
-	bool checkpointed; /* saved and ending: the VM goes before the relays */
-	bool kill_unconfirmed; /* SIGKILL the guest did not confirm: likewise */
+	/* The VM goes before the relays at the end: a checkpointed VM is
+	 * paused for good, one that did not confirm a SIGKILL is not heard. */
+	bool vm_first;
 	uint32_t exit_status;
 	struct relay *relays[CHAN_NR];
 	struct relay *fd_relays[PROTO_MAX_EXTRA_FDS]; /* preserved fds: from the guest */

@@ -174,7 +174,7 @@ int monitor_signal(struct monitor *m, uint32_t pid, int signo, bool all)
 		err_clear();
 		m->exited = true;
 		m->exit_status = SIGKILL;
-		m->kill_unconfirmed = true;
+		m->vm_first = true;
 		return 0;
 	}
 	return r;

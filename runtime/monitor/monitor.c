@@ -474,9 +474,8 @@ static void shut_down(struct monitor *m)
 {
 	struct pollfd p;
 
-	/* A checkpointed VM is paused for good, a VM that did not confirm a
-	 * SIGKILL is not heard any more: its end is the streams' EOF. */
-	if (m->checkpointed || m->kill_unconfirmed) {
+	/* A VM not heard any more (vm_first): its end is the streams' EOF. */
+	if (m->vm_first) {
 		vm_stats_free(m->vm_stats);
 		m->vm_stats = NULL;
 		sandbox_free(m->sb, NULL);

@@ -38,26 +38,22 @@ src_root = os.environ.get("KVRUN_SOURCE_ROOT",
                           os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
-def c_string_macros(path):
-    """NAME -> value of each #define in path whose body is C string
-    literals and names of such macros (continuation lines joined)."""
+def c_string_macro(path, name):
+    """The value of #define name in path, a body of C string literals and
+    names of such macros (continuation lines joined); "" when missing."""
     text = re.sub(r"\\\n", " ", open(path).read())
     raw = dict(re.findall(r"^#define\s+(\w+)\s+(.+)$", text, re.M))
-    out = {}
 
-    def value(name):
-        if name not in out:
-            parts = re.findall(r'"((?:[^"\\]|\\.)*)"|(\w+)', raw[name])
-            out[name] = "".join(lit if lit or not ref else value(ref) for lit, ref in parts)
-        return out[name]
-    return {n: value(n) for n in raw if raw[n].lstrip().startswith(('"', "CMDLINE", "CLEARCPUID", "TUNABLES"))}
+    def value(n):
+        parts = re.findall(r'"((?:[^"\\]|\\.)*)"|(\w+)', raw.get(n, ""))
+        return "".join(lit if lit or not ref else value(ref) for lit, ref in parts)
+    return value(name)
 
 
 # The slow tests' `kvrun boot`s pass their own command line: on an
 # emulating host it must carry exactly the quirks kvrun's runtime adds there
 # (the GLIBC_TUNABLES among them: docs/runtime.md, "AVX on emulating hosts").
-macros = c_string_macros(os.path.join(src_root, "runtime", "sandbox", "vm-config.c"))
-quirks = macros.get("CMDLINE_EMULATING_HOST", "")
+quirks = c_string_macro(os.path.join(src_root, "runtime", "sandbox", "vm-config.c"), "CMDLINE_EMULATING_HOST")
 t.ok(quirks and guestlib.PVM_CMDLINE.endswith(" " + quirks) and guestlib.EMULATING_HOST_TUNABLES in quirks,
      "guestlib's emulating-host command line ends with the runtime's quirks, its GLIBC_TUNABLES included",
      f"runtime: {quirks!r}\nguestlib: {guestlib.PVM_CMDLINE!r}")
