@@ -102,6 +102,7 @@ static const struct field process_fields[] = {
     FLD_HAS(25, F_U32, struct proto_process, ioprio, has_ioprio),
     FLD_RECP(26, struct proto_process, sched, sched_desc),
     FLD_RECV(27, struct proto_process, extra_fds, n_extra_fds, extra_fd_desc),
+    FLD(28, F_U32, struct proto_process, container),
 };
 DESC(process_desc, struct proto_process, process_fields);
 
@@ -282,13 +283,14 @@ static const struct field stats_fields[] = {
     FLD(1, F_U64, struct proto_stats, cpu_usage_usec),  FLD(2, F_U64, struct proto_stats, cpu_user_usec),
     FLD(3, F_U64, struct proto_stats, cpu_system_usec), FLD(4, F_U64, struct proto_stats, memory_current),
     FLD(5, F_U64, struct proto_stats, memory_max),      FLD(6, F_U64, struct proto_stats, memory_total),
-    FLD(7, F_U64, struct proto_stats, pids_current),
+    FLD(7, F_U64, struct proto_stats, pids_current),    FLD(8, F_U32, struct proto_stats, container),
 };
 DESC(stats_desc, struct proto_stats, stats_fields);
 
 static const struct field update_fields[] = {
     FLD_HAS(1, F_U64, struct proto_update, pids_max, has_pids_max),
     FLD_HAS(2, F_U64, struct proto_update, memory_max, has_memory_max),
+    FLD(3, F_U32, struct proto_update, container),
 };
 DESC(update_desc, struct proto_update, update_fields);
 
@@ -324,6 +326,7 @@ static const struct field ps_fields[] = {
     FLD(4, F_U64, struct proto_ps, uptime_cs),
     FLD(5, F_U64, struct proto_ps, mem_total_kb),
     FLD(6, F_BOOL, struct proto_ps, truncated),
+    FLD(7, F_U32, struct proto_ps, container),
 };
 DESC(ps_desc, struct proto_ps, ps_fields);
 
@@ -332,8 +335,6 @@ static const struct field error_fields[] = {
     FLD(2, F_STR, struct proto_error, message),
 };
 DESC(error_desc, struct proto_error, error_fields);
-
-static const struct desc empty_desc = {0, NULL, 0};
 
 const struct desc *proto_desc_of(uint16_t type)
 {
@@ -344,9 +345,8 @@ const struct desc *proto_desc_of(uint16_t type)
 		return &start_desc;
 	case PROTO_MSG_READY:
 	case PROTO_MSG_STARTED:
-		return &started_desc;
 	case PROTO_MSG_GO:
-		return &empty_desc;
+		return &started_desc;
 	case PROTO_MSG_EXEC:
 		return &process_desc;
 	case PROTO_MSG_SIGNAL:

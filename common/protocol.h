@@ -69,6 +69,21 @@ enum proto_type {
 /* START flags. */
 /* Prepare everything, answer READY, and exec only on GO (runc create/start). */
 #define PROTO_START_F_WAIT 0x1u
+/* A pod's app container (docs/guest-init.md, "Pods"): a second container
+ * in a VM whose first container (the pod's sandbox) runs. It joins that
+ * container's IPC and UTS namespaces and the VM's network, has a mount
+ * namespace of its own on its root (root_device: a virtio-fs tag; a disk
+ * is not accepted), its own cgroup, and its own PID namespace unless
+ * PROTO_START_F_SHARE_PID. READY carries its init's guest pid, by which
+ * GO, EXEC (proto_process.container), SIGNAL, RESIZE, STATS, PS and UPDATE
+ * address it; its EXIT carries the START's id with init false (the VM
+ * goes on). Network, identity (clock, seed) and hostname are the
+ * sandbox's: a member's START with net, hostname or a user namespace is
+ * refused. */
+#define PROTO_START_F_MEMBER 0x2u
+/* With PROTO_START_F_MEMBER: the sandbox's PID namespace
+ * (shareProcessNamespace), not one of its own. */
+#define PROTO_START_F_SHARE_PID 0x4u
 
 /* Random bytes START carries for the guest's entropy pool. */
 #define PROTO_SEED_BYTES 64
@@ -148,6 +163,9 @@ struct proto_process {
 	 * --preserve-fds): each a stream to a host port. */
 	struct proto_extra_fd *extra_fds;
 	size_t n_extra_fds;
+	/* EXEC: the guest pid of the pod member's init (its READY) whose
+	 * container the process joins; 0: the VM's first container. */
+	uint32_t container;
 };
 
 struct proto_mount {
@@ -317,6 +335,9 @@ struct proto_stats {
 	uint64_t memory_current, memory_max; /* memory_max 0 = none */
 	uint64_t memory_total; /* guest RAM (MemTotal) */
 	uint64_t pids_current;
+	/* A request: the guest pid of a pod member's init whose cgroup is
+	 * read; 0: the VM's first container. */
+	uint32_t container;
 };
 
 /* Limits of the guest's container cgroup that can change at run time;
@@ -326,6 +347,7 @@ struct proto_update {
 	uint64_t pids_max;
 	bool has_memory_max;
 	uint64_t memory_max;
+	uint32_t container; /* as in proto_stats */
 };
 
 /* OOM: the container cgroup's memory.events counters after the change. */
@@ -377,6 +399,7 @@ struct proto_ps {
 	uint64_t uptime_cs; /* /proc/uptime, hundredths of a second */
 	uint64_t mem_total_kb;
 	bool truncated;
+	uint32_t container; /* a request: as in proto_stats */
 };
 
 struct proto_error {
@@ -392,7 +415,7 @@ struct proto_msg {
 		struct proto_hello hello;
 		struct proto_start start; /* START */
 		struct proto_process exec; /* EXEC */
-		struct proto_started started; /* STARTED, READY */
+		struct proto_started started; /* STARTED, READY; GO: the member's init pid, 0: the first container */
 		struct proto_signal signal;
 		struct proto_resize resize;
 		struct proto_exit exit;
