@@ -13,6 +13,7 @@
 #include "oci-spec/spec.h"
 #include "runtime/cli/cli-args.h"
 #include "runtime/cli/exec-proxy.h"
+#include "runtime/cli/launch.h"
 #include "runtime/host/jail.h"
 #include "runtime/monitor/guest-spec.h"
 #include "runtime/monitor/spec-support.h"
@@ -275,9 +276,10 @@ static int exec_jail_uid(const struct container *c, uid_t *ret)
 /* Everything after the flags; errors read "exec failed: ..." as runc's. */
 static int exec_do(struct cli_context *ctx, const struct exec_opts *o, char **argv, int nargs)
 {
-	_cleanup_container_ struct container *c = NULL;
+	_cleanup_container_ struct container *c = NULL, *sandbox = NULL;
 	_cleanup_free_ char *dir = NULL, *bundle = NULL, *pid_file = NULL;
 	struct proto_process proc = {0};
+	uint32_t member_pid = 0;
 	bool terminal = false, have_socket;
 	uid_t jail_uid;
 	int r;
@@ -299,10 +301,15 @@ static int exec_do(struct cli_context *ctx, const struct exec_opts *o, char **ar
 	                       o->ignore_paused ? CONTAINER_OP_EXEC_IGNORE_PAUSED : CONTAINER_OP_EXEC, &c);
 	if (r < 0)
 		return r;
-	r = exec_jail_uid(c, &jail_uid);
+	/* An app container of a pod: the process joins it in its sandbox's
+	 * VM, through the sandbox's monitor. */
+	r = launch_member_of(c, ctx->root, &sandbox, &member_pid);
 	if (r < 0)
 		return r;
-	dir = strdup(c->dir);
+	r = exec_jail_uid(sandbox ? sandbox : c, &jail_uid);
+	if (r < 0)
+		return r;
+	dir = strdup(sandbox ? sandbox->dir : c->dir);
 	bundle = strdup(c->state->bundle ? c->state->bundle : ".");
 	if (o->pid_file && *o->pid_file)
 		pid_file = realpath_or_abs(o->pid_file);
@@ -310,7 +317,9 @@ static int exec_do(struct cli_context *ctx, const struct exec_opts *o, char **ar
 		return -ENOMEM;
 	/* Nobody else may wait on the lock while the process runs. */
 	container_free(TAKE_PTR(c));
+	container_free(TAKE_PTR(sandbox));
 	r = build_process(o, bundle, argv + 1, nargs, &proc);
+	proc.container = member_pid;
 	if (r >= 0)
 		r = exec_proxy_run(&(struct exec_proxy_opts){.dir = dir,
 		                                             .proc = &proc,

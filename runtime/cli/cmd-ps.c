@@ -14,19 +14,23 @@
 #include "common/error.h"
 #include "runtime/cli/cli-args.h"
 #include "common/log.h"
+#include "runtime/cli/launch.h"
 #include "runtime/cli/ps-table.h"
 #include "runtime/store/monitor-client.h"
 #include "runtime/store/state.h"
 
 #define PS_TIMEOUT_MS 30000
 
-static int print_json(const char *dir)
+static int print_json(const char *dir, pid_t member_host_pid)
 {
 	_cleanup_free_ char *detail = NULL;
 	char *p, *end;
 	int r, n = 0;
 
-	r = monitor_call(dir, "ps", PS_TIMEOUT_MS, &detail);
+	/* An app container of a pod: its host process only. */
+	if (member_host_pid > 0 && asprintf(&detail, "%d", (int)member_host_pid) < 0)
+		return -ENOMEM;
+	r = member_host_pid > 0 ? 0 : monitor_call(dir, "ps", PS_TIMEOUT_MS, &detail);
 	if (r < 0)
 		return r;
 	putchar('[');
@@ -42,7 +46,7 @@ static int print_json(const char *dir)
 }
 
 /* The table: the guest's processes, formatted here. */
-static int print_table(const char *dir, char **args, int nargs)
+static int print_table(const char *dir, uint32_t member, char **args, int nargs)
 {
 	struct proto_msg msg = {0};
 	struct ps_format *f = NULL;
@@ -50,7 +54,7 @@ static int print_table(const char *dir, char **args, int nargs)
 
 	r = ps_format_parse(args, nargs, &f);
 	if (r >= 0)
-		r = monitor_procs(dir, PS_TIMEOUT_MS, &msg);
+		r = monitor_procs(dir, member, PS_TIMEOUT_MS, &msg);
 	if (r >= 0 && msg.u.ps.truncated)
 		log_warn("the container has more than %d processes: the first ones are shown", PROTO_PS_MAX_PROCS);
 	if (r >= 0)
@@ -69,6 +73,8 @@ static int run_ps(struct cli_context *ctx, int argc, char **argv)
 	};
 	_cleanup_container_ struct container *c = NULL;
 	_cleanup_free_ char *dir = NULL;
+	uint32_t member = 0;
+	pid_t host_pid = 0;
 	int r, i;
 
 	r = cli_parse_args(&cli_cmd_ps, flags, argc, argv, CLI_ARGS_MIN, 1, &i);
@@ -81,13 +87,18 @@ static int run_ps(struct cli_context *ctx, int argc, char **argv)
 		return r;
 	if (c->state->status == OCI_STATUS_STOPPED)
 		return err_set(-ESRCH, "container not running");
-	dir = strdup(c->dir);
-	if (!dir)
+	/* An app container of a pod: in its sandbox's VM. */
+	r = launch_member_sandbox(c, ctx->root, &dir, &member);
+	if (r < 0)
+		return r;
+	if (r > 0)
+		host_pid = c->state->pid;
+	else if (!(dir = strdup(c->dir)))
 		return -ENOMEM;
 	container_free(TAKE_PTR(c));
 	if (strcmp(format, "json") == 0)
-		return print_json(dir);
-	return print_table(dir, argv + i + 1, argc - i - 1);
+		return print_json(dir, host_pid);
+	return print_table(dir, member, argv + i + 1, argc - i - 1);
 }
 
 const struct cli_command cli_cmd_ps = {

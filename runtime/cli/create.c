@@ -140,7 +140,9 @@ int create_check_pod(struct cli_context *ctx, const struct bundle *b, struct pod
 	if (r < 0)
 		return err_prefix(r, "%s/config.json", b->path);
 	r = pod_check_sandbox(ctx->root, &p);
-	if (r > 0)
+	if (r > 0 && p.role == POD_ROLE_CONTAINER)
+		p.live = true; /* its namespaces: launch_member() */
+	else if (r > 0)
 		r = refuse_shared(b, &p);
 	else if (r == 0 && p.role == POD_ROLE_CONTAINER)
 		log_debug("pod: no sandbox container %s (CRI-O's drop_infra_ctr): the container is not joined to it",

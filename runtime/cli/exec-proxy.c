@@ -28,6 +28,7 @@
 #include "runtime/cli/log-sink.h"
 #include "runtime/host/console.h"
 #include "runtime/host/jail.h"
+#include "runtime/monitor/guest-shares.h"
 #include "runtime/monitor/monitor-relay.h"
 #include "runtime/monitor/monitor.h"
 #include "runtime/sandbox/guest-channel.h"
@@ -192,7 +193,42 @@ static int read_line(int fd, int timeout_ms, char *buf, size_t size)
 	return 0;
 }
 
-/* Ask the monitor to exec the process; the connection stays ours. */
+/* The request line with the app container's directories. */
+static int send_member_line(struct proxy *p)
+{
+	_cleanup_free_ char *line = NULL;
+	size_t n = (size_t)p->o->n_share_fds;
+	char cbuf[CMSG_SPACE(GUEST_SHARES_MAX * sizeof(int))] = {0};
+	struct iovec iov;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *c;
+	ssize_t w;
+
+	if (n > GUEST_SHARES_MAX)
+		return err_set(-E2BIG, "%zu shared directories (at most %d)", n, GUEST_SHARES_MAX);
+	if (asprintf(&line, "%s\n", p->o->member_line) < 0)
+		return -ENOMEM;
+	iov = (struct iovec){line, strlen(line)};
+	if (n) {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(n * sizeof(int));
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(n * sizeof(int));
+		memcpy(CMSG_DATA(c), p->o->share_fds, n * sizeof(int));
+	}
+	do
+		w = sendmsg(p->ctl, &mh, MSG_NOSIGNAL);
+	while (w < 0 && errno == EINTR);
+	if (w < 0)
+		return -errno;
+	/* The rest of the line (the descriptors went with its first bytes). */
+	return (size_t)w < iov.iov_len ? write_all(p->ctl, line + w, iov.iov_len - (size_t)w) : 0;
+}
+
+/* Ask the monitor to exec the process (or create the app container); the
+ * connection stays ours. */
 static int send_exec(struct proxy *p)
 {
 	struct proto_msg msg = {.type = PROTO_MSG_EXEC};
@@ -202,9 +238,24 @@ static int send_exec(struct proxy *p)
 
 	if (asprintf(&path, "%s/%s", p->o->dir, MONITOR_CONTROL_SOCK) < 0)
 		return -ENOMEM;
-	p->ctl = unix_connect(path, 0, "the container's monitor");
+	p->ctl = unix_connect(path, 0, p->o->start ? "the pod sandbox's monitor" : "the container's monitor");
 	if (p->ctl < 0)
 		return p->ctl;
+	if (p->o->start) {
+		r = send_member_line(p);
+		if (r >= 0)
+			r = proto_send_timeout(p->ctl, p->o->start, CALL_TIMEOUT_MS);
+		if (r < 0)
+			return err_setsys(r, "send the app container to the pod sandbox's monitor");
+		r = read_line(p->ctl, guest_boot_timeout_ms() + EXEC_REPLY_MARGIN_MS, line, sizeof(line));
+		if (r < 0)
+			return err_setsys(r, "no answer from the pod sandbox's monitor");
+		if (strncmp(line, "error ", 6) == 0)
+			return err_set(-EIO, "%s", line + 6);
+		if (sscanf(line, "ok %u", &p->guest_pid) != 1)
+			return err_set(-EIO, "unexpected answer from the pod sandbox's monitor: %s", line);
+		return 0;
+	}
 	r = write_all(p->ctl, "exec\n", 5);
 	msg.u.exec = *p->o->proc;
 	if (r >= 0)
@@ -462,7 +513,10 @@ static int proxy_main(const struct exec_proxy_opts *o, int ready_fd)
 	}
 	start_relays(&p);
 	if (ready_fd >= 0) {
-		(void)write_all(ready_fd, "ok\n", 3);
+		char ok[32];
+		int len = snprintf(ok, sizeof(ok), "ok %u\n", p.guest_pid);
+
+		(void)write_all(ready_fd, ok, (size_t)len);
 		close(ready_fd);
 	}
 	serve(&p, p.sfd);
@@ -472,6 +526,7 @@ int exec_proxy_run(const struct exec_proxy_opts *o)
 {
 	char line[4096] = "";
 	int pfd[2], r, status;
+	unsigned guest_pid;
 	pid_t pid;
 
 	if (!o->detach)
@@ -483,6 +538,8 @@ int exec_proxy_run(const struct exec_proxy_opts *o)
 		return err_setsys(-errno, "fork");
 	if (pid == 0) {
 		close(pfd[0]);
+		if (o->close_fd > 0)
+			close(o->close_fd);
 		setsid();
 		/* With a console socket the process's stdio is the pty: keep
 		 * nothing of the caller's (its stdout/stderr pipes must reach
@@ -501,7 +558,11 @@ int exec_proxy_run(const struct exec_proxy_opts *o)
 	close(pfd[1]);
 	r = read_line(pfd[0], -1, line, sizeof(line));
 	close(pfd[0]);
-	if (r == 0 && strcmp(line, "ok") == 0) {
+	if (r == 0 && sscanf(line, "ok %u", &guest_pid) == 1) {
+		if (o->ret_pid)
+			*o->ret_pid = pid;
+		if (o->ret_guest_pid)
+			*o->ret_guest_pid = guest_pid;
 		r = o->pid_file ? write_pid(o->pid_file, pid) : 0;
 		if (r < 0)
 			kill(pid, SIGKILL); /* the monitor then kills the process */

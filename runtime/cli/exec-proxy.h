@@ -34,6 +34,21 @@ struct exec_proxy_opts {
 	 * as and the stdio sockets it listens on are handed to; 0: no jail
 	 * ($KVRUN_JAIL=0 here, or at the container's create). */
 	uid_t jail_uid;
+	/* A pod's app container instead of a process (its member proxy):
+	 * member_line ("member <n> <share>...", monitor-pod.c) with the n
+	 * directories' descriptors, then start (PROTO_MSG_START, whose process
+	 * is proc) go to the sandbox's monitor, whose state directory is dir.
+	 * The process waits for `start` ("go"). */
+	const char *member_line;
+	const int *share_fds;
+	unsigned int n_share_fds;
+	struct proto_msg *start;
+	/* A descriptor of the caller's the detached proxy closes (the lock of
+	 * the state being created), or -1 (0: none either). */
+	int close_fd;
+	/* Detached: the proxy's pid and the process's guest pid (may be NULL). */
+	pid_t *ret_pid;
+	uint32_t *ret_guest_pid;
 };
 
 /* Start o->proc in the container. Detached: fork the proxy (in its own

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -26,14 +27,22 @@
 int launch_start(struct cli_context *ctx, const char *id)
 {
 	_cleanup_container_ struct container *c = NULL;
+	_cleanup_free_ char *sandbox_dir = NULL, *req = NULL;
+	uint32_t guest_pid;
 	int r;
 
 	r = container_load_for(ctx->root, id, CONTAINER_OP_START, &c);
 	if (r < 0)
 		return r;
 	stop_point("start:locked");
+	r = launch_member_sandbox(c, ctx->root, &sandbox_dir, &guest_pid);
+	if (r > 0 && asprintf(&req, "go %u", guest_pid) < 0)
+		r = -ENOMEM;
+	if (r < 0)
+		return r;
 	/* The monitor waits for the guest as long as a boot may take. */
-	r = monitor_call(c->dir, "start", guest_boot_timeout_ms() + REQUEST_TIMEOUT_MS, NULL);
+	r = monitor_call(sandbox_dir ? sandbox_dir : c->dir, req ? req : "start",
+	                 guest_boot_timeout_ms() + REQUEST_TIMEOUT_MS, NULL);
 	if (r < 0)
 		return r;
 	stop_point("start:done");
@@ -85,7 +94,8 @@ int launch_wait_exited(const struct oci_state *s, int timeout_ms)
 int launch_kill(struct cli_context *ctx, const char *id, int signo, bool all)
 {
 	_cleanup_container_ struct container *c = NULL;
-	_cleanup_free_ char *req = NULL;
+	_cleanup_free_ char *req = NULL, *sandbox_dir = NULL;
+	uint32_t guest_pid;
 	int r;
 
 	/* No lock: the monitor serializes requests, and a kill must get
@@ -109,9 +119,19 @@ int launch_kill(struct cli_context *ctx, const char *id, int signo, bool all)
 			               id);
 		return launch_kill_monitor(c->state->pid, 10000);
 	}
-	if (asprintf(&req, "kill %d %d", signo, all ? 1 : 0) < 0)
+	/* An app container of a pod: its init in the sandbox's VM. */
+	r = launch_member_sandbox(c, ctx->root, &sandbox_dir, &guest_pid);
+	if (r < 0 && signo == SIGKILL) {
+		log_debug("%s: killing the app container's host process", err_msg());
+		err_clear();
+		return launch_kill_monitor(c->state->pid, 10000);
+	}
+	if (r < 0)
+		return r;
+	if ((r > 0 ? asprintf(&req, "signal %u %d %d", guest_pid, signo, all ? 1 : 0)
+	           : asprintf(&req, "kill %d %d", signo, all ? 1 : 0)) < 0)
 		return -ENOMEM;
-	r = monitor_call(c->dir, req, signo == SIGKILL ? 10000 : REQUEST_TIMEOUT_MS, NULL);
+	r = monitor_call(sandbox_dir ? sandbox_dir : c->dir, req, signo == SIGKILL ? 10000 : REQUEST_TIMEOUT_MS, NULL);
 	if (r >= 0 || signo != SIGKILL || r == -EIO)
 		return r;
 	log_debug("monitor unresponsive (%s): killing it", err_msg());
@@ -150,12 +170,7 @@ int launch_wait(struct cli_context *ctx, const char *id, pid_t pid)
 			return err_setsys(-errno, "waitpid");
 		if (sfd < 0 || read(sfd, &si, sizeof(si)) != sizeof(si) || si.ssi_signo == SIGCHLD)
 			continue;
-		_cleanup_free_ char *req = NULL;
-		_cleanup_container_ struct container *c = NULL;
-
-		if (asprintf(&req, "kill %u 0", si.ssi_signo) < 0)
-			continue;
-		if (container_load(ctx->root, id, false, &c) >= 0 && monitor_call(c->dir, req, 10000, NULL) < 0)
+		if (launch_kill(ctx, id, (int)si.ssi_signo, false) < 0)
 			log_debug("forwarding signal %u: %s", si.ssi_signo, err_msg());
 	}
 }

@@ -460,6 +460,29 @@ static int send_pidfd(const char *path, pid_t pid)
 	return console_send_fd_as(path, fd, "standard", "pidfd socket", "the container's pidfd");
 }
 
+/* An app container of a running pod sandbox: inside the sandbox's VM. */
+static int launch_app_container(struct cli_context *ctx, const char *id, const struct create_opts *o,
+                                const struct bundle *b, const struct pod_ref *pod, pid_t *ret_pid)
+{
+	struct oci_state *s = NULL;
+	int r;
+
+	if (o->preserve_fds)
+		return err_set(-ENOTSUP,
+		               "--preserve-fds: not for an app container of a pod (its sandbox's VM runs it)");
+	r = new_state(id, b, NULL, pod, &s);
+	if (r >= 0)
+		r = launch_member(ctx, id, o, b, pod, s, ret_pid);
+	if (r >= 0 && o->pidfd_socket && *o->pidfd_socket && (r = send_pidfd(o->pidfd_socket, *ret_pid)) < 0) {
+		_cleanup_container_ struct container *c = NULL;
+
+		kill(*ret_pid, SIGKILL);
+		if (container_load(ctx->root, id, true, &c) >= 0)
+			teardown_container(TAKE_PTR(c), false);
+	}
+	return r;
+}
+
 int launch_container(struct cli_context *ctx, const char *id, const struct create_opts *o, const struct bundle *b,
                      pid_t *ret_pid)
 {
@@ -475,6 +498,8 @@ int launch_container(struct cli_context *ctx, const char *id, const struct creat
 	r = create_check_pod(ctx, b, &pod);
 	if (r < 0)
 		return r;
+	if (pod.live)
+		return launch_app_container(ctx, id, o, b, &pod, ret_pid);
 	r = guest_spec_check(b->spec, NULL);
 	if (r >= 0)
 		r = check_netns(b, &netns);

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "runtime/cli/create.h"
+#include "runtime/store/pod.h"
 #include "runtime/store/state.h"
 
 /* Create container id from b: check what the VM cannot do, find the kernel
@@ -19,6 +20,22 @@
  * no state directory. *ret_pid is the monitor's pid (our child). */
 int launch_container(struct cli_context *ctx, const char *id, const struct create_opts *o, const struct bundle *b,
                      pid_t *ret_pid);
+
+/* launch-member.c: create app container id of pod (whose sandbox runs)
+ * inside the sandbox's VM, with s its new state (taken, also on failure):
+ * its member proxy forked, its process created and waiting for start.
+ * *ret_pid is the proxy's pid (in the state and the pid file). */
+int launch_member(struct cli_context *ctx, const char *id, const struct create_opts *o, const struct bundle *b,
+                  const struct pod_ref *pod, struct oci_state *s, pid_t *ret_pid);
+
+/* Whether c is an app container created in its sandbox's VM (1): its
+ * sandbox (loaded without the lock, the caller's) and the guest pid of
+ * its init. 0 when not; a negative errno when its sandbox is gone. */
+int launch_member_of(const struct container *c, const char *root, struct container **ret_sandbox,
+                     uint32_t *ret_guest_pid);
+
+/* The same with the sandbox's state directory (malloc'd) only. */
+int launch_member_sandbox(const struct container *c, const char *root, char **ret_dir, uint32_t *ret_guest_pid);
 
 /* Remove container c (its lock held; c is freed) after a failed create or
  * the end of `run`: its state is read again (the monitor records its

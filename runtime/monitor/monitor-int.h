@@ -80,6 +80,7 @@ struct monitor {
 	 * opened before the jail, and /proc/self/fd for their servers. */
 	struct guest_shares shares;
 	int proc_fd;
+	bool pod_sandbox; /* a pod's sandbox: its VM takes the pod's app containers */
 };
 
 /* ---- monitor-fds.c: the creator's preserved fds ---- */
@@ -106,6 +107,19 @@ int monitor_vm_files(struct monitor *m);
 int monitor_jail_mount(struct monitor *m);
 int monitor_jail_begin(struct monitor *m);
 int monitor_jail_finish(struct monitor *m);
+
+/* monitor-jail.c: whether the container is a pod's sandbox, whose VM
+ * takes the pod's app containers (monitor-pod.c). */
+bool monitor_is_pod_sandbox(const struct monitor *m);
+
+/* monitor-pod.c: "member <n> <share>..." with n directory descriptors,
+ * then a START frame on fd: a pod's app container created in the VM,
+ * *keep and "ok <guest pid>" in detail on success (the connection is then
+ * the member's, as an exec's is). */
+int monitor_member(struct monitor *m, int fd, const char *args, const int *fds, unsigned int nfds, bool *keep,
+                   char *detail, size_t size);
+/* monitor-pod.c: "go <guest pid>": the app container's process execs. */
+int monitor_member_go(struct monitor *m, uint32_t pid, char *detail, size_t size);
 
 /* monitor-jail.c: the guest channel's listeners and control.sock in
  * m->dir, reachable by the jail's uid. */

@@ -54,11 +54,14 @@ static int open_console(struct monitor *m)
 static int open_shares(struct monitor *m)
 {
 	const char *rootfs = m->a->plan->rootfs_virtiofs ? m->a->b->rootfs : NULL;
+	const char *role = oci_map_get(&m->a->c->state->private_data, STATE_KEY_POD_ROLE);
 	struct rlimit rl;
 	int r;
 
+	/* Read while the state is ours (the container is freed once created). */
+	m->pod_sandbox = role && strcmp(role, "sandbox") == 0;
 	r = guest_shares_plan(m->a->b->spec, rootfs, &m->shares);
-	if (r < 0 || !m->shares.n)
+	if (r < 0 || (!m->shares.n && !monitor_is_pod_sandbox(m)))
 		return r;
 	m->proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (m->proc_fd < 0)
@@ -73,6 +76,11 @@ static int open_shares(struct monitor *m)
 		          m->shares.shares[i].read_only ? " (read-only)" : "",
 		          (int)i == m->shares.root ? " (the root filesystem)" : "");
 	return 0;
+}
+
+bool monitor_is_pod_sandbox(const struct monitor *m)
+{
+	return m->pod_sandbox;
 }
 
 int monitor_vm_files(struct monitor *m)
@@ -124,7 +132,7 @@ static int jail_config(struct monitor *m, struct jail_config *c)
 	                             : JAIL_NET_NEW,
 	    .netns_path = m->a->netns_path,
 	    /* Shared directories: their servers' capabilities and calls. */
-	    .file_server = m->shares.n > 0,
+	    .file_server = m->shares.n > 0 || monitor_is_pod_sandbox(m),
 	};
 	jail_ids_for(p->jail_uid_base, getpid(), &c->uid, &c->gid);
 	/* A cold boot's files too: a template KVM refuses falls back to one. */

@@ -42,9 +42,10 @@ static void answer(int fd, int r, const char *detail)
 }
 
 /* Descriptors that came with a request (SCM_RIGHTS): only "checkpoint"
- * takes any (the files it writes, which the jailed monitor cannot create);
- * the rest are closed unused. */
-#define REQ_MAX_FDS 4
+ * (the files it writes, which the jailed monitor cannot create) and
+ * "member" (an app container's directories) take any; the rest are closed
+ * unused. */
+#define REQ_MAX_FDS GUEST_SHARES_MAX
 
 struct req_fds {
 	int fd[REQ_MAX_FDS];
@@ -146,7 +147,10 @@ static int do_start(struct monitor *m, char *detail, size_t size)
 int monitor_signal(struct monitor *m, uint32_t pid, int signo, bool all)
 {
 	struct proto_msg msg = {.type = PROTO_MSG_SIGNAL}, ans = {0};
-	bool kill_init = signo == SIGKILL && (pid == 0 || all);
+	/* pid 0 is the VM's container (all: every process of it); another
+	 * pid an exec'd process or a pod's app container, whose end is not
+	 * the VM's. */
+	bool kill_init = signo == SIGKILL && pid == 0;
 	int r;
 
 	if (m->exited)
@@ -220,9 +224,9 @@ static int do_ps(struct monitor *m, char *detail, size_t size)
 
 /* `procs`: the container's processes from the guest (PS), passed on as
  * the PS frame after the "ok" line; *answered then. */
-static int do_procs(struct monitor *m, int fd, bool *answered)
+static int do_procs(struct monitor *m, int fd, uint32_t container, bool *answered)
 {
-	struct proto_msg msg = {.type = PROTO_MSG_PS}, ans = {0};
+	struct proto_msg msg = {.type = PROTO_MSG_PS, .u.ps = {.container = container}}, ans = {0};
 	int r;
 
 	if (m->exited)
@@ -441,23 +445,30 @@ void monitor_serve_client(struct monitor *m)
 	char line[4200], detail[3072] = "";
 	unsigned pid, rows, cols;
 	unsigned long long pids, mem;
-	int signo, all, r, has_pids, has_mem;
-	bool keep = false, answered = false;
+	int signo, all, r, n, has_pids, has_mem;
+	bool keep = false, answered = false, member;
 
 	if (fd < 0 || read_line(fd, line, sizeof(line), &fds) < 0)
 		return;
 	err_clear();
 	checkpoint = sscanf(line, "checkpoint %d %n", &all, &signo) == 1 && line[signo];
-	if ((fds.n > 0 || fds.truncated) && !checkpoint)
+	member = strncmp(line, "member ", 7) == 0;
+	if ((fds.n > 0 || fds.truncated) && !checkpoint && !member)
 		r = err_set(-EINVAL, "request \"%s\" takes no file descriptors", line);
 	else if (checkpoint)
 		r = do_checkpoint(m, all != 0, line + signo, &fds);
+	else if (member && fds.truncated)
+		r = err_set(-EINVAL, "member: more than %d directory descriptors", REQ_MAX_FDS);
+	else if (member)
+		r = monitor_member(m, fd, line + 7, fds.fd, (unsigned int)fds.n, &keep, detail, sizeof(detail));
+	else if (sscanf(line, "go %u", &pid) == 1)
+		r = monitor_member_go(m, pid, detail, sizeof(detail));
 	else if (strcmp(line, "start") == 0)
 		r = do_start(m, detail, sizeof(detail));
 	else if (sscanf(line, "kill %d %d", &signo, &all) == 2)
 		r = monitor_signal(m, 0, signo, all != 0);
-	else if (sscanf(line, "signal %u %d", &pid, &signo) == 2)
-		r = monitor_signal(m, pid, signo, false);
+	else if ((n = sscanf(line, "signal %u %d %d", &pid, &signo, &all)) >= 2)
+		r = monitor_signal(m, pid, signo, n == 3 && all != 0);
 	else if (sscanf(line, "resize %u %u %u", &pid, &rows, &cols) == 3)
 		r = monitor_resize(m, pid, rows, cols);
 	else if (strcmp(line, "exec") == 0)
@@ -469,7 +480,9 @@ void monitor_serve_client(struct monitor *m)
 	else if (strcmp(line, "stats") == 0)
 		r = do_stats(m, detail, sizeof(detail));
 	else if (strcmp(line, "procs") == 0)
-		r = do_procs(m, fd, &answered);
+		r = do_procs(m, fd, 0, &answered);
+	else if (sscanf(line, "procs %u", &pid) == 1)
+		r = do_procs(m, fd, pid, &answered);
 	else if (strcmp(line, "vmstats") == 0)
 		r = do_vmstats(m, detail, sizeof(detail));
 	else if (sscanf(line, "update %d %llu %d %llu", &has_pids, &pids, &has_mem, &mem) == 4)

@@ -232,6 +232,9 @@ static int build_vm(struct monitor *m)
 	                                   .read_only = a->b->spec->root && a->b->spec->root->readonly,
 	                                   .id = "rootfs"};
 	o.nshares = guest_shares_to_sandbox(&m->shares, m->proc_fd, tags, o.shares);
+	/* A pod's VM: slots for its app containers' directories. */
+	if (monitor_is_pod_sandbox(m) && o.nshares < SANDBOX_TEMPLATE_SHARES)
+		o.spare_shares = SANDBOX_TEMPLATE_SHARES - o.nshares;
 	if (a->restore_dir)
 		r = sandbox_restore(&o, m->snapshot, 0, false, NULL, &m->sb);
 	else

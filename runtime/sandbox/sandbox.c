@@ -233,6 +233,32 @@ int sandbox_share_attach(struct sandbox *s, unsigned int i, const struct sandbox
 	return r < 0 ? err_prefix(r, "shared directory %s", sh->dir) : 0;
 }
 
+int sandbox_share_add(struct sandbox *s, const struct sandbox_share *sh, char *tag, size_t size)
+{
+	for (unsigned int i = 0; i < s->nshares; i++) {
+		int r;
+
+		if (virtio_fs_attached(s->shares[i]))
+			continue;
+		r = sandbox_share_attach(s, i, sh);
+		if (r < 0)
+			return r;
+		snprintf(tag, size, "%s", virtio_fs_tag(s->shares[i]));
+		return 0;
+	}
+	return err_set(-ENOSPC, "shared directory %s: the VM's %u shared directory slots are all taken", sh->dir,
+	               s->nshares);
+}
+
+unsigned int sandbox_shares_free(const struct sandbox *s)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < s->nshares; i++)
+		n += !virtio_fs_attached(s->shares[i]);
+	return n;
+}
+
 /* Shared directory i: a device for sh, or without a directory when sh is
  * NULL (a template's slot, tag sandbox_share_tag(i)). */
 static int add_share(struct sandbox *s, const struct sandbox_share *sh, unsigned int i)
@@ -273,7 +299,7 @@ static int check_lines(const struct sandbox_opts *o, unsigned int nets, unsigned
 static int add_virtio(struct sandbox *s, const struct sandbox_opts *o, const struct virtio_net_opts *saved,
                       unsigned int nr_saved)
 {
-	unsigned int nshares = o->template_shares ? o->template_shares : o->nshares;
+	unsigned int nshares = o->template_shares ? o->template_shares : o->nshares + o->spare_shares;
 	unsigned int nets = saved ? nr_saved : o->template_nics ? o->template_nics : o->net ? o->net->cfg.nr_ifaces : 0;
 	int r = 0;
 
@@ -296,7 +322,7 @@ static int add_virtio(struct sandbox *s, const struct sandbox_opts *o, const str
 	if (r >= 0)
 		r = add_nets(s, o, saved, nr_saved);
 	for (unsigned int i = 0; r >= 0 && i < nshares; i++)
-		r = add_share(s, o->template_shares ? NULL : &o->shares[i], i);
+		r = add_share(s, o->template_shares || i >= o->nshares ? NULL : &o->shares[i], i);
 	/* Last, so that the other devices keep the slots they had. */
 	if (r >= 0 && (o->plan || o->balloon)) {
 		r = virtio_balloon_new(&s->vm->mem, s->vm->loop, NULL, &s->balloon);

@@ -108,6 +108,11 @@ struct sandbox_opts {
 	/* A template's VM: this many virtio-fs devices without a directory
 	 * (slots; shares must be 0), tags sandbox_share_tag(i). */
 	unsigned int template_shares;
+	/* A pod's VM: this many virtio-fs devices without a directory after
+	 * the shares (slots, tags sandbox_share_tag(i)), which the pod's app
+	 * containers' directories get while it runs (sandbox_share_add()).
+	 * A restore keeps the snapshot's slots instead. */
+	unsigned int spare_shares;
 	/* Leave the vCPUs stopped: the caller sets up what must be in place
 	 * before the guest runs, then calls vm_start(). */
 	bool stopped;
@@ -189,6 +194,16 @@ int sandbox_resume(struct sandbox *s);
  * regular file), while the VM is paused after a save: the raw image copied
  * with its holes, or a copy-on-write disk's base and overlay merged. */
 int sandbox_export_disk(struct sandbox *s, int fd);
+
+/* Give sh (dir_fd and proc_fd required) the first shared directory slot
+ * without one, while the VM runs: a pod's app container's directory
+ * (spare_shares, or a template's slots left after the restore). The
+ * slot's tag goes to tag (at least 16 bytes). -ENOSPC when every slot
+ * serves one. */
+int sandbox_share_add(struct sandbox *s, const struct sandbox_share *sh, char *tag, size_t size);
+
+/* Shared directory slots of the VM without a directory. */
+unsigned int sandbox_shares_free(const struct sandbox *s);
 
 /* The VM's done eventfd: readable once the VM ended. */
 int sandbox_done_fd(const struct sandbox *s);

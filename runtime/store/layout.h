@@ -39,5 +39,8 @@
  * (the container id of the sandbox, for an app container). */
 #define STATE_KEY_POD_ROLE "pod-role"
 #define STATE_KEY_POD_SANDBOX "pod-sandbox"
+/* An app container created in its sandbox's VM: its init's guest pid,
+ * which the sandbox's monitor knows it by (GO, SIGNAL, EXEC). */
+#define STATE_KEY_POD_MEMBER_PID "pod-member-pid"
 
 #endif

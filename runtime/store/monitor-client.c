@@ -185,11 +185,18 @@ int monitor_subscribe(const char *dir, int timeout_ms)
 	return request_keep(dir, "events", timeout_ms);
 }
 
-int monitor_procs(const char *dir, int timeout_ms, struct proto_msg *ret)
+int monitor_procs(const char *dir, uint32_t container, int timeout_ms, struct proto_msg *ret)
 {
 	struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
-	_cleanup_close_ int fd = request_keep(dir, "procs", timeout_ms);
+	char req[32];
+	_cleanup_close_ int fd = -1;
 	int r;
+
+	if (container)
+		snprintf(req, sizeof(req), "procs %u", container);
+	else
+		snprintf(req, sizeof(req), "procs");
+	fd = request_keep(dir, req, timeout_ms);
 
 	if (fd < 0)
 		return fd;

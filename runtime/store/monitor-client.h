@@ -28,6 +28,6 @@ struct proto_msg;
 
 /* The container's processes ("procs" request): the guest's PS answer in
  * *ret (proto_msg_free() it). "error ..." answers as monitor_call(). */
-int monitor_procs(const char *dir, int timeout_ms, struct proto_msg *ret);
+int monitor_procs(const char *dir, uint32_t container, int timeout_ms, struct proto_msg *ret);
 
 #endif

@@ -49,6 +49,9 @@ struct pod_ref {
 	/* The sandbox may not exist as a container: CRI-O's pods without a
 	 * PID namespace of their own have none (drop_infra_ctr). */
 	bool sandbox_optional;
+	/* CONTAINER: its sandbox runs (create_check_pod()): the container is
+	 * created inside the sandbox's VM. */
+	bool live;
 };
 
 void pod_ref_clear(struct pod_ref *p);

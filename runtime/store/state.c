@@ -14,6 +14,7 @@
 #include "common/fileio.h"
 #include "config.h"
 #include "runtime/store/proc-stat.h"
+#include "runtime/store/layout.h"
 #include "runtime/store/state.h"
 
 /* state.json is small; anything bigger is not ours. */
@@ -551,6 +552,26 @@ int container_peek_for(const char *root, const char *id, enum container_op op, s
 	return load_checked(root, id, false, op, ret);
 }
 
+/* What an app container of a pod, which runs in its sandbox's VM, does not
+ * have yet: a VM of its own to pause or save, its own statistics and
+ * limits (they are its guest cgroup's; docs/runtime.md, "Pods"). */
+static int check_member(const struct container *c, enum container_op op)
+{
+	static const char *const verbs[] = {
+	    [CONTAINER_OP_PAUSE] = "pause",   [CONTAINER_OP_RESUME] = "resume",
+	    [CONTAINER_OP_UPDATE] = "update", [CONTAINER_OP_CHECKPOINT] = "checkpoint",
+	    [CONTAINER_OP_EVENTS] = "events",
+	};
+
+	if (!oci_map_get(&c->state->private_data, STATE_KEY_POD_MEMBER_PID) || (size_t)op >= ARRAY_SIZE(verbs) ||
+	    !verbs[op])
+		return 0;
+	return err_set(-ENOTSUP,
+	               "%s: container %s is an app container of the pod whose sandbox is %s, run in its VM: "
+	               "kvrun does not %s such a container yet",
+	               verbs[op], c->state->id, oci_map_get(&c->state->private_data, STATE_KEY_POD_SANDBOX), verbs[op]);
+}
+
 int container_load_for(const char *root, const char *id, enum container_op op, struct container **ret)
 {
 	struct container *c = NULL;
@@ -559,8 +580,12 @@ int container_load_for(const char *root, const char *id, enum container_op op, s
 	/* What the state forbids is said at once, without waiting for the
 	 * lock (a create in progress holds it for as long as the boot takes). */
 	r = load_checked(root, id, false, op, &c);
-	if (r < 0)
+	if (r >= 0)
+		r = check_member(c, op);
+	if (r < 0) {
+		container_free(c);
 		return r;
+	}
 	container_free(c);
 	return load_checked(root, id, true, op, ret);
 }

@@ -6,7 +6,10 @@
  * the init's three stdio streams with the token of the host's HELLO, then
  * serves the control stream: GO (STARTED), EXEC (the process's streams,
  * opened with its token; "echo ARGS" writes ARGS and exits 0 at once, any
- * other process lives until signalled), STATS (all zero), SIGNAL
+ * other process lives until signalled; into a pod member, tag 28, only a
+ * live one), a pod member's START (its root a virtio-fs slot "kvrun-fs*":
+ * its process's streams, READY; GO with its pid then STARTED), STATS
+ * (all zero), SIGNAL
  * (acknowledged, then the
  * EXIT of that process: the init's ends the container), NETWORK
  * (acknowledged); anything else is refused. When the host closes the
@@ -310,14 +313,29 @@ static void fi_intrude(struct fi *f, uint32_t port)
 		vs_send(&f->d, &s, VS_RW, 0, junk, sizeof(junk) - 1);
 }
 
-static void fi_handle_exec(struct fi *f, uint64_t id, const uint8_t *body, uint32_t len)
+static struct fi_exec *fi_find(struct fi *f, uint32_t pid)
+{
+	for (int i = 0; i < MAX_EXECS; i++)
+		if (f->execs[i].live && f->execs[i].pid == pid)
+			return &f->execs[i];
+	return 0;
+}
+
+/* EXEC, or a pod member's START (member: its process record as body):
+ * the process's streams, then STARTED (READY for a member, which waits
+ * for GO). An EXEC into a member (tag 28) must name a live one. */
+static void fi_spawn(struct fi *f, uint64_t id, const uint8_t *body, uint32_t len, bool member)
 {
 	static const uint32_t tags[3] = {21, 22, 23};
 	struct fi_exec *e = NULL;
-	uint32_t tl, al;
+	uint32_t tl, al, in = tlv_u32(body, len, 28);
 	const uint8_t *token = tlv(body, len, 24, 0, &tl), *arg0 = tlv(body, len, 1, 0, &al);
-	bool echo = arg0 && al == 4 && !memcmp(arg0, "echo", 4);
+	bool echo = !member && arg0 && al == 4 && !memcmp(arg0, "echo", 4);
 
+	if (in && !fi_find(f, in)) {
+		fi_ack(f, id, 3 /* ESRCH */);
+		return;
+	}
 	for (int i = 0; i < MAX_EXECS && !e; i++)
 		if (!f->execs[i].live)
 			e = &f->execs[i];
@@ -325,7 +343,7 @@ static void fi_handle_exec(struct fi *f, uint64_t id, const uint8_t *body, uint3
 		fi_ack(f, id, 11 /* EAGAIN */);
 		return;
 	}
-	*e = (struct fi_exec){.live = true, .id = id, .pid = 100 + (uint32_t)(e - f->execs)};
+	*e = (struct fi_exec){.live = true, .id = id, .pid = (member ? 200 : 100) + (uint32_t)(e - f->execs)};
 	if (cmd_num("intrude", 0) && tlv_u32(body, len, tags[1]))
 		fi_intrude(f, tlv_u32(body, len, tags[1]));
 	for (int i = 0; i < 3; i++) {
@@ -350,7 +368,7 @@ static void fi_handle_exec(struct fi *f, uint64_t id, const uint8_t *body, uint3
 		out[n ? n - 1 : n++] = '\n';
 		vs_send(&f->d, &e->io[1], VS_RW, 0, out, n);
 	}
-	fi_started(f, PROTO_STARTED, id, e->pid);
+	fi_started(f, member ? PROTO_READY : PROTO_STARTED, id, e->pid);
 	if (echo) {
 		for (int i = 1; i < 3; i++)
 			if (e->io[i].peer)
@@ -358,6 +376,33 @@ static void fi_handle_exec(struct fi *f, uint64_t id, const uint8_t *body, uint3
 		fi_exit(f, id, e->pid, 0, false);
 		e->live = false;
 	}
+}
+
+/* A pod member's START: its root must be a shared directory slot. */
+static void fi_handle_member(struct fi *f, uint64_t id, const uint8_t *body, uint32_t len)
+{
+	uint32_t pl, fl, dl;
+	const uint8_t *proc = tlv(body, len, 1, 0, &pl), *fstype = tlv(body, len, 12, 0, &fl),
+		      *dev = tlv(body, len, 11, 0, &dl);
+
+	if (!proc || !fstype || fl != 8 || memcmp(fstype, "virtiofs", 8) || !dev || dl < 9 ||
+	    memcmp(dev, "kvrun-fs", 8)) {
+		fi_ack(f, id, 22 /* EINVAL */);
+		return;
+	}
+	fi_spawn(f, id, proc, pl, true);
+}
+
+/* GO: the init (pid 0) or a member waiting for it. */
+static void fi_handle_go(struct fi *f, uint64_t id, const uint8_t *body, uint32_t len)
+{
+	uint32_t pid = tlv_u32(body, len, 1);
+
+	if (pid && !fi_find(f, pid)) {
+		fi_ack(f, id, 3 /* ESRCH */);
+		return;
+	}
+	fi_started(f, PROTO_STARTED, id, pid ? pid : 1);
 }
 
 /* SIGNAL: acknowledged, then the process ends by the signal. */
@@ -452,9 +497,11 @@ static void fi_serve(struct fi *f)
 		else if (type == PROTO_STATS)
 			fi_send_msg(f, PROTO_STATS, id, body, 0);
 		else if (type == PROTO_GO)
-			fi_started(f, PROTO_STARTED, id, 1);
+			fi_handle_go(f, id, body, len);
 		else if (type == PROTO_EXEC)
-			fi_handle_exec(f, id, body, len);
+			fi_spawn(f, id, body, len, false);
+		else if (type == PROTO_START)
+			fi_handle_member(f, id, body, len);
 		else if (type == PROTO_SIGNAL)
 			fi_handle_signal(f, id, body, len);
 		else

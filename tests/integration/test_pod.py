@@ -11,15 +11,17 @@ guest in scenario fake-init (tests/guest/fake-init.c; no Linux boot):
   (either), is refused with a message
   naming the sandbox and where it came from; nothing of it is left
   (processes, state, cache files, the namespace's TAPs and addresses).
-- An app container that names the pod's network namespace, by the CNI
-  path the sandbox serves or by /proc/<sandbox monitor>/ns/net, without
-  any annotation (a podman pod, a plain runc user), is recognised as the
-  pod's and refused naming the sandbox: the pod's containers do not run
-  in the pod's VM yet (docs/engines.md, "Kubernetes"); the sandbox keeps
-  its interfaces.
-- A container that joins the IPC or UTS namespace of a kvrun container's
-  monitor by path (as containerd's app containers do) is recognised as
-  that pod's and refused naming it, before anything is made.
+- An app container of the running sandbox (by containerd's annotations
+  and the CNI path, and also without annotations by the CNI path the
+  sandbox serves or by /proc/<sandbox monitor>/ns/net, as a podman pod or
+  a plain runc user names it) is created inside the sandbox's VM: its own
+  host process (the pid in its state), no second VM, no TAP or address
+  added; start, exec (the process runs in it), kill and delete work on it
+  alone, the sandbox runs on; pause is refused naming it; delete --force
+  of a created one ends its host process.
+- A container that joins the IPC or UTS namespace of a kvrun container
+  that is not a pod's sandbox is refused naming it, before anything is
+  made (its VM has no slots for another container's directories).
 
 Needs /dev/kvm and root; the namespace parts need ip and tc (skipped
 loudly without them)."""
@@ -63,8 +65,9 @@ ENV = dict(os.environ, KVRUN_KERNEL=GUEST, KVRUN_CONFIG=cfg, KVRUN_TEMPLATES="0"
            KVRUN_CONSOLE=os.path.join(tmp, "console.log"))
 
 
-def make_bundle(name, annotations=None, namespaces=None):
-    """namespaces: {type: path} replacing the default spec's entries."""
+def make_bundle(name, annotations=None, namespaces=None, hostname=True):
+    """namespaces: {type: path} replacing the default spec's entries;
+    hostname False: none (an app container, which has its sandbox's)."""
     b = os.path.join(tmp, name)
     os.makedirs(os.path.join(b, "rootfs", "bin"))
     subprocess.run([KVRUN, "spec", "-b", b], check=True)
@@ -75,6 +78,8 @@ def make_bundle(name, annotations=None, namespaces=None):
     # The test guest finds its devices on the command line, and has no modules.
     spec["annotations"] = dict({"io.kvrun.kernel.acpi": "off", "io.kvrun.kernel.modules": "none"},
                                **(annotations or {}))
+    if not hostname:
+        spec.pop("hostname", None)
     for typ, path in (namespaces or {}).items():
         spec["linux"]["namespaces"] = [n for n in spec["linux"]["namespaces"] if n["type"] != typ] + \
             [{"type": typ, "path": path}]
@@ -191,16 +196,51 @@ def check_pod_netns(cns):
         ("by containerd's annotations and the CNI path",
          {"io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.sandbox-id": sbx}, nspath),
     ]
+    monitors = set(processes_mentioning(f"{TAG}-sbx"))
     for i, (what, ann, path) in enumerate(cases):
         cid = f"{TAG}-app{i}"
-        p = kvrun("create", "--bundle", make_bundle(f"b-app{i}", ann, {"network": path}), cid)
-        t.ok(p.returncode not in (0, None) and f"container {cid} is of the pod whose sandbox is {sbx}" in p.stderr
-             and "does not yet run a pod's containers inside the pod's VM" in p.stderr,
-             f"app container {what}: recognised as the pod's and refused, naming the sandbox", p.stderr)
-        t.ok(state(cid) is None, f"app container {what}: no state left")
+        ns = {"network": path, "ipc": f"/proc/{mon}/ns/ipc", "uts": f"/proc/{mon}/ns/uts"} if i == 2 else \
+            {"network": path}
+        p = kvrun("--debug", "create", "--bundle", make_bundle(f"b-app{i}", ann, ns, False), cid)
+        if not t.ok(p.returncode == 0, f"app container {what}: created in the pod's VM", p.stderr):
+            continue
+        s = state(cid) or {}
+        pv = private(cid) or {}
+        t.ok(s.get("status") == "created" and s.get("pid", 0) > 0 and s.get("pid") != mon,
+             f"app container {what}: created, its own host process", json.dumps(s))
+        t.ok(pv.get("pod-role") == "container" and pv.get("pod-sandbox") == sbx and
+             int(pv.get("pod-member-pid", "0")) >= 200,
+             f"app container {what}: recorded as the pod's, with its process in the VM", json.dumps(pv))
         now = census.take()
         t.eq(now["taps"], served["taps"], f"app container {what}: the sandbox keeps its TAP, none added")
         t.eq(now["addrs"], served["addrs"], f"app container {what}: the namespace's addresses unchanged")
+        t.eq(set(processes_mentioning(f"{TAG}-sbx")), monitors, f"app container {what}: no second VM")
+        p = kvrun("start", cid)
+        t.ok(p.returncode == 0 and (state(cid) or {}).get("status") == "running",
+             f"app container {what}: started", p.stderr)
+        p = kvrun("exec", cid, "echo", "in", "the", "app")
+        t.ok(p.returncode == 0 and p.stdout == "in the app\n", f"app container {what}: exec runs in it",
+             f"rc {p.returncode} out {p.stdout!r} err {p.stderr!r}")
+        p = kvrun("pause", cid)
+        t.ok(p.returncode != 0 and "app container of the pod" in p.stderr,
+             f"app container {what}: pause refused by name", p.stderr)
+        p = kvrun("kill", cid, "TERM")
+        t.ok(p.returncode == 0 and wait_for(lambda: (state(cid) or {}).get("status") == "stopped", timeout=20,
+                                            step=0.1),
+             f"app container {what}: kill TERM stops it", p.stderr + json.dumps(state(cid)))
+        t.ok((state(sbx) or {}).get("status") == "created", f"app container {what}: the sandbox lives on (created)")
+        t.eq(kvrun("delete", cid).returncode, 0, f"app container {what}: delete")
+        t.ok(state(cid) is None and not os.path.exists(os.path.join(root, cid)), f"app container {what}: gone")
+    # One created and never started: delete --force ends its process in the VM.
+    cid = f"{TAG}-appf"
+    p = kvrun("create", "--bundle", make_bundle("b-appf", cases[2][1], {"network": nspath}, False), cid)
+    if t.ok(p.returncode == 0, "an app container created", p.stderr):
+        host = monitor_pid(cid)
+        t.eq(kvrun("delete", "--force", cid).returncode, 0, "its delete --force")
+        t.ok(wait_for(lambda: not os.path.exists(f"/proc/{host}"), timeout=20, step=0.1),
+             "its host process is gone")
+    now = census.take()
+    t.eq(now["taps"], served["taps"], "after the app containers: the sandbox's TAP as before")
 
     # The sandbox stops (its VM ends): its pod takes no container any more.
     t.eq(kvrun("kill", sbx, "KILL").returncode, 0, "kill -9 of the sandbox")
@@ -226,9 +266,9 @@ def check_ipc_member():
     mon = monitor_pid(sbx)
     for typ in ("ipc", "uts"):
         path = f"/proc/{mon}/ns/{typ}"
-        refused(census, before, make_bundle(f"b-{typ}app", None, {typ: path}), app,
-                f"{path} joins the {typ} namespace of the pod whose sandbox is {sbx} (from {typ} namespace {path})",
-                f"a container naming the {typ} namespace of a kvrun container's monitor")
+        refused(census, before, make_bundle(f"b-{typ}app", None, {typ: path}, False), app,
+                f"container {sbx} is not a pod's sandbox: its VM takes no app containers",
+                f"a container naming the {typ} namespace of a kvrun container's monitor (not a pod's sandbox)")
     t.eq(kvrun("delete", "--force", sbx).returncode, 0, f"delete --force {sbx}")
     t.ok(wait_for(lambda: not processes_mentioning(TAG), timeout=20, step=0.1), "no process left",
          processes_mentioning(TAG))

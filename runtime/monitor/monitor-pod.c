@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A pod's app containers in its sandbox's VM (docs/runtime.md, "Pods").
+ * The app container's host process (its member proxy, exec-proxy.h) asks
+ * the sandbox's monitor on control.sock:
+ *
+ *   member <n> <share>... + n directory descriptors (SCM_RIGHTS), then the
+ *   START frame
+ *
+ * Each share is "<r|w><f|d>:<names>": read-only or writable, only files
+ * (few requests) or a directory, and "-" (the whole directory) or the
+ * entries of its root it shows, hex-encoded and comma-separated. Share i
+ * is named "kvrun-fs<i>" in the START (guest_share_tag()); the monitor
+ * gives each a free slot of the VM and the START the slots' tags, sends it
+ * as a member's (PROTO_START_F_MEMBER) and answers "ok <guest pid>" once
+ * guest-init has it ready. The connection is then kept as an exec's is
+ * (monitor_exec): the member's EXIT goes there as "exit <status>", and
+ * when the proxy goes away its container's init is killed.
+ *
+ *   go <guest pid>: the member's process execs (runc start).
+ *
+ * A slot stays the share's for the VM's life: the guest may still hold
+ * the mount once the app container is gone.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/protocol.h"
+#include "runtime/monitor/monitor-int.h"
+#include "runtime/sandbox/sandbox.h"
+
+#define CLIENT_WAIT_MS 5000
+/* Entries one share of files may show. */
+#define GUEST_SHARE_MAX_NAMES 64
+
+struct member_share {
+	bool read_only, files;
+	char **names; /* NULL: the whole directory */
+	char tag[GUEST_SHARE_TAG_SIZE]; /* the slot's */
+};
+
+static void share_free(struct member_share *s)
+{
+	for (size_t i = 0; s->names && s->names[i]; i++)
+		free(s->names[i]);
+	free(s->names);
+	s->names = NULL;
+}
+
+static int unhex(const char *p, size_t len, char **ret)
+{
+	char *s;
+
+	if (len % 2 || len == 0 || len > 2 * 255)
+		return -EINVAL;
+	s = malloc(len / 2 + 1);
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; i < len / 2; i++) {
+		unsigned v;
+
+		if (sscanf(p + 2 * i, "%2x", &v) != 1 || v == 0 || v == '/') {
+			free(s);
+			return -EINVAL;
+		}
+		s[i] = (char)v;
+	}
+	s[len / 2] = 0;
+	if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0) {
+		free(s);
+		return -EINVAL;
+	}
+	*ret = s;
+	return 0;
+}
+
+/* One "<r|w><f|d>:<names>" word of length len. */
+static int parse_share(const char *w, size_t len, struct member_share *ret)
+{
+	size_t n = 0;
+	const char *p, *end = w + len;
+
+	if (len < 4 || (w[0] != 'r' && w[0] != 'w') || (w[1] != 'f' && w[1] != 'd') || w[2] != ':')
+		return -EINVAL;
+	ret->read_only = w[0] == 'r';
+	ret->files = w[1] == 'f';
+	p = w + 3;
+	if (end - p == 1 && *p == '-')
+		return 0;
+	for (const char *q = p; q < end; q++)
+		n += *q == ',';
+	if (n + 1 > GUEST_SHARE_MAX_NAMES)
+		return -E2BIG;
+	ret->names = calloc(n + 2, sizeof(char *));
+	if (!ret->names)
+		return -ENOMEM;
+	for (size_t i = 0; p < end; i++) {
+		const char *c = memchr(p, ',', (size_t)(end - p));
+		size_t l = c ? (size_t)(c - p) : (size_t)(end - p);
+		int r = unhex(p, l, &ret->names[i]);
+
+		if (r < 0)
+			return r;
+		p += l + (c ? 1 : 0);
+	}
+	return 0;
+}
+
+static int parse_shares(const char *args, unsigned int nfds, struct member_share *shares, unsigned int *ret_n)
+{
+	unsigned int n;
+	int off = 0, r;
+
+	if (sscanf(args, "%u%n", &n, &off) != 1 || n > GUEST_SHARES_MAX)
+		return err_set(-EINVAL, "member: a share count of at most %d expected", GUEST_SHARES_MAX);
+	if (n != nfds)
+		return err_set(-EINVAL, "member: %u shares, %u directory descriptors", n, nfds);
+	args += off;
+	for (unsigned int i = 0; i < n; i++) {
+		size_t len;
+
+		args += strspn(args, " ");
+		len = strcspn(args, " ");
+		r = parse_share(args, len, &shares[i]);
+		*ret_n = i + 1;
+		if (r < 0)
+			return err_set(r, "member: share %u: \"%.*s\" is not <r|w><f|d>:<names>", i, (int)len, args);
+		args += len;
+	}
+	if (args[strspn(args, " ")])
+		return err_set(-EINVAL, "member: more shares than the count %u", n);
+	return 0;
+}
+
+static int replace_tag(char **tag, const struct member_share *shares, unsigned int n)
+{
+	char name[GUEST_SHARE_TAG_SIZE];
+
+	if (!*tag)
+		return 0;
+	for (unsigned int i = 0; i < n; i++) {
+		guest_share_tag(i, name);
+		if (strcmp(*tag, name) == 0) {
+			char *t = strdup(shares[i].tag);
+
+			if (!t)
+				return -ENOMEM;
+			free(*tag);
+			*tag = t;
+			return 0;
+		}
+	}
+	return err_set(-EINVAL, "member: the process names share %s, which it did not send", *tag);
+}
+
+/* The slots' tags in START: its root's and each mount's. */
+static int retag(struct proto_start *s, const struct member_share *shares, unsigned int n)
+{
+	int r = 0;
+
+	if (s->root_fstype && strcmp(s->root_fstype, "virtiofs") == 0)
+		r = replace_tag(&s->root_device, shares, n);
+	else
+		r = err_set(-EINVAL, "member: an app container's root must be a shared directory");
+	for (size_t i = 0; r >= 0 && i < s->n_mounts; i++)
+		r = replace_tag(&s->mounts[i].share, shares, n);
+	return r;
+}
+
+static struct monitor_exec *free_session(struct monitor *m)
+{
+	for (int i = 0; i < MONITOR_MAX_EXECS; i++)
+		if (m->execs[i].fd < 0)
+			return &m->execs[i];
+	return NULL;
+}
+
+static int attach_shares(struct monitor *m, struct member_share *shares, unsigned int n, const int *fds)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		char what[64];
+		struct sandbox_share sh = {.dir = what,
+		                           .read_only = shares[i].read_only,
+		                           .dir_fd = fds[i],
+		                           .proc_fd = m->proc_fd,
+		                           .names = shares[i].names,
+		                           .workers = shares[i].files ? 1 : 0};
+		int r;
+
+		snprintf(what, sizeof(what), "of an app container (its share %u)", i);
+		r = sandbox_share_add(m->sb, &sh, shares[i].tag, sizeof(shares[i].tag));
+		if (r < 0)
+			return r;
+		log_debug("pod: an app container's share %u is slot %s", i, shares[i].tag);
+	}
+	return 0;
+}
+
+int monitor_member(struct monitor *m, int fd, const char *args, const int *fds, unsigned int nfds, bool *keep,
+                   char *detail, size_t size)
+{
+	struct member_share shares[GUEST_SHARES_MAX] = {0};
+	struct proto_msg msg = {0}, ans = {0};
+	struct monitor_exec *e = free_session(m);
+	struct ucred cred = {0};
+	socklen_t len = sizeof(cred);
+	unsigned int n = 0;
+	int r;
+
+	if (!monitor_is_pod_sandbox(m))
+		return err_set(-EINVAL, "this container is not a pod's sandbox: its VM takes no app containers");
+	if (m->exited)
+		return err_set(-ESRCH, "the pod's sandbox is not running");
+	if (m->paused)
+		return err_set(-EBUSY, "the pod's sandbox is paused");
+	if (!e)
+		return err_set(-EAGAIN, "too many processes in the pod's VM (at most %d)", MONITOR_MAX_EXECS);
+	r = parse_shares(args, nfds, shares, &n);
+	if (r >= 0 && sandbox_shares_free(m->sb) < n)
+		r = err_set(-ENOSPC, "the pod's VM has %u free shared directory slots, the app container needs %u",
+		            sandbox_shares_free(m->sb), n);
+	if (r >= 0) {
+		r = proto_recv_timeout(fd, CLIENT_WAIT_MS, &msg);
+		if (r < 0)
+			r = err_setsys(r, "member: reading the container's START");
+		else if (msg.type != PROTO_MSG_START)
+			r = err_set(-EINVAL, "member: expected START, got %s", proto_type_name(msg.type));
+	}
+	if (r >= 0)
+		r = attach_shares(m, shares, n, fds);
+	if (r >= 0)
+		r = retag(&msg.u.start, shares, n);
+	if (r >= 0) {
+		msg.flags = (msg.flags & PROTO_START_F_SHARE_PID) | PROTO_START_F_MEMBER | PROTO_START_F_WAIT;
+		r = guest_channel_request(&m->ch, &msg, guest_boot_timeout_ms(), &ans);
+	}
+	if (r >= 0) {
+		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+		*e = (struct monitor_exec){
+		    .fd = fd, .id = msg.id, .guest_pid = ans.u.started.pid, .proxy_pid = cred.pid};
+		*keep = true;
+		snprintf(detail, size, "%u", ans.u.started.pid);
+		log_debug("pod: app container created, guest pid %u, host process %d", e->guest_pid, (int)e->proxy_pid);
+	}
+	for (unsigned int i = 0; i < GUEST_SHARES_MAX; i++)
+		share_free(&shares[i]);
+	proto_msg_free(&msg);
+	proto_msg_free(&ans);
+	return r;
+}
+
+int monitor_member_go(struct monitor *m, uint32_t pid, char *detail, size_t size)
+{
+	struct proto_msg msg = {.type = PROTO_MSG_GO, .u.started = {pid}}, ans = {0};
+	int r;
+
+	if (m->exited)
+		return err_set(-ESRCH, "the pod's sandbox is not running");
+	if (m->paused)
+		return err_set(-EBUSY, "the pod's sandbox is paused");
+	r = guest_channel_request(&m->ch, &msg, guest_boot_timeout_ms(), &ans);
+	if (r >= 0)
+		snprintf(detail, size, "%u", ans.u.started.pid);
+	proto_msg_free(&ans);
+	return r;
+}
