@@ -7,7 +7,7 @@
 #include "common/log.h"
 #include "common/stop-point.h"
 #include "runtime/cli/cli-args.h"
-#include "runtime/cli/launch.h"
+#include "runtime/cli/launch-ctl.h"
 #include "runtime/monitor/teardown.h"
 #include "runtime/store/state.h"
 

@@ -13,7 +13,7 @@
 #include "oci-spec/spec.h"
 #include "runtime/cli/cli-args.h"
 #include "runtime/cli/exec-proxy.h"
-#include "runtime/cli/launch.h"
+#include "runtime/cli/launch-member.h"
 #include "runtime/host/jail.h"
 #include "runtime/monitor/guest-spec.h"
 #include "runtime/monitor/spec-support.h"

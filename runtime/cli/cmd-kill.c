@@ -6,7 +6,7 @@
 #include "common/error.h"
 #include "oci-spec/spec.h"
 #include "runtime/cli/cli-args.h"
-#include "runtime/cli/launch.h"
+#include "runtime/cli/launch-ctl.h"
 #include "runtime/store/state.h"
 
 static int run_kill(struct cli_context *ctx, int argc, char **argv)

@@ -14,7 +14,7 @@
 #include "common/error.h"
 #include "runtime/cli/cli-args.h"
 #include "common/log.h"
-#include "runtime/cli/launch.h"
+#include "runtime/cli/launch-member.h"
 #include "runtime/cli/ps-table.h"
 #include "runtime/store/monitor-client.h"
 #include "runtime/store/state.h"

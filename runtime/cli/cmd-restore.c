@@ -7,6 +7,7 @@
 #include "runtime/store/checkpoint.h"
 #include "runtime/cli/create.h"
 #include "runtime/cli/launch.h"
+#include "runtime/cli/launch-ctl.h"
 
 static int run_restore(struct cli_context *ctx, int argc, char **argv)
 {

@@ -9,6 +9,7 @@
 #include "runtime/cli/cli-args.h"
 #include "runtime/store/hooks.h"
 #include "runtime/cli/launch.h"
+#include "runtime/cli/launch-ctl.h"
 #include "runtime/store/state.h"
 
 /* The container is gone (or going): remove what is left of it. */

@@ -2,7 +2,7 @@
 /* `kvrun start <id>`: executes the user defined process in a created container. */
 #include "runtime/cli/cli-args.h"
 #include "runtime/store/hooks.h"
-#include "runtime/cli/launch.h"
+#include "runtime/cli/launch-ctl.h"
 
 static int run_start(struct cli_context *ctx, int argc, char **argv)
 {

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "runtime/cli/launch-member.h"
 #include "runtime/cli/create.h"
 #include "runtime/store/layout.h"
 #include "runtime/store/state.h"

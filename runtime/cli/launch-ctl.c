@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The verbs that reach a created container's monitor (start, kill) and the
- * waits on it (launch.h); launch.c brings the container up. */
+ * waits on it (launch-ctl.h); launch.c brings the container up. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,7 +16,8 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/stop-point.h"
-#include "runtime/cli/launch.h"
+#include "runtime/cli/launch-ctl.h"
+#include "runtime/cli/launch-member.h"
 #include "runtime/sandbox/guest-channel.h"
 #include "runtime/store/monitor-client.h"
 #include "runtime/store/proc-stat.h"

@@ -18,7 +18,7 @@
 #include "common/log.h"
 #include "common/stop-point.h"
 #include "runtime/cli/exec-proxy.h"
-#include "runtime/cli/launch.h"
+#include "runtime/cli/launch-member.h"
 #include "runtime/host/jail.h"
 #include "runtime/monitor/guest-shares.h"
 #include "runtime/monitor/guest-spec.h"
@@ -216,8 +216,8 @@ static int member_view(const struct oci_spec *spec, struct member_view *v)
 	return 0;
 }
 
-static int member_build(const struct bundle *b, const struct oci_spec *spec, const struct oci_state *s,
-                        bool share_pid, struct member *m)
+static int member_build(const struct bundle *b, const struct oci_spec *spec, const struct oci_state *s, bool share_pid,
+                        struct member *m)
 {
 	int r = guest_shares_plan(spec, b->rootfs, &m->g);
 
@@ -263,10 +263,11 @@ int launch_member(struct cli_context *ctx, const char *id, const struct create_o
 
 	r = container_load(ctx->root, pod->sandbox_id, false, &sandbox);
 	if (r >= 0 && !is_sandbox(sandbox))
-		r = err_set(-EINVAL,
-		            "container %s is not a pod's sandbox: its VM takes no app containers (create the pod's first "
-		            "container with the annotation %s=sandbox)",
-		            pod->sandbox_id, POD_ANN_CRI_TYPE);
+		r = err_set(
+		    -EINVAL,
+		    "container %s is not a pod's sandbox: its VM takes no app containers (create the pod's first "
+		    "container with the annotation %s=sandbox)",
+		    pod->sandbox_id, POD_ANN_CRI_TYPE);
 	if (r >= 0)
 		r = jail_uid_of(sandbox, &jail);
 	if (r >= 0)

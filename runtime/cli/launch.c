@@ -26,6 +26,8 @@
 #include "runtime/monitor/guest-spec.h"
 #include "runtime/cli/create.h"
 #include "runtime/cli/launch.h"
+#include "runtime/cli/launch-ctl.h"
+#include "runtime/cli/launch-member.h"
 #include "runtime/store/monitor-client.h"
 #include "runtime/store/proc-stat.h"
 #include "runtime/monitor/monitor.h"
