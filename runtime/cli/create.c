@@ -3,13 +3,13 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/error.h"
 #include "common/log.h"
-#include "runtime/cli/launch-member.h"
 #include "runtime/cli/create.h"
 #include "runtime/store/layout.h"
 #include "runtime/store/state.h"
@@ -110,9 +110,24 @@ int create_prepare(struct cli_context *ctx, const char *id, const struct create_
 	return 0;
 }
 
-/* A namespace of the pod's other than its network (which the pod's VM
- * serves: netns.c refuses a second VM there) can be shared only inside
- * the pod's VM. */
+/* Whether container id under root is a pod's sandbox (its state says so),
+ * whose VM takes the pod's app containers. */
+static bool is_pod_sandbox(const char *root, const char *id)
+{
+	_cleanup_container_ struct container *c = NULL;
+	const char *role;
+
+	if (container_load(root, id, false, &c) < 0) {
+		err_clear();
+		return false;
+	}
+	role = oci_map_get(&c->state->private_data, STATE_KEY_POD_ROLE);
+	return role && strcmp(role, "sandbox") == 0;
+}
+
+/* A namespace of a container that is not a pod's sandbox, other than its
+ * network (which its VM serves: netns.c refuses a second VM there), could
+ * be shared only inside its VM, which takes no other container. */
 static int refuse_shared(const struct bundle *b, const struct pod_ref *p)
 {
 	const struct oci_linux *l = b->spec->linux_spec;
@@ -124,9 +139,10 @@ static int refuse_shared(const struct bundle *b, const struct pod_ref *p)
 			continue;
 		return err_set(
 		    -ENOTSUP,
-		    "%s/config.json: linux.namespaces[%zu].path: %s joins the %s namespace of the pod whose "
-		    "sandbox is %s (from %s); kvrun does not yet run a pod's containers inside the pod's VM, "
-		    "the only place they could share it",
+		    "%s/config.json: linux.namespaces[%zu].path: %s joins the %s namespace of container %s (from "
+		    "%s), which is not a pod's sandbox: only a pod sandbox's VM (annotation "
+		    "io.kubernetes.cri.container-type=sandbox) takes other containers, the only place they could "
+		    "share it",
 		    b->path, i, ns->path, ns->type, p->sandbox_id, p->source);
 	}
 	return 0;
@@ -141,8 +157,8 @@ int create_check_pod(struct cli_context *ctx, const struct bundle *b, struct pod
 	if (r < 0)
 		return err_prefix(r, "%s/config.json", b->path);
 	r = pod_check_sandbox(ctx->root, &p);
-	if (r > 0 && p.role == POD_ROLE_CONTAINER)
-		p.live = true; /* its namespaces: launch_member() */
+	if (r > 0 && p.role == POD_ROLE_CONTAINER && is_pod_sandbox(ctx->root, p.sandbox_id))
+		p.live = true; /* created in the sandbox's VM: launch_member() */
 	else if (r > 0)
 		r = refuse_shared(b, &p);
 	else if (r == 0 && p.role == POD_ROLE_CONTAINER)

@@ -267,7 +267,8 @@ def check_ipc_member():
     for typ in ("ipc", "uts"):
         path = f"/proc/{mon}/ns/{typ}"
         refused(census, before, make_bundle(f"b-{typ}app", None, {typ: path}, False), app,
-                f"container {sbx} is not a pod's sandbox: its VM takes no app containers",
+                f"{path} joins the {typ} namespace of container {sbx} (from {typ} namespace {path}), which is not "
+                "a pod's sandbox",
                 f"a container naming the {typ} namespace of a kvrun container's monitor (not a pod's sandbox)")
     t.eq(kvrun("delete", "--force", sbx).returncode, 0, f"delete --force {sbx}")
     t.ok(wait_for(lambda: not processes_mentioning(TAG), timeout=20, step=0.1), "no process left",
