@@ -232,6 +232,11 @@ static int build_vm(struct monitor *m)
 	                                   .read_only = a->b->spec->root && a->b->spec->root->readonly,
 	                                   .id = "rootfs"};
 	o.nshares = guest_shares_to_sandbox(&m->shares, m->proc_fd, tags, o.shares);
+	/* The file server's threads alone keep its capabilities (jail.h). */
+	for (unsigned int i = 0; m->jail && i < o.nshares; i++) {
+		o.shares[i].thread_init = jail_fs_thread;
+		o.shares[i].thread_opaque = m->jail;
+	}
 	if (a->restore_dir)
 		r = sandbox_restore(&o, m->snapshot, 0, false, NULL, &m->sb);
 	else

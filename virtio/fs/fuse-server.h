@@ -76,9 +76,10 @@ struct fs_server_opts {
 	/* Cache timeouts given to the client, in seconds. */
 	double entry_timeout, attr_timeout, negative_timeout;
 	/* When set, for the transport: what each thread it makes to run
-	 * requests runs first (credentials of that thread's own), with
-	 * thread_opaque; 0, or a negative errno that fails the setup. The
-	 * server's own thread inherits it from the request's thread. */
+	 * requests runs first (a jail's jail_fs_thread(): the credentials of
+	 * a file server on that thread alone), with thread_opaque; 0, or a
+	 * negative errno that fails the setup. The server's own thread
+	 * starts with what it set on the request's thread. */
 	int (*thread_init)(void *opaque);
 	void *thread_opaque;
 };
