@@ -112,7 +112,14 @@ int boot_jail_enter(struct boot_jail *bj, struct sandbox_opts *vm, const char **
 		r = jail_config_bind(&c, vm->disks[d].path, !vm->disks[d].read_only);
 	if (r >= 0)
 		r = jail_mount(&c, ret);
-	return r >= 0 ? jail_begin(*ret) : r;
+	if (r < 0)
+		return r;
+	/* The file server's threads alone keep its capabilities (jail.h). */
+	for (unsigned int i = 0; i < vm->nshares; i++) {
+		vm->shares[i].thread_init = jail_fs_thread;
+		vm->shares[i].thread_opaque = *ret;
+	}
+	return jail_begin(*ret);
 }
 
 void boot_jail_done(struct boot_jail *bj)

@@ -240,8 +240,7 @@ static const struct rule serve_only_fs_rules[] = {
 /* A file server (virtio-fs shares, when the VM has them), while building
  * and serving: what it does to the shared files, each by a descriptor it
  * holds or through /proc/self/fd (jail.h), the locks the guest takes (open
- * file description locks), its workers' own fsgid and umask, and a thread
- * dropping its own capabilities (jail_finish()). */
+ * file description locks), its workers' own fsgid and umask. */
 static const struct rule file_server_rules[] = {
     ANY("openat"),
     ANY("unlinkat"),
@@ -272,6 +271,13 @@ static const struct rule file_server_rules[] = {
     ANY("setfsgid"),
     IF1("unshare", EQ(0, CLONE_FS)),
     ANY("umask"),
+};
+
+/* A file server, while building: each of its threads taking the jail's
+ * ids for itself, keeping the server's capabilities (jail_fs_thread(); the
+ * ids' calls are build_rules'). */
+static const struct rule file_server_build_rules[] = {
+    IF2("prctl", EQ(0, PR_SET_KEEPCAPS), EQ(1, 1)),
     ANY("capset"),
 };
 
@@ -462,6 +468,8 @@ static int add_all(scmp_filter_ctx ctx, const struct jail *j, enum jail_filter f
 		if (monitor && j->file_server) {
 			t[4] = (struct table)TABLE(file_server_rules);
 			serve_only = (struct table)TABLE(serve_only_fs_rules);
+			if (f == JAIL_FILTER_BUILD)
+				t[5] = (struct table)TABLE(file_server_build_rules);
 		}
 		t[3] = f == JAIL_FILTER_BUILD ? (struct table)TABLE(build_rules) : serve_only;
 		if (f == JAIL_FILTER_BUILD && monitor)

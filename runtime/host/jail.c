@@ -3,7 +3,6 @@
  * seccomp filters jail-seccomp.c's. */
 #include <errno.h>
 #include <grp.h>
-#include <linux/securebits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,20 +102,16 @@ static int set_caps(uint64_t mask)
 	return r;
 }
 
-/* Of every capability, only those to take the jail's ids are left (and a
- * file server's); the bounding set and the ambient set go. For this
- * thread, and the threads it makes from now on. A file server's threads
- * keep theirs through the change of ids (SECBIT_NO_SETUID_FIXUP, set here
- * while there is one thread and CAP_SETPCAP, and locked). */
+/* Of every capability, only those to take the jail's ids are left (and,
+ * for a file server, the server's: its threads take them from the thread
+ * that builds the VM); the bounding set and the ambient set go. For this
+ * thread, and the threads it makes from now on. */
 static int keep_setid_caps(const struct jail *j)
 {
 	uint64_t keep = (1ULL << CAP_SETUID) | (1ULL << CAP_SETGID);
 
-	if (j->file_server) {
-		if (prctl(PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED, 0, 0, 0) < 0)
-			return err_setsys(-errno, "jail: keep a file server's capabilities through the ids' change");
+	if (j->file_server)
 		keep |= JAIL_FS_CAPS;
-	}
 	for (int c = 0; c <= CAP_LAST_CAP; c++)
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
 			return err_setsys(-errno, "jail: drop capability %d from the bounding set", c);
@@ -125,15 +120,18 @@ static int keep_setid_caps(const struct jail *j)
 	return set_caps(keep);
 }
 
-/* Every capability of this thread, by capset(2) alone (libcap would ask
- * capget first, which no filter allows). */
-static int drop_own_caps(void)
+/* This thread's permitted and effective sets made of the capabilities in
+ * mask, by capset(2) alone (libcap would ask capget first, which no
+ * filter allows). */
+static int set_own_caps(uint64_t mask)
 {
 	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
-	struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {{0}};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {{0}};
 
-	if (syscall(SYS_capset, &h, none) < 0)
-		return err_setsys(-errno, "jail: drop this thread's capabilities");
+	for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
+		d[i].permitted = d[i].effective = (uint32_t)(mask >> (32 * i));
+	if (syscall(SYS_capset, &h, d) < 0)
+		return -errno;
 	return 0;
 }
 
@@ -173,13 +171,6 @@ int jail_begin(struct jail *j)
 	r = keep_setid_caps(j);
 	if (r < 0)
 		return r;
-	/* A file server's jail takes its ids now, while this is the only
-	 * thread, and then lets CAP_SETUID go: the threads made while the VM
-	 * is built (the server's workers) get the server's capabilities and
-	 * nothing more. Without a file server every capability goes with the
-	 * ids' change in jail_finish(), on every thread. */
-	if (j->file_server && ((r = drop_ids(j)) < 0 || (r = set_caps(JAIL_FS_CAPS)) < 0))
-		return r;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return err_setsys(-errno, "jail: no_new_privs");
 	for (int f = 0; f < JAIL_NR_FILTERS; f++)
@@ -201,10 +192,10 @@ int jail_finish(struct jail *j)
 
 	if (!j->begun || j->finished)
 		return -EINVAL;
-	/* A file server's jail has its ids already (jail_begin()), and its
-	 * capabilities stay with the threads made so far (its workers): this
-	 * one, and those it makes from now on, have none. */
-	r = j->file_server ? drop_own_caps() : drop_ids(j);
+	/* Every thread leaves uid 0, and with it every capability: all but a
+	 * file server's threads, which have the jail's ids already and keep
+	 * theirs (jail_fs_thread()). */
+	r = drop_ids(j);
 	if (r >= 0) {
 		r = jail_filter_load(j, JAIL_FILTER_SERVE, true);
 		if (r < 0)
@@ -213,6 +204,24 @@ int jail_finish(struct jail *j)
 	if (r >= 0)
 		j->finished = true;
 	return r;
+}
+
+int jail_fs_thread(void *opaque)
+{
+	struct jail *j = opaque;
+
+	if (!j->file_server || !j->begun || j->finished)
+		return -EINVAL;
+	/* Raw calls: the C library would change the ids of every thread.
+	 * PR_SET_KEEPCAPS keeps the permitted set through the change, which
+	 * clears the effective set; capset then makes both the server's. */
+	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0 || syscall(SYS_setgroups, 0, NULL) < 0 ||
+	    syscall(SYS_setresgid, j->gid, j->gid, j->gid) < 0 || syscall(SYS_setresuid, j->uid, j->uid, j->uid) < 0)
+		return -errno;
+	/* The change reset it, for the whole process, to fs.suid_dumpable. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return -errno;
+	return set_own_caps(JAIL_FS_CAPS);
 }
 
 int jail_vcpu_thread(void *opaque)

@@ -11,8 +11,9 @@
  *                 its images bound read-only at their own paths,
  *                 /dev/kvm and /dev/vhost-net), no /proc;
  *   jail_begin()  the state directory sealed (read-only but for the VM's
- *                 disk), every capability but CAP_SETUID/CAP_SETGID dropped (the
- *                 bounding set emptied), no_new_privs, not dumpable, and
+ *                 disk), every capability but CAP_SETUID/CAP_SETGID (and
+ *                 a file server's, below) dropped (the bounding set
+ *                 emptied), no_new_privs, not dumpable, and
  *                 the build filter: seccomp with SCMP_ACT_KILL_PROCESS as
  *                 the default, signals and rlimits only for the process
  *                 itself, no other process reachable. The VM is built under
@@ -24,14 +25,16 @@
  *
  * A jail with a file server (a VM with shared directories: virtio-fs, whose
  * FUSE passthrough server runs in the VMM) keeps what that server needs:
- * the capabilities of JAIL_FS_CAPS, and no others, on the threads made
- * while the VM is built (its workers among them; jail_begin() takes the
- * jail's ids already, while there is one thread, and drops CAP_SETUID
- * then), the file
- * server's calls in the build and serving filters, and /proc/self/fd (the
- * process's own descriptors, through which the server reaches the files
- * it holds by descriptor). The thread that finishes the jail, and every
- * thread made after it (vCPUs, event loop), has no capability left.
+ * the capabilities of JAIL_FS_CAPS on the server's threads and on no
+ * other, the file server's calls in the build and serving filters, and
+ * /proc/self/fd (the process's own descriptors, through which the server
+ * reaches the files it holds by descriptor). The thread that builds the VM
+ * holds JAIL_FS_CAPS too (the threads it makes start with what it has);
+ * each server thread, made while the VM is built, takes the jail's ids for
+ * itself alone and keeps JAIL_FS_CAPS (jail_fs_thread()). The ids' change
+ * of jail_finish() then clears every capability of every other thread
+ * (the builder's, every thread it made: disk workers, and any other), and
+ * every thread made after it (vCPUs, event loop) has none.
  *
  * Filters stack: a thread runs a call only when every filter it has allows
  * it, so each one narrows the one before. A call no filter allows kills
@@ -161,6 +164,14 @@ int jail_finish(struct jail *j);
 /* Each vCPU thread, before its first KVM_RUN: the vCPU filter on itself.
  * opaque is the struct jail. 0 or a negative errno. */
 int jail_vcpu_thread(void *opaque);
+
+/* Each file server thread (a share's worker: fs_server_opts' thread_init),
+ * first, between jail_begin() and jail_finish() (the caller waits for it):
+ * the jail's uid, gid and no supplementary group on this thread alone,
+ * with JAIL_FS_CAPS and no other capability, which the change of ids in
+ * jail_finish() leaves it. The threads it makes start with the same.
+ * opaque is the struct jail of a file server. 0 or a negative errno. */
+int jail_fs_thread(void *opaque);
 
 /* The uid the jail runs as. */
 uid_t jail_uid(const struct jail *j);

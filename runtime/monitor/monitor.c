@@ -235,6 +235,11 @@ static int build_vm(struct monitor *m)
 	/* A pod's VM: slots for its app containers' directories. */
 	if (monitor_is_pod_sandbox(m) && o.nshares < SANDBOX_TEMPLATE_SHARES)
 		o.spare_shares = SANDBOX_TEMPLATE_SHARES - o.nshares;
+	/* The file server's threads alone keep its capabilities (jail.h). */
+	for (unsigned int i = 0; m->jail && i < o.nshares; i++) {
+		o.shares[i].thread_init = jail_fs_thread;
+		o.shares[i].thread_opaque = m->jail;
+	}
 	if (a->restore_dir)
 		r = sandbox_restore(&o, m->snapshot, 0, false, NULL, &m->sb);
 	else

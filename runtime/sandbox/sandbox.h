@@ -69,6 +69,10 @@ struct sandbox_share {
 	int proc_fd; /* > 0: /proc/self/fd, opened (borrowed) */
 	char *const *names; /* NULL: the whole directory; else only these entries of it (fs_server_opts) */
 	unsigned int workers; /* request threads; 0: the device's default */
+	/* What each request thread runs first (fs_server_opts' thread_init:
+	 * a jail's jail_fs_thread()), or NULL. */
+	int (*thread_init)(void *opaque);
+	void *thread_opaque;
 };
 
 struct sandbox_opts {

@@ -526,21 +526,42 @@ def _proc_status(path):
     return fields
 
 
-def jail_problems(pid):
-    """What /proc says is missing of the jail (runtime/host/jail.h) of a
-    running monitor or exec proxy: every thread with Seccomp 2, NoNewPrivs 1
-    and no capability, uids that are not 0, a root that is not the host's.
-    An empty list when all is there."""
-    problems = []
+# A file server's capabilities (JAIL_FS_CAPS in runtime/host/jail.h):
+# CHOWN, DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER, FSETID, SETGID, SETFCAP.
+FS_CAPS = "%016x" % sum(1 << c for c in (0, 1, 2, 3, 4, 6, 31))
+NO_CAPS = "0" * 16
+# How the threads that serve a shared directory are named (virtio/fs/fs.h,
+# virtio/fs/fuse-server.h): they alone keep FS_CAPS.
+FS_THREAD_PREFIX = "fs-"
+
+
+def jail_thread_problems(pid):
+    """Each thread of a jailed process whose /proc status is not as the jail
+    leaves it: Seccomp 2, NoNewPrivs 1, and no capability, effective or
+    permitted, but on a file server's threads (named FS_THREAD_PREFIX...),
+    which have exactly FS_CAPS. (problems, {tid: status})."""
+    problems, tasks = [], {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError as e:
-        return [f"/proc/{pid}/task: {e}"]
+        return [f"/proc/{pid}/task: {e}"], tasks
     for tid in tids:
-        st = _proc_status(f"/proc/{pid}/task/{tid}/status")
+        st = tasks[tid] = _proc_status(f"/proc/{pid}/task/{tid}/status")
+        caps = FS_CAPS if st.get("Name", "").startswith(FS_THREAD_PREFIX) else NO_CAPS
         got = (st.get("Seccomp"), st.get("NoNewPrivs"), st.get("CapEff"), st.get("CapPrm"))
-        if got != ("2", "1", "0" * 16, "0" * 16):
-            problems.append(f"thread {tid} ({st.get('Name')}): Seccomp, NoNewPrivs, CapEff, CapPrm = {got}")
+        if got != ("2", "1", caps, caps):
+            problems.append(f"thread {tid} ({st.get('Name')}): Seccomp, NoNewPrivs, CapEff, CapPrm = {got}, "
+                            f"not {('2', '1', caps, caps)}")
+    return problems, tasks
+
+
+def jail_problems(pid):
+    """What /proc says is missing of the jail (runtime/host/jail.h) of a
+    running monitor or exec proxy: every thread with Seccomp 2, NoNewPrivs 1
+    and no capability (a file server's threads: its own and no other,
+    jail_thread_problems()), uids that are not 0, a root that is not the
+    host's. An empty list when all is there."""
+    problems, _ = jail_thread_problems(pid)
     uids = _proc_status(f"/proc/{pid}/status").get("Uid", "").split()
     if not uids or "0" in uids:
         problems.append(f"uids {uids}")

@@ -20,13 +20,15 @@
    runs, /proc/<pid> shows on every thread Seccomp 2, NoNewPrivs 1 and no
    capability, a uid of the jail's range, a root that is not the host's,
    no descriptor of a file outside what the VM was given. The vsock
-   scenario again with a shared directory (`--share`): a file server's
-   capabilities on its workers only (none on the main thread), and of
-   /proc only the process's own descriptors.
+   scenario again with a shared directory (`--share`) and a disk: a file
+   server's capabilities, effective and permitted, on its threads only
+   (named fs-...), none on any other (the main thread, the disk's worker,
+   made while the VM was built as the server's are), and of /proc only
+   the process's own descriptors.
 3. A container (the test guest as fake-init) with bind mounts of a host
-   directory and a file, then one whose root filesystem is shared too:
-   its jailed monitor holds the directories as descriptors, the file
-   server's capabilities on its workers only.
+   directory and a file (and its root disk), then one whose root
+   filesystem is shared too: its jailed monitor holds the directories as
+   descriptors, the file server's capabilities on its threads only.
 
 Needs root and /dev/kvm; skips loudly without them."""
 import json
@@ -148,38 +150,37 @@ def probes():
             s.close()
 
 
-def threads_status(pid):
-    out = {}
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            out[tid] = status_of(f"{pid}/task/{tid}")
-    except OSError:
-        pass
-    return out
+NO_CAPS = guestlib.NO_CAPS
 
 
-# CAP_CHOWN, DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER, FSETID, SETGID, SETFCAP
-# (JAIL_FS_CAPS) and nothing more: a file server's jail takes its ids
-# before the VM's threads are made, so they never hold CAP_SETUID.
-FS_WORKER_CAPS = "%016x" % sum(1 << c for c in (0, 1, 2, 3, 4, 6, 31))
-NO_CAPS = "0000000000000000"
+def check_thread_caps(pid, what, file_server):
+    """Each thread of a jailed monitor by name: Seccomp 2, NoNewPrivs 1, and,
+    effective and permitted, exactly guestlib.FS_CAPS (CHOWN, DAC_OVERRIDE,
+    DAC_READ_SEARCH, FOWNER, FSETID, SETGID, SETFCAP: JAIL_FS_CAPS) on the
+    file server's threads (fs-worker, fs-locks) and nothing on every other
+    one (the main thread, the disk's worker and whatever else was made while
+    the VM was built, vCPUs, event loop, relays)."""
+    bad, tasks = guestlib.jail_thread_problems(pid)
+    t.ok(len(tasks) >= 3, f"{what}: its threads are listed ({len(tasks)})")
+    names = sorted(f"{st.get('Name')} {st.get('CapEff')}/{st.get('CapPrm')}" for st in tasks.values())
+    t.ok(tasks and not bad, f"{what}: every thread has Seccomp 2, NoNewPrivs 1, "
+         + ("no capability, effective or permitted, but a file server's on its own threads"
+            if file_server else "no capability, effective or permitted"), "\n".join(bad + names))
+    fs = [tid for tid, st in tasks.items() if st.get("Name", "").startswith(guestlib.FS_THREAD_PREFIX)]
+    if file_server:
+        t.ok(fs and str(pid) not in fs, f"{what}: the file server's threads are there, named, "
+             f"the main thread not among them ({len(fs)} of {len(tasks)} threads)", "\n".join(names))
+    else:
+        t.eq(fs, [], f"{what}: no file server's thread")
+    return tasks
 
 
 def check_running(pid, allowed_paths, what="running VM", file_server=False):
     """What /proc says of a running jailed VM; with a file server, its
-    workers (threads made while the VM was built) keep FS_WORKER_CAPS and
-    every other thread, the main one first, has none."""
-    tasks = threads_status(pid)
-    t.ok(len(tasks) >= 3, f"{what}: its threads are listed ({len(tasks)})")
-    caps_ok = (NO_CAPS, FS_WORKER_CAPS) if file_server else (NO_CAPS,)
-    bad = {tid: (st.get("Seccomp"), st.get("NoNewPrivs"), st.get("CapEff")) for tid, st in tasks.items()
-           if (st.get("Seccomp"), st.get("NoNewPrivs")) != ("2", "1") or st.get("CapEff") not in caps_ok}
-    t.ok(tasks and not bad, f"{what}: every thread has Seccomp 2, NoNewPrivs 1, "
-         + ("no capability but a file server's" if file_server else "no capability"), str(bad))
+    threads alone keep guestlib.FS_CAPS and every other thread, the main one
+    first, has none."""
+    check_thread_caps(pid, what, file_server)
     if file_server:
-        workers = [tid for tid, st in tasks.items() if st.get("CapEff") == FS_WORKER_CAPS]
-        t.ok(workers and str(pid) not in workers, f"{what}: the file server's workers have its capabilities, "
-             f"the main thread none ({len(workers)} of {len(tasks)} threads)", str(tasks.get(str(pid))))
         try:
             seen = os.listdir(f"/proc/{pid}/root/proc")
         except OSError as e:
@@ -212,10 +213,16 @@ def check_running(pid, allowed_paths, what="running VM", file_server=False):
 def run_vsock(tmp, share=None):
     """The virtio-vsock scenario under --jail, looked at in /proc while it
     runs; share: a directory also shared with the VM (virtio-fs), which the
-    guest leaves alone: the jail then has a file server."""
-    what = "vsock" + (" with a share" if share else "")
+    guest leaves alone: the jail then has a file server. A disk with it,
+    which the guest leaves alone too: its worker is made while the VM is
+    built, as the file server's are, and must keep nothing."""
+    what = "vsock" + (" with a share and a disk" if share else "")
     uds = os.path.join(tmp, "vs.sock" if share else "v.sock")
-    devices = ["--vsock", uds] + ([f"--share=kvrun-share={share}"] if share else [])
+    disk = os.path.join(tmp, "vs-disk.img")
+    if share:
+        with open(disk, "wb") as f:
+            f.truncate(SECTORS * 512)
+    devices = ["--vsock", uds] + ([f"--share=kvrun-share={share}", "--disk", disk] if share else [])
     PORT, LISTEN = 5000, 6000
     # The jailed VM reaches the directory and the socket as its own uid.
     os.chmod(tmp, 0o711)
@@ -255,7 +262,7 @@ def run_vsock(tmp, share=None):
     deadline = time.monotonic() + VM_TIMEOUT_S
     while time.monotonic() < deadline and p.poll() is None and marker not in out[0]:
         time.sleep(0.02)
-    given = {"/dev/kvm", "/dev/null", GUEST} | ({share, f"/proc/{p.pid}/fd"} if share else set())
+    given = {"/dev/kvm", "/dev/null", GUEST} | ({share, f"/proc/{p.pid}/fd", disk} if share else set())
     check_running(p.pid, given, what, file_server=bool(share))
     reply = b""
     try:
@@ -330,11 +337,8 @@ def container_with_bind(tmp, shared_root=False):
     if not t.ok(p.returncode == 0, f"{what}: create", msg[-2000:]):
         return
     pid = int(open(pidfile).read())
-    tasks = threads_status(pid)
-    caps = sorted({st.get("CapEff") for st in tasks.values()})
-    t.eq(caps, [NO_CAPS, FS_WORKER_CAPS], f"{what}: threads with no capability, and the file server's workers")
+    check_thread_caps(pid, what, True)
     t.eq(status_of(pid).get("CapEff"), NO_CAPS, f"{what}: the main thread has none")
-    t.ok(all(st.get("Seccomp") == "2" for st in tasks.values()), f"{what}: every thread is filtered")
     uids = status_of(pid).get("Uid", "").split()
     t.ok(len(uids) == 4 and all(int(u) == UID_BASE + pid for u in uids), f"{what}: the jail's uid", str(uids))
     try:

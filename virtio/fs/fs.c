@@ -30,6 +30,10 @@ struct fs_dev_worker {
 	struct fs_worker *w;
 	pthread_t thread;
 	bool started;
+	int (*init)(void *opaque); /* fs_server_opts' thread_init */
+	void *init_opaque;
+	bool ready; /* past init, whose result is init_err */
+	int init_err;
 	unsigned int q; /* of the chain in req */
 	struct virtq_req req;
 };
@@ -50,6 +54,7 @@ struct virtio_fs {
 	pthread_mutex_t lock; /* the queues and the flags below */
 	pthread_cond_t work; /* kicked, activated, resumed or stopping */
 	pthread_cond_t idle; /* inflight dropped to 0 */
+	pthread_cond_t ready; /* a worker is past its thread_init */
 	bool running; /* activated and not reset */
 	bool paused, stop;
 	bool kicked; /* chains may be waiting */
@@ -198,11 +203,20 @@ static void *worker_main(void *arg)
 	unsigned int q;
 	int r;
 
+	pthread_setname_np(pthread_self(), VIRTIO_FS_WORKER_NAME);
+	r = wk->init ? wk->init(wk->init_opaque) : 0;
 	/* This thread's own umask (the client applied its own already):
 	 * CLONE_FS unshared, so the rest of the process keeps its umask. */
-	if (unshare(CLONE_FS) == 0)
+	if (r >= 0 && unshare(CLONE_FS) == 0)
 		umask(0);
 	pthread_mutex_lock(&fs->lock);
+	wk->init_err = r;
+	wk->ready = true;
+	pthread_cond_broadcast(&fs->ready);
+	if (r < 0) {
+		pthread_mutex_unlock(&fs->lock);
+		return NULL;
+	}
 	for (;;) {
 		while (!fs->stop && !can_work(fs))
 			pthread_cond_wait(&fs->work, &fs->lock);
@@ -328,7 +342,27 @@ static void stop_workers(struct virtio_fs *fs)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-static int start_workers(struct virtio_fs *fs, struct fs_server *server)
+/* Each worker past its thread_init (fs_server_opts): what it set up is
+ * there before the device is attached. The first failure, if any. */
+static int wait_ready(struct virtio_fs *fs)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (unsigned int i = 0; i < fs->nworkers; i++) {
+		struct fs_dev_worker *wk = &fs->workers[i];
+
+		while (wk->started && !wk->ready)
+			pthread_cond_wait(&fs->ready, &fs->lock);
+		if (r >= 0 && wk->init_err < 0)
+			r = err_set(wk->init_err, "virtio-fs '%s': worker thread setup: %s", fs->tag,
+			            strerror(-wk->init_err));
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return r;
+}
+
+static int start_workers(struct virtio_fs *fs, struct fs_server *server, const struct fs_server_opts *o)
 {
 	int r;
 
@@ -339,6 +373,8 @@ static int start_workers(struct virtio_fs *fs, struct fs_server *server)
 		struct fs_dev_worker *wk = &fs->workers[i];
 
 		wk->fs = fs;
+		wk->init = o->thread_init;
+		wk->init_opaque = o->thread_opaque;
 		r = fs_worker_new(server, &wk->w);
 		if (r < 0)
 			return r;
@@ -347,7 +383,7 @@ static int start_workers(struct virtio_fs *fs, struct fs_server *server)
 			return err_set(-r, "virtio-fs '%s': worker thread", fs->tag);
 		wk->started = true;
 	}
-	return 0;
+	return wait_ready(fs);
 }
 
 /* The transport and its config space: a device without a server yet. */
@@ -387,7 +423,7 @@ int virtio_fs_attach(struct virtio_fs *fs, const struct fs_server_opts *server, 
 	if (r < 0)
 		return err_prefix(r, "virtio-fs '%s'", fs->tag);
 	fs->nworkers = workers;
-	r = start_workers(fs, s);
+	r = start_workers(fs, s, server);
 	if (r < 0) {
 		stop_workers(fs);
 		fs_server_free(s);
@@ -432,6 +468,7 @@ int virtio_fs_new_detached(const struct guest_mem *mem, const struct virtio_fs_o
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_cond_init(&fs->work, NULL);
 	pthread_cond_init(&fs->idle, NULL);
+	pthread_cond_init(&fs->ready, NULL);
 	r = fs_start(fs, mem, opts);
 	if (r < 0) {
 		virtio_fs_free(fs);
@@ -548,6 +585,7 @@ void virtio_fs_free(struct virtio_fs *fs)
 	fs_server_free(fs->server);
 	pthread_cond_destroy(&fs->work);
 	pthread_cond_destroy(&fs->idle);
+	pthread_cond_destroy(&fs->ready);
 	pthread_mutex_destroy(&fs->lock);
 	free(fs);
 }

@@ -40,6 +40,8 @@
 /* QueueNumMax of every queue. Linux sends at most queue size - 4 pages
  * in one request, so a chain stays within VIRTQ_MAX_SEGS. */
 #define VIRTIO_FS_QUEUE_SIZE 128
+/* The name of each worker thread (/proc/PID/task/TID/comm). */
+#define VIRTIO_FS_WORKER_NAME "fs-worker"
 
 struct virtio_fs_opts {
 	const char *tag; /* the mount tag: 1 to 36 bytes */
@@ -67,7 +69,8 @@ int virtio_fs_new_detached(const struct guest_mem *mem, const struct virtio_fs_o
 
 /* Give a detached device its shared directory (server) and workers (1 to
  * VIRTIO_FS_MAX_WORKERS), e.g. after the VM was restored from a
- * template. -EBUSY when it has one; errors name the tag and directory. */
+ * template. Each worker has run server->thread_init when this returns.
+ * -EBUSY when it has one; errors name the tag and directory. */
 int virtio_fs_attach(struct virtio_fs *fs, const struct fs_server_opts *server, uint32_t workers);
 
 /* Whether the device serves a shared directory. */

@@ -29,7 +29,9 @@
  * struct fs_server_opts).
  *
  * Threads: any number of threads may run requests at once, each with its
- * own struct fs_worker.
+ * own struct fs_worker. The server makes one of its own, FS_LOCK_THREAD_NAME,
+ * from a thread running a request (it retries the locks the client waits
+ * for), which starts with what that thread has (its credentials).
  */
 #ifndef KVRUN_VIRTIO_FS_FUSE_SERVER_H
 #define KVRUN_VIRTIO_FS_FUSE_SERVER_H
@@ -43,6 +45,10 @@
  * reply), and of request a WRITE of max_write bytes needs. */
 #define FS_REPLY_OVERHEAD 4096
 #define FS_DEFAULT_MAX_WRITE (1u << 20)
+
+/* The name of the server's own thread (/proc/PID/task/TID/comm). Every
+ * thread that serves a shared directory has a name that starts "fs-". */
+#define FS_LOCK_THREAD_NAME "fs-locks"
 
 struct fs_server_opts {
 	const char *root; /* the shared host directory (also what messages name) */
@@ -69,6 +75,13 @@ struct fs_server_opts {
 	                       * and as many POSIX lock owners */
 	/* Cache timeouts given to the client, in seconds. */
 	double entry_timeout, attr_timeout, negative_timeout;
+	/* When set, for the transport: what each thread it makes to run
+	 * requests runs first (a jail's jail_fs_thread(): the credentials of
+	 * a file server on that thread alone), with thread_opaque; 0, or a
+	 * negative errno that fails the setup. The server's own thread
+	 * starts with what it set on the request's thread. */
+	int (*thread_init)(void *opaque);
+	void *thread_opaque;
 };
 
 /* Defaults: no root_fd or proc_fd (-1), every name seen, writable, 1 MiB

@@ -295,6 +295,7 @@ static void *lock_thread(void *arg)
 	struct fs_server *s = arg;
 	long delay_ms = 1;
 
+	pthread_setname_np(pthread_self(), FS_LOCK_THREAD_NAME);
 	pthread_mutex_lock(&s->intr_lock);
 	for (;;) {
 		struct fs_parked *done = NULL;

@@ -137,13 +137,15 @@ static const char *state_file;
 static bool file_server;
 static char shared[] = "/tmp/kvrun-jail-shared-XXXXXX";
 static int shared_fd = -1;
+/* The child's jail, once begun. */
+static struct jail *child_jail;
 
 struct child {
 	pid_t pid;
 	int status;
 	char out[4096];
 	char proc_status[4096]; /* /proc/<pid>/status once jailed */
-	char task_caps[1024]; /* each thread's CapEff then, one per line */
+	char task_caps[2048]; /* each thread's "Name CapEff CapPrm" then, one per line */
 	bool root_is_host; /* /proc/<pid>/root is the host's / */
 };
 
@@ -165,6 +167,8 @@ static int jail_child(struct jail **ret, enum jail_profile p, pid_t pid)
 		r = jail_mount(&c, ret);
 	if (r >= 0)
 		r = jail_begin(*ret);
+	if (r >= 0)
+		child_jail = *ret;
 	return r;
 }
 
@@ -203,8 +207,18 @@ static bool same_root(pid_t pid)
 	return stat(path, &a) == 0 && stat("/", &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-/* Each thread's effective capabilities (the main thread's status shows
- * only its own). */
+static const char *status_field(const char *s, const char *key)
+{
+	char pat[32];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\n%s:\t", key);
+	p = strstr(s, pat);
+	return p ? p + strlen(pat) : "?\n";
+}
+
+/* Each thread's name, effective and permitted capabilities (the main
+ * thread's status shows only its own). */
 static void task_caps(struct child *ch)
 {
 	char path[300];
@@ -214,15 +228,17 @@ static void task_caps(struct child *ch)
 
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)ch->pid);
 	d = opendir(path);
-	while (d && (de = readdir(d)) && len < sizeof(ch->task_caps) - 32) {
-		_cleanup_free_ char *s = NULL;
-		const char *cap;
+	while (d && (de = readdir(d)) && len < sizeof(ch->task_caps) - 64) {
+		_cleanup_free_ char *s = NULL, *st = NULL;
 
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)ch->pid, de->d_name);
-		if (read_file_all(path, 1 << 16, &s, NULL) == 0 && (cap = strstr(s, "\nCapEff:\t")))
-			len += (size_t)snprintf(ch->task_caps + len, sizeof(ch->task_caps) - len, "%.16s\n", cap + 9);
+		if (read_file_all(path, 1 << 16, &s, NULL) < 0 || asprintf(&st, "\n%s", s) < 0)
+			continue;
+		len += (size_t)snprintf(ch->task_caps + len, sizeof(ch->task_caps) - len, "%.*s %.16s %.16s\n",
+		                        (int)strcspn(status_field(st, "Name"), "\n"), status_field(st, "Name"),
+		                        status_field(st, "CapEff"), status_field(st, "CapPrm"));
 	}
 	if (d)
 		closedir(d);
@@ -645,11 +661,12 @@ TEST(sealed_state_dir)
 
 /* ---- a file server, jailed ---------------------------------------------- */
 
-/* A thread made while the VM is built, as a share's workers are: it keeps
- * a file server's capabilities once the jail is finished, and serves the
- * shared directory when told to (fs_go). */
-static int fs_go[2] = {-1, -1};
-static pthread_t fs_worker;
+/* Threads made while the VM is built: a share's worker, which takes a
+ * file server's credentials (jail_fs_thread()) and serves the shared
+ * directory when told to (fs_go), and one of another device (a disk's
+ * worker), which must keep nothing once the jail is finished. */
+static int fs_go[2] = {-1, -1}, fs_ready[2] = {-1, -1}, other_ready[2] = {-1, -1}, other_stop[2] = {-1, -1};
+static pthread_t fs_worker, other_worker;
 static FILE *fs_out;
 
 static int fs_err(int r)
@@ -668,6 +685,9 @@ static void *serve_files(void *arg)
 	struct stat st;
 	int fd, mfd, mnt, prev;
 
+	pthread_setname_np(pthread_self(), "fs-worker");
+	fd = jail_fs_thread(child_jail);
+	(void)write(fs_ready[1], &fd, sizeof(fd));
 	if (read(fs_go[0], &c, 1) != 1)
 		return NULL;
 	fprintf(fs_out, "mkdir=%d\n", fs_err(mkdirat(shared_fd, "d", 0755)));
@@ -698,12 +718,36 @@ static void *serve_files(void *arg)
 	return NULL;
 }
 
+/* Until the child ends. */
+static void *other_device(void *arg)
+{
+	char c;
+
+	pthread_setname_np(pthread_self(), "disk-worker");
+	(void)write(other_ready[1], "r", 1);
+	(void)read(other_stop[0], &c, 1);
+	return arg;
+}
+
 static int build_fs_worker(FILE *out)
 {
+	char c;
+	int r;
+
 	fs_out = out;
-	if (pipe2(fs_go, O_CLOEXEC) < 0)
+	if (pipe2(fs_go, O_CLOEXEC) < 0 || pipe2(fs_ready, O_CLOEXEC) < 0 || pipe2(other_ready, O_CLOEXEC) < 0 ||
+	    pipe2(other_stop, O_CLOEXEC) < 0)
 		return -errno;
-	return -pthread_create(&fs_worker, NULL, serve_files, NULL);
+	r = -pthread_create(&other_worker, NULL, other_device, NULL);
+	if (r >= 0 && read(other_ready[0], &c, 1) != 1)
+		r = -EIO;
+	if (r >= 0)
+		r = -pthread_create(&fs_worker, NULL, serve_files, NULL);
+	/* Its ids and capabilities are set before the jail is finished. */
+	if (r >= 0 && read(fs_ready[0], &r, sizeof(r)) != sizeof(r))
+		r = -EIO;
+	fprintf(out, "fs_thread=%d\n", r);
+	return r;
 }
 
 /* Serving: the worker serves; this thread (as any made from now on) has
@@ -713,6 +757,7 @@ static int fs_serving(FILE *out, struct jail *j)
 {
 	(void)write(fs_go[1], "g", 1);
 	pthread_join(fs_worker, NULL);
+	fprintf(out, "late_fs_thread=%d\n", jail_fs_thread(j));
 	fprintf(out, "main_chown=%d\n", fs_err(fchownat(shared_fd, "h", 1001, 1001, AT_SYMLINK_NOFOLLOW)));
 	fprintf(out, "main_create=%d\n", fs_err(open(JAIL_STATE_DIR "/new", O_WRONLY | O_CREAT | O_CLOEXEC, 0600)));
 	return 0;
@@ -723,9 +768,20 @@ static int fs_unshare_ns(FILE *out, struct jail *j)
 	return unshare(CLONE_NEWNS);
 }
 
+/* Lines of s (which starts with a newline) that end with end. */
+static int count_lines(const char *s, const char *end)
+{
+	int n = 0;
+
+	for (const char *p = s; (p = strstr(p, end)); p += strlen(end))
+		n++;
+	return n;
+}
+
 TEST(file_server)
 {
-	char want[64], path[128];
+	char want[64], path[128], caps[sizeof(((struct child *)0)->task_caps) + 1];
+	int threads;
 	struct child ch;
 
 	if (!can_jail())
@@ -744,9 +800,19 @@ TEST(file_server)
 	is_str(value(ch.out, "jail"), "0 ");
 	ok(strstr(ch.proc_status, "\nCapEff:\t0000000000000000\n") != NULL, "CapEff of the main thread: 0");
 	ok(strstr(ch.proc_status, "\nCapBnd:\t0000000000000000\n") != NULL, "CapBnd: 0");
-	snprintf(want, sizeof(want), "%016llx\n", (unsigned long long)JAIL_FS_CAPS);
-	ok(strstr(ch.task_caps, want) != NULL,
+	is_str(value(ch.out, "fs_thread"), "0");
+	snprintf(want, sizeof(want), "\nfs-worker %016llx %016llx\n", (unsigned long long)JAIL_FS_CAPS,
+	         (unsigned long long)JAIL_FS_CAPS);
+	snprintf(caps, sizeof(caps), "\n%s", ch.task_caps);
+	ok(strstr(caps, want) != NULL,
 	   "the worker has a file server's capabilities and no others, CAP_SETUID not among them (%s)", ch.task_caps);
+	ok(strstr(caps, "\ndisk-worker 0000000000000000 0000000000000000\n") != NULL,
+	   "a thread of another device, made while the VM was built, has none, effective or permitted (%s)",
+	   ch.task_caps);
+	threads = count_lines(caps, "\n") - 1;
+	ok(threads == 3 && count_lines(caps, " 0000000000000000 0000000000000000\n") == threads - 1,
+	   "every thread but the worker has none (%s)", ch.task_caps);
+	is_str(value(ch.out, "late_fs_thread"), "-22"); /* EINVAL: the jail is finished */
 	is_str(value(ch.out, "mkdir"), "0");
 	is_str(value(ch.out, "create"), "0");
 	is_str(value(ch.out, "lock"), "0");

@@ -3,10 +3,12 @@
  * virtio-fs through the fake driver: config space, FUSE framing over
  * chained and indirect descriptors on the request queues, FORGET on the
  * high-priority queue, malformed chains, reset (also with a SETLKW
- * waiting), pause, and the snapshot refusal. The device's workers run on
+ * waiting), pause, the snapshot refusal, and the workers' setup and
+ * names. The device's workers run on
  * their own threads, so completions are waited for. Needs root (the
  * server's ownership handling); skips otherwise.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -366,6 +368,30 @@ static void add_and_kick_if_asked(struct dev *k, uint32_t q, const struct fbuf *
 		fake_kick(&k->d, q);
 }
 
+/* This process's threads named name (/proc/self/task/TID/comm). */
+static int threads_named(const char *name)
+{
+	char path[300], comm[32];
+	struct dirent *de;
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+
+	while (d && (de = readdir(d))) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		f = de->d_name[0] != '.' ? fopen(path, "re") : NULL;
+		if (f && fgets(comm, sizeof(comm), f) && !strncmp(comm, name, strlen(name)) &&
+		    comm[strlen(name)] == '\n')
+			n++;
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 /* A SETLKW in flight waits for the unlock that comes after it: the
  * unlock's chain must reach a worker although the driver kicks only when
  * asked to. */
@@ -408,6 +434,8 @@ TEST(lock_wait_then_unlock)
 	add_and_kick_if_asked(&k, REQ, (struct fbuf[]){{h, 40, false}, {a, sizeof(lk), false}, {o_wait, 16, true}}, 3);
 	usleep(100000);
 	ok(!fake_get_used(&k.d, REQ, &id, &len), "owner 2's SETLKW waits");
+	is_int(threads_named(VIRTIO_FS_WORKER_NAME), 3);
+	is_int(threads_named(FS_LOCK_THREAD_NAME), 1);
 	lk = (struct fuse_lk_in){.fh = fh[0], .owner = 1, .lk = {0, INT64_MAX, F_UNLCK, 1}};
 	h = header(&k, FUSE_SETLK, node, 40 + sizeof(lk));
 	a = put(&k, &lk, sizeof(lk));
@@ -542,6 +570,59 @@ TEST(detached_slot)
 	virtio_fs_free(a.fs);
 	fake_drv_free(&a.d);
 	dev_close(&b);
+}
+
+/* Each worker's setup (fs_server_opts' thread_init): on the worker
+ * itself, named, before virtio_fs_new() returns; a failure fails it. */
+struct setup_seen {
+	pthread_mutex_t lock;
+	unsigned int calls, named;
+	pthread_t main;
+	bool on_main;
+	int result;
+};
+
+static int worker_setup(void *opaque)
+{
+	struct setup_seen *s = opaque;
+	char name[16] = "";
+
+	pthread_getname_np(pthread_self(), name, sizeof(name));
+	pthread_mutex_lock(&s->lock);
+	s->calls++;
+	s->named += !strcmp(name, VIRTIO_FS_WORKER_NAME);
+	s->on_main |= pthread_equal(pthread_self(), s->main) != 0;
+	pthread_mutex_unlock(&s->lock);
+	return s->result;
+}
+
+TEST(worker_setup)
+{
+	struct setup_seen seen = {.lock = PTHREAD_MUTEX_INITIALIZER, .main = pthread_self()};
+	struct virtio_fs_opts o;
+	struct virtio_fs *fs = NULL;
+	struct fake_drv d;
+
+	fake_drv_init(&d);
+	virtio_fs_opts_default(&o);
+	o.tag = "setup";
+	o.server.root = "/tmp";
+	o.server.thread_init = worker_setup;
+	o.server.thread_opaque = &seen;
+	o.workers = 3;
+	is_int(virtio_fs_new(&d.mem, &o, &fs), 0);
+	/* No wait: the workers are past it once the device is made. */
+	is_int(seen.calls, 3);
+	is_int(seen.named, 3);
+	ok(!seen.on_main, "run by the workers, not by the caller");
+	virtio_fs_free(fs);
+	fs = NULL;
+	seen.result = -EPERM;
+	err_clear();
+	is_int(virtio_fs_new(&d.mem, &o, &fs), -EPERM);
+	ok(strstr(err_msg(), "virtio-fs 'setup'") != NULL, "a worker's failed setup fails the device: %s", err_msg());
+	ok(fs == NULL, "no device then");
+	fake_drv_free(&d);
 }
 
 TEST(bad_options)
