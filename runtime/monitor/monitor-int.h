@@ -29,6 +29,10 @@
 /* Exec proxies connected at a time (each holds one control connection). */
 #define MONITOR_MAX_EXECS 64
 
+/* Request threads of each free shared directory slot of a pod's jailed
+ * VM, started with the VM (an app container's share gets them). */
+#define MONITOR_POD_SLOT_WORKERS 2
+
 /* `kvrun events` connections at a time. */
 #define MONITOR_MAX_SUBS 8
 

@@ -360,6 +360,11 @@ static int bring_up(struct monitor *m)
 	jail_ns = vm_now_ns() - t0;
 	if (r >= 0)
 		r = build_vm(m);
+	/* A pod's VM: its free slots' workers now, with the file server's
+	 * capabilities, which no thread made once the jail is finished can
+	 * have: an app container's directory gets them (monitor-pod.c). */
+	if (r >= 0 && m->jail && monitor_is_pod_sandbox(m))
+		r = sandbox_shares_prestart(m->sb, MONITOR_POD_SLOT_WORKERS, jail_fs_thread, m->jail);
 	/* The statistics' descriptors now, while no vCPU runs: KVM_GET_STATS_FD
 	 * on a vCPU waits for its KVM_RUN to return, and a halted vCPU may be
 	 * waiting for this very thread ("vmstats" froze the monitor). */

@@ -252,6 +252,20 @@ int sandbox_share_add(struct sandbox *s, const struct sandbox_share *sh, char *t
 	               s->nshares);
 }
 
+int sandbox_shares_prestart(struct sandbox *s, uint32_t workers, int (*thread_init)(void *opaque), void *opaque)
+{
+	for (unsigned int i = 0; i < s->nshares; i++) {
+		int r;
+
+		if (virtio_fs_attached(s->shares[i]))
+			continue;
+		r = virtio_fs_prestart(s->shares[i], workers, thread_init, opaque);
+		if (r < 0)
+			return err_prefix(r, "shared directory slot %s", virtio_fs_tag(s->shares[i]));
+	}
+	return 0;
+}
+
 unsigned int sandbox_shares_free(const struct sandbox *s)
 {
 	unsigned int n = 0;

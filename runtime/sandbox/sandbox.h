@@ -206,6 +206,11 @@ int sandbox_export_disk(struct sandbox *s, int fd);
  * serves one. */
 int sandbox_share_add(struct sandbox *s, const struct sandbox_share *sh, char *tag, size_t size);
 
+/* Start the request threads (workers each, running thread_init first)
+ * of every shared directory slot without a directory (virtio_fs_prestart()):
+ * a process that cannot give later threads what a file server needs. */
+int sandbox_shares_prestart(struct sandbox *s, uint32_t workers, int (*thread_init)(void *opaque), void *opaque);
+
 /* Shared directory slots of the VM without a directory. */
 unsigned int sandbox_shares_free(const struct sandbox *s);
 

@@ -62,6 +62,15 @@ struct virtio_fs {
 	unsigned int nqueues, next_q;
 	unsigned int nworkers;
 	struct fs_dev_worker *workers;
+	/* virtio_fs_attach() of a prestarted device: the server the first
+	 * worker makes with its own credentials (a jail's file server
+	 * capabilities, which the attaching thread may lack), and how it
+	 * went. */
+	const struct fs_server_opts *pending;
+	struct fs_server *pending_server;
+	bool pending_done;
+	int pending_err;
+	char pending_msg[256];
 };
 
 static struct virtio_fs *to_fs(struct virtio_mmio *m)
@@ -196,6 +205,31 @@ static void run_one(struct fs_dev_worker *wk, unsigned int q)
 		pthread_cond_broadcast(&fs->idle);
 }
 
+/* In the first worker of a prestarted device: the server for o and each
+ * worker's state for it, into fs->pending_server (or pending_err and
+ * pending_msg). */
+static void make_server(struct virtio_fs *fs, const struct fs_server_opts *o)
+{
+	struct fs_server *srv = NULL;
+	int r;
+
+	err_clear();
+	r = fs_server_new(o, &srv);
+	for (unsigned int i = 0; r >= 0 && i < fs->nworkers; i++)
+		r = fs_worker_new(srv, &fs->workers[i].w);
+	if (r < 0) {
+		snprintf(fs->pending_msg, sizeof(fs->pending_msg), "%s", err_msg()[0] ? err_msg() : strerror(-r));
+		for (unsigned int i = 0; i < fs->nworkers; i++) {
+			fs_worker_free(fs->workers[i].w);
+			fs->workers[i].w = NULL;
+		}
+		fs_server_free(srv);
+		srv = NULL;
+	}
+	fs->pending_err = r < 0 ? r : 0;
+	fs->pending_server = srv;
+}
+
 static void *worker_main(void *arg)
 {
 	struct fs_dev_worker *wk = arg;
@@ -218,10 +252,21 @@ static void *worker_main(void *arg)
 		return NULL;
 	}
 	for (;;) {
-		while (!fs->stop && !can_work(fs))
+		while (!fs->stop && !can_work(fs) && !(fs->pending && wk == fs->workers))
 			pthread_cond_wait(&fs->work, &fs->lock);
 		if (fs->stop)
 			break;
+		if (fs->pending && wk == fs->workers) {
+			const struct fs_server_opts *o = fs->pending;
+
+			fs->pending = NULL;
+			pthread_mutex_unlock(&fs->lock);
+			make_server(fs, o);
+			pthread_mutex_lock(&fs->lock);
+			fs->pending_done = true;
+			pthread_cond_broadcast(&fs->ready);
+			continue;
+		}
 		r = pop_any(fs, &wk->req, &q);
 		if (r > 0) {
 			run_one(wk, q);
@@ -375,7 +420,8 @@ static int start_workers(struct virtio_fs *fs, struct fs_server *server, const s
 		wk->fs = fs;
 		wk->init = o->thread_init;
 		wk->init_opaque = o->thread_opaque;
-		r = fs_worker_new(server, &wk->w);
+		/* Prestarted (no server yet): virtio_fs_attach() gives it one. */
+		r = server ? fs_worker_new(server, &wk->w) : 0;
 		if (r < 0)
 			return r;
 		r = pthread_create(&wk->thread, NULL, worker_main, wk);
@@ -409,6 +455,29 @@ static int fs_start(struct virtio_fs *fs, const struct guest_mem *mem, const str
 	return 0;
 }
 
+/* The first worker makes the server (make_server()); it is then the
+ * device's. */
+static int attach_prestarted(struct virtio_fs *fs, const struct fs_server_opts *server)
+{
+	int r;
+
+	pthread_mutex_lock(&fs->lock);
+	fs->pending = server;
+	fs->pending_done = false;
+	pthread_cond_broadcast(&fs->work);
+	while (!fs->pending_done)
+		pthread_cond_wait(&fs->ready, &fs->lock);
+	r = fs->pending_err;
+	if (r >= 0) {
+		/* Chains queued before (there should be none) are taken now. */
+		fs->server = TAKE_PTR(fs->pending_server);
+		fs->kicked = true;
+		pthread_cond_broadcast(&fs->work);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return r < 0 ? err_set(r, "virtio-fs '%s': %s", fs->tag, fs->pending_msg) : 0;
+}
+
 int virtio_fs_attach(struct virtio_fs *fs, const struct fs_server_opts *server, uint32_t workers)
 {
 	struct fs_server *s;
@@ -419,6 +488,8 @@ int virtio_fs_attach(struct virtio_fs *fs, const struct fs_server_opts *server, 
 		return r;
 	if (fs->server)
 		return err_set(-EBUSY, "virtio-fs '%s': it shares %s already", fs->tag, fs_server_root(fs->server));
+	if (fs->workers)
+		return attach_prestarted(fs, server);
 	r = fs_server_new(server, &s);
 	if (r < 0)
 		return err_prefix(r, "virtio-fs '%s'", fs->tag);
@@ -437,6 +508,22 @@ int virtio_fs_attach(struct virtio_fs *fs, const struct fs_server_opts *server, 
 	pthread_cond_broadcast(&fs->work);
 	pthread_mutex_unlock(&fs->lock);
 	return 0;
+}
+
+int virtio_fs_prestart(struct virtio_fs *fs, uint32_t workers, int (*thread_init)(void *opaque), void *opaque)
+{
+	struct fs_server_opts o = {.thread_init = thread_init, .thread_opaque = opaque};
+	int r = check_workers(fs->tag, workers);
+
+	if (r < 0)
+		return r;
+	if (fs->server || fs->workers)
+		return err_set(-EBUSY, "virtio-fs '%s': its workers are there already", fs->tag);
+	fs->nworkers = workers;
+	r = start_workers(fs, NULL, &o);
+	if (r < 0)
+		stop_workers(fs);
+	return r;
 }
 
 bool virtio_fs_attached(struct virtio_fs *fs)

@@ -73,6 +73,14 @@ int virtio_fs_new_detached(const struct guest_mem *mem, const struct virtio_fs_o
  * -EBUSY when it has one; errors name the tag and directory. */
 int virtio_fs_attach(struct virtio_fs *fs, const struct fs_server_opts *server, uint32_t workers);
 
+/* Start workers (1 to VIRTIO_FS_MAX_WORKERS) of a detached device now,
+ * each running thread_init (may be NULL) first, so that a later
+ * virtio_fs_attach() (whose workers argument is then not used) needs no
+ * new thread: for a process whose later threads could not be given what
+ * a worker needs (a jail's capabilities, jail_fs_thread()). They wait
+ * for the attach. -EBUSY when the device has a server or workers. */
+int virtio_fs_prestart(struct virtio_fs *fs, uint32_t workers, int (*thread_init)(void *opaque), void *opaque);
+
 /* Whether the device serves a shared directory. */
 bool virtio_fs_attached(struct virtio_fs *fs);
 

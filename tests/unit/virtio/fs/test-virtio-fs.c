@@ -14,6 +14,8 @@
 #include <ftw.h>
 #include <linux/fuse.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -623,6 +625,86 @@ TEST(worker_setup)
 	ok(strstr(err_msg(), "virtio-fs 'setup'") != NULL, "a worker's failed setup fails the device: %s", err_msg());
 	ok(fs == NULL, "no device then");
 	fake_drv_free(&d);
+}
+
+/* Prestarted workers (virtio_fs_prestart()): their setup runs at once; the
+ * attach later makes the server in the first worker, with its
+ * credentials and working directory (here: a relative root that only the
+ * workers' directory has), and starts no thread. */
+static char prestart_dir[64];
+
+static int prestart_setup(void *opaque)
+{
+	int r = worker_setup(opaque);
+
+	if (r < 0)
+		return r;
+	return unshare(CLONE_FS) < 0 || chdir(prestart_dir) < 0 ? -errno : 0;
+}
+
+static unsigned int count_workers(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	unsigned int n = 0;
+
+	while (d && (de = readdir(d))) {
+		char path[300], name[32] = "";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		f = fopen(path, "r");
+		if (f && fgets(name, sizeof(name), f) &&
+		    !strncmp(name, VIRTIO_FS_WORKER_NAME, strlen(VIRTIO_FS_WORKER_NAME)))
+			n++;
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+TEST(prestarted_slot)
+{
+	struct setup_seen seen = {.lock = PTHREAD_MUTEX_INITIALIZER, .main = pthread_self()};
+	struct virtio_fs_opts o;
+	struct dev k;
+	char path[128];
+	unsigned int before;
+
+	memset(&k, 0, sizeof(k));
+	strcpy(k.dir, "/tmp/kvrun-vfs-XXXXXX");
+	ok(mkdtemp(k.dir) != NULL, "a directory");
+	snprintf(prestart_dir, sizeof(prestart_dir), "%s", k.dir);
+	snprintf(path, sizeof(path), "%s/share", k.dir);
+	ok(mkdir(path, 0755) == 0, "the share inside it");
+	virtio_fs_opts_default(&o);
+	o.tag = "kvrun-fs5";
+	fake_drv_init(&k.d);
+	is_int(virtio_fs_new_detached(&k.d.mem, &o, &k.fs), 0);
+	fake_drv_attach(&k.d, virtio_fs_mmio(k.fs));
+	fake_bringup(&k.d, FEATURES, 2, 64);
+	before = count_workers();
+	is_int(virtio_fs_prestart(k.fs, 2, prestart_setup, &seen), 0);
+	ok(seen.calls == 2 && seen.named == 2 && !seen.on_main, "each worker ran its setup, named, before it returned");
+	is_int(count_workers(), before + 2);
+	is_int(virtio_fs_prestart(k.fs, 2, prestart_setup, &seen), -EBUSY);
+	ok(!virtio_fs_attached(k.fs), "prestarted, still detached");
+	/* Relative: found from the workers' directory only (ours is "/"). */
+	ok(chdir("/") == 0, "the caller elsewhere");
+	o.server.root = "nosuch";
+	err_clear();
+	ok(virtio_fs_attach(k.fs, &o.server, 4) < 0 && strstr(err_msg(), "kvrun-fs5"),
+	   "a server the first worker cannot make fails the attach, naming the tag: %s", err_msg());
+	ok(!virtio_fs_attached(k.fs), "still detached after the failure");
+	o.server.root = "share";
+	is_int(virtio_fs_attach(k.fs, &o.server, 4), 0);
+	ok(virtio_fs_attached(k.fs), "attached: the server was made by a worker");
+	ok(do_init(&k, REQ), "requests are served");
+	is_int(count_workers(), before + 2);
+	is_int(seen.calls, 2);
+	dev_close(&k);
 }
 
 TEST(bad_options)
