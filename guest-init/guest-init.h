@@ -39,7 +39,9 @@ int gi_mount_root_disk(const struct proto_start *s, const char *target);
 /* Mount each virtio-fs tag the mounts of s name (once) at dir/<tag>, in
  * guest-init's own mount namespace: the container's bind mounts are made
  * from there (of the whole share, or of one entry of its root), and the
- * container, whose root is pivoted, sees none of them. */
+ * container, whose root is pivoted, sees none of them. A tag whose
+ * directory is a mount already (an earlier container of the pod named it)
+ * is left as it is. */
 int gi_mount_shares(const struct proto_start *s, const char *dir);
 
 /* Parse OCI mount options into mount(2) flags, propagation flags and the
