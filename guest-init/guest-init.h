@@ -152,6 +152,10 @@ struct gi_spawn {
 	const char *rootfs; /* START: the mounted disk */
 	const char *files_dir; /* START: staging for copied-in files */
 	pid_t join_pid; /* EXEC: the container init to join (0 for START) */
+	/* START of a pod member: the init of the pod's first container, whose
+	 * IPC and UTS namespaces the child joins (and its pid namespace
+	 * without new_pidns); 0: none (the first or only container). */
+	pid_t pod_pid;
 	const char *cgroup_dir; /* cgroup to place the child in, NULL = none */
 	bool cgroup_required; /* failing to place it there is an error (limits, device filter) */
 	bool new_pidns; /* START: CLONE_NEWPID as well */
@@ -212,6 +216,14 @@ int gi_cgroup_set_limit(const char *cg, const char *file, uint64_t v);
 int gi_oom_open(const char *cg, struct proto_oom *ret);
 /* Read the OOM counters ("oom", "oom_kill") of memory.events again. */
 int gi_oom_read(int fd, struct proto_oom *ret);
+/* Signal every process cgroup cg lists (cgroup.procs). Returns how many
+ * were signalled. */
+int gi_cgroup_signal(const char *cg, int signo);
+/* Remove cgroup cg (a pod member's, once its init ended): what is left in
+ * it is killed (cgroup.kill, or SIGKILL to each process), then rmdir,
+ * tried again for up to timeout_ms while the dying processes leave. A
+ * missing cgroup is removed already. */
+int gi_cgroup_remove(const char *cg, int timeout_ms);
 
 /* ---- ps.c: the container's processes ---- */
 
