@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Private to guest-init's server (server.c, server-streams.c): the state
- * of the control loop and the processes it runs, and the streams each
- * process's stdio and preserved fds travel on.
+ * Private to guest-init's server (server.c, server-procs.c,
+ * server-streams.c): the state of the control loop and the processes it
+ * runs, and the streams each process's stdio and preserved fds travel on.
  */
 #ifndef KVRUN_GUEST_INIT_SERVER_INT_H
 #define KVRUN_GUEST_INIT_SERVER_INT_H
@@ -42,6 +42,21 @@ struct state {
 	int oom_fd; /* the container cgroup's memory.events, or -1 */
 	struct proto_oom oom; /* its counters last read */
 };
+
+/* Send m as type with id on the control stream. */
+int server_reply(struct state *st, uint16_t type, uint64_t id, struct proto_msg *m);
+/* ERROR: -negerr and msg; err 0 acknowledges a request that has no other
+ * answer. */
+int server_reply_error(struct state *st, uint64_t id, int negerr, const char *msg);
+/* Close what p owns and free its slot. */
+void proc_close(struct proc *p);
+/* The process of guest pid pid (0: the container's init), or NULL. */
+struct proc *proc_find(struct state *st, pid_t pid);
+/* Spawn for START (join == 0) or EXEC; on failure the ERROR is sent and
+ * the proc stays to report the child's exit. */
+int proc_spawn(struct state *st, const struct proto_msg *m, pid_t join, struct proc **ret);
+/* GO for p: STARTED, or ERROR. */
+int proc_go(struct state *st, struct proc *p, uint64_t id);
 
 /* Connect the stdio streams and make the pipes the child gets. */
 int proc_stdio_connect(struct state *st, struct proc *p, const struct proto_process *pp, int child_fds[3]);

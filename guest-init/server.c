@@ -22,125 +22,6 @@
 #include "guest-init/server-int.h"
 #include "guest-init/server.h"
 
-static int reply(struct state *st, uint16_t type, uint64_t id, struct proto_msg *m)
-{
-	m->type = type;
-	m->id = id;
-	return proto_send(st->srv->ctl, m);
-}
-
-/* ERROR with err 0 acknowledges a request that has no other answer. */
-static int reply_error(struct state *st, uint64_t id, int negerr, const char *msg)
-{
-	struct proto_msg m = {.u.error = {(uint32_t)-negerr, (char *)msg}};
-
-	return reply(st, PROTO_MSG_ERROR, id, &m);
-}
-
-static void proc_close(struct proc *p)
-{
-	proc_extra_close(p);
-	for (size_t i = 0; i < ARRAY_SIZE(p->fds); i++)
-		if (p->fds[i] >= 0)
-			close(p->fds[i]);
-	if (p->child.sync_fd >= 0)
-		close(p->child.sync_fd);
-	memset(p, 0, sizeof(*p));
-}
-
-static struct proc *proc_new(struct state *st)
-{
-	for (size_t i = 0; i < MAX_PROCS; i++)
-		if (!st->procs[i].used) {
-			struct proc *p = &st->procs[i];
-
-			memset(p, 0, sizeof(*p));
-			p->used = true;
-			p->child.sync_fd = p->child.pty_master = -1;
-			for (size_t j = 0; j < ARRAY_SIZE(p->fds); j++)
-				p->fds[j] = -1;
-			return p;
-		}
-	return NULL;
-}
-
-static struct proc *proc_find(struct state *st, pid_t pid)
-{
-	if (pid == 0)
-		pid = st->init_pid;
-	for (size_t i = 0; i < MAX_PROCS; i++)
-		if (st->procs[i].used && st->procs[i].pid == pid)
-			return &st->procs[i];
-	return NULL;
-}
-
-/* Spawn for START (join == 0) or EXEC; on failure the ERROR is sent and
- * the proc stays to report the child's exit. */
-static int proc_spawn(struct state *st, const struct proto_msg *m, pid_t join, struct proc **ret)
-{
-	const struct proto_process *pp = join ? &m->u.exec : &m->u.start.process;
-	struct proc *p = proc_new(st);
-	int child_fds[3], r;
-
-	if (!p)
-		return reply_error(st, m->id, -EAGAIN, "too many processes");
-	p->id = m->id;
-	p->init = !join;
-	r = proc_stdio_connect(st, p, pp, child_fds);
-	if (r >= 0)
-		r = proc_extra_connect(st, p, pp);
-	if (r >= 0) {
-		const struct proto_start *c = &st->start.u.start;
-		struct gi_spawn sp = {
-		    .start = join ? NULL : &m->u.start,
-		    .container = c,
-		    .process = pp,
-		    .seccomp = st->start.u.start.seccomp,
-		    .rootfs = st->srv->rootfs_dir,
-		    .files_dir = st->srv->files_dir,
-		    .join_pid = join,
-		    .cgroup_dir = st->srv->cgroup_dir,
-		    .cgroup_required = c->device_filter || c->n_cgroup,
-		    .new_pidns = true,
-		    .allow_vsock = st->start.u.start.allow_vsock,
-		    .stdio = {child_fds[0], child_fds[1], child_fds[2]},
-		    .extra = p->extra,
-		    .n_extra = p->n_extra,
-		};
-		r = gi_spawn(&sp, &p->child);
-		p->pid = p->child.pid;
-	}
-	/* The child has its own copies: the streams end with it. */
-	proc_extra_close(p);
-	for (int i = 0; i < 3; i++)
-		if (child_fds[i] >= 0)
-			close(child_fds[i]);
-	if (r >= 0 && pp->terminal)
-		proc_terminal_relays(p);
-	if (p->init)
-		st->init_pid = p->pid;
-	*ret = p;
-	if (r < 0) {
-		reply_error(st, m->id, r, err_msg());
-		if (!p->pid) {
-			p->exited = true;
-			p->status = 1 << 8;
-		}
-		return r;
-	}
-	return 0;
-}
-
-static int proc_go(struct state *st, struct proc *p, uint64_t id)
-{
-	struct proto_msg m = {.u.started = {(uint32_t)p->pid}};
-	int r = gi_go(&p->child);
-
-	if (r < 0)
-		return reply_error(st, id, r, err_msg());
-	return reply(st, PROTO_MSG_STARTED, id, &m);
-}
-
 /* START failed before there was a process: the ERROR, then the EXIT of
  * an init that never ran, so the host ends the VM. */
 static int start_failed(struct state *st, int r)
@@ -149,8 +30,8 @@ static int start_failed(struct state *st, int r)
 
 	st->init_done = true;
 	st->init_status = 1 << 8;
-	reply_error(st, st->start.id, r, err_msg());
-	return reply(st, PROTO_MSG_EXIT, st->start.id, &em);
+	server_reply_error(st, st->start.id, r, err_msg());
+	return server_reply(st, PROTO_MSG_EXIT, st->start.id, &em);
 }
 
 /* The container's cgroup gets START's limits and device filter before
@@ -176,7 +57,7 @@ static int handle_start(struct state *st, struct proto_msg *m)
 	int r;
 
 	if (st->started)
-		return reply_error(st, m->id, -EBUSY, "container already started");
+		return server_reply_error(st, m->id, -EBUSY, "container already started");
 	st->started = true;
 	st->start = *m; /* take ownership */
 	memset(m, 0, sizeof(*m));
@@ -206,7 +87,7 @@ static int handle_start(struct state *st, struct proto_msg *m)
 	if (st->start.flags & PROTO_START_F_WAIT) {
 		struct proto_msg rm = {.u.started = {(uint32_t)p->pid}};
 
-		return reply(st, PROTO_MSG_READY, st->start.id, &rm);
+		return server_reply(st, PROTO_MSG_READY, st->start.id, &rm);
 	}
 	return proc_go(st, p, st->start.id);
 }
@@ -216,7 +97,7 @@ static int handle_exec(struct state *st, struct proto_msg *m)
 	struct proc *p;
 
 	if (!st->init_pid || st->init_done)
-		return reply_error(st, m->id, -ESRCH, "container is not running");
+		return server_reply_error(st, m->id, -ESRCH, "container is not running");
 	if (proc_spawn(st, m, st->init_pid, &p) < 0)
 		return 0;
 	return proc_go(st, p, m->id);
@@ -227,7 +108,7 @@ static int handle_stats(struct state *st, uint64_t id)
 	struct proto_msg m = {0};
 
 	gi_cgroup_stats(st->srv->cgroup_dir, &m.u.stats);
-	return reply(st, PROTO_MSG_STATS, id, &m);
+	return server_reply(st, PROTO_MSG_STATS, id, &m);
 }
 
 static int handle_ps(struct state *st, uint64_t id)
@@ -236,10 +117,10 @@ static int handle_ps(struct state *st, uint64_t id)
 	int r;
 
 	if (!st->init_pid || st->init_done)
-		return reply_error(st, id, -ESRCH, "container is not running");
+		return server_reply_error(st, id, -ESRCH, "container is not running");
 	err_clear();
 	r = gi_ps_collect("/proc", st->init_pid, &m.u.ps);
-	r = r < 0 ? reply_error(st, id, r, err_msg()) : reply(st, PROTO_MSG_PS, id, &m);
+	r = r < 0 ? server_reply_error(st, id, r, err_msg()) : server_reply(st, PROTO_MSG_PS, id, &m);
 	proto_msg_free(&m);
 	return r;
 }
@@ -252,16 +133,16 @@ static int handle_signal(struct state *st, const struct proto_msg *m)
 
 	/* 0 only asks whether the process is there (runc kill ID 0). */
 	if (s->signo >= 65)
-		return reply_error(st, m->id, -EINVAL, "invalid signal");
+		return server_reply_error(st, m->id, -EINVAL, "invalid signal");
 	if (!p || p->exited)
-		return reply_error(st, m->id, -ESRCH, "process not found");
+		return server_reply_error(st, m->id, -ESRCH, "process not found");
 	if (s->all && st->init_pid && !st->init_done)
 		r = gi_kill_container(st->init_pid, (int)s->signo);
 	else if (p->pid <= 0 || kill(p->pid, (int)s->signo) < 0)
 		r = -errno;
 	if (r < 0)
-		return reply_error(st, m->id, r, "kill");
-	return reply_error(st, m->id, 0, "");
+		return server_reply_error(st, m->id, r, "kill");
+	return server_reply_error(st, m->id, 0, "");
 }
 
 static int handle_resize(struct state *st, const struct proto_msg *m)
@@ -270,10 +151,10 @@ static int handle_resize(struct state *st, const struct proto_msg *m)
 	struct winsize ws = {.ws_row = m->u.resize.rows, .ws_col = m->u.resize.cols};
 
 	if (!p || p->in.dst < 0 || !isatty(p->fds[3]))
-		return reply_error(st, m->id, -ENOTTY, "process has no terminal");
+		return server_reply_error(st, m->id, -ENOTTY, "process has no terminal");
 	if (ioctl(p->fds[3], TIOCSWINSZ, &ws) < 0)
-		return reply_error(st, m->id, -errno, "resize");
-	return reply_error(st, m->id, 0, "");
+		return server_reply_error(st, m->id, -errno, "resize");
+	return server_reply_error(st, m->id, 0, "");
 }
 
 /* UPDATE: the limits that can change at run time. */
@@ -284,12 +165,12 @@ static int handle_update(struct state *st, const struct proto_msg *m)
 	int r = 0;
 
 	if (!cg)
-		return reply_error(st, m->id, -ENOTSUP, "the container has no cgroup");
+		return server_reply_error(st, m->id, -ENOTSUP, "the container has no cgroup");
 	if (u->has_pids_max && (r = gi_cgroup_set_limit(cg, "pids.max", u->pids_max)) < 0)
-		return reply_error(st, m->id, r, "set pids.max");
+		return server_reply_error(st, m->id, r, "set pids.max");
 	if (u->has_memory_max && (r = gi_cgroup_set_limit(cg, "memory.max", u->memory_max)) < 0)
-		return reply_error(st, m->id, r, "set memory.max");
-	return reply_error(st, m->id, 0, "");
+		return server_reply_error(st, m->id, r, "set memory.max");
+	return server_reply_error(st, m->id, 0, "");
 }
 
 /* NETWORK: a checkpoint restored into another network namespace. The
@@ -304,12 +185,12 @@ static int handle_network(struct state *st, const struct proto_msg *m)
 	    st->srv->apply_identity(&(struct proto_start){.has_realtime = true, .realtime_ns = n->realtime_ns}) < 0)
 		log_warn("%s", err_msg());
 	if (!st->srv->net_reapply)
-		return reply_error(st, m->id, -EOPNOTSUPP, "no network configuration here");
+		return server_reply_error(st, m->id, -EOPNOTSUPP, "no network configuration here");
 	err_clear();
 	r = st->srv->net_reapply(n->net);
 	if (r < 0)
-		return reply_error(st, m->id, r, err_msg());
-	return reply_error(st, m->id, 0, "");
+		return server_reply_error(st, m->id, r, err_msg());
+	return server_reply_error(st, m->id, 0, "");
 }
 
 /* The kernel flags memory.events (POLLPRI) whenever a counter moves. */
@@ -331,7 +212,7 @@ static void oom_check(struct state *st)
 		return;
 	st->oom = now;
 	m.u.oom = now;
-	if (!st->host_gone && reply(st, PROTO_MSG_OOM, 0, &m) < 0)
+	if (!st->host_gone && server_reply(st, PROTO_MSG_OOM, 0, &m) < 0)
 		st->host_gone = true;
 }
 
@@ -345,7 +226,7 @@ static int handle_msg(struct state *st, struct proto_msg *m)
 	case PROTO_MSG_GO:
 		p = proc_find(st, 0);
 		if (!p || p->child.sync_fd < 0)
-			return reply_error(st, m->id, -ESRCH, "no created container to start");
+			return server_reply_error(st, m->id, -ESRCH, "no created container to start");
 		return proc_go(st, p, m->id);
 	case PROTO_MSG_EXEC:
 		return handle_exec(st, m);
@@ -362,7 +243,7 @@ static int handle_msg(struct state *st, struct proto_msg *m)
 	case PROTO_MSG_NETWORK:
 		return handle_network(st, m);
 	default:
-		return reply_error(st, m->id, -EOPNOTSUPP, proto_type_name(m->type));
+		return server_reply_error(st, m->id, -EOPNOTSUPP, proto_type_name(m->type));
 	}
 }
 
@@ -391,7 +272,7 @@ static int report_exits(struct state *st)
 		if (!p->used || !p->exited || p->out.active || p->err.active)
 			continue;
 		m = (struct proto_msg){.u.exit = {(uint32_t)p->pid, (uint32_t)p->status, p->init}};
-		if (!st->host_gone && reply(st, PROTO_MSG_EXIT, p->id, &m) < 0)
+		if (!st->host_gone && server_reply(st, PROTO_MSG_EXIT, p->id, &m) < 0)
 			st->host_gone = true;
 		if (p->init) {
 			st->init_done = true;
