@@ -470,24 +470,34 @@ int gi_go(struct gi_child *c)
 }
 
 /* Never kill(-1): the same code runs on the host in tests. */
-int gi_kill_container(pid_t init, int signo)
+int gi_kill_ns(const char *ns, dev_t dev, ino_t ino, int signo)
 {
 	_cleanup_closedir_ DIR *d = opendir("/proc");
-	struct stat ns, pns;
+	struct stat pns;
 	char path[64];
 	struct dirent *de;
 
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)init);
-	if (!d || stat(path, &ns) < 0)
+	if (!d)
 		return -errno;
 	while ((de = readdir(d))) {
 		int pid = atoi(de->d_name);
 
-		if (pid <= 0)
+		if (pid <= 0 || pid == getpid())
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
-		if (stat(path, &pns) == 0 && pns.st_ino == ns.st_ino && pns.st_dev == ns.st_dev)
+		snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, ns);
+		if (stat(path, &pns) == 0 && pns.st_ino == ino && pns.st_dev == dev)
 			kill(pid, signo);
 	}
 	return 0;
+}
+
+int gi_kill_container(pid_t init, int signo)
+{
+	struct stat ns;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)init);
+	if (stat(path, &ns) < 0)
+		return -errno;
+	return gi_kill_ns("pid", ns.st_dev, ns.st_ino, signo);
 }

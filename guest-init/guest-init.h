@@ -196,6 +196,9 @@ int gi_userns_become_root(void);
 
 /* Signal every process in the pid namespace of init (kill --all). */
 int gi_kill_container(pid_t init, int signo);
+/* Signal every process (but the caller) whose namespace ns ("mnt") is
+ * the one of device dev and inode ino (stat of /proc/PID/ns/<ns>). */
+int gi_kill_ns(const char *ns, dev_t dev, ino_t ino, int signo);
 
 /* ---- cgroup.c: the container's cgroup ---- */
 
