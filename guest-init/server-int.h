@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Private to guest-init's server (server.c, server-procs.c,
- * server-streams.c): the state of the control loop and the processes it
- * runs, and the streams each process's stdio and preserved fds travel on.
+ * server-streams.c): the state of the control loop, the containers of the
+ * VM and the processes it runs, and the streams each process's stdio and
+ * preserved fds travel on.
  */
 #ifndef KVRUN_GUEST_INIT_SERVER_INT_H
 #define KVRUN_GUEST_INIT_SERVER_INT_H
@@ -18,9 +19,19 @@
 #include "guest-init/server.h"
 
 #define MAX_PROCS 64
+/* The containers the VM runs at once. */
+#define MAX_CONTAINERS 1
+
+/* A container of the VM: ctrs[0] is the first. */
+struct ctr {
+	bool used;
+	struct proto_msg start; /* kept: exec'd processes share its seccomp, personality */
+	pid_t init_pid; /* once spawned */
+	const char *rootfs, *files_dir, *cgroup; /* the server's (cgroup NULL: none) */
+};
 
 struct proc {
-	bool used, init, exited, reported;
+	bool used, init, exited, reported; /* init: of its container */
 	pid_t pid;
 	int status;
 	uint64_t id; /* request that started it */
@@ -29,15 +40,14 @@ struct proc {
 	int extra[PROTO_MAX_EXTRA_FDS]; /* preserved fds' streams, until the child has them */
 	size_t n_extra;
 	struct relay in, out, err;
+	struct ctr *ctr; /* the container it runs in */
 };
 
 struct state {
 	struct gi_server *srv;
 	struct proc procs[MAX_PROCS];
-	struct proto_msg start; /* kept: exec'd processes share its seccomp */
-	bool started;
-	pid_t init_pid;
-	int init_status;
+	struct ctr ctrs[MAX_CONTAINERS];
+	int init_status; /* the first container's */
 	bool init_done, host_gone;
 	int oom_fd; /* the container cgroup's memory.events, or -1 */
 	struct proto_oom oom; /* its counters last read */
@@ -50,13 +60,32 @@ int server_reply(struct state *st, uint16_t type, uint64_t id, struct proto_msg 
 int server_reply_error(struct state *st, uint64_t id, int negerr, const char *msg);
 /* Close what p owns and free its slot. */
 void proc_close(struct proc *p);
-/* The process of guest pid pid (0: the container's init), or NULL. */
+/* The process of guest pid pid (0: the first container's init), or NULL. */
 struct proc *proc_find(struct state *st, pid_t pid);
-/* Spawn for START (join == 0) or EXEC; on failure the ERROR is sent and
- * the proc stays to report the child's exit. */
-int proc_spawn(struct state *st, const struct proto_msg *m, pid_t join, struct proc **ret);
+/* Spawn c's init for its START (m is c->start), or a process in c for
+ * EXEC m. On failure the ERROR is sent and, when *ret is not NULL, the
+ * proc stays to report the child's exit. */
+int proc_spawn(struct state *st, const struct proto_msg *m, struct ctr *c, struct proc **ret);
 /* GO for p: STARTED, or ERROR. */
 int proc_go(struct state *st, struct proc *p, uint64_t id);
+/* Container p->ctr's init p was created for its START: READY with
+ * PROTO_START_F_WAIT, else on at once (GO: STARTED). */
+int proc_created(struct state *st, struct proc *p);
+
+/* Free c's slot (its START included). */
+void ctr_free(struct ctr *c);
+/* Whether c's init was spawned and has not ended. */
+bool ctr_running(const struct state *st, const struct ctr *c);
+/* The running container whose init has guest pid pid (0: the first). */
+struct ctr *ctr_find(struct state *st, uint32_t pid);
+/* The root of c's START (when it names a root_device) at c->rootfs,
+ * then the virtio-fs tags its mounts name under GI_SHARES_DIR. */
+int ctr_mount_root(struct state *st, struct ctr *c);
+/* START's cgroup values and device filter, written into cg before the
+ * init enters it. */
+int ctr_cgroup_setup(const char *cg, const struct proto_start *s);
+/* SIGNAL with all: every process of c. */
+int ctr_signal_all(struct state *st, struct ctr *c, int signo);
 
 /* Connect the stdio streams and make the pipes the child gets. */
 int proc_stdio_connect(struct state *st, struct proc *p, const struct proto_process *pp, int child_fds[3]);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The processes guest-init's server runs: their table, the spawn of a
- * container's init (START) or of a process in it (EXEC), GO, and the
- * answers on the control stream. */
+/* The containers and processes guest-init's server runs: their tables,
+ * the spawn of a container's init (START) or of a process in it (EXEC),
+ * GO, signals to a whole container, and the answers on the control
+ * stream. */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,7 +38,7 @@ void proc_close(struct proc *p)
 	memset(p, 0, sizeof(*p));
 }
 
-static struct proc *proc_new(struct state *st)
+static struct proc *proc_new(struct state *st, struct ctr *c)
 {
 	for (size_t i = 0; i < MAX_PROCS; i++)
 		if (!st->procs[i].used) {
@@ -45,6 +46,7 @@ static struct proc *proc_new(struct state *st)
 
 			memset(p, 0, sizeof(*p));
 			p->used = true;
+			p->ctr = c;
 			p->child.sync_fd = p->child.pty_master = -1;
 			for (size_t j = 0; j < ARRAY_SIZE(p->fds); j++)
 				p->fds[j] = -1;
@@ -56,49 +58,58 @@ static struct proc *proc_new(struct state *st)
 struct proc *proc_find(struct state *st, pid_t pid)
 {
 	if (pid == 0)
-		pid = st->init_pid;
+		pid = st->ctrs[0].init_pid;
 	for (size_t i = 0; i < MAX_PROCS; i++)
 		if (st->procs[i].used && st->procs[i].pid == pid)
 			return &st->procs[i];
 	return NULL;
 }
 
-/* Spawn for START (join == 0) or EXEC; on failure the ERROR is sent and
- * the proc stays to report the child's exit. */
-int proc_spawn(struct state *st, const struct proto_msg *m, pid_t join, struct proc **ret)
+/* The spawn of p: c's init for its START, or a process of EXEC in c. */
+static int proc_spawn_child(struct state *st, struct proc *p, const struct proto_process *pp, struct ctr *c,
+                            const int child_fds[3])
 {
-	const struct proto_process *pp = join ? &m->u.exec : &m->u.start.process;
-	struct proc *p = proc_new(st);
+	const struct proto_start *cs = &c->start.u.start;
+	struct gi_spawn sp = {
+	    .start = p->init ? cs : NULL,
+	    .container = cs,
+	    .process = pp,
+	    .seccomp = cs->seccomp,
+	    .rootfs = c->rootfs,
+	    .files_dir = c->files_dir,
+	    .join_pid = p->init ? 0 : c->init_pid,
+	    .cgroup_dir = c->cgroup,
+	    .cgroup_required = cs->device_filter || cs->n_cgroup,
+	    .new_pidns = true,
+	    .allow_vsock = cs->allow_vsock,
+	    .stdio = {child_fds[0], child_fds[1], child_fds[2]},
+	    .extra = p->extra,
+	    .n_extra = p->n_extra,
+	};
+	int r = gi_spawn(&sp, &p->child);
+
+	p->pid = p->child.pid;
+	return r;
+}
+
+int proc_spawn(struct state *st, const struct proto_msg *m, struct ctr *c, struct proc **ret)
+{
+	const struct proto_process *pp = m->type == PROTO_MSG_START ? &m->u.start.process : &m->u.exec;
+	struct proc *p = proc_new(st, c);
 	int child_fds[3], r;
 
-	if (!p)
-		return server_reply_error(st, m->id, -EAGAIN, "too many processes");
+	*ret = p;
+	if (!p) {
+		server_reply_error(st, m->id, -EAGAIN, "too many processes");
+		return -EAGAIN;
+	}
 	p->id = m->id;
-	p->init = !join;
+	p->init = m->type == PROTO_MSG_START;
 	r = proc_stdio_connect(st, p, pp, child_fds);
 	if (r >= 0)
 		r = proc_extra_connect(st, p, pp);
-	if (r >= 0) {
-		const struct proto_start *c = &st->start.u.start;
-		struct gi_spawn sp = {
-		    .start = join ? NULL : &m->u.start,
-		    .container = c,
-		    .process = pp,
-		    .seccomp = st->start.u.start.seccomp,
-		    .rootfs = st->srv->rootfs_dir,
-		    .files_dir = st->srv->files_dir,
-		    .join_pid = join,
-		    .cgroup_dir = st->srv->cgroup_dir,
-		    .cgroup_required = c->device_filter || c->n_cgroup,
-		    .new_pidns = true,
-		    .allow_vsock = st->start.u.start.allow_vsock,
-		    .stdio = {child_fds[0], child_fds[1], child_fds[2]},
-		    .extra = p->extra,
-		    .n_extra = p->n_extra,
-		};
-		r = gi_spawn(&sp, &p->child);
-		p->pid = p->child.pid;
-	}
+	if (r >= 0)
+		r = proc_spawn_child(st, p, pp, c, child_fds);
 	/* The child has its own copies: the streams end with it. */
 	proc_extra_close(p);
 	for (int i = 0; i < 3; i++)
@@ -107,8 +118,7 @@ int proc_spawn(struct state *st, const struct proto_msg *m, pid_t join, struct p
 	if (r >= 0 && pp->terminal)
 		proc_terminal_relays(p);
 	if (p->init)
-		st->init_pid = p->pid;
-	*ret = p;
+		c->init_pid = p->pid;
 	if (r < 0) {
 		server_reply_error(st, m->id, r, err_msg());
 		if (!p->pid) {
@@ -120,6 +130,16 @@ int proc_spawn(struct state *st, const struct proto_msg *m, pid_t join, struct p
 	return 0;
 }
 
+int proc_created(struct state *st, struct proc *p)
+{
+	const struct proto_msg *start = &p->ctr->start;
+	struct proto_msg m = {.u.started = {(uint32_t)p->pid}};
+
+	if (start->flags & PROTO_START_F_WAIT)
+		return server_reply(st, PROTO_MSG_READY, start->id, &m);
+	return proc_go(st, p, start->id);
+}
+
 int proc_go(struct state *st, struct proc *p, uint64_t id)
 {
 	struct proto_msg m = {.u.started = {(uint32_t)p->pid}};
@@ -128,4 +148,58 @@ int proc_go(struct state *st, struct proc *p, uint64_t id)
 	if (r < 0)
 		return server_reply_error(st, id, r, err_msg());
 	return server_reply(st, PROTO_MSG_STARTED, id, &m);
+}
+
+void ctr_free(struct ctr *c)
+{
+	proto_msg_free(&c->start);
+	memset(c, 0, sizeof(*c));
+}
+
+bool ctr_running(const struct state *st, const struct ctr *c)
+{
+	return c->used && c->init_pid && !st->init_done;
+}
+
+struct ctr *ctr_find(struct state *st, uint32_t pid)
+{
+	if (!pid)
+		return ctr_running(st, &st->ctrs[0]) ? &st->ctrs[0] : NULL;
+	for (size_t i = 0; i < MAX_CONTAINERS; i++)
+		if ((uint32_t)st->ctrs[i].init_pid == pid && ctr_running(st, &st->ctrs[i]))
+			return &st->ctrs[i];
+	return NULL;
+}
+
+int ctr_mount_root(struct state *st, struct ctr *c)
+{
+	const struct proto_start *s = &c->start.u.start;
+	int r;
+
+	if (!s->root_device)
+		return 0;
+	err_clear();
+	r = gi_mount_root_disk(s, c->rootfs);
+	if (r < 0)
+		return r;
+	return gi_mount_shares(s, GI_SHARES_DIR);
+}
+
+int ctr_cgroup_setup(const char *cg, const struct proto_start *s)
+{
+	int r;
+
+	err_clear();
+	r = gi_cgroup_apply(cg, s);
+	if (r < 0 || !s->device_filter)
+		return r;
+	if (!cg)
+		return err_set(-ENOTSUP, "linux.resources.devices: the container has no cgroup");
+	return gi_devfilter_attach(cg, s);
+}
+
+/* The processes of c's pid namespace. */
+int ctr_signal_all(struct state *st, struct ctr *c, int signo)
+{
+	return gi_kill_container(c->init_pid, signo);
 }

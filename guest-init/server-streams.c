@@ -159,7 +159,7 @@ void proc_relay_done(struct proc *p, struct relay *r)
  * were processes of the saved monitor): they are killed. */
 void server_reopen_streams(struct state *st)
 {
-	const struct proto_process *pp = &st->start.u.start.process;
+	const struct proto_process *pp = &st->ctrs[0].start.u.start.process;
 
 	for (size_t i = 0; i < MAX_PROCS; i++) {
 		struct proc *p = &st->procs[i];
