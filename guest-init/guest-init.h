@@ -24,6 +24,9 @@
  * for the container's bind mounts to be made from. */
 #define GI_SHARES_DIR "/run/kvrun/shares"
 #define GI_CGROUP_DIR "/sys/fs/cgroup/kvrun"
+/* A pod member n's root and staged files: <dir>/<n>/rootfs, <dir>/<n>/files
+ * (its cgroup: GI_CGROUP_DIR "-<n>"). */
+#define GI_MEMBERS_DIR "/run/kvrun/members"
 #define GI_MODULES_DIR "/lib/modules/kvrun"
 #define GI_MODULES_LIST "/lib/modules/kvrun/load-order"
 

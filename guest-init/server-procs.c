@@ -4,7 +4,10 @@
  * GO, signals to a whole container, and the answers on the control
  * stream. */
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -29,6 +32,8 @@ int server_reply_error(struct state *st, uint64_t id, int negerr, const char *ms
 
 void proc_close(struct proc *p)
 {
+	struct ctr *c = p->ctr;
+
 	proc_extra_close(p);
 	for (size_t i = 0; i < ARRAY_SIZE(p->fds); i++)
 		if (p->fds[i] >= 0)
@@ -36,6 +41,8 @@ void proc_close(struct proc *p)
 	if (p->child.sync_fd >= 0)
 		close(p->child.sync_fd);
 	memset(p, 0, sizeof(*p));
+	if (c && --c->n_procs == 0 && c->ended)
+		ctr_free(c);
 }
 
 static struct proc *proc_new(struct state *st, struct ctr *c)
@@ -47,6 +54,7 @@ static struct proc *proc_new(struct state *st, struct ctr *c)
 			memset(p, 0, sizeof(*p));
 			p->used = true;
 			p->ctr = c;
+			c->n_procs++;
 			p->child.sync_fd = p->child.pty_master = -1;
 			for (size_t j = 0; j < ARRAY_SIZE(p->fds); j++)
 				p->fds[j] = -1;
@@ -65,11 +73,25 @@ struct proc *proc_find(struct state *st, pid_t pid)
 	return NULL;
 }
 
+static void ctr_set_init(struct ctr *c, pid_t pid)
+{
+	char path[64];
+	struct stat ns;
+
+	c->init_pid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	if (pid > 0 && stat(path, &ns) == 0) {
+		c->mnt_dev = ns.st_dev;
+		c->mnt_ino = ns.st_ino;
+	}
+}
+
 /* The spawn of p: c's init for its START, or a process of EXEC in c. */
 static int proc_spawn_child(struct state *st, struct proc *p, const struct proto_process *pp, struct ctr *c,
                             const int child_fds[3])
 {
 	const struct proto_start *cs = &c->start.u.start;
+	bool member = c != &st->ctrs[0];
 	struct gi_spawn sp = {
 	    .start = p->init ? cs : NULL,
 	    .container = cs,
@@ -78,9 +100,10 @@ static int proc_spawn_child(struct state *st, struct proc *p, const struct proto
 	    .rootfs = c->rootfs,
 	    .files_dir = c->files_dir,
 	    .join_pid = p->init ? 0 : c->init_pid,
+	    .pod_pid = member ? st->ctrs[0].init_pid : 0,
 	    .cgroup_dir = c->cgroup,
 	    .cgroup_required = cs->device_filter || cs->n_cgroup,
-	    .new_pidns = true,
+	    .new_pidns = !(member && (c->start.flags & PROTO_START_F_SHARE_PID)),
 	    .allow_vsock = cs->allow_vsock,
 	    .stdio = {child_fds[0], child_fds[1], child_fds[2]},
 	    .extra = p->extra,
@@ -118,7 +141,7 @@ int proc_spawn(struct state *st, const struct proto_msg *m, struct ctr *c, struc
 	if (r >= 0 && pp->terminal)
 		proc_terminal_relays(p);
 	if (p->init)
-		c->init_pid = p->pid;
+		ctr_set_init(c, p->pid);
 	if (r < 0) {
 		server_reply_error(st, m->id, r, err_msg());
 		if (!p->pid) {
@@ -150,6 +173,17 @@ int proc_go(struct state *st, struct proc *p, uint64_t id)
 	return server_reply(st, PROTO_MSG_STARTED, id, &m);
 }
 
+struct ctr *ctr_new(struct state *st)
+{
+	for (size_t i = 1; i < MAX_CONTAINERS; i++)
+		if (!st->ctrs[i].used) {
+			memset(&st->ctrs[i], 0, sizeof(st->ctrs[i]));
+			st->ctrs[i].used = true;
+			return &st->ctrs[i];
+		}
+	return NULL;
+}
+
 void ctr_free(struct ctr *c)
 {
 	proto_msg_free(&c->start);
@@ -158,7 +192,9 @@ void ctr_free(struct ctr *c)
 
 bool ctr_running(const struct state *st, const struct ctr *c)
 {
-	return c->used && c->init_pid && !st->init_done;
+	if (!c->used || !c->init_pid)
+		return false;
+	return c == &st->ctrs[0] ? !st->init_done : !c->ended;
 }
 
 struct ctr *ctr_find(struct state *st, uint32_t pid)
@@ -179,9 +215,10 @@ int ctr_mount_root(struct state *st, struct ctr *c)
 	if (!s->root_device)
 		return 0;
 	err_clear();
-	r = gi_mount_root_disk(s, c->rootfs);
+	r = st->srv->mount_root ? st->srv->mount_root(s, c->rootfs) : gi_mount_root_disk(s, c->rootfs);
 	if (r < 0)
 		return r;
+	c->root_mounted = true;
 	return gi_mount_shares(s, GI_SHARES_DIR);
 }
 
@@ -198,8 +235,18 @@ int ctr_cgroup_setup(const char *cg, const struct proto_start *s)
 	return gi_devfilter_attach(cg, s);
 }
 
-/* The processes of c's pid namespace. */
+/* A container of its own pid namespace: that namespace (the first's
+ * holds a pod's members that share it: they go too). A pod member in
+ * the first's: the processes of its mount namespace and of its cgroup. */
 int ctr_signal_all(struct state *st, struct ctr *c, int signo)
 {
-	return gi_kill_container(c->init_pid, signo);
+	bool shared = c != &st->ctrs[0] && (c->start.flags & PROTO_START_F_SHARE_PID);
+
+	if (!shared)
+		return gi_kill_container(c->init_pid, signo);
+	if (c->cgroup)
+		gi_cgroup_signal(c->cgroup, signo);
+	if (!c->mnt_ino)
+		return kill(c->init_pid, signo) < 0 ? -errno : 0;
+	return gi_kill_ns("mnt", c->mnt_dev, c->mnt_ino, signo);
 }

@@ -234,6 +234,8 @@ static int handle_msg(struct state *st, struct proto_msg *m)
 {
 	switch (m->type) {
 	case PROTO_MSG_START:
+		if (m->flags & PROTO_START_F_MEMBER)
+			return member_start(st, m);
 		return start_first(st, m);
 	case PROTO_MSG_GO:
 		return handle_go(st, m);
@@ -268,6 +270,8 @@ static void reap(struct state *st)
 			continue;
 		p->exited = true;
 		p->status = status;
+		if (p->init && p->ctr != &st->ctrs[0])
+			member_init_exited(st, p->ctr);
 	}
 }
 
@@ -288,7 +292,11 @@ static int report_exits(struct state *st)
 		if (first) {
 			st->init_done = true;
 			st->init_status = p->status;
-			/* The kernel has already killed the rest of its pid namespace. */
+			/* The kernel has already killed the rest of its pid
+			 * namespace; pod members go with the VM. */
+			members_kill(st);
+		} else if (p->init) {
+			member_ended(st, p->ctr);
 		}
 		proc_close(p);
 	}
