@@ -2,13 +2,16 @@
 /* The container's cgroup inside the VM: made at boot with every
  * controller the kernel has, given the limits of START before the
  * container's process enters it; STATS read it, UPDATE writes its run-time
- * limits, and its memory.events tells of OOM kills. */
+ * limits, and its memory.events tells of OOM kills. A pod member's
+ * cgroup, a sibling, is signalled and removed when the member ends. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -148,4 +151,51 @@ int gi_cgroup_apply(const char *cg, const struct proto_start *s)
 			return err_setsys(r, "%s: set %s to %s in the container's cgroup", field, c->file, c->value);
 	}
 	return 0;
+}
+
+int gi_cgroup_signal(const char *cg, int signo)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	char path[512];
+	int pid, n = 0;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%d", &pid) == 1)
+		if (pid > 0 && kill(pid, signo) == 0)
+			n++;
+	return n;
+}
+
+/* cgroup.kill (Linux 5.14) kills at once what forks meanwhile too. */
+static void cgroup_kill(const char *cg)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/cgroup.kill", cg);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0 && write(fd, "1", 1) == 1) {
+		close(fd);
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
+	gi_cgroup_signal(cg, SIGKILL);
+}
+
+int gi_cgroup_remove(const char *cg, int timeout_ms)
+{
+	struct timespec ts = {0, 10 * 1000 * 1000};
+
+	for (int waited = 0;; waited += 10) {
+		if (rmdir(cg) == 0 || errno == ENOENT)
+			return 0;
+		if (errno != EBUSY || waited >= timeout_ms)
+			return err_setsys(-errno, "remove the cgroup %s", cg);
+		cgroup_kill(cg);
+		nanosleep(&ts, NULL);
+	}
 }

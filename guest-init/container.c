@@ -180,10 +180,12 @@ static int child_extra_fds(const int *extra, size_t n)
 	return 0;
 }
 
-/* The user namespace first: it owns the others. Every namespace is opened
- * before any is joined: once in the container's mount namespace, /proc is
- * the container's, where pid is not pid. */
-static int join_namespaces(pid_t pid, const struct proto_start *c)
+/* The namespaces of pid that types names (CLONE_NEW* bits; the user and
+ * cgroup ones only when the container c has them). The user namespace
+ * first: it owns the others. Every namespace is opened before any is
+ * joined: once in the container's mount namespace, /proc is the
+ * container's, where pid is not pid. */
+static int join_namespaces(pid_t pid, const struct proto_start *c, int types)
 {
 	static const struct {
 		const char *name;
@@ -199,7 +201,7 @@ static int join_namespaces(pid_t pid, const struct proto_start *c)
 
 	for (size_t i = 0; i < ARRAY_SIZE(nss); i++) {
 		fds[i] = -1;
-		if ((nss[i].type == CLONE_NEWUSER && !(c && c->user_ns)) ||
+		if (!(nss[i].type & types) || (nss[i].type == CLONE_NEWUSER && !(c && c->user_ns)) ||
 		    (nss[i].type == CLONE_NEWCGROUP && !(c && c->cgroup_ns)) || r < 0)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, nss[i].name);
@@ -246,11 +248,13 @@ static _Noreturn void child_after_go(const struct gi_spawn *sp, struct gi_exec *
 	gi_child_exec(sp->process, e);
 }
 
-/* START: the namespaces' identities, the root filesystem and the
+/* START: the namespaces' identities (a pod member's IPC and UTS those
+ * of the pod's first container), the root filesystem and the
  * createContainer hooks; EXEC: the container's namespaces joined. */
 static int child_setup(const struct gi_spawn *sp)
 {
 	const struct proto_start *c = sp->container ? sp->container : sp->start;
+	int all = CLONE_NEWUSER | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNS | CLONE_NEWCGROUP;
 	int r = 0;
 
 	if (sp->start && sp->start->user_ns)
@@ -258,10 +262,12 @@ static int child_setup(const struct gi_spawn *sp)
 	/* After joining the cgroup: the namespace's root is the container's. */
 	if (r >= 0 && sp->start && sp->start->cgroup_ns && unshare(CLONE_NEWCGROUP) < 0)
 		r = err_setsys(-errno, "unshare the cgroup namespace");
+	if (r >= 0 && sp->start && sp->pod_pid)
+		r = join_namespaces(sp->pod_pid, NULL, CLONE_NEWIPC | CLONE_NEWUTS);
 	if (r >= 0 && sp->start)
 		r = gi_rootfs_setup(sp->start, sp->rootfs, sp->files_dir ? sp->files_dir : GI_FILES_DIR);
 	else if (r >= 0)
-		r = join_namespaces(sp->join_pid, sp->container);
+		r = join_namespaces(sp->join_pid, sp->container, all);
 	/* linux.personality: the container's init and exec'd processes (runc). */
 	if (r >= 0 && c && c->has_personality && personality(c->personality) < 0)
 		r = err_setsys(-errno, "set personality %#x", c->personality);
@@ -355,8 +361,9 @@ static int place_child(const struct gi_spawn *sp, pid_t pid)
 	return gi_userns_parent(sp, pid);
 }
 
-/* EXEC: children of the caller land in the container's pid namespace
- * while *saved holds the caller's own, to be restored after the fork. */
+/* EXEC (and a pod member sharing the first container's): children of
+ * the caller land in the container's pid namespace while *saved holds the
+ * caller's own, to be restored after the fork. */
 static int enter_pidns(pid_t pid, int *saved)
 {
 	_cleanup_close_ int fd = -1;
@@ -373,6 +380,7 @@ static int enter_pidns(pid_t pid, int *saved)
 int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret)
 {
 	_cleanup_close_ int saved_pidns = -1;
+	pid_t pidns_of = sp->start ? (sp->new_pidns ? 0 : sp->pod_pid) : sp->join_pid;
 	unsigned long flags = SIGCHLD;
 	struct sync_msg m;
 	int sv[2], r, master = -1;
@@ -384,16 +392,19 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret)
 		return err_setsys(-errno, "socketpair");
 	/* The namespaces kvrun features lists (common/spec-support.c): the
 	 * user namespace when the config has one; the cgroup namespace is the
-	 * child's own step, once PID 1 has placed it in its cgroup. */
+	 * child's own step, once PID 1 has placed it in its cgroup. A pod
+	 * member joins the IPC and UTS namespaces of the first container. */
 	for (size_t i = 0; sp->start && i < spec_namespaces_count; i++) {
 		unsigned long f = (unsigned long)spec_namespaces[i].clone_flag;
 
 		if (f == CLONE_NEWCGROUP || (f == CLONE_NEWUSER && !sp->start->user_ns))
 			continue;
+		if (sp->pod_pid && (f == CLONE_NEWIPC || f == CLONE_NEWUTS))
+			continue;
 		if (f != CLONE_NEWPID || sp->new_pidns)
 			flags |= f;
 	}
-	if (!sp->start && sp->join_pid > 0 && (r = enter_pidns(sp->join_pid, &saved_pidns)) < 0)
+	if (pidns_of > 0 && (r = enter_pidns(pidns_of, &saved_pidns)) < 0)
 		goto fail;
 	/* A raw clone behaves as fork() and takes namespace flags. */
 	pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
@@ -459,24 +470,34 @@ int gi_go(struct gi_child *c)
 }
 
 /* Never kill(-1): the same code runs on the host in tests. */
-int gi_kill_container(pid_t init, int signo)
+int gi_kill_ns(const char *ns, dev_t dev, ino_t ino, int signo)
 {
 	_cleanup_closedir_ DIR *d = opendir("/proc");
-	struct stat ns, pns;
+	struct stat pns;
 	char path[64];
 	struct dirent *de;
 
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)init);
-	if (!d || stat(path, &ns) < 0)
+	if (!d)
 		return -errno;
 	while ((de = readdir(d))) {
 		int pid = atoi(de->d_name);
 
-		if (pid <= 0)
+		if (pid <= 0 || pid == getpid())
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
-		if (stat(path, &pns) == 0 && pns.st_ino == ns.st_ino && pns.st_dev == ns.st_dev)
+		snprintf(path, sizeof(path), "/proc/%d/ns/%s", pid, ns);
+		if (stat(path, &pns) == 0 && pns.st_ino == ino && pns.st_dev == dev)
 			kill(pid, signo);
 	}
 	return 0;
+}
+
+int gi_kill_container(pid_t init, int signo)
+{
+	struct stat ns;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)init);
+	if (stat(path, &ns) < 0)
+		return -errno;
+	return gi_kill_ns("pid", ns.st_dev, ns.st_ino, signo);
 }

@@ -24,6 +24,9 @@
  * for the container's bind mounts to be made from. */
 #define GI_SHARES_DIR "/run/kvrun/shares"
 #define GI_CGROUP_DIR "/sys/fs/cgroup/kvrun"
+/* A pod member n's root and staged files: <dir>/<n>/rootfs, <dir>/<n>/files
+ * (its cgroup: GI_CGROUP_DIR "-<n>"). */
+#define GI_MEMBERS_DIR "/run/kvrun/members"
 #define GI_MODULES_DIR "/lib/modules/kvrun"
 #define GI_MODULES_LIST "/lib/modules/kvrun/load-order"
 
@@ -39,7 +42,9 @@ int gi_mount_root_disk(const struct proto_start *s, const char *target);
 /* Mount each virtio-fs tag the mounts of s name (once) at dir/<tag>, in
  * guest-init's own mount namespace: the container's bind mounts are made
  * from there (of the whole share, or of one entry of its root), and the
- * container, whose root is pivoted, sees none of them. */
+ * container, whose root is pivoted, sees none of them. A tag whose
+ * directory is a mount already (an earlier container of the pod named it)
+ * is left as it is. */
 int gi_mount_shares(const struct proto_start *s, const char *dir);
 
 /* Parse OCI mount options into mount(2) flags, propagation flags and the
@@ -150,6 +155,10 @@ struct gi_spawn {
 	const char *rootfs; /* START: the mounted disk */
 	const char *files_dir; /* START: staging for copied-in files */
 	pid_t join_pid; /* EXEC: the container init to join (0 for START) */
+	/* START of a pod member: the init of the pod's first container, whose
+	 * IPC and UTS namespaces the child joins (and its pid namespace
+	 * without new_pidns); 0: none (the first or only container). */
+	pid_t pod_pid;
 	const char *cgroup_dir; /* cgroup to place the child in, NULL = none */
 	bool cgroup_required; /* failing to place it there is an error (limits, device filter) */
 	bool new_pidns; /* START: CLONE_NEWPID as well */
@@ -190,6 +199,9 @@ int gi_userns_become_root(void);
 
 /* Signal every process in the pid namespace of init (kill --all). */
 int gi_kill_container(pid_t init, int signo);
+/* Signal every process (but the caller) whose namespace ns ("mnt") is
+ * the one of device dev and inode ino (stat of /proc/PID/ns/<ns>). */
+int gi_kill_ns(const char *ns, dev_t dev, ino_t ino, int signo);
 
 /* ---- cgroup.c: the container's cgroup ---- */
 
@@ -210,6 +222,14 @@ int gi_cgroup_set_limit(const char *cg, const char *file, uint64_t v);
 int gi_oom_open(const char *cg, struct proto_oom *ret);
 /* Read the OOM counters ("oom", "oom_kill") of memory.events again. */
 int gi_oom_read(int fd, struct proto_oom *ret);
+/* Signal every process cgroup cg lists (cgroup.procs). Returns how many
+ * were signalled. */
+int gi_cgroup_signal(const char *cg, int signo);
+/* Remove cgroup cg (a pod member's, once its init ended): what is left in
+ * it is killed (cgroup.kill, or SIGKILL to each process), then rmdir,
+ * tried again for up to timeout_ms while the dying processes leave. A
+ * missing cgroup is removed already. */
+int gi_cgroup_remove(const char *cg, int timeout_ms);
 
 /* ---- ps.c: the container's processes ---- */
 

@@ -115,6 +115,7 @@ int main(void)
 	    .rootfs_dir = GI_ROOTFS_DIR,
 	    .files_dir = GI_FILES_DIR,
 	    .cgroup_dir = GI_CGROUP_DIR,
+	    .members_dir = GI_MEMBERS_DIR,
 	    .linger_s = 10,
 	    .net_apply = netcfg_apply,
 	    .net_reapply = netcfg_reapply,

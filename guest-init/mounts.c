@@ -17,6 +17,10 @@
 #include "common/spec-support.h"
 #include "guest-init/guest-init.h"
 
+#ifndef STATX_ATTR_MOUNT_ROOT
+#define STATX_ATTR_MOUNT_ROOT 0x00002000
+#endif
+
 /* A virtio-fs tag from the host: one path component of at most 36 bytes
  * (it names a directory under GI_SHARES_DIR). */
 static bool tag_ok(const char *tag)
@@ -49,6 +53,22 @@ int gi_mount_root_disk(const struct proto_start *s, const char *target)
 	return 0;
 }
 
+/* Whether path is the root of a mount: a tag mounted there before (by an
+ * earlier START of the same VM). */
+static bool is_mount_root(const char *path)
+{
+	struct statx sx, px;
+	char parent[PATH_MAX + 4];
+
+	if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_INO, &sx) < 0)
+		return false;
+	if (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)
+		return sx.stx_attributes & STATX_ATTR_MOUNT_ROOT;
+	snprintf(parent, sizeof(parent), "%s/..", path);
+	return statx(AT_FDCWD, parent, 0, STATX_INO, &px) == 0 &&
+	       (px.stx_dev_major != sx.stx_dev_major || px.stx_dev_minor != sx.stx_dev_minor);
+}
+
 int gi_mount_shares(const struct proto_start *s, const char *dir)
 {
 	char path[PATH_MAX];
@@ -67,6 +87,8 @@ int gi_mount_shares(const struct proto_start *s, const char *dir)
 		if (!tag_ok(tag))
 			return err_set(-EINVAL, "mounts[%zu]: the virtio-fs tag '%s' is not a name", i, tag);
 		snprintf(path, sizeof(path), "%s/%s", dir, tag);
+		if (is_mount_root(path))
+			continue; /* a pod's earlier container mounted it */
 		r = mkdir_p(path, 0755);
 		if (r < 0)
 			return err_setsys(r, "mkdir %s", path);

@@ -155,11 +155,11 @@ void proc_relay_done(struct proc *p, struct relay *r)
 
 /* The init's stdio streams broke with the control stream (a restored
  * checkpoint): open them again from START's ports, on which the restoring
- * monitor listens. Exec'd processes lost their host side (their proxies
- * were processes of the saved monitor): they are killed. */
+ * monitor listens. Exec'd processes and pod members lost their host side
+ * (their proxies were processes of the saved monitor): they are killed. */
 void server_reopen_streams(struct state *st)
 {
-	const struct proto_process *pp = &st->start.u.start.process;
+	const struct proto_process *pp = &st->ctrs[0].start.u.start.process;
 
 	for (size_t i = 0; i < MAX_PROCS; i++) {
 		struct proc *p = &st->procs[i];
@@ -168,7 +168,7 @@ void server_reopen_streams(struct state *st)
 
 		if (!p->used || p->exited)
 			continue;
-		if (!p->init) {
+		if (!p->init || p->ctr != &st->ctrs[0]) {
 			kill(p->pid, SIGKILL);
 			continue;
 		}

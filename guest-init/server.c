@@ -22,224 +22,117 @@
 #include "guest-init/server-int.h"
 #include "guest-init/server.h"
 
-static int reply(struct state *st, uint16_t type, uint64_t id, struct proto_msg *m)
-{
-	m->type = type;
-	m->id = id;
-	return proto_send(st->srv->ctl, m);
-}
-
-/* ERROR with err 0 acknowledges a request that has no other answer. */
-static int reply_error(struct state *st, uint64_t id, int negerr, const char *msg)
-{
-	struct proto_msg m = {.u.error = {(uint32_t)-negerr, (char *)msg}};
-
-	return reply(st, PROTO_MSG_ERROR, id, &m);
-}
-
-static void proc_close(struct proc *p)
-{
-	proc_extra_close(p);
-	for (size_t i = 0; i < ARRAY_SIZE(p->fds); i++)
-		if (p->fds[i] >= 0)
-			close(p->fds[i]);
-	if (p->child.sync_fd >= 0)
-		close(p->child.sync_fd);
-	memset(p, 0, sizeof(*p));
-}
-
-static struct proc *proc_new(struct state *st)
-{
-	for (size_t i = 0; i < MAX_PROCS; i++)
-		if (!st->procs[i].used) {
-			struct proc *p = &st->procs[i];
-
-			memset(p, 0, sizeof(*p));
-			p->used = true;
-			p->child.sync_fd = p->child.pty_master = -1;
-			for (size_t j = 0; j < ARRAY_SIZE(p->fds); j++)
-				p->fds[j] = -1;
-			return p;
-		}
-	return NULL;
-}
-
-static struct proc *proc_find(struct state *st, pid_t pid)
-{
-	if (pid == 0)
-		pid = st->init_pid;
-	for (size_t i = 0; i < MAX_PROCS; i++)
-		if (st->procs[i].used && st->procs[i].pid == pid)
-			return &st->procs[i];
-	return NULL;
-}
-
-/* Spawn for START (join == 0) or EXEC; on failure the ERROR is sent and
- * the proc stays to report the child's exit. */
-static int proc_spawn(struct state *st, const struct proto_msg *m, pid_t join, struct proc **ret)
-{
-	const struct proto_process *pp = join ? &m->u.exec : &m->u.start.process;
-	struct proc *p = proc_new(st);
-	int child_fds[3], r;
-
-	if (!p)
-		return reply_error(st, m->id, -EAGAIN, "too many processes");
-	p->id = m->id;
-	p->init = !join;
-	r = proc_stdio_connect(st, p, pp, child_fds);
-	if (r >= 0)
-		r = proc_extra_connect(st, p, pp);
-	if (r >= 0) {
-		const struct proto_start *c = &st->start.u.start;
-		struct gi_spawn sp = {
-		    .start = join ? NULL : &m->u.start,
-		    .container = c,
-		    .process = pp,
-		    .seccomp = st->start.u.start.seccomp,
-		    .rootfs = st->srv->rootfs_dir,
-		    .files_dir = st->srv->files_dir,
-		    .join_pid = join,
-		    .cgroup_dir = st->srv->cgroup_dir,
-		    .cgroup_required = c->device_filter || c->n_cgroup,
-		    .new_pidns = true,
-		    .allow_vsock = st->start.u.start.allow_vsock,
-		    .stdio = {child_fds[0], child_fds[1], child_fds[2]},
-		    .extra = p->extra,
-		    .n_extra = p->n_extra,
-		};
-		r = gi_spawn(&sp, &p->child);
-		p->pid = p->child.pid;
-	}
-	/* The child has its own copies: the streams end with it. */
-	proc_extra_close(p);
-	for (int i = 0; i < 3; i++)
-		if (child_fds[i] >= 0)
-			close(child_fds[i]);
-	if (r >= 0 && pp->terminal)
-		proc_terminal_relays(p);
-	if (p->init)
-		st->init_pid = p->pid;
-	*ret = p;
-	if (r < 0) {
-		reply_error(st, m->id, r, err_msg());
-		if (!p->pid) {
-			p->exited = true;
-			p->status = 1 << 8;
-		}
-		return r;
-	}
-	return 0;
-}
-
-static int proc_go(struct state *st, struct proc *p, uint64_t id)
-{
-	struct proto_msg m = {.u.started = {(uint32_t)p->pid}};
-	int r = gi_go(&p->child);
-
-	if (r < 0)
-		return reply_error(st, id, r, err_msg());
-	return reply(st, PROTO_MSG_STARTED, id, &m);
-}
-
 /* START failed before there was a process: the ERROR, then the EXIT of
  * an init that never ran, so the host ends the VM. */
 static int start_failed(struct state *st, int r)
 {
 	struct proto_msg em = {.u.exit = {0, 1 << 8, true}};
+	uint64_t id = st->ctrs[0].start.id;
 
 	st->init_done = true;
 	st->init_status = 1 << 8;
-	reply_error(st, st->start.id, r, err_msg());
-	return reply(st, PROTO_MSG_EXIT, st->start.id, &em);
+	server_reply_error(st, id, r, err_msg());
+	return server_reply(st, PROTO_MSG_EXIT, id, &em);
 }
 
-/* The container's cgroup gets START's limits and device filter before
- * its process is put in it. */
-static int start_cgroup(struct state *st, const struct proto_start *s)
+/* The VM's first container: the only one, or a pod's sandbox. */
+static int start_first(struct state *st, struct proto_msg *m)
 {
-	const char *cg = st->srv->cgroup_dir;
-	int r;
-
-	err_clear();
-	r = gi_cgroup_apply(cg, s);
-	if (r < 0 || !s->device_filter)
-		return r;
-	if (!cg)
-		return err_set(-ENOTSUP, "linux.resources.devices: the container has no cgroup");
-	return gi_devfilter_attach(cg, s);
-}
-
-static int handle_start(struct state *st, struct proto_msg *m)
-{
-	struct proto_start *s = &m->u.start;
+	struct ctr *c = &st->ctrs[0];
+	struct proto_start *s;
 	struct proc *p;
 	int r;
 
-	if (st->started)
-		return reply_error(st, m->id, -EBUSY, "container already started");
-	st->started = true;
-	st->start = *m; /* take ownership */
+	if (c->used)
+		return server_reply_error(st, m->id, -EBUSY, "container already started");
+	c->used = true;
+	c->start = *m; /* take ownership */
 	memset(m, 0, sizeof(*m));
-	s = &st->start.u.start;
+	c->rootfs = st->srv->rootfs_dir;
+	c->files_dir = st->srv->files_dir;
+	c->cgroup = st->srv->cgroup_dir;
+	s = &c->start.u.start;
 	if (st->srv->apply_identity && st->srv->apply_identity(s) < 0)
 		log_warn("%s", err_msg()); /* a clock or seed problem must not stop the container */
-	if (s->root_device) {
-		err_clear();
-		r = gi_mount_root_disk(s, st->srv->rootfs_dir);
-		if (r >= 0)
-			r = gi_mount_shares(s, GI_SHARES_DIR);
-		if (r < 0)
-			return start_failed(st, r);
-	}
+	r = ctr_mount_root(st, c);
+	if (r < 0)
+		return start_failed(st, r);
 	if (st->srv->net_apply) {
 		err_clear();
 		r = st->srv->net_apply(s->net);
 		if (r < 0)
 			return start_failed(st, err_prefix(r, "network setup"));
 	}
-	r = start_cgroup(st, s);
+	r = ctr_cgroup_setup(c->cgroup, s);
 	if (r < 0)
 		return start_failed(st, r);
-	r = proc_spawn(st, &st->start, 0, &p);
-	if (r < 0)
+	if (proc_spawn(st, &c->start, c, &p) < 0)
 		return 0;
-	if (st->start.flags & PROTO_START_F_WAIT) {
-		struct proto_msg rm = {.u.started = {(uint32_t)p->pid}};
+	return proc_created(st, p);
+}
 
-		return reply(st, PROTO_MSG_READY, st->start.id, &rm);
-	}
-	return proc_go(st, p, st->start.id);
+static int handle_go(struct state *st, const struct proto_msg *m)
+{
+	struct proc *p = proc_find(st, (pid_t)m->u.started.pid);
+
+	if (!p || !p->init || p->child.sync_fd < 0)
+		return server_reply_error(st, m->id, -ESRCH, "no created container to start");
+	return proc_go(st, p, m->id);
 }
 
 static int handle_exec(struct state *st, struct proto_msg *m)
 {
+	struct ctr *c = ctr_find(st, m->u.exec.container);
 	struct proc *p;
 
-	if (!st->init_pid || st->init_done)
-		return reply_error(st, m->id, -ESRCH, "container is not running");
-	if (proc_spawn(st, m, st->init_pid, &p) < 0)
+	if (!c)
+		return server_reply_error(st, m->id, -ESRCH, "container is not running");
+	if (proc_spawn(st, m, c, &p) < 0)
 		return 0;
 	return proc_go(st, p, m->id);
 }
 
-static int handle_stats(struct state *st, uint64_t id)
+/* The cgroup a STATS or UPDATE for container (0: the first, whose cgroup
+ * is there before its START) reads or writes; NULL: none. -ESRCH when no
+ * such pod member runs. */
+static int request_cgroup(struct state *st, uint32_t container, const char **ret)
 {
-	struct proto_msg m = {0};
+	struct ctr *c;
 
-	gi_cgroup_stats(st->srv->cgroup_dir, &m.u.stats);
-	return reply(st, PROTO_MSG_STATS, id, &m);
+	if (!container) {
+		*ret = st->srv->cgroup_dir;
+		return 0;
+	}
+	c = ctr_find(st, container);
+	if (!c)
+		return -ESRCH;
+	*ret = c->cgroup;
+	return 0;
 }
 
-static int handle_ps(struct state *st, uint64_t id)
+static int handle_stats(struct state *st, const struct proto_msg *req)
+{
+	struct proto_msg m = {0};
+	const char *cg;
+
+	if (request_cgroup(st, req->u.stats.container, &cg) < 0)
+		return server_reply_error(st, req->id, -ESRCH, "no such pod member");
+	gi_cgroup_stats(cg, &m.u.stats);
+	return server_reply(st, PROTO_MSG_STATS, req->id, &m);
+}
+
+static int handle_ps(struct state *st, const struct proto_msg *req)
 {
 	struct proto_msg m = {.type = PROTO_MSG_PS};
+	struct ctr *c = ctr_find(st, req->u.ps.container);
+	uint64_t id = req->id;
 	int r;
 
-	if (!st->init_pid || st->init_done)
-		return reply_error(st, id, -ESRCH, "container is not running");
+	if (!c)
+		return server_reply_error(st, id, -ESRCH, "container is not running");
 	err_clear();
-	r = gi_ps_collect("/proc", st->init_pid, &m.u.ps);
-	r = r < 0 ? reply_error(st, id, r, err_msg()) : reply(st, PROTO_MSG_PS, id, &m);
+	r = gi_ps_collect("/proc", c->init_pid, &m.u.ps);
+	r = r < 0 ? server_reply_error(st, id, r, err_msg()) : server_reply(st, PROTO_MSG_PS, id, &m);
 	proto_msg_free(&m);
 	return r;
 }
@@ -252,16 +145,16 @@ static int handle_signal(struct state *st, const struct proto_msg *m)
 
 	/* 0 only asks whether the process is there (runc kill ID 0). */
 	if (s->signo >= 65)
-		return reply_error(st, m->id, -EINVAL, "invalid signal");
+		return server_reply_error(st, m->id, -EINVAL, "invalid signal");
 	if (!p || p->exited)
-		return reply_error(st, m->id, -ESRCH, "process not found");
-	if (s->all && st->init_pid && !st->init_done)
-		r = gi_kill_container(st->init_pid, (int)s->signo);
+		return server_reply_error(st, m->id, -ESRCH, "process not found");
+	if (s->all && ctr_running(st, p->ctr))
+		r = ctr_signal_all(st, p->ctr, (int)s->signo);
 	else if (p->pid <= 0 || kill(p->pid, (int)s->signo) < 0)
 		r = -errno;
 	if (r < 0)
-		return reply_error(st, m->id, r, "kill");
-	return reply_error(st, m->id, 0, "");
+		return server_reply_error(st, m->id, r, "kill");
+	return server_reply_error(st, m->id, 0, "");
 }
 
 static int handle_resize(struct state *st, const struct proto_msg *m)
@@ -270,26 +163,28 @@ static int handle_resize(struct state *st, const struct proto_msg *m)
 	struct winsize ws = {.ws_row = m->u.resize.rows, .ws_col = m->u.resize.cols};
 
 	if (!p || p->in.dst < 0 || !isatty(p->fds[3]))
-		return reply_error(st, m->id, -ENOTTY, "process has no terminal");
+		return server_reply_error(st, m->id, -ENOTTY, "process has no terminal");
 	if (ioctl(p->fds[3], TIOCSWINSZ, &ws) < 0)
-		return reply_error(st, m->id, -errno, "resize");
-	return reply_error(st, m->id, 0, "");
+		return server_reply_error(st, m->id, -errno, "resize");
+	return server_reply_error(st, m->id, 0, "");
 }
 
 /* UPDATE: the limits that can change at run time. */
 static int handle_update(struct state *st, const struct proto_msg *m)
 {
 	const struct proto_update *u = &m->u.update;
-	const char *cg = st->srv->cgroup_dir;
+	const char *cg;
 	int r = 0;
 
+	if (request_cgroup(st, u->container, &cg) < 0)
+		return server_reply_error(st, m->id, -ESRCH, "no such pod member");
 	if (!cg)
-		return reply_error(st, m->id, -ENOTSUP, "the container has no cgroup");
+		return server_reply_error(st, m->id, -ENOTSUP, "the container has no cgroup");
 	if (u->has_pids_max && (r = gi_cgroup_set_limit(cg, "pids.max", u->pids_max)) < 0)
-		return reply_error(st, m->id, r, "set pids.max");
+		return server_reply_error(st, m->id, r, "set pids.max");
 	if (u->has_memory_max && (r = gi_cgroup_set_limit(cg, "memory.max", u->memory_max)) < 0)
-		return reply_error(st, m->id, r, "set memory.max");
-	return reply_error(st, m->id, 0, "");
+		return server_reply_error(st, m->id, r, "set memory.max");
+	return server_reply_error(st, m->id, 0, "");
 }
 
 /* NETWORK: a checkpoint restored into another network namespace. The
@@ -304,12 +199,12 @@ static int handle_network(struct state *st, const struct proto_msg *m)
 	    st->srv->apply_identity(&(struct proto_start){.has_realtime = true, .realtime_ns = n->realtime_ns}) < 0)
 		log_warn("%s", err_msg());
 	if (!st->srv->net_reapply)
-		return reply_error(st, m->id, -EOPNOTSUPP, "no network configuration here");
+		return server_reply_error(st, m->id, -EOPNOTSUPP, "no network configuration here");
 	err_clear();
 	r = st->srv->net_reapply(n->net);
 	if (r < 0)
-		return reply_error(st, m->id, r, err_msg());
-	return reply_error(st, m->id, 0, "");
+		return server_reply_error(st, m->id, r, err_msg());
+	return server_reply_error(st, m->id, 0, "");
 }
 
 /* The kernel flags memory.events (POLLPRI) whenever a counter moves. */
@@ -331,22 +226,19 @@ static void oom_check(struct state *st)
 		return;
 	st->oom = now;
 	m.u.oom = now;
-	if (!st->host_gone && reply(st, PROTO_MSG_OOM, 0, &m) < 0)
+	if (!st->host_gone && server_reply(st, PROTO_MSG_OOM, 0, &m) < 0)
 		st->host_gone = true;
 }
 
 static int handle_msg(struct state *st, struct proto_msg *m)
 {
-	struct proc *p;
-
 	switch (m->type) {
 	case PROTO_MSG_START:
-		return handle_start(st, m);
+		if (m->flags & PROTO_START_F_MEMBER)
+			return member_start(st, m);
+		return start_first(st, m);
 	case PROTO_MSG_GO:
-		p = proc_find(st, 0);
-		if (!p || p->child.sync_fd < 0)
-			return reply_error(st, m->id, -ESRCH, "no created container to start");
-		return proc_go(st, p, m->id);
+		return handle_go(st, m);
 	case PROTO_MSG_EXEC:
 		return handle_exec(st, m);
 	case PROTO_MSG_SIGNAL:
@@ -354,15 +246,15 @@ static int handle_msg(struct state *st, struct proto_msg *m)
 	case PROTO_MSG_RESIZE:
 		return handle_resize(st, m);
 	case PROTO_MSG_STATS:
-		return handle_stats(st, m->id);
+		return handle_stats(st, m);
 	case PROTO_MSG_PS:
-		return handle_ps(st, m->id);
+		return handle_ps(st, m);
 	case PROTO_MSG_UPDATE:
 		return handle_update(st, m);
 	case PROTO_MSG_NETWORK:
 		return handle_network(st, m);
 	default:
-		return reply_error(st, m->id, -EOPNOTSUPP, proto_type_name(m->type));
+		return server_reply_error(st, m->id, -EOPNOTSUPP, proto_type_name(m->type));
 	}
 }
 
@@ -374,10 +266,12 @@ static void reap(struct state *st)
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		struct proc *p = proc_find(st, pid);
 
-		if (p) {
-			p->exited = true;
-			p->status = status;
-		}
+		if (!p)
+			continue;
+		p->exited = true;
+		p->status = status;
+		if (p->init && p->ctr != &st->ctrs[0])
+			member_init_exited(st, p->ctr);
 	}
 }
 
@@ -387,16 +281,22 @@ static int report_exits(struct state *st)
 	for (size_t i = 0; i < MAX_PROCS; i++) {
 		struct proc *p = &st->procs[i];
 		struct proto_msg m;
+		bool first;
 
 		if (!p->used || !p->exited || p->out.active || p->err.active)
 			continue;
-		m = (struct proto_msg){.u.exit = {(uint32_t)p->pid, (uint32_t)p->status, p->init}};
-		if (!st->host_gone && reply(st, PROTO_MSG_EXIT, p->id, &m) < 0)
+		first = p->init && p->ctr == &st->ctrs[0];
+		m = (struct proto_msg){.u.exit = {(uint32_t)p->pid, (uint32_t)p->status, first}};
+		if (!st->host_gone && server_reply(st, PROTO_MSG_EXIT, p->id, &m) < 0)
 			st->host_gone = true;
-		if (p->init) {
+		if (first) {
 			st->init_done = true;
 			st->init_status = p->status;
-			/* The kernel has already killed the rest of its pid namespace. */
+			/* The kernel has already killed the rest of its pid
+			 * namespace; pod members go with the VM. */
+			members_kill(st);
+		} else if (p->init) {
+			member_ended(st, p->ctr);
 		}
 		proc_close(p);
 	}
@@ -430,7 +330,7 @@ static bool reconnect(struct state *st)
 		return false;
 	}
 	st->srv->ctl = fd;
-	if (st->started)
+	if (st->ctrs[0].used)
 		server_reopen_streams(st);
 	return true;
 }
@@ -465,8 +365,8 @@ static int poll_once(struct state *st, int sfd)
 		if (r < 0) {
 			/* The monitor is gone or speaks nonsense: end the VM. */
 			st->host_gone = true;
-			if (st->init_pid && !st->init_done)
-				kill(st->init_pid, SIGKILL); /* takes its pid namespace along */
+			if (ctr_running(st, &st->ctrs[0]))
+				kill(st->ctrs[0].init_pid, SIGKILL); /* takes its pid namespace along */
 		} else {
 			handle_msg(st, &m);
 			proto_msg_free(&m);
@@ -506,7 +406,7 @@ int gi_serve(struct gi_server *srv)
 	if (sfd < 0)
 		return err_setsys(-errno, "signalfd");
 	oom_watch(&st);
-	while (r >= 0 && busy(&st) && !(st.host_gone && !st.init_pid))
+	while (r >= 0 && busy(&st) && !(st.host_gone && !st.ctrs[0].init_pid))
 		r = poll_once(&st, sfd);
 	/* Half-close and let the host read the last EXIT before power-off. */
 	if (!st.host_gone) {
@@ -520,7 +420,9 @@ int gi_serve(struct gi_server *srv)
 	for (size_t i = 0; i < MAX_PROCS; i++)
 		if (st.procs[i].used)
 			proc_close(&st.procs[i]);
-	proto_msg_free(&st.start);
+	for (size_t i = 0; i < MAX_CONTAINERS; i++)
+		if (st.ctrs[i].used)
+			ctr_free(&st.ctrs[i]);
 	if (st.oom_fd >= 0)
 		close(st.oom_fd);
 	if (r < 0)

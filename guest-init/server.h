@@ -2,6 +2,7 @@
 /*
  * PID 1's control loop: serve START/GO/EXEC/SIGNAL/RESIZE/STATS from the
  * host on the control stream, relay stdio, reap children and report EXIT.
+ * The VM's first container, and a pod's members beside it.
  * The transport is injected so the loop also runs over unix sockets.
  */
 #ifndef KVRUN_GUEST_INIT_SERVER_H
@@ -20,6 +21,14 @@ struct gi_server {
 	const char *rootfs_dir; /* where the root disk is mounted */
 	const char *files_dir; /* staging for copied-in files */
 	const char *cgroup_dir; /* NULL: no cgroup, no stats */
+	/* Where pod members' roots and staged files go: <dir>/<n>/rootfs and
+	 * <dir>/<n>/files, n counting members from 1 (their cgroups are
+	 * <cgroup_dir>-<n>); NULL: members are refused. */
+	const char *members_dir;
+	/* Mount START's root (root_device, root_fstype) at target; NULL:
+	 * gi_mount_root_disk(). Tests on the host, where virtio-fs cannot be
+	 * mounted, bind a directory. */
+	int (*mount_root)(const struct proto_start *s, const char *target);
 	/* Configure the VM's network (the container shares the VM's network
 	 * namespace) from START's net record (NULL: loopback only), before
 	 * the container's process is created; NULL: leave the network alone
@@ -54,9 +63,10 @@ struct gi_server {
  * sent one) goes to srv->host_token; srv may be NULL. */
 int gi_hello(int ctl, struct gi_server *srv);
 
-/* Run until the container's init has exited and been reported (or the
- * host went away). Returns the init's wait status (>= 0) or a negative
- * errno. Must be the only reaper: it waits for any child. */
+/* Run until the first container's init has exited and been reported (or
+ * the host went away), and every other process (exec'd, a pod member's)
+ * after it. Returns that init's wait status (>= 0) or a negative errno.
+ * Must be the only reaper: it waits for any child. */
 int gi_serve(struct gi_server *srv);
 
 #endif

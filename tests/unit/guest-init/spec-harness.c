@@ -24,6 +24,8 @@
 char tmpdir[] = "/tmp/kvrun-gi-XXXXXX";
 char rootfs[256], files_dir[256];
 const char *run_cgroup_dir;
+pid_t run_pod_pid;
+bool run_share_pidns;
 int (*run_child_setup)(void);
 
 char **strv(const char *const *v)
@@ -129,7 +131,8 @@ void run(struct proto_start *s, const char *kill_on, struct result *res)
 		                      .files_dir = files_dir,
 		                      .cgroup_dir = run_cgroup_dir,
 		                      .cgroup_required = run_cgroup_dir != NULL,
-		                      .new_pidns = true};
+		                      .pod_pid = run_pod_pid,
+		                      .new_pidns = !run_share_pidns};
 		struct gi_child c;
 		int pfd[2], status = 0;
 		size_t len = 0;

@@ -5,12 +5,18 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "common/protocol.h"
 
 extern char tmpdir[], rootfs[256], files_dir[256];
 /* The cgroup run() places the container in (NULL: none). */
 extern const char *run_cgroup_dir;
+/* A pod member: the first container's init whose IPC and UTS namespaces
+ * run()'s process joins (0: none), and whether it shares its pid
+ * namespace too. */
+extern pid_t run_pod_pid;
+extern bool run_share_pidns;
 /* Run in run()'s child, in its own mount namespace, before the spawn:
  * what PID 1 would have mounted (shares); NULL: nothing. */
 extern int (*run_child_setup)(void);

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <linux/bpf.h>
 #include <linux/magic.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -187,6 +188,46 @@ TEST(bad_rules_refused)
 	/* The loads, then the rule (type, access, allow), then the default. */
 	ok(n == 6 + 6 + 2, "one rule of any number and partial access: %zu instructions", n);
 	free(insn);
+}
+
+/* A pod member's cgroup at its end: its processes (a child and the
+ * child's own child) signalled, then killed with the cgroup removed. */
+TEST(member_cgroup_removed)
+{
+	const char *root = cgroup2_root();
+	char dir[300], procs[320], me[16], c;
+	int p[2], st;
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/kvrun-member-%d", root, (int)getpid());
+	is_int(mkdir(dir, 0755), 0);
+	is_int(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	if (pid == 0) {
+		int fd;
+
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+		snprintf(me, sizeof(me), "%d", (int)getpid());
+		fd = open(procs, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, me, strlen(me)) < 0)
+			_exit(101);
+		if (fork() == 0)
+			for (;;)
+				pause();
+		(void)!write(p[1], "x", 1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	is_int(read(p[0], &c, 1), 1);
+	close(p[0]);
+	is_int(gi_cgroup_signal(dir, 0), 2);
+	is_int(gi_cgroup_remove(dir, 2000), 0);
+	ok(access(dir, F_OK) < 0 && errno == ENOENT, "the cgroup is gone");
+	waitpid(pid, &st, 0);
+	ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "its process was killed (0x%x)", st);
+	is_int(gi_cgroup_remove(dir, 0), 0);
+	is_int(gi_cgroup_signal(dir, 0), -ENOENT);
 }
 
 struct tap_test tap_tests[TAP_MAX_TESTS];

@@ -2,7 +2,8 @@
 /*
  * PID 1's control loop driven the way the VM monitor drives it, over unix
  * sockets instead of vsock: HELLO, START (wait) -> READY, GO -> STARTED,
- * stdio streams, EXEC, STATS, SIGNAL errors, EXIT with the wait status.
+ * stdio streams, EXEC, STATS, SIGNAL errors, EXIT with the wait status;
+ * a pod: members beside the first container.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +14,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -113,6 +116,10 @@ static int (*reconnect_hook)(void *opaque);
 static int (*identity_hook)(const struct proto_start *s);
 /* The hook for NETWORK (NULL: none). */
 static int (*reapply_hook)(const struct net_config *cfg);
+/* Pods: where members go, how a root is mounted, the cgroup (NULL: none). */
+static const char *members_dir;
+static int (*mount_root_hook)(const struct proto_start *s, const char *target);
+static const char *cgroup_dir;
 
 static pid_t start_guest(int ctl, int host_end)
 {
@@ -128,7 +135,10 @@ static pid_t start_guest(int ctl, int host_end)
 		                        .net_apply = net_hook,
 		                        .reconnect = reconnect_hook,
 		                        .apply_identity = identity_hook,
-		                        .net_reapply = reapply_hook};
+		                        .net_reapply = reapply_hook,
+		                        .members_dir = members_dir,
+		                        .mount_root = mount_root_hook,
+		                        .cgroup_dir = cgroup_dir};
 		int r;
 
 		alarm(60);
@@ -729,6 +739,408 @@ TEST(terminal_flow)
 	ok(WIFEXITED(st) && WEXITSTATUS(st) == 5, "guest loop returns 5");
 	close(s_tty);
 	close(l_tty);
+}
+
+/* ---- Pods ---- */
+
+/* virtio-fs cannot be mounted here: a member's root tag names a directory
+ * of the test's, bound at the member's root. */
+static int bind_root(const struct proto_start *s, const char *target)
+{
+	char src[300];
+
+	snprintf(src, sizeof(src), "%s/%s", tmpdir, s->root_device);
+	if (mkdir_p(target, 0755) < 0 || mount(src, target, NULL, MS_BIND, NULL) < 0)
+		return err_setsys(-errno, "bind %s on %s", src, target);
+	return 0;
+}
+
+/* A member's START running `sh -c script` on the root tag "mroot". */
+static void member_msg(struct proto_msg *m, uint64_t id, uint32_t flags, const char *script)
+{
+	*m = (struct proto_msg){.type = PROTO_MSG_START, .flags = PROTO_START_F_MEMBER | flags, .id = id};
+	m->u.start.process.args = strv((const char *const[]){"/bin/busybox", "sh", "-c", script, NULL});
+	m->u.start.process.env = strv((const char *const[]){"PATH=/bin", NULL});
+	m->u.start.root_device = strdup("mroot");
+	m->u.start.root_fstype = strdup("virtiofs");
+	add_mount(&m->u.start, "/proc", "proc", (const char *const[]){NULL});
+}
+
+/* ERROR naming what (with err), then the EXIT of the START id. */
+static void expect_refused(int ctl, uint64_t id, int err, const char *what)
+{
+	struct proto_msg m = {0};
+
+	if (expect(ctl, PROTO_MSG_ERROR, &m) == 0) {
+		ok(m.id == id && m.u.error.err == (uint32_t)err && m.u.error.message && strstr(m.u.error.message, what),
+		   "refused: %s (%u)", m.u.error.message, m.u.error.err);
+		proto_msg_free(&m);
+	}
+	if (expect(ctl, PROTO_MSG_EXIT, &m) == 0)
+		ok(m.id == id && !m.u.exit.init, "then the EXIT of START %llu, not the init's",
+		   (unsigned long long)m.id);
+}
+
+static void refuse_member(int ctl, uint64_t id, int err, const char *what, void (*spoil)(struct proto_start *))
+{
+	struct proto_msg m;
+
+	member_msg(&m, id, PROTO_START_F_WAIT, "exit 0");
+	if (spoil)
+		spoil(&m.u.start);
+	send_msg(ctl, &m);
+	proto_msg_free(&m);
+	expect_refused(ctl, id, err, what);
+}
+
+static void with_hostname(struct proto_start *s)
+{
+	s->hostname = strdup("other");
+}
+
+static void with_net(struct proto_start *s)
+{
+	s->net = calloc(1, sizeof(*s->net));
+}
+
+static void with_user_ns(struct proto_start *s)
+{
+	s->user_ns = true;
+}
+
+static void with_disk_root(struct proto_start *s)
+{
+	free(s->root_fstype);
+	s->root_fstype = strdup("ext4");
+}
+
+/* /proc/PID/ns/NAME, as readlink gives it ("uts:[4026531838]"). */
+static const char *ns_of(pid_t pid, const char *name)
+{
+	static char link[4][64];
+	static int turn;
+	char path[64], *buf = link[turn++ % 4];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, name);
+	n = readlink(path, buf, sizeof(link[0]) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+static bool has_kv(const char *out, const char *key, const char *value)
+{
+	char line[160];
+
+	snprintf(line, sizeof(line), "%s=%s\n", key, value);
+	return strstr(out, line) != NULL;
+}
+
+/* A throwaway cgroup for the pod (members get siblings), or NULL. */
+static const char *pod_cgroup(char *buf, size_t size)
+{
+	static const char *const roots[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"};
+	struct statfs sf;
+
+	for (size_t i = 0; i < ARRAY_SIZE(roots); i++)
+		if (statfs(roots[i], &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC) {
+			snprintf(buf, size, "%s/kvrun-pod-%d", roots[i], (int)getpid());
+			return mkdir(buf, 0755) == 0 ? buf : NULL;
+		}
+	return NULL;
+}
+
+/* prefix, sep, n: a member's directory ('/') or cgroup ('-'). */
+static bool gone(const char *prefix, char sep, int n)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s%c%d", prefix, sep, n);
+	return access(path, F_OK) < 0 && errno == ENOENT;
+}
+
+static const char member_script[] = "echo uts=$(readlink /proc/self/ns/uts)\n"
+				    "echo ipc=$(readlink /proc/self/ns/ipc)\n"
+				    "echo mnt=$(readlink /proc/self/ns/mnt)\n"
+				    "echo pid=$(readlink /proc/self/ns/pid)\n"
+				    "echo host=$(hostname)\n"
+				    "echo me=$$\n"
+				    "echo marker=$(cat /marker)\n"
+				    "exec busybox sleep 1000\n";
+
+/* The first container, created and started; returns its init's pid. */
+static uint32_t pod_first(int ctl, int l_in, int *s_in)
+{
+	struct proto_msg m = {.type = PROTO_MSG_START, .flags = PROTO_START_F_WAIT, .id = 101};
+	uint32_t pid = 0;
+
+	m.u.start.process.args = strv((const char *const[]){"/bin/busybox", "sh", "-c", "read x; exit 0", NULL});
+	m.u.start.process.stdin_port = 5301;
+	m.u.start.hostname = strdup("podbox");
+	send_msg(ctl, &m);
+	proto_msg_free(&m);
+	*s_in = accept4(l_in, NULL, NULL, SOCK_CLOEXEC);
+	if (expect(ctl, PROTO_MSG_READY, &m) == 0)
+		pid = m.u.started.pid;
+	m = (struct proto_msg){.type = PROTO_MSG_GO, .id = 102};
+	send_msg(ctl, &m);
+	if (expect(ctl, PROTO_MSG_STARTED, &m) == 0)
+		ok(m.id == 102 && m.u.started.pid == pid, "GO 0 starts the first container");
+	return pid;
+}
+
+/* A member with a pid namespace of its own, created and started by its
+ * pid; what it sees on out. Returns its init's pid. */
+static uint32_t pod_member(int ctl, int l_out, int *s_out, char *out, size_t size)
+{
+	struct proto_msg m;
+	uint32_t pid = 0;
+	size_t len = 0;
+
+	member_msg(&m, 120, PROTO_START_F_WAIT, member_script);
+	m.u.start.process.stdout_port = 5302;
+	send_msg(ctl, &m);
+	proto_msg_free(&m);
+	*s_out = accept4(l_out, NULL, NULL, SOCK_CLOEXEC);
+	if (expect(ctl, PROTO_MSG_READY, &m) == 0) {
+		ok(m.id == 120 && m.u.started.pid > 0, "READY of the member with its init's pid");
+		pid = m.u.started.pid;
+	}
+	m = (struct proto_msg){.type = PROTO_MSG_GO, .id = 121, .u.started = {pid}};
+	send_msg(ctl, &m);
+	if (expect(ctl, PROTO_MSG_STARTED, &m) == 0)
+		ok(m.id == 121 && m.u.started.pid == pid, "GO with its pid starts the member");
+	out[0] = '\0';
+	read_until(*s_out, out, size, &len, "marker=");
+	read_until(*s_out, out, size, &len, "marker=member\n");
+	return pid;
+}
+
+/* EXEC into the member: its mount and pid namespaces, its root. */
+static void pod_exec_member(int ctl, int l_xout, uint32_t member)
+{
+	struct proto_msg m = {.type = PROTO_MSG_EXEC, .id = 130};
+	char want[200];
+	const char *out;
+	int s;
+
+	m.u.exec.args = strv((const char *const[]){
+	    "/bin/busybox", "sh", "-c",
+	    "echo $(readlink /proc/self/ns/mnt) $(readlink /proc/self/ns/pid) $(cat /marker)", NULL});
+	m.u.exec.env = strv((const char *const[]){"PATH=/bin", NULL});
+	m.u.exec.stdout_port = 5303;
+	m.u.exec.container = member;
+	send_msg(ctl, &m);
+	proto_process_free(&m.u.exec);
+	s = accept4(l_xout, NULL, NULL, SOCK_CLOEXEC);
+	if (expect(ctl, PROTO_MSG_STARTED, &m) == 0)
+		is_int(m.id, 130);
+	out = read_all(s);
+	snprintf(want, sizeof(want), "%s %s member\n", ns_of((pid_t)member, "mnt"), ns_of((pid_t)member, "pid"));
+	ok(strcmp(out, want) == 0, "EXEC in the member: its namespaces and root (%s)", out);
+	if (expect(ctl, PROTO_MSG_EXIT, &m) == 0)
+		ok(m.id == 130 && !m.u.exit.init && WEXITSTATUS(m.u.exit.status) == 0, "its EXIT");
+	close(s);
+	m = (struct proto_msg){.type = PROTO_MSG_EXEC, .id = 131};
+	m.u.exec.args = strv((const char *const[]){"/bin/busybox", "true", NULL});
+	m.u.exec.container = 999999;
+	send_msg(ctl, &m);
+	proto_process_free(&m.u.exec);
+	if (expect(ctl, PROTO_MSG_ERROR, &m) == 0) {
+		ok(m.id == 131 && m.u.error.err == ESRCH, "EXEC into no member: ESRCH");
+		proto_msg_free(&m);
+	}
+}
+
+/* STATS and PS of the member; of an unknown one, ESRCH. */
+static void pod_requests(int ctl, uint32_t member)
+{
+	struct proto_msg m = {.type = PROTO_MSG_STATS, .id = 132, .u.stats = {.container = member}};
+
+	send_msg(ctl, &m);
+	if (expect(ctl, PROTO_MSG_STATS, &m) == 0)
+		ok(m.id == 132 && m.u.stats.memory_total > 0, "STATS of the member");
+	m = (struct proto_msg){.type = PROTO_MSG_STATS, .id = 133, .u.stats = {.container = 999999}};
+	send_msg(ctl, &m);
+	if (expect(ctl, PROTO_MSG_ERROR, &m) == 0) {
+		ok(m.id == 133 && m.u.error.err == ESRCH, "STATS of no member: ESRCH");
+		proto_msg_free(&m);
+	}
+	m = (struct proto_msg){.type = PROTO_MSG_PS, .id = 134, .u.ps = {.container = member}};
+	send_msg(ctl, &m);
+	if (expect(ctl, PROTO_MSG_PS, &m) == 0) {
+		ok(m.u.ps.n_procs == 1 && m.u.ps.procs[0].pid == 1, "PS of the member: its init, pid 1 there (%zu)",
+		   m.u.ps.n_procs);
+		proto_msg_free(&m);
+	}
+}
+
+/* EXEC into the first container: it still runs, with its hostname. */
+static void pod_exec_first(int ctl, int l_xout, uint64_t id)
+{
+	struct proto_msg m = {.type = PROTO_MSG_EXEC, .id = id};
+	int s;
+
+	m.u.exec.args = strv((const char *const[]){"/bin/busybox", "hostname", NULL});
+	m.u.exec.stdout_port = 5304;
+	send_msg(ctl, &m);
+	proto_process_free(&m.u.exec);
+	s = accept4(l_xout, NULL, NULL, SOCK_CLOEXEC);
+	if (expect(ctl, PROTO_MSG_STARTED, &m) == 0)
+		is_int(m.id, id);
+	is_str(read_all(s), "podbox\n");
+	if (expect(ctl, PROTO_MSG_EXIT, &m) == 0)
+		ok(m.id == id && !m.u.exit.init, "the first container serves on");
+	close(s);
+}
+
+/* A member in the first's pid namespace, without WAIT: started at once.
+ * Its init leaves a process behind when it exits (stdin at EOF). */
+static void pod_shared_pid(int ctl, const int l[6], uint32_t first, const char *cg)
+{
+	struct proto_msg m;
+	char out[512] = "";
+	size_t len = 0;
+	int s_in, s_out;
+
+	member_msg(&m, 150, PROTO_START_F_SHARE_PID,
+	           "echo pid=$(readlink /proc/self/ns/pid); busybox sleep 1000 & echo bg; read x; exit 0");
+	m.u.start.process.stdin_port = 5305;
+	m.u.start.process.stdout_port = 5306;
+	m.u.start.hostname = strdup(""); /* a config's "": the pod's name stays */
+	send_msg(ctl, &m);
+	proto_msg_free(&m);
+	s_in = accept4(l[4], NULL, NULL, SOCK_CLOEXEC);
+	s_out = accept4(l[5], NULL, NULL, SOCK_CLOEXEC);
+	if (expect(ctl, PROTO_MSG_STARTED, &m) == 0)
+		ok(m.id == 150 && m.u.started.pid > 0, "without WAIT a member starts at once");
+	read_until(s_out, out, sizeof(out), &len, "bg\n");
+	ok(has_kv(out, "pid", ns_of((pid_t)first, "pid")), "shared: the first's pid namespace (%s)", out);
+	close(s_in);
+	if (expect(ctl, PROTO_MSG_EXIT, &m) == 0)
+		ok(m.id == 150 && !m.u.exit.init && m.u.exit.status == 0, "its init's EXIT, not the VM's (0x%x)",
+		   m.u.exit.status);
+	close(s_out);
+	pod_exec_first(ctl, l[3], 151); /* its cleanup is done before; "podbox" still */
+	ok(gone(members_dir, '/', 2), "its directory removed");
+	if (cg)
+		ok(gone(cg, '-', 2), "its cgroup removed: what it left was killed");
+}
+
+/* A pod in one guest loop: refusals, a member of its own pid namespace,
+ * one sharing the first's, one still running when the first ends; with
+ * the members' cgroups when cg is set. */
+static void pod_scenario(const char *cg)
+{
+	int sv[2], l[6], s_in, s_out, st;
+	char out[1024], dir[300], cmd[1200];
+	struct proto_msg m = {0};
+	uint32_t first, member;
+	pid_t guest;
+
+	snprintf(cmd, sizeof(cmd),
+	         "mkdir -p %s/mroot/bin %s/mroot/proc && cp /bin/busybox %s/mroot/bin/ && "
+	         "echo member > %s/mroot/marker",
+	         tmpdir, tmpdir, tmpdir, tmpdir);
+	is_int(system(cmd), 0);
+	snprintf(dir, sizeof(dir), "%s/members", tmpdir);
+	for (int i = 0; i < 6; i++)
+		l[i] = listen_port(5301 + (uint32_t)i);
+	is_int(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	members_dir = dir;
+	mount_root_hook = bind_root;
+	cgroup_dir = cg;
+	guest = start_guest(sv[1], sv[0]);
+	members_dir = NULL;
+	mount_root_hook = NULL;
+	cgroup_dir = NULL;
+	close(sv[1]);
+	hello_host(sv[0]);
+	members_dir = dir;
+
+	refuse_member(sv[0], 100, ESRCH, "first container is not running", NULL);
+	first = pod_first(sv[0], l[0], &s_in);
+	refuse_member(sv[0], 110, EINVAL, "hostname", with_hostname);
+	refuse_member(sv[0], 111, EINVAL, "net", with_net);
+	refuse_member(sv[0], 112, EINVAL, "user_ns", with_user_ns);
+	refuse_member(sv[0], 113, EINVAL, "root_fstype", with_disk_root);
+
+	member = pod_member(sv[0], l[1], &s_out, out, sizeof(out));
+	ok(member > 0 && member != first, "the member's init is a process of its own");
+	ok(has_kv(out, "uts", ns_of((pid_t)first, "uts")), "the first's UTS namespace");
+	ok(has_kv(out, "ipc", ns_of((pid_t)first, "ipc")), "the first's IPC namespace");
+	ok(!has_kv(out, "mnt", ns_of((pid_t)first, "mnt")) && strstr(out, "mnt=mnt:["), "a mount namespace of its own");
+	ok(!has_kv(out, "pid", ns_of((pid_t)first, "pid")) && has_kv(out, "me", "1"), "a pid namespace of its own");
+	ok(has_kv(out, "host", "podbox") && has_kv(out, "marker", "member"), "the pod's hostname, its own root");
+	if (!ok(strstr(out, "marker=member"), "the member's output"))
+		printf("# %s\n", out);
+	if (cg) {
+		char path[64], *text = NULL;
+
+		snprintf(path, sizeof(path), "/proc/%u/cgroup", member);
+		read_file_all(path, 4096, &text, NULL);
+		ok(text && strstr(text, "-1\n"), "in a cgroup of its own: %s", text ? text : "");
+		free(text);
+	}
+	pod_exec_member(sv[0], l[2], member);
+	pod_requests(sv[0], member);
+
+	m = (struct proto_msg){.type = PROTO_MSG_SIGNAL, .id = 140, .u.signal = {member, SIGKILL, true}};
+	send_msg(sv[0], &m);
+	if (expect(sv[0], PROTO_MSG_ERROR, &m) == 0) {
+		ok(m.id == 140 && m.u.error.err == 0, "SIGNAL of the member's init, all");
+		proto_msg_free(&m);
+	}
+	if (expect(sv[0], PROTO_MSG_EXIT, &m) == 0)
+		ok(m.id == 120 && !m.u.exit.init && m.u.exit.pid == member && WIFSIGNALED(m.u.exit.status) &&
+		       WTERMSIG(m.u.exit.status) == SIGKILL,
+		   "EXIT of the member: its START's id, not the init's");
+	close(s_out);
+	pod_exec_first(sv[0], l[3], 141);
+	ok(gone(dir, '/', 1), "the member's root unmounted and its directory removed");
+	if (cg)
+		ok(gone(cg, '-', 1), "its cgroup removed");
+
+	pod_shared_pid(sv[0], l, first, cg);
+
+	/* A member still running when the first container ends goes too. */
+	member_msg(&m, 160, 0, "exec busybox sleep 1000");
+	send_msg(sv[0], &m);
+	proto_msg_free(&m);
+	if (expect(sv[0], PROTO_MSG_STARTED, &m) == 0)
+		is_int(m.id, 160);
+	close(s_in);
+	if (expect(sv[0], PROTO_MSG_EXIT, &m) == 0)
+		ok(m.id == 101 && m.u.exit.init && m.u.exit.status == 0, "the first container's EXIT, the init's");
+	if (expect(sv[0], PROTO_MSG_EXIT, &m) == 0)
+		ok(m.id == 160 && !m.u.exit.init && WIFSIGNALED(m.u.exit.status), "then the member's: killed");
+	close(sv[0]);
+	waitpid(guest, &st, 0);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "guest loop ends with the first's status (0x%x)", st);
+	members_dir = NULL;
+	for (int i = 0; i < 6; i++)
+		close(l[i]);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s/mroot %s", tmpdir, dir);
+	is_int(system(cmd), 0);
+}
+
+TEST(pod_members)
+{
+	char buf[256];
+	const char *cg = pod_cgroup(buf, sizeof(buf));
+
+	if (!cg)
+		printf("# no cgroup2 here: the pod runs without cgroups only\n");
+	pod_scenario(cg);
+	if (cg)
+		rmdir(cg);
+}
+
+/* Without cgroups, a member in the first's pid namespace is told by its
+ * mount namespace. */
+TEST(pod_members_without_cgroup)
+{
+	pod_scenario(NULL);
 }
 
 struct tap_test tap_tests[TAP_MAX_TESTS];

@@ -4,7 +4,7 @@
  * throwaway namespaces (spec-harness.c): linux.devices, the device filter
  * with the cgroup entered before the first step, a user namespace with
  * a mapped root filesystem, a cgroup namespace, personality, scheduler
- * and I/O priority.
+ * and I/O priority; a pod member's namespaces.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -389,6 +389,86 @@ TEST(personality_scheduler_ioprio)
 	has(&res, "sched=5 3");
 	has(&res, "io=idle");
 	proto_start_free(&s);
+}
+
+/* The pod's first container as a member's spawn sees it: a process in
+ * UTS, IPC and pid namespaces of its own, hostname "podhost". Returns its
+ * pid; *holder is its parent, which ends when it is killed. */
+static pid_t pod_first(pid_t *holder)
+{
+	pid_t first = 0;
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return 0;
+	*holder = fork();
+	if (*holder == 0) {
+		pid_t c;
+
+		if (unshare(CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWPID) < 0 || sethostname("podhost", 7) < 0)
+			_exit(1);
+		c = fork();
+		if (c == 0)
+			for (;;)
+				pause();
+		(void)!write(p[1], &c, sizeof(c));
+		waitpid(c, NULL, 0);
+		_exit(0);
+	}
+	close(p[1]);
+	if (read(p[0], &first, sizeof(first)) != sizeof(first))
+		first = 0;
+	close(p[0]);
+	return first;
+}
+
+static void ns_line(char *buf, size_t size, const char *key, pid_t pid, const char *ns)
+{
+	char path[64], link[64] = "";
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, ns);
+	if (readlink(path, link, sizeof(link) - 1) < 0)
+		link[0] = 0;
+	snprintf(buf, size, "%s=%s", key, link);
+}
+
+/* A pod member joins the first container's IPC and UTS namespaces (its
+ * hostname), with a pid namespace of its own or, shared, the first's. */
+TEST(pod_member_namespaces)
+{
+	static const char script[] = "echo uts=$(readlink /proc/self/ns/uts)\n"
+				     "echo ipc=$(readlink /proc/self/ns/ipc)\n"
+				     "echo pid=$(readlink /proc/self/ns/pid)\n"
+				     "echo host=$(hostname)\n"
+				     "[ $$ = 1 ] && echo init=1 || echo init=other\n";
+	char want[128];
+	struct proto_start s;
+	struct result res;
+	pid_t holder = 0, first = pod_first(&holder);
+
+	ok(first > 0, "the first container runs");
+	for (int shared = 0; shared < 2; shared++) {
+		base_spec(&s, script);
+		default_mounts(&s);
+		run_pod_pid = first;
+		run_share_pidns = shared;
+		run(&s, NULL, &res);
+		run_pod_pid = 0;
+		run_share_pidns = false;
+		show(&res);
+		is_int(res.spawn_err, 0);
+		ns_line(want, sizeof(want), "uts", first, "uts");
+		has(&res, want);
+		ns_line(want, sizeof(want), "ipc", first, "ipc");
+		has(&res, want);
+		has(&res, "host=podhost");
+		ns_line(want, sizeof(want), "pid", first, "pid");
+		ok(has_line(res.out, want) == (shared == 1), "%s pid namespace", shared ? "the first's" : "its own");
+		has(&res, shared ? "init=other" : "init=1");
+		proto_start_free(&s);
+	}
+	kill(first, SIGKILL);
+	waitpid(holder, NULL, 0);
 }
 
 int main(void)

@@ -455,6 +455,52 @@ TEST(shared_bind_refused)
 	proto_start_free(&s);
 }
 
+/* In a mount namespace of its own: dir/kvrun-fs0 a mount already (a tag a
+ * pod's earlier container had mounted: a tmpfs with a marker stands for
+ * it), dir/kvrun-fs9 not. Exit bits: 1 the mounted tag was left alone
+ * (gi_mount_shares() returned 0, the marker still seen), 2 the other was
+ * tried (virtio-fs cannot be mounted here: the mount's error). */
+static int shares_once_child(const char *dir)
+{
+	char path[512], marker[600];
+	struct proto_start s = {0};
+	int bits = 0;
+
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return 100;
+	snprintf(path, sizeof(path), "%s/kvrun-fs0", dir);
+	snprintf(marker, sizeof(marker), "%s/marker", path);
+	if (mkdir_p(path, 0755) < 0 || mount("tmpfs", path, "tmpfs", 0, NULL) < 0 ||
+	    write_file_atomic(marker, "m", 1, 0644) < 0)
+		return 101;
+	add_share(&s, "/a", "kvrun-fs0", NULL, (const char *const[]){"rbind", NULL});
+	add_share(&s, "/b", "kvrun-fs0", "x", (const char *const[]){"rbind", NULL});
+	if (gi_mount_shares(&s, dir) == 0 && access(marker, F_OK) == 0)
+		bits |= 1;
+	add_share(&s, "/c", "kvrun-fs9", NULL, (const char *const[]){"rbind", NULL});
+	if (gi_mount_shares(&s, dir) < 0 && strstr(err_msg(), "virtio-fs tag kvrun-fs9"))
+		bits |= 2;
+	proto_start_free(&s);
+	return bits;
+}
+
+/* A pod member's START mounts its tags as the first container's did: a
+ * tag whose directory is a mount already is not mounted over again. */
+TEST(shares_mounted_once)
+{
+	char dir[300];
+	pid_t pid;
+	int st;
+
+	snprintf(dir, sizeof(dir), "%s/shares-once", tmpdir);
+	pid = fork();
+	if (pid == 0)
+		_exit(shares_once_child(dir));
+	waitpid(pid, &st, 0);
+	ok(WIFEXITED(st) && (WEXITSTATUS(st) & 1), "a mounted tag left as it is (0x%x)", st);
+	ok(WIFEXITED(st) && (WEXITSTATUS(st) & 2), "a new tag mounted (0x%x)", st);
+}
+
 static void add_hook(struct proto_hook **hooks, size_t *n, const char *script)
 {
 	*hooks = realloc(*hooks, (*n + 1) * sizeof(**hooks));
