@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""A pod in one Linux guest: the sandbox container (containerd's CRI
+annotations) from the slow suite's VM template, then two app containers
+created inside its VM (docs/runtime.md, "Pods"), as containerd's CRI makes
+them: its annotations, the sandbox's network, IPC and UTS namespaces by
+path, each app container's own busybox root directory.
+
+- A runs busybox httpd on 127.0.0.1:8080 with a page of its own; B runs
+  sleep. An exec in B fetches http://127.0.0.1:8080/ with wget and gets
+  A's page: localhost is the pod's.
+- B sees the sandbox's hostname and IPC namespace, but its own mount
+  namespace (A's page is not in B's root) and PID namespace (B's own
+  sleep is pid 1 there).
+- Each has its own host process (the pid in its state), no second VM.
+- kill of B stops B alone; A still serves; delete of each; then the
+  sandbox's delete; nothing left.
+
+Skips without a guest kernel, /dev/kvm, root, mke2fs or busybox."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import bundlelib
+import guestlib
+from taplib import Tap
+
+KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
+RUN_TIMEOUT = int(os.environ.get("KVRUN_BOOT_TIMEOUT", "1300")) + 600
+APPLETS = ["sh", "cat", "echo", "ls", "sleep", "httpd", "wget", "hostname", "readlink", "ps", "mkdir", "test", "grep"]
+RUN_ID = f"pod{os.getpid()}"
+PAGE = "hello from app A\n"
+
+
+def rt(root, *args, **kw):
+    kw.setdefault("capture_output", True)
+    kw.setdefault("timeout", 600)
+    return subprocess.run([KVRUN, "--root", root] + list(args), **kw)
+
+
+def to_file(root, log, env, args, tmp, name, timeout=RUN_TIMEOUT):
+    """A verb whose stdio the container may keep: output through a file."""
+    out = os.path.join(tmp, f"{name}.out")
+    with open(out, "wb") as so:
+        p = rt(root, "--log", log, "--debug", *args, stdin=subprocess.DEVNULL, stdout=so, stderr=so,
+               capture_output=False, env=env, timeout=timeout)
+    with open(out, "rb") as f:
+        p.stderr = f.read().decode(errors="replace")
+    return p
+
+
+def bundle(tmp, name, args, annotations, namespaces=None, hostname=None, files=None):
+    b = os.path.join(tmp, name)
+    rootfs = os.path.join(b, "rootfs")
+    bundlelib.busybox_rootfs(rootfs, APPLETS, dirs=["www", "etc"])
+    for rel, text in (files or {}).items():
+        with open(os.path.join(rootfs, rel), "w") as f:
+            f.write(text)
+
+    def mutate(spec):
+        spec["process"]["args"] = args
+        spec["process"]["env"] = ["PATH=/bin"]
+        spec["annotations"] = dict(spec.get("annotations", {}), **annotations)
+        if hostname:
+            spec["hostname"] = hostname
+        else:
+            spec.pop("hostname", None)
+        for typ, path in (namespaces or {}).items():
+            spec["linux"]["namespaces"] = [n for n in spec["linux"]["namespaces"] if n["type"] != typ] + \
+                [{"type": typ, "path": path}]
+
+    bundlelib.write_spec(KVRUN, b, mutate)
+    return b
+
+
+def sh(root, tmp, cid, script, n=[0]):
+    n[0] += 1
+    path = os.path.join(tmp, f"process-{n[0]}.json")
+    with open(path, "w") as f:
+        json.dump({"terminal": False, "args": ["/bin/sh", "-c", script], "env": ["PATH=/bin"], "cwd": "/",
+                   "user": {"uid": 0, "gid": 0}}, f)
+    p = rt(root, "exec", "--process", path, cid, stdin=subprocess.DEVNULL, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def state(root, cid):
+    p = rt(root, "state", cid, text=True, timeout=30)
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        return {}
+
+
+def main():
+    t = Tap()
+    kernel = os.environ.get("KVRUN_KERNEL")
+    tried = [f"$KVRUN_KERNEL={kernel}"] if kernel else []
+    if not kernel:
+        kernel, tried = guestlib.find_kernel()
+    if not kernel or not os.path.exists(kernel):
+        t.skip_all(f"no guest kernel: tried {', '.join(tried)} (set KVRUN_TEST_KERNEL)")
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        t.skip_all("no usable /dev/kvm")
+    if os.geteuid() != 0:
+        t.skip_all("needs root")
+    if not shutil.which("mke2fs") and not os.path.exists("/sbin/mke2fs"):
+        t.skip_all("mke2fs (e2fsprogs) missing")
+    if not os.path.exists(bundlelib.BUSYBOX):
+        t.skip_all("busybox-static missing")
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    tmp = tempfile.mkdtemp(prefix="kvrun-pods-linux-")
+    root = os.path.join(tmp, "root")
+    log = os.path.join(tmp, "kvrun-log.txt")
+    env = dict(os.environ, KVRUN_CACHE_DIR=os.path.join(tmp, "cache"), KVRUN_CONFIG=os.path.join(tmp, "none.json"),
+               KVRUN_KERNEL=os.path.abspath(kernel), KVRUN_CONSOLE=log + ".console")
+    env.setdefault("KVRUN_BOOT_TIMEOUT", "1300")
+    env.update(guestlib.suite_template(t, kernel).env)
+    sbx, a, b = f"{RUN_ID}-sbx", f"{RUN_ID}-a", f"{RUN_ID}-b"
+    cri = {"io.kubernetes.cri.sandbox-id": sbx}
+    try:
+        run(t, tmp, root, log, env, sbx, a, b, cri)
+    finally:
+        for cid in (os.listdir(root) if os.path.isdir(root) else []):
+            rt(root, "delete", "--force", cid, timeout=120)
+        left = bundlelib.processes_mentioning(tmp)
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    t.eq(os.listdir(root) if os.path.isdir(root) else [], [], "nothing left under --root")
+    t.eq(left, [], "no process left")
+    bundlelib.keep_or_remove(t, tmp, ("kvrun-log.txt", "kvrun-log.txt.console"), 60)
+    t.done()
+
+
+def run(t, tmp, root, log, env, sbx, a, b, cri):
+    bs = bundle(tmp, "sbx", ["/bin/sleep", "1000000"], dict(cri, **{"io.kubernetes.cri.container-type": "sandbox"}),
+                hostname="web-pod")
+    p = to_file(root, log, env, ["run", "--detach", "--bundle", bs, sbx], tmp, "sbx")
+    if not t.ok(p.returncode == 0, "the pod's sandbox runs", p.stderr[-3000:]):
+        return
+    mon = state(root, sbx).get("pid")
+    ns = {typ: f"/proc/{mon}/ns/{k}" for typ, k in (("network", "net"), ("ipc", "ipc"), ("uts", "uts"))}
+    app = dict(cri, **{"io.kubernetes.cri.container-type": "container"})
+    ba = bundle(tmp, "a", ["/bin/httpd", "-f", "-p", "127.0.0.1:8080", "-h", "/www"], app, ns,
+                files={"www/index.html": PAGE})
+    bb = bundle(tmp, "b", ["/bin/sleep", "1000000"], app, ns)
+    for cid, bdl in ((a, ba), (b, bb)):
+        p = to_file(root, log, env, ["create", "--bundle", bdl, cid], tmp, f"create-{cid}")
+        if not t.ok(p.returncode == 0, f"app container {cid[-1]}: created in the pod's VM", p.stderr[-3000:]):
+            return
+        s = state(root, cid)
+        t.ok(s.get("status") == "created" and s.get("pid", 0) > 0 and s.get("pid") != mon,
+             f"app container {cid[-1]}: created, its own host process", json.dumps(s))
+        p = rt(root, "start", cid, text=True)
+        t.ok(p.returncode == 0 and state(root, cid).get("status") == "running", f"app container {cid[-1]}: started",
+             p.stderr)
+    t.eq(guestlib.jail_problems(mon), [], "the sandbox's monitor is jailed, with the app containers' shares")
+    # httpd may take a moment to listen (the guest's kernel is slow here).
+    out = ""
+    for _ in range(30):
+        rc, out, err = sh(root, tmp, b, "wget -q -O - http://127.0.0.1:8080/")
+        if rc == 0:
+            break
+        time.sleep(2)
+    t.eq(out, PAGE, "B fetches A's page from 127.0.0.1: the pod's localhost")
+    rc, out, err = sh(root, tmp, b, "hostname")
+    t.eq((rc, out), (0, "web-pod\n"), "B has the sandbox's hostname (its UTS namespace)", err)
+    rc, ns_b, err = sh(root, tmp, b, "readlink /proc/self/ns/ipc /proc/self/ns/mnt /proc/self/ns/pid")
+    rc, ns_s, err2 = sh(root, tmp, sbx, "readlink /proc/self/ns/ipc /proc/self/ns/mnt /proc/self/ns/pid")
+    lb, ls = ns_b.split(), ns_s.split()
+    if t.ok(len(lb) == 3 and len(ls) == 3, "namespaces read in B and in the sandbox", ns_b + ns_s + err + err2):
+        t.eq(lb[0], ls[0], "B is in the sandbox's IPC namespace")
+        t.ok(lb[1] != ls[1], "B has a mount namespace of its own", f"{lb[1]} {ls[1]}")
+        t.ok(lb[2] != ls[2], "B has a PID namespace of its own", f"{lb[2]} {ls[2]}")
+    rc, out, err = sh(root, tmp, b, "cat /www/index.html 2>&1; ps -o pid,args | grep -w 'sleep 1000000' | "
+                                    "grep -v grep")
+    t.ok(PAGE not in out and out.split("\n")[-2].split()[0] == "1",
+         "B's root is its own (no A's page), and its sleep is pid 1 of its namespace", out + err)
+    p = rt(root, "ps", b, text=True)
+    t.ok(p.returncode == 0 and "sleep 1000000" in p.stdout and "httpd" not in p.stdout,
+         "kvrun ps of B lists B's processes only", p.stdout + p.stderr)
+    p = rt(root, "kill", b, "TERM", text=True)
+    ended = p.returncode == 0
+    for _ in range(60):
+        if state(root, b).get("status") == "stopped":
+            break
+        time.sleep(1)
+    t.ok(ended and state(root, b).get("status") == "stopped", "kill TERM of B stops it", p.stderr)
+    rc, out, err = sh(root, tmp, a, "wget -q -O - http://127.0.0.1:8080/")
+    t.eq(out, PAGE, "A still serves after B's end")
+    t.eq(rt(root, "delete", b).returncode, 0, "delete of B")
+    t.eq(rt(root, "delete", "--force", a).returncode, 0, "delete --force of A")
+    t.ok(state(root, sbx).get("status") == "running", "the sandbox runs on", json.dumps(state(root, sbx)))
+    t.eq(rt(root, "delete", "--force", sbx).returncode, 0, "delete --force of the sandbox")
+
+
+if __name__ == "__main__":
+    if not os.access(KVRUN, os.X_OK):
+        print(f"1..0 # SKIP {KVRUN} not built")
+        raise SystemExit(0)
+    main()
