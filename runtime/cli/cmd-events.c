@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "runtime/cli/cli-args.h"
+#include "runtime/cli/launch-member.h"
 #include "runtime/store/monitor-client.h"
 #include "runtime/store/state.h"
 
@@ -30,13 +31,17 @@ static unsigned long long field(const char *detail, const char *key)
 
 /* One event in runc's format, with the guest cgroup's figures (cgroup v2
  * names as guest-init reads them: usec, converted to runc's ns). */
-static int print_stats(const char *dir, const char *id)
+static int print_stats(const char *dir, uint32_t member, const char *id)
 {
 	_cleanup_free_ char *d = NULL, *vm = NULL;
 	unsigned long long limit;
+	char req[32] = "stats";
 	int r;
 
-	r = monitor_call(dir, "stats", STATS_TIMEOUT_MS, &d);
+	/* An app container of a pod: its cgroup in the sandbox's VM. */
+	if (member)
+		snprintf(req, sizeof(req), "stats %u", member);
+	r = monitor_call(dir, req, STATS_TIMEOUT_MS, &d);
 	if (r < 0)
 		return r;
 	limit = field(d, "memory_max");
@@ -44,8 +49,9 @@ static int print_stats(const char *dir, const char *id)
 		limit = field(d, "memory_total");
 	/* kvrun's own: what the VM's data path cost so far (exits, doorbells,
 	 * interrupts, requests), beside runc's fields; a monitor without it
-	 * (an older kvrun) leaves it out. */
-	if (monitor_call(dir, "vmstats", STATS_TIMEOUT_MS, &vm) < 0 || !vm || vm[0] != '{') {
+	 * (an older kvrun) leaves it out, and so does an app container of a
+	 * pod, whose VM is the pod's. */
+	if (member || monitor_call(dir, "vmstats", STATS_TIMEOUT_MS, &vm) < 0 || !vm || vm[0] != '{') {
 		free(vm);
 		vm = NULL;
 	}
@@ -102,6 +108,23 @@ static int wait_events(int sub, long long interval_ns, const char *id)
 	}
 }
 
+/* An app container of a pod: its figures each interval until it ends (the
+ * sandbox's monitor then refuses them). Its OOM events are not told apart
+ * from the pod's yet: none are printed. */
+static int member_events(const char *dir, uint32_t member, long long interval_ns, const char *id)
+{
+	for (;;) {
+		struct timespec ts = {.tv_sec = interval_ns / 1000000000, .tv_nsec = interval_ns % 1000000000};
+
+		if (print_stats(dir, member, id) < 0) {
+			err_clear();
+			return 0;
+		}
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
+}
+
 static int run_events(struct cli_context *ctx, int argc, char **argv)
 {
 	const char *interval = "5s";
@@ -113,6 +136,7 @@ static int run_events(struct cli_context *ctx, int argc, char **argv)
 	};
 	_cleanup_container_ struct container *c = NULL;
 	_cleanup_free_ char *dir = NULL;
+	uint32_t member = 0;
 	long long ns;
 	int r, i, sub;
 
@@ -126,17 +150,21 @@ static int run_events(struct cli_context *ctx, int argc, char **argv)
 	r = container_peek_for(ctx->root, argv[i], CONTAINER_OP_EVENTS, &c);
 	if (r < 0)
 		return r;
-	dir = strdup(c->dir);
-	if (!dir)
+	r = launch_member_sandbox(c, ctx->root, &dir, &member);
+	if (r < 0)
+		return r;
+	if (r == 0 && !(dir = strdup(c->dir)))
 		return -ENOMEM;
 	container_free(TAKE_PTR(c));
 	if (stats)
-		return print_stats(dir, argv[i]);
+		return print_stats(dir, member, argv[i]);
+	if (member)
+		return member_events(dir, member, ns, argv[i]);
 	sub = monitor_subscribe(dir, STATS_TIMEOUT_MS);
 	if (sub < 0)
 		return sub;
 	for (;;) {
-		r = print_stats(dir, argv[i]);
+		r = print_stats(dir, 0, argv[i]);
 		/* The process may end between two intervals: the monitor then
 		 * refuses the stats call, and the subscription's end follows. */
 		if (r < 0 && wait_events(sub, (long long)STATS_TIMEOUT_MS * 1000000, argv[i]) == 1)

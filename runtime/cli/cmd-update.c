@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/fileio.h"
 #include "oci-spec/spec.h"
+#include "runtime/cli/launch-member.h"
 #include "runtime/host/cgroup.h"
 #include "runtime/cli/cli-args.h"
 #include "runtime/store/monitor-client.h"
@@ -194,21 +195,33 @@ static int check_changeable(const struct oci_linux_resources *r)
 	return 0;
 }
 
-static int apply(const char *dir, const struct container *c, const struct oci_linux_resources *res)
+static int apply(const char *root, const struct container *c, const struct oci_linux_resources *res)
 {
 	const char *cg = oci_map_get(&c->state->private_data, STATE_KEY_CGROUP);
 	bool cpu = (res->cpu.has_quota && res->cpu.quota) || (res->cpu.has_shares && res->cpu.shares);
-	char req[128];
+	_cleanup_free_ char *sandbox_dir = NULL;
+	const char *dir = c->dir;
+	uint32_t member = 0;
+	char req[160];
 	int r;
 
+	/* An app container of a pod: its cgroup in the sandbox's VM. */
+	r = launch_member_sandbox(c, root, &sandbox_dir, &member);
+	if (r < 0)
+		return r;
+	if (r > 0 && cpu)
+		return err_set(-ENOTSUP, "updating cpu limits of an app container of a pod is not supported: its VM's "
+		                         "CPUs are the pod's (update the pod's sandbox)");
+	if (r > 0)
+		dir = sandbox_dir;
 	if (cpu && !cg)
 		return err_set(-ENOTSUP, "updating cpu limits needs a container with linux.cgroupsPath (they apply to "
 		                         "its VM on the host)");
 	if (res->pids.present || (res->memory.has_limit && res->memory.limit)) {
-		snprintf(req, sizeof(req), "update %d %lld %d %lld", res->pids.present,
+		snprintf(req, sizeof(req), "update %d %lld %d %lld %u", res->pids.present,
 		         (long long)(res->pids.limit > 0 ? res->pids.limit : 0),
 		         res->memory.has_limit && res->memory.limit,
-		         (long long)(res->memory.limit > 0 ? res->memory.limit : 0));
+		         (long long)(res->memory.limit > 0 ? res->memory.limit : 0), member);
 		r = monitor_call(dir, req, UPDATE_TIMEOUT_MS, NULL);
 		if (r < 0)
 			return r;
@@ -272,7 +285,7 @@ static int run_update(struct cli_context *ctx, int argc, char **argv)
 	if (r >= 0)
 		r = container_load_for(ctx->root, argv[i], CONTAINER_OP_UPDATE, &c);
 	if (r >= 0)
-		r = apply(c->dir, c, res);
+		r = apply(ctx->root, c, res);
 	oci_resources_free(res);
 	return r;
 }

@@ -250,9 +250,9 @@ static int do_procs(struct monitor *m, int fd, uint32_t container, bool *answere
 	return r;
 }
 
-static int do_stats(struct monitor *m, char *detail, size_t size)
+static int do_stats(struct monitor *m, uint32_t container, char *detail, size_t size)
 {
-	struct proto_msg msg = {.type = PROTO_MSG_STATS}, ans = {0};
+	struct proto_msg msg = {.type = PROTO_MSG_STATS, .u.stats = {.container = container}}, ans = {0};
 	struct proto_stats *s = &ans.u.stats;
 	int r;
 
@@ -353,7 +353,8 @@ static int do_exec(struct monitor *m, int fd, bool *keep, char *detail, size_t s
 }
 
 /* New limits for the guest's container cgroup (0 = max). */
-static int do_update(struct monitor *m, int has_pids, unsigned long long pids, int has_mem, unsigned long long mem)
+static int do_update(struct monitor *m, int has_pids, unsigned long long pids, int has_mem, unsigned long long mem,
+                     uint32_t container)
 {
 	struct proto_msg msg = {.type = PROTO_MSG_UPDATE}, ans = {0};
 	int r;
@@ -362,7 +363,7 @@ static int do_update(struct monitor *m, int has_pids, unsigned long long pids, i
 		return err_set(-ESRCH, "container not running");
 	if (m->paused)
 		return err_set(-EBUSY, "container is paused");
-	msg.u.update = (struct proto_update){has_pids != 0, pids, has_mem != 0, mem};
+	msg.u.update = (struct proto_update){has_pids != 0, pids, has_mem != 0, mem, container};
 	r = guest_channel_request(&m->ch, &msg, GUEST_REPLY_TIMEOUT_MS, &ans);
 	proto_msg_free(&ans);
 	return r;
@@ -478,15 +479,17 @@ void monitor_serve_client(struct monitor *m)
 	else if (strcmp(line, "ps") == 0)
 		r = do_ps(m, detail, sizeof(detail));
 	else if (strcmp(line, "stats") == 0)
-		r = do_stats(m, detail, sizeof(detail));
+		r = do_stats(m, 0, detail, sizeof(detail));
+	else if (sscanf(line, "stats %u", &pid) == 1)
+		r = do_stats(m, pid, detail, sizeof(detail));
 	else if (strcmp(line, "procs") == 0)
 		r = do_procs(m, fd, 0, &answered);
 	else if (sscanf(line, "procs %u", &pid) == 1)
 		r = do_procs(m, fd, pid, &answered);
 	else if (strcmp(line, "vmstats") == 0)
 		r = do_vmstats(m, detail, sizeof(detail));
-	else if (sscanf(line, "update %d %llu %d %llu", &has_pids, &pids, &has_mem, &mem) == 4)
-		r = do_update(m, has_pids, pids, has_mem, mem);
+	else if ((n = sscanf(line, "update %d %llu %d %llu %u", &has_pids, &pids, &has_mem, &mem, &pid)) >= 4)
+		r = do_update(m, has_pids, pids, has_mem, mem, n == 5 ? pid : 0);
 	else if (strcmp(line, "events") == 0)
 		r = do_subscribe(m, fd, &keep);
 	else if (strcmp(line, "ping") == 0)

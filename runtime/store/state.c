@@ -553,14 +553,13 @@ int container_peek_for(const char *root, const char *id, enum container_op op, s
 }
 
 /* What an app container of a pod, which runs in its sandbox's VM, does not
- * have yet: a VM of its own to pause or save, its own statistics and
- * limits (they are its guest cgroup's; docs/runtime.md, "Pods"). */
+ * have: a VM of its own to pause or save (docs/runtime.md, "Pods"). */
 static int check_member(const struct container *c, enum container_op op)
 {
 	static const char *const verbs[] = {
-	    [CONTAINER_OP_PAUSE] = "pause",   [CONTAINER_OP_RESUME] = "resume",
-	    [CONTAINER_OP_UPDATE] = "update", [CONTAINER_OP_CHECKPOINT] = "checkpoint",
-	    [CONTAINER_OP_EVENTS] = "events",
+	    [CONTAINER_OP_PAUSE] = "pause",
+	    [CONTAINER_OP_RESUME] = "resume",
+	    [CONTAINER_OP_CHECKPOINT] = "checkpoint",
 	};
 
 	if (!oci_map_get(&c->state->private_data, STATE_KEY_POD_MEMBER_PID) || (size_t)op >= ARRAY_SIZE(verbs) ||

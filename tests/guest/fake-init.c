@@ -9,7 +9,7 @@
  * other process lives until signalled; into a pod member, tag 28, only a
  * live one), a pod member's START (its root a virtio-fs slot "kvrun-fs*":
  * its process's streams, READY; GO with its pid then STARTED), STATS
- * (all zero), SIGNAL
+ * (all zero), UPDATE (acknowledged; of a member only a live one), SIGNAL
  * (acknowledged, then the
  * EXIT of that process: the init's ends the container), NETWORK
  * (acknowledged); anything else is refused. When the host closes the
@@ -48,6 +48,7 @@
 #define PROTO_STATS 10
 #define PROTO_ERROR 11
 #define PROTO_NETWORK 14
+#define PROTO_UPDATE 12
 #define CTL_PORT 1024 /* KVRUN_PROTO_CONTROL_PORT */
 #define STDIO_PORT 1025 /* GUEST_PORT_STDIN, then stdout and stderr */
 #define TOKEN_BYTES 16 /* PROTO_TOKEN_BYTES */
@@ -496,6 +497,8 @@ static void fi_serve(struct fi *f)
 			fi_ack(f, id, 0);
 		else if (type == PROTO_STATS)
 			fi_send_msg(f, PROTO_STATS, id, body, 0);
+		else if (type == PROTO_UPDATE)
+			fi_ack(f, id, tlv_u32(body, len, 3) && !fi_find(f, tlv_u32(body, len, 3)) ? 3 /* ESRCH */ : 0);
 		else if (type == PROTO_GO)
 			fi_handle_go(f, id, body, len);
 		else if (type == PROTO_EXEC)

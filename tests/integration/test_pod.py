@@ -225,6 +225,15 @@ def check_pod_netns(cns):
         p = kvrun("exec", cid, "echo", "in", "the", "app")
         t.ok(p.returncode == 0 and p.stdout == "in the app\n", f"app container {what}: exec runs in it",
              f"rc {p.returncode} out {p.stdout!r} err {p.stderr!r}")
+        p = kvrun("events", "--stats", cid)
+        t.ok(p.returncode == 0 and '"type":"stats"' in p.stdout and f'"id":"{cid}"' in p.stdout
+             and "kvrun_vm" not in p.stdout, f"app container {what}: events --stats (its own figures)",
+             p.stdout + p.stderr)
+        p = kvrun("update", "--pids-limit", "100", cid)
+        t.ok(p.returncode == 0, f"app container {what}: update of its pids limit", p.stderr)
+        p = kvrun("update", "--cpu-quota", "50000", cid)
+        t.ok(p.returncode != 0 and "cpu limits of an app container" in p.stderr,
+             f"app container {what}: update of cpu limits refused by name", p.stderr)
         p = kvrun("pause", cid)
         t.ok(p.returncode != 0 and "app container of the pod" in p.stderr,
              f"app container {what}: pause refused by name", p.stderr)
