@@ -7,7 +7,8 @@ them: its annotations, the sandbox's network, IPC and UTS namespaces by
 path, each app container's own busybox root directory.
 
 - A runs busybox httpd on 127.0.0.1:8080 with a page of its own; B runs
-  sleep. An exec in B fetches http://127.0.0.1:8080/ with wget and gets
+  sleep. Both bind one host directory (the pod's emptyDir): what A
+  writes there B reads, and so does the host. An exec in B fetches http://127.0.0.1:8080/ with wget and gets
   A's page: localhost is the pod's.
 - B sees the sandbox's hostname and IPC namespace, but its own mount
   namespace (A's page is not in B's root) and PID namespace (B's own
@@ -53,7 +54,11 @@ def to_file(root, log, env, args, tmp, name, timeout=RUN_TIMEOUT):
     return p
 
 
-def bundle(tmp, name, args, annotations, namespaces=None, hostname=None, files=None):
+def bind(dest, source):
+    return {"destination": dest, "type": "bind", "source": source, "options": ["rbind", "rw"]}
+
+
+def bundle(tmp, name, args, annotations, namespaces=None, hostname=None, files=None, mounts=()):
     b = os.path.join(tmp, name)
     rootfs = os.path.join(b, "rootfs")
     bundlelib.busybox_rootfs(rootfs, APPLETS, dirs=["www", "etc"])
@@ -65,6 +70,7 @@ def bundle(tmp, name, args, annotations, namespaces=None, hostname=None, files=N
         spec["process"]["args"] = args
         spec["process"]["env"] = ["PATH=/bin"]
         spec["annotations"] = dict(spec.get("annotations", {}), **annotations)
+        spec["mounts"] += list(mounts)
         if hostname:
             spec["hostname"] = hostname
         else:
@@ -147,9 +153,12 @@ def run(t, tmp, root, log, env, sbx, a, b, cri):
     mon = state(root, sbx).get("pid")
     ns = {typ: f"/proc/{mon}/ns/{k}" for typ, k in (("network", "net"), ("ipc", "ipc"), ("uts", "uts"))}
     app = dict(cri, **{"io.kubernetes.cri.container-type": "container"})
+    # The pod's emptyDir: one host directory both app containers bind.
+    empty = os.path.join(tmp, "empty-dir")
+    os.makedirs(empty)
     ba = bundle(tmp, "a", ["/bin/httpd", "-f", "-p", "127.0.0.1:8080", "-h", "/www"], app, ns,
-                files={"www/index.html": PAGE})
-    bb = bundle(tmp, "b", ["/bin/sleep", "1000000"], app, ns)
+                files={"www/index.html": PAGE}, mounts=[bind("/cache", empty)])
+    bb = bundle(tmp, "b", ["/bin/sleep", "1000000"], app, ns, mounts=[bind("/shared", empty)])
     for cid, bdl in ((a, ba), (b, bb)):
         p = to_file(root, log, env, ["create", "--bundle", bdl, cid], tmp, f"create-{cid}")
         if not t.ok(p.returncode == 0, f"app container {cid[-1]}: created in the pod's VM", p.stderr[-3000:]):
@@ -169,6 +178,13 @@ def run(t, tmp, root, log, env, sbx, a, b, cri):
             break
         time.sleep(2)
     t.eq(out, PAGE, "B fetches A's page from 127.0.0.1: the pod's localhost")
+    rc, out, err = sh(root, tmp, a, "echo from-a > /cache/note && sync && echo done")
+    t.ok((rc, out) == (0, "done\n"), "A writes to the pod's emptyDir", f"{rc} {out!r} {err!r}")
+    time.sleep(1.5)  # the guest caches entries for 1 s (docs/virtio-fs.md)
+    rc, out, err = sh(root, tmp, b, "cat /shared/note")
+    t.ok((rc, out) == (0, "from-a\n"), "B reads it from the same emptyDir", f"{rc} {out!r} {err!r}")
+    t.ok(open(os.path.join(empty, "note")).read() == "from-a\n" if os.path.exists(os.path.join(empty, "note"))
+         else False, "the host's directory holds it")
     rc, out, err = sh(root, tmp, b, "hostname")
     t.ok((rc, out) == (0, "web-pod\n"), "B has the sandbox's hostname (its UTS namespace)", f"{rc} {out!r} {err!r}")
     rc, ns_b, err = sh(root, tmp, b, "readlink /proc/self/ns/ipc /proc/self/ns/mnt /proc/self/ns/pid")
