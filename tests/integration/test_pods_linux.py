@@ -32,7 +32,7 @@ from taplib import Tap
 
 KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
 RUN_TIMEOUT = int(os.environ.get("KVRUN_BOOT_TIMEOUT", "1300")) + 600
-APPLETS = ["sh", "cat", "echo", "ls", "sleep", "httpd", "wget", "hostname", "readlink", "ps", "mkdir", "test", "grep"]
+APPLETS = ["sh", "cat", "echo", "ls", "sleep", "httpd", "wget", "hostname", "readlink", "ps", "mkdir", "test", "grep", "sync"]
 RUN_ID = f"pod{os.getpid()}"
 PAGE = "hello from app A\n"
 
