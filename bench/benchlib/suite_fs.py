@@ -33,7 +33,9 @@ KVRUN_BENCH_FS_CPU=none lets the scheduler place them instead.
 
 All mounts: allow_other, default_permissions, entry and attribute
 timeouts 1 s, no negative entries, no writeback cache, the page cache
-dropped at each open (none keeps it), nosuid and nodev. Per run, each
+dropped at each open (none keeps it), nosuid and nodev. bindfs also gets
+big_writes: without it libfuse 2 takes writes 4 KiB at a time (16,384
+requests for 64 MiB; 512 of 128 KiB with it, 9.5x the rate). Per run, each
 file server gets a fresh directory, in rotating order, and runs in this
 order:
 
@@ -76,7 +78,7 @@ STEPS = {
 FIGURES = {k: (unit, "higher", title) for k, (unit, title, _) in STEPS.items()}
 FIGURES.update({f"{k}_cpu": ("us CPU/op", "lower", f"server CPU per op: {title} (lower is better)")
                 for k, (_, title, _) in STEPS.items()})
-BINDFS_OPTS = "allow_other,default_permissions,attr_timeout=1,entry_timeout=1,negative_timeout=0"
+BINDFS_OPTS = "allow_other,default_permissions,attr_timeout=1,entry_timeout=1,negative_timeout=0,big_writes"
 BINDFS_LOCKS = "bindfs (lock forwarding)"
 # The servers, and the bindfs options besides BINDFS_OPTS.
 SERVERS = {"kvrun": None, "bindfs": [], BINDFS_LOCKS: ["--enable-lock-forwarding", "--multithreaded"]}
