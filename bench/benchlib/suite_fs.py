@@ -167,6 +167,9 @@ def problem(ctx):
         return "bindfs is not installed (scripts/setup.sh --bench)"
     if not os.path.exists(fs_host(ctx)):
         return f"{fs_host(ctx)} is not built"
+    image = not os.environ.get("KVRUN_BENCH_FS_DIR")
+    if image and not (shutil.which("mkfs.ext4") and os.path.exists("/dev/loop-control")):
+        return "no mkfs.ext4 or no loop devices for the shares' image (KVRUN_BENCH_FS_DIR: a directory instead)"
     return None
 
 
