@@ -26,7 +26,7 @@ The servers and the work run on one CPU (the first the harness may use):
 a FUSE request and its answer between two CPUs of a small VM each wake a
 halted vCPU, and whether the client and the server shared one changed
 from session to session (4 KiB random reads at 25,000/s or 95,000/s for
-the same server, create 3,400/s or 14,800/s), which the medians of a few
+the same server, create 3,400/s or 13,200/s), which the medians of a few
 runs could not average out. On one CPU every request is a plain switch
 between the two and the rates say what each server costs.
 KVRUN_BENCH_FS_CPU=none lets the scheduler place them instead.
