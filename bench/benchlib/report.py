@@ -4,7 +4,7 @@ import os
 import subprocess
 
 ORDER = ["host-direct", "runc", "crun", "kvrun", "kvrun (256 MiB)", "kvrun (cold boot)", "kvrun (no root disk cache)",
-         "kvrun (bzImage)", "qemu-microvm", "bindfs"]
+         "kvrun (bzImage)", "qemu-microvm", "bindfs", "bindfs (lock forwarding)"]
 # Runtimes whose ratio to runc the table shows.
 RATIOS = ("kvrun", "kvrun (256 MiB)", "kvrun (cold boot)", "kvrun (no root disk cache)", "crun")
 SUITE_TITLES = {"start": "Start", "memory": "Memory (idle)", "pg": "PostgreSQL (pgbench)",
@@ -17,7 +17,8 @@ SUITE_TITLES = {"start": "Start", "memory": "Memory (idle)", "pg": "PostgreSQL (
 # Suites whose ratios are taken to something else than runc: (numerator,
 # denominator) pairs, and whether metrics carry a target on the first.
 RATIO_PAIRS = {"datapath": [("kvrun", "host-direct"), ("kvrun", "qemu-microvm")],
-               "density": [("kvrun", "runc")]}
+               "density": [("kvrun", "runc")],
+               "fs": [("kvrun", "bindfs"), ("kvrun", "bindfs (lock forwarding)")]}
 # Marks a ratio whose kvrun figure carries a label (an emulated guest kernel).
 LABELLED = "‡"
 
@@ -149,8 +150,6 @@ def table(res):
                 head += [f"{r} − runc" for r in ("kvrun", "crun") if r in rts]
         if "qemu-microvm" in rts:
             head += ["qemu/kvrun"]
-        if "bindfs" in rts:
-            head += ["kvrun/bindfs"]
         lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
         for m in ms:
             title = m["title"].replace("|", "\\|")
@@ -175,8 +174,6 @@ def table(res):
                         row.append(fmt(da["median"] - db["median"]) if "median" in da and "median" in db else "")
             if "qemu-microvm" in rts:
                 row.append(ratio(m, "qemu-microvm", "kvrun"))
-            if "bindfs" in rts:
-                row.append(ratio(m, "kvrun", "bindfs"))
             lines.append("| " + " | ".join(row) + " |")
     if labels:
         lines += ["", f"{LABELLED} the kvrun figure of this ratio is labelled "

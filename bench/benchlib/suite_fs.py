@@ -1,15 +1,50 @@
 # SPDX-License-Identifier: Apache-2.0
 """fs: kvrun's virtio-fs file server against bindfs, both serving the same
-kind of host directory to the host kernel's FUSE client (/dev/fuse), so
-that the server itself is what differs. kvrun's server runs in
+kind of directory to the host kernel's FUSE client (/dev/fuse), so that
+the server itself is what differs. kvrun's server runs in
 tests/fs/kvrun-fs-host (the device's code, 4 worker threads); bindfs is
-Debian's (libfuse 3, its multi-threaded loop).
+Debian's (1.14.7 on libfuse 2.9), twice: as it comes (one thread, POSIX
+locks left to the FUSE client, so that the host's other users of the
+directory never see them) and with --enable-lock-forwarding (which needs
+its --multithreaded): locks taken on the host files, as kvrun's server
+does. A server that takes POSIX locks must release a process's locks
+when it closes any descriptor of the file, which the client says with a
+FLUSH request at every close(): kvrun's server and forwarding bindfs get
+one, plain bindfs answers the first with ENOSYS and gets none after.
 
-Both mounts: allow_other, default_permissions, entry and attribute
+The shared directories live on a file system of the suite's own, an ext4
+image (journal and all, as mke2fs makes it) on a loop device, not on the
+host's: there, making a file costs what the host file system does around
+it, which need not be the same for the two servers. ext4 without a
+journal (this development host's root) skips every inode freed in the
+last 30 to 35 s when it allocates one, looking each up, so a create after
+10,000 unlinks (the previous session's, or a neighbour's build) cost
+600-900 us of the server's CPU and one after none 50.
+KVRUN_BENCH_FS_DIR names a directory to hold them instead.
+
+The servers and the work run on one CPU (the first the harness may use):
+a FUSE request and its answer between two CPUs of a small VM each wake a
+halted vCPU, and whether the client and the server shared one changed
+from session to session (4 KiB random reads at 25,000/s or 95,000/s for
+the same server, create 3,400/s or 13,200/s), which the medians of a few
+runs could not average out. On one CPU every request is a plain switch
+between the two and the rates say what each server costs.
+KVRUN_BENCH_FS_CPU=none lets the scheduler place them instead.
+
+All mounts: allow_other, default_permissions, entry and attribute
 timeouts 1 s, no negative entries, no writeback cache, the page cache
-dropped at each open (neither keeps it), nosuid and nodev. Per run, each
-file server gets a fresh directory on the same host file system, in
-alternating order, and runs in this order:
+dropped at each open (none keeps it), nosuid and nodev. bindfs also gets
+big_writes: without it libfuse 2 takes writes 4 KiB at a time (16,384
+requests for 64 MiB; 512 of 128 KiB with it, 9.5x the rate), and
+kvrun's server the same 128 KiB (libfuse 2's most; reads come in 128 KiB
+requests anyway, the client's readahead): through /dev/fuse every byte
+written is copied twice (into the server's buffer, then into the page
+cache), and with 1 MiB requests on this development VM a session's
+writes ran either at 1000-1190 MiB/s or at 380-430 MiB/s with 4x the CPU
+per MiB in the copy into the page cache, with 128 KiB at 890-1160 MiB/s
+each time. Per run, each
+file server gets a fresh directory, in rotating order, and runs in this
+order:
 
 - seq_write: a 256 MiB file written in 1 MiB writes (then closed);
 - seq_read: that file read back in 1 MiB reads (a fresh open: the FUSE
@@ -50,8 +85,15 @@ STEPS = {
 FIGURES = {k: (unit, "higher", title) for k, (unit, title, _) in STEPS.items()}
 FIGURES.update({f"{k}_cpu": ("us CPU/op", "lower", f"server CPU per op: {title} (lower is better)")
                 for k, (_, title, _) in STEPS.items()})
-BINDFS_OPTS = "allow_other,default_permissions,attr_timeout=1,entry_timeout=1,negative_timeout=0"
-KVRUN_ARGS = ["--threads", "4", "--entry-timeout", "1", "--attr-timeout", "1", "--negative-timeout", "0"]
+BINDFS_OPTS = "allow_other,default_permissions,attr_timeout=1,entry_timeout=1,negative_timeout=0,big_writes"
+BINDFS_LOCKS = "bindfs (lock forwarding)"
+# The servers, and the bindfs options besides BINDFS_OPTS.
+SERVERS = {"kvrun": None, "bindfs": [], BINDFS_LOCKS: ["--enable-lock-forwarding", "--multithreaded"]}
+# The shares' ext4 image: sparse, room for the 256 MiB file and the
+# 10,000 inodes.
+IMAGE_BYTES = 2 << 30
+KVRUN_ARGS = ["--threads", "4", "--max-write", "131072", "--entry-timeout", "1", "--attr-timeout", "1",
+              "--negative-timeout", "0"]
 
 # The work, in a child process (so the harness's own state plays no part).
 WORKLOAD = r"""
@@ -125,6 +167,9 @@ def problem(ctx):
         return "bindfs is not installed (scripts/setup.sh --bench)"
     if not os.path.exists(fs_host(ctx)):
         return f"{fs_host(ctx)} is not built"
+    image = not os.environ.get("KVRUN_BENCH_FS_DIR")
+    if image and not (shutil.which("mkfs.ext4") and os.path.exists("/dev/loop-control")):
+        return "no mkfs.ext4 or no loop devices for the shares' image (KVRUN_BENCH_FS_DIR: a directory instead)"
     return None
 
 
@@ -142,6 +187,20 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def fs_cpu():
+    """The CPU the servers and the work run on, or None (not pinned)."""
+    v = os.environ.get("KVRUN_BENCH_FS_CPU")
+    if v == "none":
+        return None
+    return int(v) if v else min(os.sched_getaffinity(0))
+
+
+def pinned(argv):
+    """argv run on fs_cpu() (its threads and children too)."""
+    cpu = fs_cpu()
+    return argv if cpu is None else ["taskset", "-c", str(cpu)] + argv
 
 
 def find_server(mnt):
@@ -165,10 +224,11 @@ class Server:
         self.ctx, self.name, self.share, self.mnt, self.proc, self.pid = ctx, name, share, mnt, None, None
 
     def __enter__(self):
-        if self.name == "bindfs":
-            subprocess.run(["bindfs", "-o", BINDFS_OPTS, self.share, self.mnt], check=True, capture_output=True)
+        if self.name != "kvrun":
+            subprocess.run(pinned(["bindfs"] + SERVERS[self.name] + ["-o", BINDFS_OPTS, self.share, self.mnt]),
+                           check=True, capture_output=True)
         else:
-            self.proc = subprocess.Popen([fs_host(self.ctx)] + KVRUN_ARGS + [self.share, self.mnt],
+            self.proc = subprocess.Popen(pinned([fs_host(self.ctx)] + KVRUN_ARGS + [self.share, self.mnt]),
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             if self.proc.stdout.readline().strip() != "ready":
                 raise RuntimeError(f"kvrun-fs-host: {self.proc.stderr.read().strip()}")
@@ -183,15 +243,16 @@ class Server:
 
 
 def work(mnt, what, *args):
-    r = subprocess.run([sys.executable, "-c", WORKLOAD, mnt, what] + [str(a) for a in args], capture_output=True,
-                       text=True, timeout=1200)
+    r = subprocess.run(pinned([sys.executable, "-c", WORKLOAD, mnt, what] + [str(a) for a in args]),
+                       capture_output=True, text=True, timeout=1200)
     if r.returncode != 0:
         raise RuntimeError(f"{what} on {mnt}: {r.stderr.strip()[-400:]}")
     return float(r.stdout.strip())
 
 
 def session(ctx, name, base):
-    share, mnt = os.path.join(base, f"{name}-share"), os.path.join(base, f"{name}-mnt")
+    tag = name.split()[0] + ("-locks" if name == BINDFS_LOCKS else "")
+    share, mnt = os.path.join(base, f"{tag}-share"), os.path.join(base, f"{tag}-mnt")
     os.mkdir(share)
     os.mkdir(mnt)
     res = {}
@@ -209,18 +270,43 @@ def session(ctx, name, base):
     return res
 
 
+def shares_dir(ctx):
+    """A directory for the shares, and the ext4 image mounted on it (to
+    unmount and remove at the end) or None."""
+    where = os.environ.get("KVRUN_BENCH_FS_DIR")
+    base = tempfile.mkdtemp(prefix="kvbench-fs-", dir=where or ctx.work)
+    if where:
+        return base, None
+    img = base + ".ext4"
+    with open(img, "wb") as f:
+        f.truncate(IMAGE_BYTES)
+    # Inode tables and journal written now: no lazy initialisation in the
+    # background while the servers are measured.
+    for cmd in (["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", img],
+                ["mount", "-o", "loop", img, base]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            os.unlink(img)
+            os.rmdir(base)
+            raise RuntimeError(f"{' '.join(cmd[:2])}: {r.stderr.strip()}")
+    return base, img
+
+
 def run(ctx):
     why = problem(ctx)
-    names = ["kvrun", "bindfs"]
+    names = list(SERVERS)
     if why:
         for k, (unit, better, title) in FIGURES.items():
             for n in names:
                 ctx.results.na(S, k, n, f"not available: {why}", unit=unit, better=better, title=title)
         return
-    base = tempfile.mkdtemp(prefix="kvbench-fs-", dir=ctx.work)
+    base, img = shares_dir(ctx)
+    cpu = fs_cpu()
+    log(f"fs: the shares in {base}" + (f" (ext4 on a loop device, {img})" if img else "") +
+        (f", servers and work on CPU {cpu}" if cpu is not None else ", not pinned"))
     try:
         for i in range(ctx.runs):
-            order = names if i % 2 == 0 else names[::-1]
+            order = names[i % len(names):] + names[:i % len(names)]
             for name in order:
                 res = session(ctx, name, base)
                 log(f"fs run {i + 1}/{ctx.runs} {name}: " + ", ".join(f"{k} {v:.1f}" for k, v in res.items()))
@@ -228,4 +314,7 @@ def run(ctx):
                     unit, better, title = FIGURES[k]
                     ctx.results.add(S, k, name, v, unit=unit, better=better, title=title)
     finally:
+        if img:
+            umount(base)
+            os.unlink(img)
         shutil.rmtree(base, ignore_errors=True)

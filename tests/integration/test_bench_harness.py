@@ -328,7 +328,8 @@ a = run.parse_args(["--suite", "template", "--quick"])
 t.ok(a.suites == ["template"] and "template" in run.NAMED_SUITES and "template" not in run.SUITES,
      "args: template is a suite, run only when named")
 
-# fs: kvrun's virtio-fs server against bindfs, ratios to bindfs.
+# fs: kvrun's virtio-fs server against bindfs, plain and forwarding locks,
+# ratios to each.
 a = run.parse_args(["--suite", "fs", "--runtimes", "runc"])
 t.ok(a.suites == ["fs"] and "fs" in run.NAMED_SUITES and "fs" not in run.SUITES, "args: fs is run only when named")
 R = Results()
@@ -341,6 +342,14 @@ head = [x for x in lines if x.startswith("| measurement")]
 row = [x for x in lines if x.startswith("| sequential read")]
 t.ok(head and "kvrun/bindfs" in head[0] and "/runc" not in head[0] and row and row[0].rstrip().endswith("| 1.50 |"),
      "fs: a kvrun/bindfs ratio column", lines)
+R.add("fs", "seq_read", suite_fs.BINDFS_LOCKS, 400.0)
+lines = report.table({"metrics": R.finish()})
+head = [x for x in lines if x.startswith("| measurement")]
+row = [x for x in lines if x.startswith("| sequential read")]
+t.ok(head and head[0].rstrip().endswith(f"| kvrun/bindfs | kvrun/{suite_fs.BINDFS_LOCKS} |") and row and
+     row[0].rstrip().endswith("| 1.50 | 0.75 |"), "fs: a ratio column to bindfs forwarding locks", lines)
+t.ok(list(suite_fs.SERVERS) == ["kvrun", "bindfs", suite_fs.BINDFS_LOCKS] and
+     "--enable-lock-forwarding" in suite_fs.SERVERS[suite_fs.BINDFS_LOCKS], "fs: the three servers")
 t.ok(emulated.host_side("fs/seq_read") and emulated.host_side("fs/create"),
      "fs: host-side figures, never labelled as an emulated guest")
 
