@@ -223,6 +223,10 @@ static int member_build(const struct bundle *b, const struct oci_spec *spec, con
 
 	if (r >= 0 && m->g.root < 0)
 		r = err_set(-EINVAL, "root.path: an app container of a pod needs a root directory to share");
+	/* The VM serves them after the container is gone: the engine must be
+	 * able to unmount its rootfs then. */
+	if (r >= 0)
+		r = guest_shares_clone_mounts(&m->g);
 	if (r >= 0)
 		r = guest_spec_from_oci(spec, s, &m->g, &m->start.u.start);
 	if (r >= 0)

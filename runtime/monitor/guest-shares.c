@@ -7,12 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "runtime/monitor/guest-shares.h"
+
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
 
 /* Workers of a share of directories and of one of single files. */
 #define SHARE_WORKERS 4
@@ -255,6 +264,33 @@ void guest_shares_done(struct guest_shares *g)
 		free(g->mounts[i].name);
 	free(g->mounts);
 	*g = (struct guest_shares){.root = -1};
+}
+
+int guest_shares_clone_mounts(struct guest_shares *g)
+{
+	for (unsigned int i = 0; i < g->n; i++) {
+		struct guest_share *s = &g->shares[i];
+#ifdef SYS_open_tree
+		int fd = (int)syscall(SYS_open_tree, s->dir_fd, "",
+		                      OPEN_TREE_CLONE | O_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+		int e = errno;
+#else
+		int fd = -1, e = ENOSYS;
+#endif
+
+		if (fd < 0 && (e == ENOSYS || e == EPERM || e == EINVAL)) {
+			log_debug(
+			    "shared directory %s: no private copy of its mount (%s): the engine's mount stays busy "
+			    "while the VM serves it",
+			    s->dir, strerror(e));
+			continue;
+		}
+		if (fd < 0)
+			return err_setsys(-e, "shared directory %s: a private copy of its mount (open_tree)", s->dir);
+		close(s->dir_fd);
+		s->dir_fd = fd;
+	}
+	return 0;
 }
 
 void guest_share_tag(unsigned int i, char tag[GUEST_SHARE_TAG_SIZE])

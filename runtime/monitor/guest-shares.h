@@ -79,6 +79,20 @@ bool guest_mount_is_shm(const struct oci_mount *m, unsigned long long *ret_size)
 int guest_shares_plan(const struct oci_spec *spec, const char *rootfs, struct guest_shares *ret);
 void guest_shares_done(struct guest_shares *g);
 
+/* Reach each share's directory through a private copy of its mount
+ * instead (open_tree(2) OPEN_TREE_CLONE, recursive: a detached mount tree
+ * no namespace shows), for a share that outlives its container: a pod's
+ * app container's, which the sandbox's VM serves until the VM ends. What
+ * the server keeps open then holds the copy, not the engine's mount, so
+ * the engine can unmount the container's rootfs once it deleted the
+ * container (containerd does so at once: a busy mount fails its
+ * TaskExit handling, and the container never stops). A kernel or a
+ * caller that cannot copy mounts (before Linux 5.2, no CAP_SYS_ADMIN, an
+ * unbindable mount) keeps the directory as it was opened (logged at
+ * debug level). Returns 0, or -errno with err_set() naming the
+ * directory. */
+int guest_shares_clone_mounts(struct guest_shares *g);
+
 /* The tag of share i ("kvrun-fs<i>", sandbox_share_tag()). */
 void guest_share_tag(unsigned int i, char tag[GUEST_SHARE_TAG_SIZE]);
 

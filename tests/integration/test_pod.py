@@ -201,7 +201,15 @@ def check_pod_netns(cns):
         cid = f"{TAG}-app{i}"
         ns = {"network": path, "ipc": f"/proc/{mon}/ns/ipc", "uts": f"/proc/{mon}/ns/uts"} if i == 2 else \
             {"network": path}
-        p = kvrun("--debug", "create", "--bundle", make_bundle(f"b-app{i}", ann, ns, False), cid)
+        bdl = make_bundle(f"b-app{i}", ann, ns, False)
+        mounted = None
+        if i == 2:
+            # containerd's: the rootfs a mount of the engine's, which it
+            # unmounts right after the container's delete.
+            mounted = os.path.join(bdl, "rootfs")
+            sh("mount", "-t", "tmpfs", "kvt-pod-root", mounted)
+            os.mkdir(os.path.join(mounted, "bin"))
+        p = kvrun("--debug", "create", "--bundle", bdl, cid)
         if not t.ok(p.returncode == 0, f"app container {what}: created in the pod's VM", p.stderr):
             continue
         s = state(cid) or {}
@@ -244,6 +252,12 @@ def check_pod_netns(cns):
         t.ok((state(sbx) or {}).get("status") == "created", f"app container {what}: the sandbox lives on (created)")
         t.eq(kvrun("delete", cid).returncode, 0, f"app container {what}: delete")
         t.ok(state(cid) is None and not os.path.exists(os.path.join(root, cid)), f"app container {what}: gone")
+        if mounted:
+            p = subprocess.run(["umount", mounted], capture_output=True, text=True)
+            t.ok(p.returncode == 0, f"app container {what}: its rootfs mount can be unmounted after its delete "
+                 "while the pod's VM runs on (the VM serves a private copy of the mount)", p.stderr)
+            if p.returncode != 0:
+                subprocess.run(["umount", "-l", mounted], capture_output=True)
     # One created and never started: delete --force ends its process in the VM.
     cid = f"{TAG}-appf"
     p = kvrun("create", "--bundle", make_bundle("b-appf", cases[2][1], {"network": nspath}, False), cid)
