@@ -203,12 +203,14 @@ static int apply(const char *root, const struct container *c, const struct oci_l
 	const char *dir = c->dir;
 	uint32_t member = 0;
 	char req[160];
+	bool app;
 	int r;
 
 	/* An app container of a pod: its cgroup in the sandbox's VM. */
 	r = launch_member_sandbox(c, root, &sandbox_dir, &member);
 	if (r < 0)
 		return r;
+	app = r > 0;
 	if (r > 0 && cpu)
 		return err_set(-ENOTSUP, "updating cpu limits of an app container of a pod is not supported: its VM's "
 		                         "CPUs are the pod's (update the pod's sandbox)");
@@ -226,10 +228,12 @@ static int apply(const char *root, const struct container *c, const struct oci_l
 		if (r < 0)
 			return r;
 	}
-	/* With a systemd unit, systemd is told too (runc's update does). */
-	return cg ? cgroup_update_unit(cg, oci_map_get(&c->state->private_data, STATE_KEY_CGROUP_BASE),
-	                               oci_map_get(&c->state->private_data, STATE_KEY_CGROUP_UNIT), res)
-	          : 0;
+	/* With a systemd unit, systemd is told too (runc's update does). An
+	 * app container's host cgroup holds only its member proxy: no limits
+	 * there (docs/runtime.md, "Pods"). */
+	return cg && !app ? cgroup_update_unit(cg, oci_map_get(&c->state->private_data, STATE_KEY_CGROUP_BASE),
+	                                       oci_map_get(&c->state->private_data, STATE_KEY_CGROUP_UNIT), res)
+	                  : 0;
 }
 
 static int run_update(struct cli_context *ctx, int argc, char **argv)

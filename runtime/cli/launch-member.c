@@ -19,6 +19,7 @@
 #include "common/stop-point.h"
 #include "runtime/cli/exec-proxy.h"
 #include "runtime/cli/launch-member.h"
+#include "runtime/host/cgroup.h"
 #include "runtime/host/jail.h"
 #include "runtime/monitor/guest-shares.h"
 #include "runtime/monitor/guest-spec.h"
@@ -240,13 +241,48 @@ static int member_build(const struct bundle *b, const struct oci_spec *spec, con
 	return 0;
 }
 
-static int record(struct container *c, pid_t pid, uint32_t guest_pid)
+/* The member proxy in linux.cgroupsPath (or runc's place without one),
+ * as a container's monitor is: the engine reads the cgroup of the pid it
+ * gets (containerd's shim: statistics and its OOM watch), and the kubelet
+ * expects each container's cgroup below the pod's. No host-side limits:
+ * the container's processes are in the VM, whose guest cgroup has them;
+ * the VM is the sandbox's, in the sandbox's cgroup. The place goes into
+ * the state: delete removes it (teardown_container()). */
+static int join_cgroup(struct cli_context *ctx, struct container *c, const struct bundle *b, pid_t pid)
+{
+	const char *cg = b->spec->linux_spec ? b->spec->linux_spec->cgroups_path : NULL;
+	struct oci_map *priv = &c->state->private_data;
+	struct cgroup_place pl = {0};
+	int r;
+
+	r = cgroup_join(cg, c->state->id, ctx->systemd_cgroup, NULL, pid, &pl);
+	if (r < 0 && !(cg && *cg) && (r == -EACCES || r == -EPERM || r == -EROFS)) {
+		log_debug("no cgroup for the app container: %s", err_msg());
+		err_clear();
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	r = oci_map_set(priv, STATE_KEY_CGROUP, pl.path);
+	if (r >= 0 && pl.base)
+		r = oci_map_set(priv, STATE_KEY_CGROUP_BASE, pl.base);
+	if (r >= 0 && pl.unit)
+		r = oci_map_set(priv, STATE_KEY_CGROUP_UNIT, pl.unit);
+	if (r < 0 && cgroup_leave(pl.path, pl.base, pl.unit) < 0)
+		log_debug("leaving the app container's cgroup: %s", err_msg());
+	cgroup_place_free(&pl);
+	return r;
+}
+
+static int record(struct cli_context *ctx, struct container *c, const struct bundle *b, pid_t pid, uint32_t guest_pid)
 {
 	char buf[16];
 	int r;
 
 	snprintf(buf, sizeof(buf), "%u", guest_pid);
 	r = oci_map_set(&c->state->private_data, STATE_KEY_POD_MEMBER_PID, buf);
+	if (r >= 0)
+		r = join_cgroup(ctx, c, b, pid);
 	if (r >= 0)
 		r = container_set_status(c, OCI_STATUS_CREATED, pid);
 	return r;
@@ -311,7 +347,7 @@ int launch_member(struct cli_context *ctx, const char *id, const struct create_o
 	                                             .ret_guest_pid = &guest_pid});
 	member_done(&m);
 	if (r >= 0)
-		r = record(c, pid, guest_pid);
+		r = record(ctx, c, b, pid, guest_pid);
 	if (r < 0) {
 		_cleanup_free_ char *msg = strdup(err_msg());
 

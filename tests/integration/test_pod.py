@@ -35,7 +35,7 @@ import tempfile
 import guestlib
 import netlib
 from bundlelib import processes_mentioning, wait_for
-from censuslib import Census
+from censuslib import Census, cgroup_dirs
 from netlib import sh
 from taplib import Tap
 
@@ -65,7 +65,7 @@ ENV = dict(os.environ, KVRUN_KERNEL=GUEST, KVRUN_CONFIG=cfg, KVRUN_TEMPLATES="0"
            KVRUN_CONSOLE=os.path.join(tmp, "console.log"))
 
 
-def make_bundle(name, annotations=None, namespaces=None, hostname=True):
+def make_bundle(name, annotations=None, namespaces=None, hostname=True, cgroups_path=None):
     """namespaces: {type: path} replacing the default spec's entries;
     hostname False: none (an app container, which has its sandbox's)."""
     b = os.path.join(tmp, name)
@@ -80,6 +80,8 @@ def make_bundle(name, annotations=None, namespaces=None, hostname=True):
                                **(annotations or {}))
     if not hostname:
         spec.pop("hostname", None)
+    if cgroups_path:
+        spec["linux"]["cgroupsPath"] = cgroups_path
     for typ, path in (namespaces or {}).items():
         spec["linux"]["namespaces"] = [n for n in spec["linux"]["namespaces"] if n["type"] != typ] + \
             [{"type": typ, "path": path}]
@@ -201,7 +203,9 @@ def check_pod_netns(cns):
         cid = f"{TAG}-app{i}"
         ns = {"network": path, "ipc": f"/proc/{mon}/ns/ipc", "uts": f"/proc/{mon}/ns/uts"} if i == 2 else \
             {"network": path}
-        bdl = make_bundle(f"b-app{i}", ann, ns, False)
+        # containerd's: the pod's cgroup parent, the container's id below it.
+        cgp = f"/{TAG}-pod/{cid}" if i == 2 else None
+        bdl = make_bundle(f"b-app{i}", ann, ns, False, cgp)
         mounted = None
         if i == 2:
             # containerd's: the rootfs a mount of the engine's, which it
@@ -219,6 +223,11 @@ def check_pod_netns(cns):
         t.ok(pv.get("pod-role") == "container" and pv.get("pod-sandbox") == sbx and
              int(pv.get("pod-member-pid", "0")) >= 200,
              f"app container {what}: recorded as the pod's, with its process in the VM", json.dumps(pv))
+        if cgp:
+            with open(f"/proc/{s.get('pid')}/cgroup") as f:
+                cgs = f.read()
+            t.ok(cgroup_dirs(cgp) and all(line.endswith(":" + cgp) for line in cgs.splitlines()),
+                 f"app container {what}: its host process is in its cgroupsPath {cgp} (what the engine reads)", cgs)
         now = census.take()
         t.eq(now["taps"], served["taps"], f"app container {what}: the sandbox keeps its TAP, none added")
         t.eq(now["addrs"], served["addrs"], f"app container {what}: the namespace's addresses unchanged")
@@ -239,6 +248,10 @@ def check_pod_netns(cns):
              p.stdout + p.stderr)
         p = kvrun("update", "--pids-limit", "100", cid)
         t.ok(p.returncode == 0, f"app container {what}: update of its pids limit", p.stderr)
+        pids_max = [os.path.join(d, "pids.max") for d in cgroup_dirs(cgp or "") if "/pids/" in d]
+        if pids_max:
+            t.eq(open(pids_max[0]).read().strip(), "max",
+                 f"app container {what}: its host cgroup (its member proxy's) gets no limit")
         p = kvrun("update", "--cpu-quota", "50000", cid)
         t.ok(p.returncode != 0 and "cpu limits of an app container" in p.stderr,
              f"app container {what}: update of cpu limits refused by name", p.stderr)
@@ -252,6 +265,8 @@ def check_pod_netns(cns):
         t.ok((state(sbx) or {}).get("status") == "created", f"app container {what}: the sandbox lives on (created)")
         t.eq(kvrun("delete", cid).returncode, 0, f"app container {what}: delete")
         t.ok(state(cid) is None and not os.path.exists(os.path.join(root, cid)), f"app container {what}: gone")
+        if cgp:
+            t.eq(cgroup_dirs(cgp), [], f"app container {what}: its cgroup removed by its delete")
         if mounted:
             p = subprocess.run(["umount", mounted], capture_output=True, text=True)
             t.ok(p.returncode == 0, f"app container {what}: its rootfs mount can be unmounted after its delete "
@@ -321,6 +336,12 @@ finally:
             os.kill(pid, 9)
         except ProcessLookupError:
             pass
+    for d in cgroup_dirs(f"/{TAG}-pod"):
+        for sub, _, _ in sorted(os.walk(d), key=lambda w: -len(w[0])):
+            try:
+                os.rmdir(sub)
+            except OSError as e:
+                t.diag(f"cgroup {sub} left: {e}")
 if t.failed:
     t.diag(f"kept {tmp}")
     if os.path.exists(log):
