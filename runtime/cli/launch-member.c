@@ -87,6 +87,37 @@ static int check_namespaces(const char *root, const struct bundle *b, const stru
 	return 0;
 }
 
+/* The hostname: the UTS namespace and its name are the sandbox's, so an
+ * app container may only name the sandbox's own (CRI-O gives each app
+ * container the pod's hostname), read from the sandbox's config.json. */
+static int check_hostname(const struct bundle *b, const struct container *sandbox)
+{
+	const char *want = b->spec->hostname;
+	const char *dir = sandbox->state->bundle;
+	_cleanup_free_ char *path = NULL;
+	struct oci_spec *ss = NULL;
+	bool same;
+	int r;
+
+	if (!want || !*want)
+		return 0;
+	if (!dir || asprintf(&path, "%s/config.json", dir) < 0)
+		return err_set(dir ? -ENOMEM : -EINVAL,
+		               "hostname: the pod sandbox %s has no bundle to compare \"%s\" with", sandbox->state->id,
+		               want);
+	r = oci_spec_load(path, &ss);
+	if (r < 0)
+		return err_prefix(r, "hostname \"%s\": the pod sandbox %s's", want, sandbox->state->id);
+	same = ss->hostname && strcmp(ss->hostname, want) == 0;
+	if (!same)
+		r = err_set(-EINVAL,
+		            "hostname: \"%s\" is not the pod sandbox %s's hostname (\"%s\"): an app container of a pod "
+		            "has its sandbox's UTS namespace and name",
+		            want, sandbox->state->id, ss->hostname ? ss->hostname : "");
+	oci_spec_free(ss);
+	return r < 0 ? r : 0;
+}
+
 /* What the sandbox's VM provides and an app container cannot change. */
 static int check_spec(const struct bundle *b)
 {
@@ -94,8 +125,6 @@ static int check_spec(const struct bundle *b)
 
 	if (!s->process)
 		return err_set(-EINVAL, "process: missing");
-	if (s->hostname && *s->hostname)
-		return err_set(-EINVAL, "hostname: an app container of a pod has its sandbox's UTS namespace and name");
 	if (s->domainname && *s->domainname)
 		return err_set(-EINVAL, "domainname: an app container of a pod has its sandbox's UTS namespace");
 	if (s->linux_spec && (s->linux_spec->n_uid_mappings || s->linux_spec->n_gid_mappings))
@@ -190,7 +219,9 @@ static void member_done(struct member *m)
 
 /* The spec as the VM sees an app container's: the sandbox's namespaces it
  * names by path (checked: check_namespaces()) are the ones guest-init
- * joins, so the paths are left out of the checks and the START. */
+ * joins, so the paths are left out of the checks and the START, as is a
+ * hostname (the sandbox's: check_hostname()), which guest-init refuses
+ * for a member. */
 struct member_view {
 	struct oci_spec spec;
 	struct oci_linux lx;
@@ -200,6 +231,7 @@ struct member_view {
 static int member_view(const struct oci_spec *spec, struct member_view *v)
 {
 	v->spec = *spec;
+	v->spec.hostname = NULL;
 	if (!spec->linux_spec)
 		return 0;
 	v->lx = *spec->linux_spec;
@@ -312,6 +344,8 @@ int launch_member(struct cli_context *ctx, const char *id, const struct create_o
 		r = jail_uid_of(sandbox, &jail);
 	if (r >= 0)
 		r = check_spec(b);
+	if (r >= 0)
+		r = check_hostname(b, sandbox);
 	if (r >= 0)
 		r = check_namespaces(ctx->root, b, pod, &share_pid);
 	if (r >= 0)

@@ -67,7 +67,8 @@ ENV = dict(os.environ, KVRUN_KERNEL=GUEST, KVRUN_CONFIG=cfg, KVRUN_TEMPLATES="0"
 
 def make_bundle(name, annotations=None, namespaces=None, hostname=True, cgroups_path=None):
     """namespaces: {type: path} replacing the default spec's entries;
-    hostname False: none (an app container, which has its sandbox's)."""
+    hostname False: none (an app container, which has its sandbox's), a
+    string: that one, True: the default spec's ("runc")."""
     b = os.path.join(tmp, name)
     os.makedirs(os.path.join(b, "rootfs", "bin"))
     subprocess.run([KVRUN, "spec", "-b", b], check=True)
@@ -80,6 +81,8 @@ def make_bundle(name, annotations=None, namespaces=None, hostname=True, cgroups_
                                **(annotations or {}))
     if not hostname:
         spec.pop("hostname", None)
+    elif isinstance(hostname, str):
+        spec["hostname"] = hostname
     if cgroups_path:
         spec["linux"]["cgroupsPath"] = cgroups_path
     for typ, path in (namespaces or {}).items():
@@ -205,7 +208,9 @@ def check_pod_netns(cns):
             {"network": path}
         # containerd's: the pod's cgroup parent, the container's id below it.
         cgp = f"/{TAG}-pod/{cid}" if i == 2 else None
-        bdl = make_bundle(f"b-app{i}", ann, ns, False, cgp)
+        # CRI-O's: the pod's hostname (the sandbox's, "runc" here) on each
+        # app container.
+        bdl = make_bundle(f"b-app{i}", ann, ns, i == 1, cgp)
         mounted = None
         if i == 2:
             # containerd's: the rootfs a mount of the engine's, which it
@@ -273,6 +278,10 @@ def check_pod_netns(cns):
                  "while the pod's VM runs on (the VM serves a private copy of the mount)", p.stderr)
             if p.returncode != 0:
                 subprocess.run(["umount", "-l", mounted], capture_output=True)
+    # A hostname that is not the sandbox's: the UTS namespace's name is the sandbox's.
+    refused(census, census.take(), make_bundle("b-apph", cases[2][1], {"network": nspath}, "other-name"),
+            f"{TAG}-apph", f"hostname: \"other-name\" is not the pod sandbox {sbx}'s hostname (\"runc\")",
+            "an app container with a hostname of its own")
     # One created and never started: delete --force ends its process in the VM.
     cid = f"{TAG}-appf"
     p = kvrun("create", "--bundle", make_bundle("b-appf", cases[2][1], {"network": nspath}, False), cid)

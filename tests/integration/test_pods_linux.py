@@ -7,7 +7,8 @@ them: its annotations, the sandbox's network, IPC and UTS namespaces by
 path, each app container's own busybox root directory.
 
 - A runs busybox httpd on 127.0.0.1:8080 with a page of its own; B runs
-  sleep. Both bind one host directory (the pod's emptyDir): what A
+  sleep, with the sandbox's hostname in its spec (as CRI-O makes app
+  containers). Both bind one host directory (the pod's emptyDir): what A
   writes there B reads, and so does the host. An exec in B fetches http://127.0.0.1:8080/ with wget and gets
   A's page: localhost is the pod's.
 - B sees the sandbox's hostname and IPC namespace, but its own mount
@@ -158,7 +159,8 @@ def run(t, tmp, root, log, env, sbx, a, b, cri):
     os.makedirs(empty)
     ba = bundle(tmp, "a", ["/bin/httpd", "-f", "-p", "127.0.0.1:8080", "-h", "/www"], app, ns,
                 files={"www/index.html": PAGE}, mounts=[bind("/cache", empty)])
-    bb = bundle(tmp, "b", ["/bin/sleep", "1000000"], app, ns, mounts=[bind("/shared", empty)])
+    # B as CRI-O makes an app container: the pod's hostname in its spec.
+    bb = bundle(tmp, "b", ["/bin/sleep", "1000000"], app, ns, hostname="web-pod", mounts=[bind("/shared", empty)])
     for cid, bdl in ((a, ba), (b, bb)):
         p = to_file(root, log, env, ["create", "--bundle", bdl, cid], tmp, f"create-{cid}")
         if not t.ok(p.returncode == 0, f"app container {cid[-1]}: created in the pod's VM", p.stderr[-3000:]):
