@@ -158,15 +158,16 @@ def rootfs_tar(path):
         add_file("www/index.html", b"hello-from-the-container\n")
 
 
-def oci_archive(layer_tar, path):
+def oci_archive(layer_tar, path, ref=IMAGE_REF, cmd=("/bin/sh",)):
     """An OCI image-layout tarball (one uncompressed layer) that
-    `ctr image import` and `podman load` read, named IMAGE_REF."""
+    `ctr image import` and `podman load` read, named ref (IMAGE_REF),
+    whose command is cmd."""
     with open(layer_tar, "rb") as f:
         layer = f.read()
     layer_digest = "sha256:" + hashlib.sha256(layer).hexdigest()
     config = json.dumps({
         "architecture": "amd64", "os": "linux",
-        "config": {"Env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], "Cmd": ["/bin/sh"]},
+        "config": {"Env": ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], "Cmd": list(cmd)},
         "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
     }).encode()
     config_digest = "sha256:" + hashlib.sha256(config).hexdigest()
@@ -183,8 +184,8 @@ def oci_archive(layer_tar, path):
         "schemaVersion": 2,
         "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": manifest_digest,
                        "size": len(manifest),
-                       "annotations": {"io.containerd.image.name": IMAGE_REF,
-                                       "org.opencontainers.image.ref.name": "1"}}],
+                       "annotations": {"io.containerd.image.name": ref,
+                                       "org.opencontainers.image.ref.name": ref.rsplit(":", 1)[1]}}],
     }).encode()
     with tarfile.open(path, "w") as t:
         def add(name, data):
@@ -240,7 +241,7 @@ class Daemon:
 class Workdir:
     """The test's temporary directory and what goes in it."""
 
-    def __init__(self, prefix, runtime, config=None):
+    def __init__(self, prefix, runtime, config=None, env=None):
         # Short: sockets live under it (sun_path holds 107 bytes).
         self.path = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
         self.runtime = runtime
@@ -251,11 +252,12 @@ class Workdir:
         rootfs_tar(self.rootfs_tar)
         self.argv_log = os.path.join(self.path, "runtime-argv.log")
         self.kvrun_cache = os.path.join(self.path, "kvrun-cache")
-        self.wrapper = self._wrapper(config or {})
+        self.wrapper = self._wrapper(config or {}, env or {})
 
-    def _wrapper(self, config):
+    def _wrapper(self, config, extra_env):
         """The executable registered as the engine's runtime: records its
-        argv and runs kvrun with the test's config (or runc)."""
+        argv and runs kvrun with the test's config (or runc), and
+        extra_env (a template directory)."""
         path = os.path.join(self.path, f"{self.runtime}-engine-test")
         if self.runtime == "runc":
             target, env = shutil.which("runc"), ""
@@ -271,7 +273,8 @@ class Workdir:
             target, env = KVRUN, (f"export KVRUN_CONFIG='{cfg}'\n"
                                   f"export KVRUN_CACHE_DIR='{self.kvrun_cache}'\n"
                                   f"export KVRUN_BOOT_TIMEOUT={BOOT_TIMEOUT}\n"
-                                  f"export KVRUN_CONSOLE='{self.path}/console-'$$.log\n")
+                                  f"export KVRUN_CONSOLE='{self.path}/console-'$$.log\n"
+                                  + "".join(f"export {k}='{v}'\n" for k, v in sorted(extra_env.items())))
         with open(path, "w") as f:
             f.write("#!/bin/sh\n"
                     f"echo \"$(date +%T) $*\" >> '{self.argv_log}'\n"
@@ -350,11 +353,14 @@ class Workdir:
                 print(f"# cleanup: {e}")
         for d in reversed(self.daemons):
             d.stop()
-        for pid in self.leftovers():
+        left = self.leftovers()
+        for pid in left:
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+        # Until they are gone: a dying process still holds its cgroup.
+        wait_for(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in left), 10, 0.2)
         for fn in reversed(self.late_cleanups):
             try:
                 fn()

@@ -108,11 +108,17 @@ def find_kernel():
     """Returns (path or None, [places tried]): $KVRUN_TEST_KERNEL, else
     shared/guest-kernel/vmlinux beside the source tree (or beside the main
     checkout when the source tree is a git worktree)."""
-    tried = []
     env = os.environ.get("KVRUN_TEST_KERNEL")
     if env:
-        tried.append(f"$KVRUN_TEST_KERNEL={env}")
-        return (env if os.path.isfile(env) else None), tried
+        return (env if os.path.isfile(env) else None), [f"$KVRUN_TEST_KERNEL={env}"]
+    return shared_file("guest-kernel", "vmlinux")
+
+
+def shared_file(*names):
+    """Returns (path or None, [places tried]) of shared/<names...> beside
+    the source tree (or beside the main checkout when the source tree is a
+    git worktree): the guest kernel, prebuilt tools."""
+    tried = []
     root = os.environ.get("KVRUN_SOURCE_ROOT",
                           os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
     roots = [root]
@@ -120,7 +126,7 @@ def find_kernel():
     if main:
         roots.append(main)
     for r in roots:
-        path = os.path.normpath(os.path.join(r, "..", "shared", "guest-kernel", "vmlinux"))
+        path = os.path.normpath(os.path.join(r, "..", "shared", *names))
         tried.append(path)
         if os.path.isfile(path):
             return path, tried
@@ -324,6 +330,13 @@ def write_blk_image(path, seed, sectors):
 _PLAN_ENV = ("KVRUN_INIT", "KVRUN_EMULATING_HOST")
 
 
+def plan_env():
+    """Those of them set here: what a wrapper that an engine runs (without
+    the test's environment) must pass on for its containers to match the
+    suite template."""
+    return {k: os.environ[k] for k in _PLAN_ENV if k in os.environ}
+
+
 class SuiteTemplate:
     """env: what to add to kvrun's environment (KVRUN_TEMPLATE_DIR, or
     KVRUN_TEMPLATES=0 after a failed build); ok: a template is there;
@@ -396,21 +409,26 @@ def _stamp(kernel):
             "env": {k: os.environ.get(k) for k in _PLAN_ENV}}
 
 
-def _listed_ids(env):
+def _listed_ids(env, nics=None):
+    """The templates `kvrun template list` shows; with nics, only those
+    with that many network devices (its NICS column)."""
     p = subprocess.run([_kvrun_under_test(), "template", "list"], capture_output=True, text=True, env=env, timeout=60)
-    return [line.split()[0] for line in p.stdout.splitlines()[1:] if line.split()]
+    rows = [line.split() for line in p.stdout.splitlines()[1:] if line.split()]
+    return [r[0] for r in rows if nics is None or (len(r) > 3 and r[3] == str(nics))]
 
 
 def _tail(text, n=25):
     return "\n".join(text.splitlines()[-n:])
 
 
-def suite_template(t, kernel):
+def suite_template(t, kernel, nics=0):
     """Makes sure the suite template for kernel exists and returns a
     SuiteTemplate. Serialized with flock on the template directory's
     lock file, so concurrently running tests build it once. A failed build
     is a failed TAP line on t; the test then goes on with cold boots
-    (env turns templates off)."""
+    (env turns templates off). nics: the template for containers with that
+    many network interfaces (an engine's network namespace has one), kept
+    beside the others with a stamp of its own."""
     d = suite_template_dir()
     os.makedirs(d, mode=0o700, exist_ok=True)
     kernel = os.path.abspath(kernel)
@@ -418,7 +436,8 @@ def suite_template(t, kernel):
     env = dict(os.environ, KVRUN_TEMPLATE_DIR=d, KVRUN_KERNEL=kernel, KVRUN_CACHE_DIR=os.path.join(d, "cache"),
                KVRUN_CONFIG=os.path.join(d, "no-config.json"))
     env.pop("KVRUN_TEMPLATES", None)
-    stamp_path = os.path.join(d, "stamp.json")
+    stamp_path = os.path.join(d, "stamp.json" if nics == 0 else f"stamp-nics{nics}.json")
+    what = "the slow suite's VM template" + (f" with {nics} network devices" if nics else "")
     want = _stamp(kernel)
     with open(os.path.join(d, ".lock"), "w") as lock:
         t0 = time.monotonic()
@@ -429,13 +448,14 @@ def suite_template(t, kernel):
                 have = json.load(f)
         except (OSError, ValueError):
             have = {}
-        ids = _listed_ids(env)
+        ids = _listed_ids(env, nics)
         snap = os.path.join(d, f"{have.get('id')}.snap")
         if have.get("stamp") == want and have.get("id") in ids and os.path.exists(snap):
-            t.diag(f"suite template {have['id']} in {d} is current (built {have.get('built')}"
+            t.diag(f"{what} {have['id']} in {d} is current (built {have.get('built')}"
                    f"{f', waited {waited:.0f} s for its lock' if waited >= 1 else ''})")
             return SuiteTemplate(d, {"KVRUN_TEMPLATE_DIR": d}, True, snap)
-        # Stale or missing: nothing old is kept (a stale one would never match).
+        # Stale or missing: nothing old is kept (a stale one would never
+        # match); the variants with another NIC count have stamps of their own.
         if os.path.exists(stamp_path):
             os.unlink(stamp_path)
         for old in ids:
@@ -444,7 +464,8 @@ def suite_template(t, kernel):
         timeout = int(os.environ.get("KVRUN_BOOT_TIMEOUT", "1300")) + 300
         t0 = time.monotonic()
         try:
-            p = subprocess.run([_kvrun_under_test(), "--log", log, "--debug", "template", "build", "--console", console],
+            p = subprocess.run([_kvrun_under_test(), "--log", log, "--debug", "template", "build", "--console", console]
+                               + (["--nics", str(nics)] if nics else []),
                                capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL, timeout=timeout)
             rc, out, err = p.returncode, p.stdout, p.stderr
         except subprocess.TimeoutExpired as e:
@@ -452,19 +473,19 @@ def suite_template(t, kernel):
         took = time.monotonic() - t0
         snap = out.strip().split(" (")[0] if rc == 0 else ""
         sid = os.path.basename(snap)[:-len(".snap")] if snap.endswith(".snap") else ""
-        ids = _listed_ids(env) if rc == 0 else []
+        ids = _listed_ids(env, nics) if rc == 0 else []
         good = rc == 0 and os.path.exists(snap) and sid in ids
         diag = (f"exit status {rc}; output: {out.strip()}\ntemplate list: {ids}\nstderr:\n{_tail(err)}\n"
                 f"--- {log}\n{_tail(open(log, errors='replace').read()) if os.path.exists(log) else ''}\n"
                 f"--- {console}\n"
                 f"{_tail(open(console, errors='replace').read()) if os.path.exists(console) else ''}")
-        if not t.ok(good, "the slow suite's VM template is built (kvrun template build)", diag):
+        if not t.ok(good, f"{what} is built (kvrun template build)", diag):
             t.diag("going on with cold boots")
             return SuiteTemplate(d, {"KVRUN_TEMPLATES": "0"}, False, seconds=took)
         with open(stamp_path + ".tmp", "w") as f:
             json.dump({"stamp": want, "id": sid, "built": time.strftime("%Y-%m-%d %H:%M:%S")}, f)
         os.rename(stamp_path + ".tmp", stamp_path)
-        t.diag(f"suite template {sid} built in {took:.0f} s: {out.strip()}")
+        t.diag(f"{what} {sid} built in {took:.0f} s: {out.strip()}")
         return SuiteTemplate(d, {"KVRUN_TEMPLATE_DIR": d}, True, snap, True, took)
 
 
