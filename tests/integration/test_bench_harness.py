@@ -465,4 +465,13 @@ row = [x for x in lines if x.startswith("| host PSS")]
 t.ok(row and "| 24.00 |" in row[0] and "≤ 10 MiB: missed by 20%" in row[0], "density: ratio to runc, bound missed",
      row)
 t.eq(suite_density.cpu_ticks([os.getpid()]) >= 0, True, "density: CPU ticks of a process")
+t.eq(run.parse_args(["--suite", "density", "--density-counts", "30"]).density_counts, [30], "args: --density-counts")
+t.eq(run.parse_args(["--suite", "density"]).density_counts, None, "args: density's counts by default")
+with tempfile.NamedTemporaryFile("w", suffix=".console") as f:
+    f.write("x" * 700 + "\nlast line\n\nguest-init: error\n")
+    f.flush()
+    tail = suite_density.console_tail(f.name)
+    t.ok(tail.endswith("last line | guest-init: error") and len(tail) < 620, "density: a console's end on one line",
+         tail)
+t.eq(suite_density.console_tail("/nonexistent/x.console"), "", "density: no console file")
 t.done()
