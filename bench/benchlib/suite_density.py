@@ -115,7 +115,7 @@ def create_kvrun(ctx, env, rt, bundle, cid):
     try:
         create_once_keep(ctx, crt, bundle, cid, logf)
     except (RuntimeError, subprocess.TimeoutExpired) as e:
-        raise RuntimeError(f"{e}; guest console {console}: ...{console_tail(console)}") from e
+        raise RuntimeError(f"{e}; guest console {console}: {console_tail(console) or '(empty)'}") from e
     if not parse_restore(open(logf, errors="replace").read()):
         raise RuntimeError(f"{cid} was not restored from the template")
 
@@ -179,6 +179,9 @@ def run(ctx):
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     ctx.results.notes.append(f"density: {name} x{n}: {e}")
                     log(f"density: {name} x{n} failed: {e}")
+                    err = str(e).strip().replace("\n", " ")[-400:]
+                    ctx.results.na(S, f"pss_{n}", name, f"not available: {name} failed here: {err}", unit="MiB",
+                                   better="lower", title=f"host PSS per idle container, {n} running")
         if counts[-1] == COUNTS[-1]:  # the target is for 30 (not --quick's 3)
             ctx.results.metric(S, f"pss_{counts[-1]}")["target"] = {"max": 10}
     finally:
