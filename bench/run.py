@@ -4,7 +4,8 @@
 for the VMM) on the same work, in one run. See docs/benchmarks.md.
 
   bench/run.py [--suite start,memory,pg,nginx,net,cpu-io,vmm,template,sizing] [--runs N] [--quick]
-               [--force-emulated] [--runtimes kvrun,runc,crun] [--out DIR]
+               [--force-emulated] [--runtimes kvrun,runc,crun] [--sizing-mib N]
+               [--density-counts N,N...] [--out DIR]
 
 Needs root, scripts/setup.sh --bench, and a built ./build (kvrun, the test
 guest). Writes bench/results/<date>/: results.json (every sample),
@@ -32,7 +33,7 @@ SUITES = ["start", "memory", "pg", "nginx", "net", "cpu-io", "vmm"]
 # Suites run only when named: template builds three templates (three Linux
 # boots); fs compares kvrun's virtio-fs server with bindfs on /dev/fuse (no
 # container runtime takes part); sizing boots two guests per run and writes
-# 1 GiB in one; datapath, exits and density: one command each
+# 1 GiB in one (128 MiB where the guest kernel is emulated); datapath, exits and density: one command each
 # (docs/benchmarks.md).
 NAMED_SUITES = ["template", "fs", "sizing", "datapath", "exits", "density"]
 EMULATED = emulated.EMULATED
@@ -56,6 +57,8 @@ class Context:
         self.runs = max(3, a.runs)
         self.quick = a.quick
         self.force_emulated = a.force_emulated
+        self.sizing_mib = getattr(a, "sizing_mib", None)
+        self.density_counts = getattr(a, "density_counts", None)
         self.start_runs = 10 if a.quick else 20
         self.duration = 5 if a.quick else 10  # pgbench -T
         self.wrk_duration = 3 if a.quick else 5
@@ -296,6 +299,13 @@ def parse_args(argv=None):
                     help="where the guest kernel is emulated, run kvrun's small set of guest workloads anyway "
                          "(start of /bin/true, bc, a small tar and rm, net): a Linux boot of minutes each")
     ap.add_argument("--runtimes", default="kvrun,runc,crun")
+    ap.add_argument("--density-counts",
+                    help=f"idle containers per set in the density suite, comma-separated (default "
+                         f"{','.join(map(str, suite_density.COUNTS))}, 1,3 with --quick); the first set's first "
+                         f"container gives the start and exec exits")
+    ap.add_argument("--sizing-mib", type=int,
+                    help=f"MiB memhog writes in the sizing suite (default {suite_sizing.ALLOC_MIB}, "
+                         f"{suite_sizing.EMULATED_ALLOC_MIB} where the guest kernel is emulated)")
     ap.add_argument("--kvrun", help="kvrun binary (default BUILD/runtime/kvrun)")
     ap.add_argument("--build", default="build", help="meson build directory (default build)")
     ap.add_argument("--out", help="results directory (default bench/results/<UTC date>, or a "
@@ -305,6 +315,15 @@ def parse_args(argv=None):
     bad = [s for s in a.suites if s not in SUITES + NAMED_SUITES]
     if bad:
         ap.error(f"unknown suite {', '.join(bad)}")
+    if a.sizing_mib is not None and a.sizing_mib < 4:
+        ap.error("--sizing-mib: at least 4")
+    if a.density_counts is not None:
+        try:
+            a.density_counts = [int(x) for x in a.density_counts.split(",") if x]
+        except ValueError:
+            ap.error("--density-counts: comma-separated numbers")
+        if not a.density_counts or min(a.density_counts) < 1:
+            ap.error("--density-counts: at least one count, each at least 1")
     a.runtime_names = [r for r in a.runtimes.split(",") if r]
     bad = [r for r in a.runtime_names if r not in ("kvrun", "runc", "crun")]
     if bad:
@@ -373,7 +392,9 @@ def main():
                          "restore": "monitor's --log record, file opened to vCPU threads started"},
             "fs": {"file_mib": suite_fs.FILE_MIB, "rand_reads": suite_fs.RAND_READS, "files": suite_fs.NFILES,
                    "bindfs_options": suite_fs.BINDFS_OPTS, "kvrun_fs_host_args": " ".join(suite_fs.KVRUN_ARGS)},
-            "sizing": suite_sizing.config(),
+            "sizing": suite_sizing.config(ctx),
+            "density": {"counts": ctx.density_counts or ([1, 3] if ctx.quick else suite_density.COUNTS),
+                        "cpu_window_s": suite_density.CPU_WINDOW_S, "settle_s": ctx.settle},
             "start_runs_per_block": ctx.start_runs, "settle_s": ctx.settle, "nice": os.nice(0),
         },
         "invocations": {n: r.invocation() for n, r in ctx.rt.items()},

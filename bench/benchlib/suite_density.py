@@ -4,7 +4,8 @@ a container start and an exec cost in exits and emulated instructions.
 
 - One template (`kvrun template build`, the default VM of kvrun's plan),
   in a template directory of the run's own, removed afterwards.
-- For 1, 10 and 30 containers (busybox `sleep`), created and started from
+- For 1, 10 and 30 containers (busybox `sleep`; 1 and 3 with --quick,
+  or bench/run.py's --density-counts), created and started from
   the template and left idle: the host PSS of each container (its
   monitor, the guest RAM it touched included) after settling, and the CPU
   its VM takes while idle (the monitor's user + system time over a
@@ -15,7 +16,10 @@ a container start and an exec cost in exits and emulated instructions.
   exec (`exec /bin/true`): the VM's exits, emulated instructions and
   kvrun's userspace exits, doorbells and interrupts, from `kvrun events
   --stats` (kvrun_vm: the counters since the VM was made; an exec is the
-  difference around it).
+  difference around it), from the first container of the first count.
+- Each kvrun container's guest console goes to a file beside its --log
+  (the guest writes to its serial port either way), so that a container
+  whose create fails says why; the failure's note quotes its end.
 
 Every kvrun figure here involves the guest kernel: on an emulating host it
 is labelled as such. The guest RAM of each VM is the template's file
@@ -26,7 +30,7 @@ import subprocess
 import time
 
 from . import rootfs
-from .runtimes import Limits, write_bundle
+from .runtimes import Limits, Runtime, write_bundle
 from .suite_template import Env, build, create_once_keep, kvrun_error, parse_restore, remove_templates
 from .util import descendants, log, pss_kib
 
@@ -90,16 +94,45 @@ def start_exec_exits(ctx, rt, cid):
     add_exits(ctx, "exec /bin/true", {k: after.get(k, 0) - before.get(k, 0) for k in after})
 
 
-def idle_set(ctx, env, name, rt, bundle, n):
-    """n containers started and idle: PSS per container, CPU% per VM."""
+def console_tail(path, size=600):
+    """The end of a guest console file, on one line ("" when none)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - size))
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return " | ".join(x.strip() for x in text.splitlines() if x.strip())
+
+
+def create_kvrun(ctx, env, rt, bundle, cid):
+    """One kvrun container created from the template and started, its
+    guest console kept beside its --log."""
+    logf = env.log_path(f"density-{cid}")
+    console = logf[:-len(".log")] + ".console"
+    crt = Runtime(rt.name, rt.binary, rt.state_root, env=dict(rt.env, KVRUN_CONSOLE=console))
+    try:
+        create_once_keep(ctx, crt, bundle, cid, logf)
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        raise RuntimeError(f"{e}; guest console {console}: {console_tail(console) or '(empty)'}") from e
+    if not parse_restore(open(logf, errors="replace").read()):
+        raise RuntimeError(f"{cid} was not restored from the template")
+
+
+def idle_set(ctx, env, name, rt, bundle, n, exits=False):
+    """n containers started and idle: PSS per container, CPU% per VM;
+    with exits, the first one's start and an exec in it, counted."""
     ids = [f"dn-{name}-{n}-{k}" for k in range(n)]
     try:
         for k, cid in enumerate(ids):
-            logf = env.log_path(f"density-{cid}") if name == "kvrun" else None
-            create_once_keep(ctx, rt, bundle, cid, logf)
-            if logf and not parse_restore(open(logf, errors="replace").read()):
-                raise RuntimeError(f"{cid} was not restored from the template")
-            if name == "kvrun" and k == 0 and n == COUNTS[0]:
+            t0 = time.monotonic()
+            if name == "kvrun":
+                create_kvrun(ctx, env, rt, bundle, cid)
+                log(f"density: {cid} started in {time.monotonic() - t0:.1f} s")
+            else:
+                create_once_keep(ctx, rt, bundle, cid)
+            if name == "kvrun" and k == 0 and exits:
                 start_exec_exits(ctx, rt, cid)
         time.sleep(ctx.settle)
         pids = [p for cid in ids for p in descendants(rt.init_pid(cid))]
@@ -126,7 +159,7 @@ def run(ctx):
     root = rootfs.ensure(ctx.cache, "busybox", ctx.src)
     bundle = write_bundle(os.path.join(ctx.work, "b-density"), root, ["/bin/sleep", "100000"],
                           Limits(cpus=1, memory_mib=256))
-    counts = [1, 3] if ctx.quick else COUNTS
+    counts = getattr(ctx, "density_counts", None) or ([1, 3] if ctx.quick else COUNTS)
     env = Env(ctx) if "kvrun" in ctx.rt and not why else None
     try:
         if env:
@@ -142,10 +175,13 @@ def run(ctx):
                     continue
                 rt = env.kvrun if name == "kvrun" else ctx.rt[name]
                 try:
-                    idle_set(ctx, env, name, rt, bundle, n)
+                    idle_set(ctx, env, name, rt, bundle, n, exits=n == counts[0])
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     ctx.results.notes.append(f"density: {name} x{n}: {e}")
                     log(f"density: {name} x{n} failed: {e}")
+                    err = str(e).strip().replace("\n", " ")[-400:]
+                    ctx.results.na(S, f"pss_{n}", name, f"not available: {name} failed here: {err}", unit="MiB",
+                                   better="lower", title=f"host PSS per idle container, {n} running")
         if counts[-1] == COUNTS[-1]:  # the target is for 30 (not --quick's 3)
             ctx.results.metric(S, f"pss_{counts[-1]}")["target"] = {"max": 10}
     finally:

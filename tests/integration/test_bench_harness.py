@@ -377,6 +377,22 @@ t.eq(runtimes.Limits(cpus=2, memory_mib=1024).resources()["memory"], {"limit": 1
 t.ok(emulated.reason("sizing/return_s", True, True) is None and emulated.reason("sizing/idle_pss", True, False)
      == emulated.EMULATED_REASON, "sizing: taken with --force-emulated only, on an emulating host")
 t.ok(all(Z.meta(k)["unit"] in ("MiB", "s") for k in Z.TITLES), "sizing: units")
+t.eq((Z.amount(1024), Z.amount(128)), ("1 GiB", "128 MiB"), "sizing: the amount in words")
+t.eq((Z.slack_mib(1024), Z.slack_mib(128)), (64, 32), "sizing: the return's slack, a quarter of a small amount")
+t.eq(Z.meta("alloc_s", 128)["title"], "128 MiB written by a process in the container (timed inside it)",
+     "sizing: the title says what was written")
+t.eq(Z.meta("return_s")["title"], "1 GiB freed: until the RSS is back within 64 MiB", "sizing: 1 GiB by default")
+
+
+class SizingCtx:
+    def __init__(self, emulating, mib=None):
+        self.host, self.sizing_mib = {"emulating": emulating}, mib
+
+
+t.eq((Z.alloc_mib(SizingCtx(False)), Z.alloc_mib(SizingCtx(True)), Z.alloc_mib(SizingCtx(True, 512))),
+     (1024, Z.EMULATED_ALLOC_MIB, 512), "sizing: 1 GiB natively, less where emulated, --sizing-mib over both")
+t.eq(Z.config(SizingCtx(True))["alloc_mib"], Z.EMULATED_ALLOC_MIB, "sizing: the results record the amount written")
+t.eq(run.parse_args(["--suite", "sizing", "--sizing-mib", "256"]).sizing_mib, 256, "args: --sizing-mib")
 a = run.parse_args(["--suite", "sizing"])
 t.ok(a.suites == ["sizing"] and "sizing" in run.NAMED_SUITES and "sizing" not in run.SUITES,
      "args: sizing is a suite, run only when named")
@@ -458,4 +474,13 @@ row = [x for x in lines if x.startswith("| host PSS")]
 t.ok(row and "| 24.00 |" in row[0] and "≤ 10 MiB: missed by 20%" in row[0], "density: ratio to runc, bound missed",
      row)
 t.eq(suite_density.cpu_ticks([os.getpid()]) >= 0, True, "density: CPU ticks of a process")
+t.eq(run.parse_args(["--suite", "density", "--density-counts", "30"]).density_counts, [30], "args: --density-counts")
+t.eq(run.parse_args(["--suite", "density"]).density_counts, None, "args: density's counts by default")
+with tempfile.NamedTemporaryFile("w", suffix=".console") as f:
+    f.write("x" * 700 + "\nlast line\n\nguest-init: error\n")
+    f.flush()
+    tail = suite_density.console_tail(f.name)
+    t.ok(tail.endswith("last line | guest-init: error") and len(tail) < 620, "density: a console's end on one line",
+         tail)
+t.eq(suite_density.console_tail("/nonexistent/x.console"), "", "density: no console file")
 t.done()
