@@ -120,6 +120,21 @@ def create_kvrun(ctx, env, rt, bundle, cid):
         raise RuntimeError(f"{cid} was not restored from the template")
 
 
+def partial(rt, started, n):
+    """What the containers started before a set failed take, in words
+    ("" for none): the set's figure is not available, this goes into
+    the failure's note."""
+    try:
+        pids = [p for cid in started for p in descendants(rt.init_pid(cid))]
+    except (RuntimeError, OSError, ValueError):
+        return ""
+    if not started:
+        return ""
+    pss, rss = pss_kib(pids)
+    return (f" (the {len(started)} of {n} started before it, idle: host PSS {pss / len(started) / 1024:.2f} MiB, "
+            f"RSS {rss / len(started) / 1024:.1f} MiB per container)")
+
+
 def idle_set(ctx, env, name, rt, bundle, n, exits=False):
     """n containers started and idle: PSS per container, CPU% per VM;
     with exits, the first one's start and an exec in it, counted."""
@@ -127,11 +142,14 @@ def idle_set(ctx, env, name, rt, bundle, n, exits=False):
     try:
         for k, cid in enumerate(ids):
             t0 = time.monotonic()
-            if name == "kvrun":
-                create_kvrun(ctx, env, rt, bundle, cid)
-                log(f"density: {cid} started in {time.monotonic() - t0:.1f} s")
-            else:
-                create_once_keep(ctx, rt, bundle, cid)
+            try:
+                if name == "kvrun":
+                    create_kvrun(ctx, env, rt, bundle, cid)
+                    log(f"density: {cid} started in {time.monotonic() - t0:.1f} s")
+                else:
+                    create_once_keep(ctx, rt, bundle, cid)
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                raise RuntimeError(f"{e}{partial(rt, ids[:k], n)}") from e
             if name == "kvrun" and k == 0 and exits:
                 start_exec_exits(ctx, rt, cid)
         time.sleep(ctx.settle)

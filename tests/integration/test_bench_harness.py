@@ -483,4 +483,14 @@ with tempfile.NamedTemporaryFile("w", suffix=".console") as f:
     t.ok(tail.endswith("last line | guest-init: error") and len(tail) < 620, "density: a console's end on one line",
          tail)
 t.eq(suite_density.console_tail("/nonexistent/x.console"), "", "density: no console file")
+
+
+class SelfRuntime:
+    def init_pid(self, cid):
+        return os.getpid()
+
+
+t.eq(suite_density.partial(SelfRuntime(), [], 30), "", "density: a set that failed at its first container")
+t.ok("the 2 of 30 started before it, idle: host PSS" in suite_density.partial(SelfRuntime(), ["a", "b"], 30),
+     "density: a set that failed later says what the containers before took")
 t.done()
