@@ -255,22 +255,15 @@ static int build_process(const struct exec_opts *o, const char *bundle, char **a
  * proxy could not reach its root-owned control.sock). */
 static int exec_jail_uid(const struct container *c, uid_t *ret)
 {
-	const char *s = oci_map_get(&c->state->private_data, STATE_KEY_JAIL_UID);
-	unsigned long v;
-	char *end;
+	int r;
 
 	*ret = 0;
 	if (!jail_enabled())
 		return 0;
-	if (!s) {
+	r = container_jail_uid(c, ret);
+	if (r == 0)
 		log_warn("container %s runs without a jail: so does this exec", c->state->id);
-		return 0;
-	}
-	v = strtoul(s, &end, 10);
-	if (*end || v < 65536 || v > 0x7fffffff)
-		return err_set(-EINVAL, "state of %s: bad %s '%s'", c->state->id, STATE_KEY_JAIL_UID, s);
-	*ret = (uid_t)v;
-	return 0;
+	return r < 0 ? r : 0;
 }
 
 /* Everything after the flags; errors read "exec failed: ..." as runc's. */

@@ -187,22 +187,6 @@ static bool is_sandbox(const struct container *c)
 	return role && strcmp(role, "sandbox") == 0;
 }
 
-static int jail_uid_of(const struct container *sandbox, uid_t *ret)
-{
-	const char *s = oci_map_get(&sandbox->state->private_data, STATE_KEY_JAIL_UID);
-	unsigned long v;
-	char *end;
-
-	*ret = 0;
-	if (!jail_enabled() || !s)
-		return 0;
-	v = strtoul(s, &end, 10);
-	if (*end || v < 65536 || v > 0x7fffffff)
-		return err_set(-EINVAL, "state of %s: bad %s '%s'", sandbox->state->id, STATE_KEY_JAIL_UID, s);
-	*ret = (uid_t)v;
-	return 0;
-}
-
 struct member {
 	struct guest_shares g;
 	struct proto_msg start;
@@ -341,7 +325,7 @@ int launch_member(struct cli_context *ctx, const char *id, const struct create_o
 		    "container with the annotation %s=sandbox)",
 		    pod->sandbox_id, POD_ANN_CRI_TYPE);
 	if (r >= 0)
-		r = jail_uid_of(sandbox, &jail);
+		r = jail_enabled() ? container_jail_uid(sandbox, &jail) : 0;
 	if (r >= 0)
 		r = check_spec(b);
 	if (r >= 0)

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -272,6 +273,23 @@ int container_create(const char *root, struct oci_state *state, struct container
 fail:
 	oci_state_free(state);
 	return r;
+}
+
+int container_jail_uid(const struct container *c, uid_t *ret)
+{
+	const char *s = oci_map_get(&c->state->private_data, STATE_KEY_JAIL_UID);
+	unsigned long v;
+	char *end;
+
+	*ret = 0;
+	if (!s)
+		return 0;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v < 65536 || v > 0x7fffffff)
+		return err_set(-EINVAL, "state of %s: bad %s '%s'", c->state->id, STATE_KEY_JAIL_UID, s);
+	*ret = (uid_t)v;
+	return 1;
 }
 
 int container_remove_leftover(const char *root, const char *id)

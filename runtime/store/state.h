@@ -104,6 +104,12 @@ int container_save(struct container *c);
  * the exclusive lock. c is freed even on failure. */
 int container_destroy(struct container *c);
 
+/* The uid of the container's jail (STATE_KEY_JAIL_UID, recorded by its
+ * monitor), which its exec and member proxies take too: 1 with *ret set,
+ * 0 with *ret 0 when its monitor runs without one, -EINVAL naming a
+ * malformed value. */
+int container_jail_uid(const struct container *c, uid_t *ret);
+
 /* Remove <root>/<id> when it is a directory without state.json that nobody
  * holds locked (what a crash half-way through a removal leaves), as runc's
  * delete does. 0 when there was nothing to remove. */
