@@ -3,7 +3,7 @@
 """kvrun's benchmark harness: kvrun against runc and crun (and QEMU microvm
 for the VMM) on the same work, in one run. See docs/benchmarks.md.
 
-  bench/run.py [--suite start,memory,pg,nginx,net,cpu-io,vmm,template,sizing] [--runs N] [--quick]
+  bench/run.py [--suite start,memory,pg,nginx,net,cpu-io,vmm,template,sizing,pod] [--runs N] [--quick]
                [--force-emulated] [--runtimes kvrun,runc,crun] [--sizing-mib N]
                [--density-counts N,N...] [--out DIR]
 
@@ -24,7 +24,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from benchlib import emulated, report, suite_cpuio, suite_datapath, suite_density, suite_fs, suite_net, suite_servers, suite_sizing, suite_start, suite_template, suite_vmm  # noqa: E402
+from benchlib import emulated, report, suite_cpuio, suite_datapath, suite_density, suite_fs, suite_net, suite_pod, suite_servers, suite_sizing, suite_start, suite_template, suite_vmm  # noqa: E402
 from benchlib.results import Results  # noqa: E402
 from benchlib.runtimes import Limits, cgroup_layout, make_runtimes, own_cgroup  # noqa: E402
 from benchlib.util import host_info, loadavg, log, sh, write_json  # noqa: E402
@@ -33,9 +33,10 @@ SUITES = ["start", "memory", "pg", "nginx", "net", "cpu-io", "vmm"]
 # Suites run only when named: template builds three templates (three Linux
 # boots); fs compares kvrun's virtio-fs server with bindfs on /dev/fuse (no
 # container runtime takes part); sizing boots two guests per run and writes
-# 1 GiB in one (128 MiB where the guest kernel is emulated); datapath, exits and density: one command each
-# (docs/benchmarks.md).
-NAMED_SUITES = ["template", "fs", "sizing", "datapath", "exits", "density"]
+# 1 GiB in one (128 MiB where the guest kernel is emulated); datapath, exits and density: one command each;
+# pod builds a template and two pods (sandbox and two app containers) per
+# run and runtime (docs/benchmarks.md).
+NAMED_SUITES = ["template", "fs", "sizing", "datapath", "exits", "density", "pod"]
 EMULATED = emulated.EMULATED
 EMULATED_REASON = emulated.EMULATED_REASON
 
@@ -156,7 +157,7 @@ def check_tools(suites):
     need = {"start": ["runc", "crun"], "memory": ["pgbench", "ip"], "pg": ["pgbench", "ip"],
             "nginx": ["nginx", "wrk", "ip"], "net": ["nginx", "wrk", "iperf3", "ip"], "cpu-io": ["bc", "fio", "gcc", "make"], "vmm": ["qemu-system-x86_64"],
             "template": ["runc"], "fs": ["bindfs"], "sizing": ["gcc"], "datapath": ["cc", "ip"], "exits": ["cc", "ip"],
-            "density": ["runc"]}
+            "density": ["runc"], "pod": ["runc", "cp"]}
     missing = sorted({t for s in suites for t in need.get(s, []) if not shutil.which(t)})
     if missing:
         sys.exit(f"bench/run.py: missing {' '.join(missing)}: run scripts/setup.sh --bench")
@@ -235,6 +236,8 @@ def run_suites(ctx, suites):
                     suite_density.run_exits(ctx)
             elif s == "density":
                 suite_density.run(ctx)
+            elif s == "pod":
+                suite_pod.run(ctx)
         except Exception as e:  # one broken suite must not lose the others
             traceback.print_exc()
             ctx.results.notes.append(f"suite {s} failed: {e}")
@@ -395,6 +398,7 @@ def main():
             "sizing": suite_sizing.config(ctx),
             "density": {"counts": ctx.density_counts or ([1, 3] if ctx.quick else suite_density.COUNTS),
                         "cpu_window_s": suite_density.CPU_WINDOW_S, "settle_s": ctx.settle},
+            "pod": suite_pod.config(ctx),
             "start_runs_per_block": ctx.start_runs, "settle_s": ctx.settle, "nice": os.nice(0),
         },
         "invocations": {n: r.invocation() for n, r in ctx.rt.items()},

@@ -17,11 +17,15 @@ LABEL = "emulated guest kernel (kvm_pvm)"
 # Figures kvrun takes with --force-emulated (shell patterns of "suite/name").
 FORCED = ["start/true_p50", "start/true_p95", "cpu-io/bc", "cpu-io/tar_small", "cpu-io/rm_small",
           "net/*", "nginx/*", "template/create_*", "template/pss_*", "template/rss_*", "sizing/*", "density/*",
-          "exits/container start*", "exits/exec *"]
+          "exits/container start*", "exits/exec *", "pod/*"]
 
 # kvrun figures of host-side work only: real on any host, never labelled.
 HOST_SIDE = ["vmm/*", "start/kvrun_host_start*", "start/cli_state", "template/restore_*", "template/host_*",
              "template/disk_*", "fs/*"]
+
+# kvrun figures that are counts of what kvrun made, not measurements of
+# time or memory: the same under emulation, never labelled.
+FACTS = ["pod/vms", "pod/from_template"]
 
 # kvrun figures that carry a label of their own: the data path's, where
 # the test guest's CPL3 loop runs natively and only its set-up is emulated.
@@ -51,9 +55,9 @@ def host_side(key):
 def label_metrics(metrics):
     """Label every kvrun figure taken (kvrun, and kvrun variants such as
     "kvrun (cold boot)") that involved the emulated guest kernel: all but
-    the host-side ones."""
+    the host-side ones, those with a label of their own and the counts."""
     for key, m in metrics.items():
-        if host_side(key) or any(fnmatch.fnmatchcase(key, p) for p in SELF_LABELLED):
+        if host_side(key) or any(fnmatch.fnmatchcase(key, p) for p in SELF_LABELLED + FACTS):
             continue
         for rt, d in m["runtimes"].items():
             if rt.startswith("kvrun") and "samples" in d:

@@ -13,7 +13,8 @@ SUITE_TITLES = {"start": "Start", "memory": "Memory (idle)", "pg": "PostgreSQL (
                 "fs": "Shared directory server on /dev/fuse (kvrun virtio-fs server, bindfs)",
                 "sizing": "Guest sizing (no limit: idle memory, memory given back)",
                 "datapath": "Device data path (test guest at CPL3, polled)",
-                "exits": "Exits and work per operation", "density": "Density (idle containers)"}
+                "exits": "Exits and work per operation", "density": "Density (idle containers)",
+                "pod": "Pod (a sandbox and two app containers)"}
 # Suites whose ratios are taken to something else than runc: (numerator,
 # denominator) pairs, and whether metrics carry a target on the first.
 RATIO_PAIRS = {"datapath": [("kvrun", "host-direct"), ("kvrun", "qemu-microvm")],
@@ -256,7 +257,7 @@ set boxwidth 0.9
 set xtics rotate by -30 noenhanced
 set key top left noenhanced
 set grid ytics
-{"set logscale y" if unit == "ms" and suite in ("vmm", "template") else "set yrange [0:*]"}
+{"set logscale y" if unit == "ms" and suite in ("vmm", "template", "pod") else "set yrange [0:*]"}
 set ylabel '{ylabel}'
 set title '{SUITE_TITLES[suite]}: medians, bars min-max{f" (normalised to {base})" if normalise else ""}' noenhanced
 plot {cols}
@@ -276,6 +277,8 @@ def write_plots(res, out):
         pngs.append(plot_suite(res, "exits", out, False, unit))
     for unit in ("MiB", "%"):
         pngs.append(plot_suite(res, "density", out, False, unit))
+    for unit in ("ms", "MiB"):
+        pngs.append(plot_suite(res, "pod", out, False, unit))
     # The VMM figures mix times and sizes: one plot per unit.
     for suite in ("vmm", "template"):
         for unit in ("ms", "MiB"):

@@ -5,8 +5,10 @@ running any benchmark or booting anything: statistics, output parsers
 (cpuio.sh, wrk, iperf3), the command line, the OCI bundle recipe, the rootfs
 copier, which figures kvrun takes on an emulating host with and without
 --force-emulated and the reasons for the others, a failed kvrun session,
-the result schema, the report's labels and "not available" notes, and the
-template suite's parsers, plan and reasons."""
+the result schema, the report's labels and "not available" notes, the
+template suite's parsers, plan and reasons, and the pod suite's bundles and
+sessions driven through a stand-in runtime (a script that runs the
+container's process on the host)."""
 import importlib.util
 import json
 import os
@@ -19,7 +21,7 @@ from taplib import Tap
 SRC = os.environ.get("KVRUN_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "bench"))
 
-from benchlib import emulated, report, rootfs, runtimes, suite_cpuio, suite_datapath, suite_density, suite_fs, suite_net, suite_servers, suite_sizing, suite_template, util  # noqa: E402
+from benchlib import emulated, report, rootfs, runtimes, suite_cpuio, suite_datapath, suite_density, suite_fs, suite_net, suite_pod, suite_servers, suite_sizing, suite_template, util  # noqa: E402
 from benchlib.results import Results  # noqa: E402
 
 t = Tap()
@@ -493,4 +495,147 @@ class SelfRuntime:
 t.eq(suite_density.partial(SelfRuntime(), [], 30), "", "density: a set that failed at its first container")
 t.ok("the 2 of 30 started before it, idle: host PSS" in suite_density.partial(SelfRuntime(), ["a", "b"], 30),
      "density: a set that failed later says what the containers before took")
+# The pod suite: the bundles as containerd's CRI makes them, and its two
+# pods per session driven through a stand-in for the runtime (a script
+# that runs the container's process on the host: no VM, no namespace).
+P = suite_pod
+a = run.parse_args(["--suite", "pod", "--runtimes", "kvrun,runc"])
+t.ok(a.suites == ["pod"] and "pod" in run.NAMED_SUITES and "pod" not in run.SUITES, "args: pod runs only when named")
+FAKE_RUNTIME = r'''#!/usr/bin/env python3
+import json, os, signal, subprocess, sys
+a, root, logf = sys.argv[1:], None, None
+while a[0].startswith("--"):
+    if a[0] == "--root":
+        root = a[1]
+    elif a[0] == "--log":
+        logf = a[1]
+    a = a[2:]
+verb, rest = a[0], a[1:]
+cid = rest[-1] if verb != "kill" else rest[0]
+path = os.path.join(root, cid + ".json")
+if verb == "create":
+    with open(path, "w") as f:
+        json.dump({"bundle": rest[1], "pid": 0}, f)
+    if logf and cid.endswith("-sbx"):
+        with open(logf, "a") as f:
+            f.write('{"level":"info","msg":"VM: template restored: restore_us=1 mem_mib=256 vcpus=1"}\n')
+    sys.exit(0)
+if not os.path.exists(path):
+    sys.exit(f"no container {cid}")
+st = json.load(open(path))
+if verb == "start":
+    cfg = json.load(open(os.path.join(st["bundle"], "config.json")))
+    st["pid"] = subprocess.Popen(cfg["process"]["args"], stdin=subprocess.DEVNULL, start_new_session=True).pid
+    with open(path, "w") as f:
+        json.dump(st, f)
+    with open(os.path.join(root, "pids"), "a") as f:
+        f.write(f"{st['pid']}\n")
+elif verb == "state":
+    print(json.dumps(st))
+elif verb in ("kill", "delete"):
+    try:
+        os.kill(st["pid"], signal.SIGKILL) if st["pid"] else None
+    except ProcessLookupError:
+        pass
+    if verb == "delete":
+        os.unlink(path)
+'''
+
+
+class PodCtx:
+    def __init__(self, work):
+        self.work, self.results = work, Results()
+
+    def boot_timeout(self, name):
+        return 30
+
+
+class PodEnv:
+    def __init__(self, d):
+        self.d, self.n = d, 0
+
+    def log_path(self, tag):
+        self.n += 1
+        return os.path.join(self.d, f"{self.n}-{tag}.log")
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+with tempfile.TemporaryDirectory() as d:
+    b = P.write_pod_bundle(os.path.join(d, "sbx"), "/nonexistent", "p-sbx", "sandbox")
+    cfg = json.load(open(os.path.join(b, "config.json")))
+    t.eq(cfg["annotations"], {"io.kubernetes.cri.container-type": "sandbox", "io.kubernetes.cri.sandbox-id": "p-sbx"},
+         "pod: the sandbox carries containerd's CRI annotations")
+    t.ok(cfg["hostname"] == "bench" and cfg["linux"]["resources"]["memory"]["limit"] == 256 << 20 and
+         cfg["linux"]["resources"]["cpu"]["quota"] == 100000 and
+         all("path" not in n for n in cfg["linux"]["namespaces"]), "pod: the sandbox's own namespaces, 1 CPU, 256 MiB",
+         cfg)
+    b = P.write_pod_bundle(os.path.join(d, "a"), "/nonexistent", "p-sbx", "container", 4242)
+    cfg = json.load(open(os.path.join(b, "config.json")))
+    ns = {n["type"]: n.get("path") for n in cfg["linux"]["namespaces"]}
+    t.eq(ns, {"pid": None, "mount": None, "network": "/proc/4242/ns/net", "ipc": "/proc/4242/ns/ipc",
+              "uts": "/proc/4242/ns/uts"}, "pod: an app container joins the sandbox's network, IPC and UTS by path")
+    t.ok(cfg["annotations"] == {"io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.sandbox-id": "p-sbx"}
+         and "hostname" not in cfg and cfg["linux"]["resources"] == {}, "pod: an app container: annotations, no "
+         "hostname, no limits", cfg)
+    t.eq(P.per_app(1000, 5096), 2.0, "pod: PSS per app container added, MiB")
+    t.eq(P.vm_pids([os.getpid()]), [], "pod: a process without a KVM VM is not one")
+
+    fake = os.path.join(d, "fake-runtime")
+    with open(fake, "w") as f:
+        f.write(FAKE_RUNTIME)
+    os.chmod(fake, 0o755)
+    state = os.path.join(d, "state")
+    os.makedirs(state)
+    P.SETTLE_S = 0
+    ctx = PodCtx(os.path.join(d, "work"))
+    os.makedirs(ctx.work)
+    rt = runtimes.Runtime("runc", fake, state)
+    P.session(ctx, "runc", rt, None, 0, "/nonexistent", ["/nonexistent-a", "/nonexistent-b"])
+    m = ctx.results.finish()
+    t.eq(sorted(k.split("/")[1] for k in m), sorted(P.TIMES + P.MEMORY),
+         "pod: a runc session gives the times and the memory figures, no kvrun facts")
+    t.ok(all(m[f"pod/{k}"]["runtimes"]["runc"]["n"] == 1 and m[f"pod/{k}"]["runtimes"]["runc"]["median"] > 0
+             for k in P.TIMES + ["pss_0", "pss_1", "pss_2"]), "pod: one sample of each, above 0", m)
+    tm = {k: m[f"pod/{k}"]["runtimes"]["runc"]["median"] for k in P.TIMES}
+    t.ok(tm["total_ms"] >= tm["sandbox_ms"] + tm["app_a_ms"] + tm["app_b_ms"] - 1,
+         "pod: the whole is from the sandbox's create to the last app container answering", tm)
+    pss = [m[f"pod/pss_{k}"]["runtimes"]["runc"]["median"] for k in range(3)]
+    t.ok(pss[0] < pss[1] < pss[2], "pod: each app container's process adds to the pod's PSS", pss)
+    cfg = json.load(open(os.path.join(ctx.work, "pod-t0-runc", "b-b", "config.json")))
+    pids = [int(x) for x in open(os.path.join(state, "pids")).read().split()]
+    t.ok(len(pids) == 6 and {"type": "network", "path": f"/proc/{pids[0]}/ns/net"} in cfg["linux"]["namespaces"],
+         "pod: B joins the namespaces of the sandbox's process (its state's pid)", (pids, cfg["linux"]["namespaces"]))
+    t.ok(open(os.path.join(ctx.work, "pod-t0-runc", "pod-t0-runc-a.out")).read() == "ready\n",
+         "pod: an app container's stdout is the harness's file")
+    t.eq([x for x in os.listdir(state) if x != "pids"] + [p for p in pids if alive(p)], [],
+         "pod: both pods deleted, none of their processes left")
+
+    # kvrun: the VMs of the pod (the stand-in makes none: the figure says
+    # 0 and a note says which were found) and the template's use, from the
+    # sandbox's --log; the times are labelled, the counts not.
+    ctx = PodCtx(os.path.join(d, "work"))
+    rt = runtimes.Runtime("kvrun", fake, state)
+    P.timed_pod(ctx, "kvrun", rt, PodEnv(d), 1, "/nonexistent", ["/nonexistent-a", "/nonexistent-b"])
+    m = ctx.results.finish()
+    t.eq((m["pod/vms"]["runtimes"]["kvrun"]["samples"], m["pod/from_template"]["runtimes"]["kvrun"]["samples"]),
+         ([0], [1]), "pod: kvrun's VMs counted, the sandbox's restore read from its --log")
+    t.ok(any("not the sandbox's monitor" in n for n in ctx.results.notes), "pod: a pod without its one VM is noted",
+         ctx.results.notes)
+    emulated.label_metrics(m)
+    t.ok(m["pod/total_ms"]["runtimes"]["kvrun"].get("label") == emulated.LABEL and
+         "label" not in m["pod/vms"]["runtimes"]["kvrun"] and "label" not in m["pod/from_template"]["runtimes"]["kvrun"],
+         "pod: under emulation kvrun's times are labelled, the counts not")
+    t.eq(os.listdir(state), ["pids"], "pod: the kvrun pod deleted too")
+t.ok(emulated.reason("pod/total_ms", True, True) is None and emulated.reason("pod/pss_2", True, False) ==
+     emulated.EMULATED_REASON, "pod: kvrun takes it on an emulating host with --force-emulated only")
+res = {"metrics": m}
+lines = report.table(res)
+t.ok("### Pod (a sandbox and two app containers)" in lines, "pod: its table", lines)
 t.done()
