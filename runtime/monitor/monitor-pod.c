@@ -334,10 +334,16 @@ int monitor_member(struct monitor *m, int fd, const char *args, const int *fds, 
 		*keep = true;
 		snprintf(detail, size, "%u", ans.u.started.pid);
 		log_debug("pod: app container created, guest pid %u, host process %d", e->guest_pid, (int)e->proxy_pid);
-	} else {
+	} else if (slots) {
 		/* The guest may have mounted some (it unmounts them as it
-		 * refuses the START): freed as any ended app container's. */
+		 * refuses the START): freed as any ended app container's, those
+		 * it never mounted at once. The failure's message stays. */
+		char why[1024];
+
+		snprintf(why, sizeof(why), "%s", err_msg());
 		m->slots_ending |= slots;
+		monitor_pod_release(m);
+		err_set(r, "%s", why);
 	}
 	for (unsigned int i = 0; i < GUEST_SHARES_MAX; i++)
 		share_free(&shares[i]);
