@@ -6,9 +6,12 @@
  * own mount namespace, cgroup (<cgroup_dir>-<n>) and, unless it shares
  * the first's, pid namespace; it joins the first's IPC and UTS namespaces
  * and stays in the VM's network. When its init ends, what is left of it
- * is killed, its root unmounted and its cgroup and directories removed.
+ * is killed, its root and shares unmounted and its cgroup and directories
+ * removed: once the last mount of a tag is gone, Linux's virtio-fs driver
+ * sends DESTROY, and the host frees the slot for another member.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,13 +93,55 @@ static int member_prepare(struct state *st, struct ctr *c)
 	return r;
 }
 
-/* Best effort: a long-lived pod must not keep what its members left. */
-static void member_cleanup(struct ctr *c)
+/* Whether a container of the VM other than c names share tag. */
+static bool tag_elsewhere(const struct state *st, const struct ctr *c, const char *tag)
+{
+	for (size_t i = 0; i < MAX_CONTAINERS; i++) {
+		const struct proto_start *s = &st->ctrs[i].start.u.start;
+
+		if (&st->ctrs[i] == c || !st->ctrs[i].used)
+			continue;
+		for (size_t k = 0; k < s->n_mounts; k++)
+			if (s->mounts[k].share && !strcmp(s->mounts[k].share, tag))
+				return true;
+	}
+	return false;
+}
+
+/* The tags of c's bind mounts, mounted under GI_SHARES_DIR by
+ * gi_mount_shares(): detached (the binds made from them in c's mount
+ * namespace went with its last process), so that nothing holds them. */
+static void member_unmount_shares(const struct state *st, const struct ctr *c)
+{
+	const struct proto_start *s = &c->start.u.start;
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < s->n_mounts; i++) {
+		const char *tag = s->mounts[i].share;
+		bool seen = false;
+
+		for (size_t k = 0; tag && k < i && !seen; k++)
+			seen = s->mounts[k].share && !strcmp(s->mounts[k].share, tag);
+		if (!tag || seen || !*tag || strchr(tag, '/') || !strcmp(tag, ".") || !strcmp(tag, "..") ||
+		    tag_elsewhere(st, c, tag))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", GI_SHARES_DIR, tag);
+		if (umount2(path, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+			log_warn("unmount the pod member's share %s: %m", path);
+		rmdir(path);
+	}
+}
+
+/* Best effort: a long-lived pod must not keep what its members left. Its
+ * processes are gone first (its cgroup empty), so that no open file or
+ * working directory holds its mounts. */
+static void member_cleanup(const struct state *st, struct ctr *c)
 {
 	char dir[sizeof(c->paths[0])], *slash;
 
 	if (c->cgroup && gi_cgroup_remove(c->cgroup, 1000) < 0)
 		log_warn("%s", err_msg());
+	member_unmount_shares(st, c);
 	if (c->root_mounted && umount2(c->rootfs, MNT_DETACH) < 0) {
 		log_warn("unmount the pod member's root %s: %m", c->rootfs);
 		return; /* nothing below it is removed */
@@ -138,14 +183,14 @@ int member_start(struct state *st, struct proto_msg *m)
 	r = member_prepare(st, c);
 	if (r < 0) {
 		member_refuse(st, id, r);
-		member_cleanup(c);
+		member_cleanup(st, c);
 		ctr_free(c);
 		return 0;
 	}
 	r = proc_spawn(st, &c->start, c, &p);
 	if (r < 0 && !p) {
 		member_exit(st, id);
-		member_cleanup(c);
+		member_cleanup(st, c);
 		ctr_free(c);
 		return 0;
 	}
@@ -171,7 +216,7 @@ void member_ended(struct state *st, struct ctr *c)
 	for (size_t i = 0; i < MAX_PROCS; i++)
 		if (st->procs[i].used && st->procs[i].ctr == c && !st->procs[i].exited && st->procs[i].pid > 0)
 			kill(st->procs[i].pid, SIGKILL);
-	member_cleanup(c);
+	member_cleanup(st, c);
 }
 
 void members_kill(struct state *st)

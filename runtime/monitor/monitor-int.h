@@ -43,6 +43,9 @@ struct monitor_exec {
 	uint64_t id; /* the EXEC's id: its EXIT carries it */
 	uint32_t guest_pid;
 	pid_t proxy_pid; /* SO_PEERCRED of the connection */
+	/* A pod's app container: the shared directory slots its directories
+	 * have (bit i: the sandbox's share i), freed after its end. */
+	uint32_t slots;
 };
 
 struct vm_stats;
@@ -85,6 +88,9 @@ struct monitor {
 	struct guest_shares shares;
 	int proc_fd;
 	bool pod_sandbox; /* a pod's sandbox: its VM takes the pod's app containers */
+	/* Slots of app containers that ended, until the guest has unmounted
+	 * them (monitor_pod_release()). */
+	uint32_t slots_ending;
 };
 
 /* ---- monitor-fds.c: the creator's preserved fds ---- */
@@ -124,6 +130,16 @@ int monitor_member(struct monitor *m, int fd, const char *args, const int *fds, 
                    char *detail, size_t size);
 /* monitor-pod.c: "go <guest pid>": the app container's process execs. */
 int monitor_member_go(struct monitor *m, uint32_t pid, char *detail, size_t size);
+
+/* monitor-pod.c: the session of an app container ended (its EXIT passed
+ * on, or its member proxy gone): its slots are freed once the guest has
+ * unmounted them. */
+void monitor_member_ended(struct monitor *m, struct monitor_exec *e);
+
+/* monitor-pod.c: free the slots of ended app containers that the guest
+ * has unmounted; clears sandbox_shares_event_fd(), which the main loop
+ * polls while some are left. */
+void monitor_pod_release(struct monitor *m);
 
 /* monitor-jail.c: the guest channel's listeners and control.sock in
  * m->dir, reachable by the jail's uid. */

@@ -19,10 +19,16 @@
  *
  *   go <guest pid>: the member's process execs (runc start).
  *
- * A slot stays the share's for the VM's life: the guest may still hold
- * the mount once the app container is gone.
+ * A slot is the share's until the app container has ended (its EXIT, or
+ * its proxy gone) and the guest has unmounted it: guest-init unmounts a
+ * member's root and shares at its end, and Linux sends DESTROY once the
+ * tag's last mount is gone. Then (monitor_pod_release()) its server and
+ * descriptors are closed and the slot takes the next app container's
+ * directory. Until the guest has unmounted it, the slot stays busy: a
+ * guest that never does keeps its own pod's slot, nothing else.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +43,10 @@
 #include "runtime/sandbox/sandbox.h"
 
 #define CLIENT_WAIT_MS 5000
+/* How long an app container that needs slots waits for those of ended
+ * ones that the guest is still unmounting (guest-init does it right after
+ * their EXIT, having waited up to a second for their processes). */
+#define SLOT_WAIT_MS 10000
 /* Entries one share of files may show. */
 #define GUEST_SHARE_MAX_NAMES 64
 
@@ -182,7 +192,82 @@ static struct monitor_exec *free_session(struct monitor *m)
 	return NULL;
 }
 
-static int attach_shares(struct monitor *m, struct member_share *shares, unsigned int n, const int *fds)
+void monitor_pod_release(struct monitor *m)
+{
+	int fd = m->sb ? sandbox_shares_event_fd(m->sb) : -1;
+	uint64_t events;
+
+	/* Cleared first: an unmount from now on makes it readable again. */
+	if (fd >= 0 && read(fd, &events, sizeof(events)) < 0)
+		events = 0;
+	for (unsigned int i = 0; m->sb && i < SANDBOX_MAX_SHARES; i++) {
+		if (!(m->slots_ending & (1u << i)) || sandbox_share_release(m->sb, i) < 0)
+			continue;
+		m->slots_ending &= ~(1u << i);
+		log_debug("pod: slot %u released: its app container ended and the guest unmounted it", i);
+	}
+}
+
+void monitor_member_ended(struct monitor *m, struct monitor_exec *e)
+{
+	log_debug("pod: app container (guest pid %u) ended: its slots (0x%x) are freed once the guest unmounted them",
+	          e->guest_pid, e->slots);
+	m->slots_ending |= e->slots;
+	e->slots = 0;
+	monitor_pod_release(m);
+}
+
+/* Slots that ended app containers still hold: "kvrun-fs1 kvrun-fs4". */
+static void ending_names(const struct monitor *m, char *buf, size_t size)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (unsigned int i = 0; i < SANDBOX_MAX_SHARES && at < size; i++)
+		if (m->slots_ending & (1u << i))
+			at += (size_t)snprintf(buf + at, size - at, "%skvrun-fs%u", at ? " " : "", i);
+}
+
+/* Enough free slots for need, waiting a little for those of ended app
+ * containers that the guest is still unmounting. 0, or -ENOSPC saying
+ * what holds them. */
+static int wait_slots(struct monitor *m, unsigned int need)
+{
+	int fd = sandbox_shares_event_fd(m->sb);
+	uint64_t until = vm_now_ns() + (uint64_t)SLOT_WAIT_MS * 1000000;
+	unsigned int ending;
+	char names[160];
+
+	monitor_pod_release(m);
+	while (sandbox_shares_free(m->sb) < need && m->slots_ending && fd >= 0) {
+		uint64_t now = vm_now_ns();
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+
+		if (now >= until)
+			break;
+		if (poll(&p, 1, (int)((until - now) / 1000000) + 1) < 0 && errno != EINTR)
+			break;
+		monitor_pod_release(m);
+	}
+	if (sandbox_shares_free(m->sb) >= need)
+		return 0;
+	ending = (unsigned int)__builtin_popcount(m->slots_ending);
+	if (!ending)
+		return err_set(-ENOSPC, "the pod's VM has %u free shared directory slots, the app container needs %u",
+		               sandbox_shares_free(m->sb), need);
+	ending_names(m, names, sizeof(names));
+	log_warn("pod: slots %s of ended app containers are still mounted in the guest after %d s", names,
+	         SLOT_WAIT_MS / 1000);
+	return err_set(-ENOSPC,
+	               "the pod's VM has %u free shared directory slots, the app container needs %u (%u more, %s, are "
+	               "of ended app containers that the guest has not unmounted yet)",
+	               sandbox_shares_free(m->sb), need, ending, names);
+}
+
+/* Slot of each share (sandbox_share_add()), in *ret_slots as they are
+ * taken (also on failure). */
+static int attach_shares(struct monitor *m, struct member_share *shares, unsigned int n, const int *fds,
+                         uint32_t *ret_slots)
 {
 	for (unsigned int i = 0; i < n; i++) {
 		char what[64];
@@ -198,6 +283,7 @@ static int attach_shares(struct monitor *m, struct member_share *shares, unsigne
 		r = sandbox_share_add(m->sb, &sh, shares[i].tag, sizeof(shares[i].tag));
 		if (r < 0)
 			return r;
+		*ret_slots |= 1u << r;
 		log_debug("pod: an app container's share %u is slot %s", i, shares[i].tag);
 	}
 	return 0;
@@ -212,6 +298,7 @@ int monitor_member(struct monitor *m, int fd, const char *args, const int *fds, 
 	struct ucred cred = {0};
 	socklen_t len = sizeof(cred);
 	unsigned int n = 0;
+	uint32_t slots = 0;
 	int r;
 
 	if (!monitor_is_pod_sandbox(m))
@@ -223,9 +310,8 @@ int monitor_member(struct monitor *m, int fd, const char *args, const int *fds, 
 	if (!e)
 		return err_set(-EAGAIN, "too many processes in the pod's VM (at most %d)", MONITOR_MAX_EXECS);
 	r = parse_shares(args, nfds, shares, &n);
-	if (r >= 0 && sandbox_shares_free(m->sb) < n)
-		r = err_set(-ENOSPC, "the pod's VM has %u free shared directory slots, the app container needs %u",
-		            sandbox_shares_free(m->sb), n);
+	if (r >= 0)
+		r = wait_slots(m, n);
 	if (r >= 0) {
 		r = proto_recv_timeout(fd, CLIENT_WAIT_MS, &msg);
 		if (r < 0)
@@ -234,7 +320,7 @@ int monitor_member(struct monitor *m, int fd, const char *args, const int *fds, 
 			r = err_set(-EINVAL, "member: expected START, got %s", proto_type_name(msg.type));
 	}
 	if (r >= 0)
-		r = attach_shares(m, shares, n, fds);
+		r = attach_shares(m, shares, n, fds, &slots);
 	if (r >= 0)
 		r = retag(&msg.u.start, shares, n);
 	if (r >= 0) {
@@ -244,10 +330,20 @@ int monitor_member(struct monitor *m, int fd, const char *args, const int *fds, 
 	if (r >= 0) {
 		getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
 		*e = (struct monitor_exec){
-		    .fd = fd, .id = msg.id, .guest_pid = ans.u.started.pid, .proxy_pid = cred.pid};
+		    .fd = fd, .id = msg.id, .guest_pid = ans.u.started.pid, .proxy_pid = cred.pid, .slots = slots};
 		*keep = true;
 		snprintf(detail, size, "%u", ans.u.started.pid);
 		log_debug("pod: app container created, guest pid %u, host process %d", e->guest_pid, (int)e->proxy_pid);
+	} else if (slots) {
+		/* The guest may have mounted some (it unmounts them as it
+		 * refuses the START): freed as any ended app container's, those
+		 * it never mounted at once. The failure's message stays. */
+		char why[1024];
+
+		snprintf(why, sizeof(why), "%s", err_msg());
+		m->slots_ending |= slots;
+		monitor_pod_release(m);
+		err_set(r, "%s", why);
 	}
 	for (unsigned int i = 0; i < GUEST_SHARES_MAX; i++)
 		share_free(&shares[i]);

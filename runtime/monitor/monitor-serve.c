@@ -374,7 +374,6 @@ void monitor_exec_exited(struct monitor *m, uint64_t id, uint32_t status)
 	char line[32];
 	int n = snprintf(line, sizeof(line), "exit %u\n", status);
 
-	(void)m;
 	for (int i = 0; i < MONITOR_MAX_EXECS; i++) {
 		struct monitor_exec *e = &m->execs[i];
 
@@ -383,6 +382,8 @@ void monitor_exec_exited(struct monitor *m, uint64_t id, uint32_t status)
 		(void)write_all(e->fd, line, (size_t)n);
 		close(e->fd);
 		e->fd = -1;
+		if (e->slots)
+			monitor_member_ended(m, e);
 	}
 }
 
@@ -397,6 +398,8 @@ void monitor_exec_gone(struct monitor *m, struct monitor_exec *e)
 	log_debug("exec proxy %d went away: killing guest pid %u", (int)e->proxy_pid, pid);
 	if (!m->exited && monitor_signal(m, pid, SIGKILL, false) < 0)
 		log_debug("killing guest pid %u: %s", pid, err_msg());
+	if (e->slots)
+		monitor_member_ended(m, e);
 }
 
 void monitor_oom(struct monitor *m, const struct proto_oom *oom)

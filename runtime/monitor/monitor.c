@@ -406,7 +406,7 @@ static int serve_timeout(struct monitor *m)
 /* Until the container's init exits (or the VM ends). */
 static int serve(struct monitor *m)
 {
-	enum { P_CONTROL, P_GUEST, P_DONE, P_SIGNAL, P_SUBS, P_EXECS = P_SUBS + MONITOR_MAX_SUBS };
+	enum { P_CONTROL, P_GUEST, P_DONE, P_SIGNAL, P_SLOTS, P_SUBS, P_EXECS = P_SUBS + MONITOR_MAX_SUBS };
 	struct pollfd p[P_EXECS + MONITOR_MAX_EXECS];
 	struct monitor_exec *who[MONITOR_MAX_EXECS];
 
@@ -421,6 +421,10 @@ static int serve(struct monitor *m)
 		p[P_GUEST] = (struct pollfd){.fd = m->ch.stream_fds[CHAN_CTL], .events = POLLIN};
 		p[P_DONE] = (struct pollfd){.fd = sandbox_done_fd(m->sb), .events = POLLIN};
 		p[P_SIGNAL] = (struct pollfd){.fd = m->signal_fd, .events = POLLIN};
+		/* A pod's slots of ended app containers: freed as the guest
+		 * unmounts them. */
+		p[P_SLOTS] =
+		    (struct pollfd){.fd = m->slots_ending ? sandbox_shares_event_fd(m->sb) : -1, .events = POLLIN};
 		for (int i = 0; i < MONITOR_MAX_EXECS; i++)
 			if (m->execs[i].fd >= 0) {
 				who[n - P_EXECS] = &m->execs[i];
@@ -460,6 +464,8 @@ static int serve(struct monitor *m)
 			monitor_serve_client(m);
 		if (p[P_SIGNAL].revents)
 			monitor_forward_signals(m);
+		if (p[P_SLOTS].revents)
+			monitor_pod_release(m);
 		for (int i = 0; i < MONITOR_MAX_SUBS; i++)
 			if (p[P_SUBS + i].revents && m->subs[i] == p[P_SUBS + i].fd)
 				monitor_sub_gone(m, i);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What sandbox.c (building a VM, booting it) shares with sandbox-snapshot.c
- * (a saved or restored one). */
+ * (a saved or restored one) and sandbox-shares.c (its shared directory
+ * slots). */
 #ifndef KVRUN_RUNTIME_SANDBOX_INT_H
 #define KVRUN_RUNTIME_SANDBOX_INT_H
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -235,54 +236,29 @@ int sandbox_share_attach(struct sandbox *s, unsigned int i, const struct sandbox
 	return r < 0 ? err_prefix(r, "shared directory %s", sh->dir) : 0;
 }
 
-int sandbox_share_add(struct sandbox *s, const struct sandbox_share *sh, char *tag, size_t size)
+/* On a worker of a slot, the guest has unmounted it: wake whoever waits
+ * to free it. An eventfd counter cannot fill up in practice; a failed
+ * write only leaves the slot for the next look. */
+static void share_unmounted(void *opaque)
 {
-	for (unsigned int i = 0; i < s->nshares; i++) {
-		int r;
+	struct sandbox *s = opaque;
+	uint64_t one = 1;
 
-		if (virtio_fs_attached(s->shares[i]))
-			continue;
-		r = sandbox_share_attach(s, i, sh);
-		if (r < 0)
-			return r;
-		snprintf(tag, size, "%s", virtio_fs_tag(s->shares[i]));
-		return 0;
-	}
-	return err_set(-ENOSPC, "shared directory %s: the VM's %u shared directory slots are all taken", sh->dir,
-	               s->nshares);
+	if (write(s->shares_event_fd, &one, sizeof(one)) < 0)
+		log_debug("shared directory slots: event: %m");
 }
 
-int sandbox_shares_prestart(struct sandbox *s, uint32_t workers, int (*thread_init)(void *opaque), void *opaque)
-{
-	for (unsigned int i = 0; i < s->nshares; i++) {
-		int r;
-
-		if (virtio_fs_attached(s->shares[i]))
-			continue;
-		r = virtio_fs_prestart(s->shares[i], workers, thread_init, opaque);
-		if (r < 0)
-			return err_prefix(r, "shared directory slot %s", virtio_fs_tag(s->shares[i]));
-	}
-	return 0;
-}
-
-unsigned int sandbox_shares_free(const struct sandbox *s)
-{
-	unsigned int n = 0;
-
-	for (unsigned int i = 0; i < s->nshares; i++)
-		n += !virtio_fs_attached(s->shares[i]);
-	return n;
-}
-
-/* Shared directory i: a device for sh, or without a directory when sh is
- * NULL (a template's slot, tag sandbox_share_tag(i)). */
-static int add_share(struct sandbox *s, const struct sandbox_share *sh, unsigned int i)
+static int share_make(struct sandbox *s, const struct sandbox_share *sh, unsigned int i)
 {
 	struct virtio_fs_opts fo;
 	char tag[32];
 	int r;
 
+	if (s->shares_event_fd < 0) {
+		s->shares_event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (s->shares_event_fd < 0)
+			return err_setsys(-errno, "eventfd for the shared directory slots");
+	}
 	virtio_fs_opts_default(&fo);
 	sandbox_share_tag(i, tag, sizeof(tag));
 	fo.tag = sh ? sh->tag : tag;
@@ -290,7 +266,20 @@ static int add_share(struct sandbox *s, const struct sandbox_share *sh, unsigned
 	if (r < 0)
 		return sh ? err_prefix(r, "shared directory %s", sh->dir) : r;
 	s->nshares = i + 1;
+	virtio_fs_set_unmount_notify(s->shares[i], share_unmounted, s);
 	if (sh && (r = sandbox_share_attach(s, i, sh)) < 0)
+		return r;
+	return 0;
+}
+
+/* Shared directory i: a device for sh, or without a directory when sh is
+ * NULL (a template's slot, tag sandbox_share_tag(i)), telling
+ * shares_event_fd of the guest's unmounts. */
+static int add_share(struct sandbox *s, const struct sandbox_share *sh, unsigned int i)
+{
+	int r = share_make(s, sh, i);
+
+	if (r < 0)
 		return r;
 	return attach(s, virtio_fs_mmio(s->shares[i]), true, NULL);
 }
@@ -452,6 +441,7 @@ struct sandbox *sandbox_alloc(void)
 	if (!s)
 		return NULL;
 	s->console_fd = -1;
+	s->shares_event_fd = -1;
 	for (size_t i = 0; i < SANDBOX_NR_VIRTIO; i++) {
 		s->lines[i].fd = -1;
 		s->notify_fds[i] = -1;
@@ -502,6 +492,8 @@ void sandbox_free(struct sandbox *s, struct vm_result *ret)
 	/* Devices go before the VM: they use its RAM and loop (now stopped). */
 	for (unsigned int i = 0; i < s->nshares; i++)
 		virtio_fs_free(s->shares[i]);
+	if (s->shares_event_fd >= 0)
+		close(s->shares_event_fd);
 	if (s->balloon) {
 		struct virtio_balloon_counters c;
 

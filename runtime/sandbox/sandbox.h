@@ -155,6 +155,7 @@ struct sandbox {
 	unsigned int nr_nets;
 	struct virtio_fs *shares[SANDBOX_MAX_SHARES];
 	unsigned int nshares; /* devices, attached or not */
+	int shares_event_fd; /* sandbox_shares_event_fd(), -1 until a share is made */
 	struct virtio_balloon *balloon;
 	unsigned int nr_slots; /* virtio slots taken */
 	struct irq_line lines[SANDBOX_NR_VIRTIO];
@@ -201,10 +202,24 @@ int sandbox_export_disk(struct sandbox *s, int fd);
 
 /* Give sh (dir_fd and proc_fd required) the first shared directory slot
  * without one, while the VM runs: a pod's app container's directory
- * (spare_shares, or a template's slots left after the restore). The
- * slot's tag goes to tag (at least 16 bytes). -ENOSPC when every slot
- * serves one. */
+ * (spare_shares, or a template's slots left after the restore, or slots
+ * released since). Returns the slot's index (for sandbox_share_release()),
+ * its tag in tag (at least 16 bytes). -ENOSPC when every slot serves
+ * one. */
 int sandbox_share_add(struct sandbox *s, const struct sandbox_share *sh, char *tag, size_t size);
+
+/* Free slot i (sandbox_share_add()'s index) for another directory once
+ * the guest has unmounted it (virtio_fs_detach(): the server and its
+ * descriptors closed, the slot's workers kept): 0, also for a slot
+ * without a directory; -EBUSY, with a message naming the tag and the
+ * directory, while the guest has it mounted; -ENOENT for no such slot. */
+int sandbox_share_release(struct sandbox *s, unsigned int i);
+
+/* A nonblocking eventfd that becomes readable each time the guest
+ * unmounts a shared directory (its DESTROY, or a reset of the device):
+ * the moment to try sandbox_share_release() again. The caller reads it
+ * to clear it; -1 when the VM has no shared directory slot. */
+int sandbox_shares_event_fd(const struct sandbox *s);
 
 /* Start the request threads (workers each, running thread_init first)
  * of every shared directory slot without a directory (virtio_fs_prestart()):

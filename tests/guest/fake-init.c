@@ -7,8 +7,13 @@
  * serves the control stream: GO (STARTED), EXEC (the process's streams,
  * opened with its token; "echo ARGS" writes ARGS and exits 0 at once, any
  * other process lives until signalled; into a pod member, tag 28, only a
- * live one), a pod member's START (its root a virtio-fs slot "kvrun-fs*":
- * its process's streams, READY; GO with its pid then STARTED), STATS
+ * live one), a pod member's START (its root a virtio-fs slot "kvrun-fs*",
+ * mounted as Linux would, FUSE INIT, with the tags of its binds: see
+ * fake-fs.h; then its process's streams, READY; GO with its pid then
+ * STARTED; its end unmounts them, DESTROY; a member whose args are
+ * "fs <file> <name>" first reads <file> of its root and writes it as
+ * <name> into its first bind's share, and "fs-keep <file> <name>" does
+ * that and never unmounts, as a guest that holds on), STATS
  * (all zero), UPDATE (acknowledged; of a member only a live one), SIGNAL
  * (acknowledged, then the
  * EXIT of that process: the init's ends the container), NETWORK
@@ -30,6 +35,7 @@
  *                 port that opens with 16 wrong bytes and "HIJACK": the
  *                 host must not take it
  */
+#include "fake-fs.h"
 #include "hw.h"
 #include "vsock.h"
 
@@ -53,6 +59,7 @@
 #define STDIO_PORT 1025 /* GUEST_PORT_STDIN, then stdout and stderr */
 #define TOKEN_BYTES 16 /* PROTO_TOKEN_BYTES */
 #define MAX_EXECS 16
+#define MAX_MEMBER_SHARES 8
 #define FOREVER 30000000000ULL
 #define POLL_TICKS 20000000ULL /* between two looks at the event queue */
 #define EV_ADDR 0x850000ULL /* the event queue's one buffer */
@@ -68,6 +75,10 @@ struct fi_exec {
 	uint64_t id;
 	uint32_t pid;
 	struct vs_stream io[3];
+	/* A pod member's mounted tags, unmounted at its end unless kept. */
+	struct ff_dev *shares[MAX_MEMBER_SHARES];
+	unsigned int nshares;
+	bool keep_mounts;
 };
 
 struct fi {
@@ -324,8 +335,9 @@ static struct fi_exec *fi_find(struct fi *f, uint32_t pid)
 
 /* EXEC, or a pod member's START (member: its process record as body):
  * the process's streams, then STARTED (READY for a member, which waits
- * for GO). An EXEC into a member (tag 28) must name a live one. */
-static void fi_spawn(struct fi *f, uint64_t id, const uint8_t *body, uint32_t len, bool member)
+ * for GO). An EXEC into a member (tag 28) must name a live one. The
+ * process (a member's, live), or NULL. */
+static struct fi_exec *fi_spawn(struct fi *f, uint64_t id, const uint8_t *body, uint32_t len, bool member)
 {
 	static const uint32_t tags[3] = {21, 22, 23};
 	struct fi_exec *e = NULL;
@@ -335,14 +347,14 @@ static void fi_spawn(struct fi *f, uint64_t id, const uint8_t *body, uint32_t le
 
 	if (in && !fi_find(f, in)) {
 		fi_ack(f, id, 3 /* ESRCH */);
-		return;
+		return 0;
 	}
 	for (int i = 0; i < MAX_EXECS && !e; i++)
 		if (!f->execs[i].live)
 			e = &f->execs[i];
 	if (!e || (token && tl != TOKEN_BYTES)) {
 		fi_ack(f, id, 11 /* EAGAIN */);
-		return;
+		return 0;
 	}
 	*e = (struct fi_exec){.live = true, .id = id, .pid = (member ? 200 : 100) + (uint32_t)(e - f->execs)};
 	if (cmd_num("intrude", 0) && tlv_u32(body, len, tags[1]))
@@ -353,7 +365,7 @@ static void fi_spawn(struct fi *f, uint64_t id, const uint8_t *body, uint32_t le
 		if (port && !fi_open_stdio(f, &e->io[i], port, token)) {
 			e->live = false;
 			fi_ack(f, id, 111 /* ECONNREFUSED */);
-			return;
+			return 0;
 		}
 	}
 	if (echo && e->io[1].peer) {
@@ -377,21 +389,97 @@ static void fi_spawn(struct fi *f, uint64_t id, const uint8_t *body, uint32_t le
 		fi_exit(f, id, e->pid, 0, false);
 		e->live = false;
 	}
+	return e;
+}
+
+/* Tag (len bytes) mounted unless devs[0..n) has it already. */
+static bool fi_mount_once(const uint8_t *tag, uint32_t len, struct ff_dev **devs, unsigned int *n)
+{
+	struct ff_dev *d;
+
+	for (unsigned int k = 0; k < *n; k++)
+		if (ff_is(devs[k], (const char *)tag, len))
+			return true;
+	if (*n == MAX_MEMBER_SHARES || !(d = ff_mount((const char *)tag, len)))
+		return false;
+	devs[(*n)++] = d;
+	return true;
+}
+
+/* The member's shares: its root's tag, then its binds' (each once), into
+ * devs[0..*n). 0, or the errno that refuses it. */
+static uint32_t fi_mount_member(const uint8_t *body, uint32_t len, struct ff_dev **devs, unsigned int *n)
+{
+	uint32_t dl, ml, tl;
+	const uint8_t *dev = tlv(body, len, 11, 0, &dl), *m, *tag;
+
+	*n = 0;
+	if (!fi_mount_once(dev, dl, devs, n))
+		return 5; /* EIO */
+	for (unsigned int i = 0; (m = tlv(body, len, 4, i, &ml)); i++)
+		if ((tag = tlv(m, ml, 7, 0, &tl)) && !fi_mount_once(tag, tl, devs, n))
+			return 5;
+	return 0;
+}
+
+/* "fs <file> <name>": <file> of the root copied as <name> into the
+ * first bind's share (the root's when it has none). 0 or an errno. */
+static uint32_t fi_fs_probe(const uint8_t *proc, uint32_t pl, struct ff_dev **devs, unsigned int n)
+{
+	static uint8_t data[4096];
+	uint32_t fl, nl;
+	const uint8_t *file = tlv(proc, pl, 1, 1, &fl), *name = tlv(proc, pl, 1, 2, &nl);
+	int got;
+
+	if (!file || !name)
+		return 22; /* EINVAL */
+	got = ff_read(devs[0], (const char *)file, fl, data, sizeof(data));
+	if (got < 0)
+		return 2; /* ENOENT */
+	return ff_write(devs[n > 1 ? 1 : 0], (const char *)name, nl, data, (uint32_t)got) ? 0 : 5;
+}
+
+static void fi_unmount_member(struct ff_dev **devs, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++)
+		tap_ok(ff_umount(devs[i]), "fake-init: a pod member's share unmounted (DESTROY)");
 }
 
 /* A pod member's START: its root must be a shared directory slot. */
 static void fi_handle_member(struct fi *f, uint64_t id, const uint8_t *body, uint32_t len)
 {
-	uint32_t pl, fl, dl;
+	struct ff_dev *devs[MAX_MEMBER_SHARES];
+	unsigned int n = 0;
+	uint32_t pl, fl, dl, al, err;
 	const uint8_t *proc = tlv(body, len, 1, 0, &pl), *fstype = tlv(body, len, 12, 0, &fl),
-		      *dev = tlv(body, len, 11, 0, &dl);
+		      *dev = tlv(body, len, 11, 0, &dl), *arg0;
+	struct fi_exec *e;
+	bool probe, keep;
 
 	if (!proc || !fstype || fl != 8 || memcmp(fstype, "virtiofs", 8) || !dev || dl < 9 ||
 	    memcmp(dev, "kvrun-fs", 8)) {
 		fi_ack(f, id, 22 /* EINVAL */);
 		return;
 	}
-	fi_spawn(f, id, proc, pl, true);
+	arg0 = tlv(proc, pl, 1, 0, &al);
+	keep = arg0 && al == 7 && !memcmp(arg0, "fs-keep", 7);
+	probe = keep || (arg0 && al == 2 && !memcmp(arg0, "fs", 2));
+	err = fi_mount_member(body, len, devs, &n);
+	if (!err && probe)
+		err = fi_fs_probe(proc, pl, devs, n);
+	if (err) {
+		fi_unmount_member(devs, n);
+		fi_ack(f, id, err);
+		return;
+	}
+	e = fi_spawn(f, id, proc, pl, true);
+	if (!e) {
+		fi_unmount_member(devs, n);
+		return;
+	}
+	memcpy(e->shares, devs, sizeof(devs));
+	e->nshares = n;
+	e->keep_mounts = keep;
 }
 
 /* GO: the init (pid 0) or a member waiting for it. */
@@ -426,8 +514,16 @@ static void fi_handle_signal(struct fi *f, uint64_t id, const uint8_t *body, uin
 		for (int k = 1; k < 3; k++)
 			if (e->io[k].peer)
 				vs_send(&f->d, &e->io[k], VS_SHUTDOWN, 3, NULL, 0);
+		/* Its stdin too, as guest-init closes it at the end: the host
+		 * would keep that stream's socket otherwise. */
+		if (e->io[0].peer)
+			vs_send(&f->d, &e->io[0], VS_RST, 0, NULL, 0);
 		fi_exit(f, e->id, e->pid, signo & 0x7f, false);
 		e->live = false;
+		/* As guest-init: its mounts go after its EXIT. */
+		if (!e->keep_mounts)
+			fi_unmount_member(e->shares, e->nshares);
+		e->nshares = 0;
 	}
 }
 

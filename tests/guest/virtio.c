@@ -9,6 +9,11 @@
  * line whose device has device_id. */
 bool find_device(uint32_t device_id, struct vdev *d)
 {
+	return find_device_nth(device_id, 0, d);
+}
+
+bool find_device_nth(uint32_t device_id, unsigned int n, struct vdev *d)
+{
 	static const char key[] = "virtio_mmio.device=";
 	const char *p = cmdline();
 
@@ -36,7 +41,7 @@ bool find_device(uint32_t device_id, struct vdev *d)
 		if (addr < 0xc0000000ULL || addr >= 0xfec00000ULL)
 			continue;
 		if (mmio_read32(addr + R_MAGIC) == VIRTIO_MAGIC && mmio_read32(addr + R_VERSION) == 2 &&
-		    mmio_read32(addr + R_DEVICE_ID) == device_id) {
+		    mmio_read32(addr + R_DEVICE_ID) == device_id && n-- == 0) {
 			memset(d, 0, sizeof(*d));
 			d->base = addr;
 			d->gsi = gsi;

@@ -100,6 +100,8 @@ static inline bool has(const struct vdev *d, unsigned int bit)
 /* Finds the first virtio_mmio.device= word of the command line whose
  * device (magic, version 2) has device_id, and fills d's address and GSI. */
 bool find_device(uint32_t device_id, struct vdev *d);
+/* The same for the n-th (from 0) such device. */
+bool find_device_nth(uint32_t device_id, unsigned int n, struct vdev *d);
 /* Reset, then ACKNOWLEDGE, DRIVER, features (VERSION_1, EVENT_IDX and
  * INDIRECT_DESC when offered, plus those in want), nq queues of QSIZE,
  * DRIVER_OK. False at the first step the device refuses. */

@@ -22,6 +22,16 @@ guest in scenario fake-init (tests/guest/fake-init.c; no Linux boot):
 - A container that joins the IPC or UTS namespace of a kvrun container
   that is not a pod's sandbox is refused naming it, before anything is
   made (its VM has no slots for another container's directories).
+- An app container's shared directory slots are freed after its end,
+  once the guest unmounted them (fake-init sends FUSE DESTROY after the
+  EXIT, as Linux does when the tag's last mount goes): 6 app containers
+  of 2 slots each (root and a volume) one after another in a VM of 8
+  slots, each reading a file of its own root and writing it into its own
+  volume through the slots; the sandbox's monitor has as many
+  descriptors and file server threads at the end as before the first. An
+  app container whose guest side never unmounts ("fs-keep") keeps its
+  slots, and only those: the next ones use the rest, and one that needs
+  more is refused after a bounded wait, naming the held slots.
 
 Needs /dev/kvm and root; the namespace parts need ip and tc (skipped
 loudly without them)."""
@@ -31,6 +41,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 
 import guestlib
 import netlib
@@ -65,17 +76,20 @@ ENV = dict(os.environ, KVRUN_KERNEL=GUEST, KVRUN_CONFIG=cfg, KVRUN_TEMPLATES="0"
            KVRUN_CONSOLE=os.path.join(tmp, "console.log"))
 
 
-def make_bundle(name, annotations=None, namespaces=None, hostname=True, cgroups_path=None):
+def make_bundle(name, annotations=None, namespaces=None, hostname=True, cgroups_path=None, args=None, binds=()):
     """namespaces: {type: path} replacing the default spec's entries;
     hostname False: none (an app container, which has its sandbox's), a
-    string: that one, True: the default spec's ("runc")."""
+    string: that one, True: the default spec's ("runc"); binds: (source,
+    destination) bind mounts, writable."""
     b = os.path.join(tmp, name)
     os.makedirs(os.path.join(b, "rootfs", "bin"))
     subprocess.run([KVRUN, "spec", "-b", b], check=True)
     with open(os.path.join(b, "config.json")) as f:
         spec = json.load(f)
     spec["process"]["terminal"] = False
-    spec["process"]["args"] = ["/bin/true"]
+    spec["process"]["args"] = args or ["/bin/true"]
+    spec["mounts"] += [{"destination": d, "type": "bind", "source": src, "options": ["rbind", "rw"]}
+                       for src, d in binds]
     # The test guest finds its devices on the command line, and has no modules.
     spec["annotations"] = dict({"io.kvrun.kernel.acpi": "off", "io.kvrun.kernel.modules": "none"},
                                **(annotations or {}))
@@ -307,6 +321,113 @@ def check_pod_netns(cns):
     t.eq(Census.diff(before, census.take(), ("fds",)), {}, "the namespace is as before, nothing left")
 
 
+def fs_threads(pid):
+    """The file server's threads of process pid (named "fs-...")."""
+    n = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            n += open(f"/proc/{pid}/task/{tid}/comm").read().startswith("fs-")
+        except OSError:
+            pass
+    return n
+
+
+def monitor_fds(pid):
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return -1
+
+
+def fd_targets(pid):
+    out = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            out.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            pass
+    return sorted(out)
+
+
+def check_slot_reuse():
+    """More app containers than the VM has slots, one after another."""
+    census = Census(TAG, root, cache=cache)
+    before = census.take()
+    sbx = f"{TAG}-ssbx"
+    b = make_bundle("b-ssbx", dict(CRI_SANDBOX, **{"io.kubernetes.cri.sandbox-id": sbx}))
+    p = kvrun("--debug", "create", "--bundle", b, sbx)
+    if not t.ok(p.returncode == 0, "slots: a pod's sandbox (a VM of 8 slots, none its own)", p.stderr):
+        return
+    mon = monitor_pid(sbx)
+    fds0, threads0, targets0 = monitor_fds(mon), fs_threads(mon), fd_targets(mon)
+    app_ann = {"io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.sandbox-id": sbx}
+    mark = os.path.getsize(log) if os.path.exists(log) else 0
+
+    def app(i, verb="fs"):
+        name = f"b-slot{i}"
+        vol = os.path.join(tmp, f"vol{i}")
+        os.makedirs(vol)
+        bdl = make_bundle(name, app_ann, hostname=False, args=[verb, "msg", "copied"], binds=[(vol, "/data")])
+        with open(os.path.join(bdl, "rootfs", "msg"), "w") as f:
+            f.write(f"root of app container {i}\n")
+        return bdl, vol
+
+    def run_one(i, verb="fs"):
+        """Create (the guest copies its root's msg into its volume), start,
+        kill, delete: whether each step went."""
+        cid = f"{TAG}-slot{i}"
+        bdl, vol = app(i, verb)
+        p = kvrun("--debug", "create", "--bundle", bdl, cid)
+        if not t.ok(p.returncode == 0, f"slots: app container {i} created", p.stderr):
+            return False
+        copied = os.path.join(vol, "copied")
+        got = open(copied).read() if os.path.exists(copied) else None
+        t.eq(got, f"root of app container {i}\n",
+             f"slots: app container {i} read its own root and wrote its own volume through its slots")
+        good = kvrun("start", cid).returncode == 0
+        good = good and kvrun("kill", cid, "KILL").returncode == 0 and \
+            wait_for(lambda: (state(cid) or {}).get("status") == "stopped", timeout=20, step=0.1)
+        good = good and kvrun("delete", cid).returncode == 0 and state(cid) is None
+        return t.ok(good, f"slots: app container {i} started, killed and deleted")
+
+    ran = sum(run_one(i) for i in range(6))
+    t.eq(ran, 6, "slots: 6 app containers of 2 slots each, one after another, in a VM of 8 slots")
+    t.ok(wait_for(lambda: monitor_fds(mon) == fds0, timeout=20, step=0.2),
+         f"slots: the monitor's descriptors back to {fds0} (now {monitor_fds(mon)}): every server closed",
+         "\n".join(sorted(set(fd_targets(mon)) - set(targets0))))
+    t.eq(fs_threads(mon), threads0, "slots: the monitor's file server threads as before the first")
+    with open(log, errors="replace") as f:
+        f.seek(mark)
+        lines = f.read()
+    released = len(re.findall(r"pod: slot \d released", lines))
+    t.ok(released >= 12, f"slots: the log tells of each release ({released})")
+
+    # A guest side that never unmounts keeps its own slots, nothing else.
+    ran = run_one(6, "fs-keep")
+    live = [f"{TAG}-slot{i}" for i in (7, 8, 9)]
+    made = 0
+    for i, cid in zip((7, 8, 9), live):
+        bdl, _ = app(i)
+        made += kvrun("create", "--bundle", bdl, cid).returncode == 0
+    t.eq(made, 3, "slots: the 6 slots left take 3 more app containers at once")
+    bdl, _ = app(10)
+    t0 = time.monotonic()
+    p = kvrun("create", "--bundle", bdl, f"{TAG}-slot10")
+    waited = time.monotonic() - t0
+    t.ok(p.returncode not in (0, None) and "the app container needs 2" in p.stderr and
+         "are of ended app containers that the guest has not unmounted yet" in p.stderr and
+         re.search(r"kvrun-fs\d kvrun-fs\d", p.stderr),
+         "slots: one more is refused, naming the slots the guest keeps", p.stderr)
+    t.ok(8 <= waited < 40, f"slots: after a bounded wait ({waited:.1f} s)")
+    t.ok(state(f"{TAG}-slot10") is None, "slots: nothing of the refused one is left")
+    for cid in live:
+        kvrun("delete", "--force", cid)
+    t.eq(kvrun("delete", "--force", sbx).returncode, 0, "slots: delete --force of the sandbox")
+    t.ok(wait_for(lambda: not processes_mentioning(TAG), timeout=20, step=0.1), "slots: no process left",
+         processes_mentioning(TAG))
+    t.eq(Census.diff(before, census.take(), ("fds",)), {}, "slots: nothing left")
+
+
 def check_ipc_member():
     census = Census(TAG, root, cache=cache)
     sbx, app = f"{TAG}-isbx", f"{TAG}-iapp"
@@ -329,6 +450,7 @@ def check_ipc_member():
 try:
     check_missing_sandbox()
     check_ipc_member()
+    check_slot_reuse()
     why = netlib.skip_reason()
     if why:
         t.skip("the pod network namespace parts", why)

@@ -15,8 +15,15 @@ path, each app container's own busybox root directory.
   namespace (A's page is not in B's root) and PID namespace (B's own
   sleep is pid 1 there).
 - Each has its own host process (the pid in its state), no second VM.
-- kill (SIGKILL: its sleep is pid 1 of its namespace) of B stops B alone; A still serves; delete of each; then the
-  sandbox's delete; nothing left.
+- kill (SIGKILL: its sleep is pid 1 of its namespace) of B stops B alone; A still serves; delete of each.
+- Then 6 more app containers one after another, each with its root and a
+  volume of its own (2 of the VM's 8 shared directory slots): each copies
+  a file of its root into its volume, is killed and deleted; the slots
+  are freed as the guest unmounts them (guest-init at the member's end,
+  DESTROY from Linux's driver when the tag's last mount goes), so all 6
+  get slots; the sandbox's monitor has as many descriptors at the end as
+  before them, and its log tells of each release.
+- Then the sandbox's delete; nothing left.
 
 Skips without a guest kernel, /dev/kvm, root, mke2fs or busybox."""
 import json
@@ -152,6 +159,7 @@ def run(t, tmp, root, log, env, sbx, a, b, cri):
     if not t.ok(p.returncode == 0, "the pod's sandbox runs", p.stderr[-3000:]):
         return
     mon = state(root, sbx).get("pid")
+    fds0 = monitor_fds(mon)
     ns = {typ: f"/proc/{mon}/ns/{k}" for typ, k in (("network", "net"), ("ipc", "ipc"), ("uts", "uts"))}
     app = dict(cri, **{"io.kubernetes.cri.container-type": "container"})
     # The pod's emptyDir: one host directory both app containers bind.
@@ -218,7 +226,63 @@ def run(t, tmp, root, log, env, sbx, a, b, cri):
     t.eq(rt(root, "delete", b).returncode, 0, "delete of B")
     t.eq(rt(root, "delete", "--force", a).returncode, 0, "delete --force of A")
     t.ok(state(root, sbx).get("status") == "running", "the sandbox runs on", json.dumps(state(root, sbx)))
+    sequential(t, tmp, root, log, env, mon, app, ns, fds0)
+    t.ok(state(root, sbx).get("status") == "running", "the sandbox runs on", json.dumps(state(root, sbx)))
     t.eq(rt(root, "delete", "--force", sbx).returncode, 0, "delete --force of the sandbox")
+
+
+def monitor_fds(pid):
+    try:
+        return sorted(os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return []
+
+
+def sequential(t, tmp, root, log, env, mon, app, ns, fds0):
+    """More app containers than the VM has slots, one after another;
+    fds0: the monitor's descriptors before any app container."""
+    with open(log, errors="replace") as f:
+        mark = len(f.read())
+    ran = 0
+    for i in range(6):
+        cid = f"{RUN_ID}-seq{i}"
+        vol = os.path.join(tmp, f"vol{i}")
+        os.makedirs(vol)
+        bdl = bundle(tmp, f"seq{i}", ["/bin/sh", "-c", "cat /msg > /vol/copied && sync && exec sleep 1000000"],
+                     app, ns, files={"msg": f"root of app container {i}\n"}, mounts=[bind("/vol", vol)])
+        p = to_file(root, log, env, ["create", "--bundle", bdl, cid], tmp, f"create-{cid}")
+        if not t.ok(p.returncode == 0, f"app container {i} of 6 in a row: created", p.stderr[-3000:]):
+            break
+        p = rt(root, "start", cid, text=True)
+        copied = os.path.join(vol, "copied")
+        want = f"root of app container {i}\n"
+        got = None
+        for _ in range(120):
+            got = open(copied).read() if os.path.exists(copied) else None
+            if p.returncode != 0 or got == want:
+                break
+            time.sleep(1)
+        t.eq(got, want, f"app container {i}: its root's file copied into its own volume")
+        good = rt(root, "kill", cid, "KILL").returncode == 0
+        for _ in range(60):
+            if state(root, cid).get("status") == "stopped":
+                break
+            time.sleep(1)
+        good = good and state(root, cid).get("status") == "stopped" and rt(root, "delete", cid).returncode == 0
+        ran += t.ok(good and not state(root, cid), f"app container {i}: killed and deleted")
+    t.eq(ran, 6, "6 app containers of 2 slots each, one after another, in a VM of 8 slots")
+    now = None
+    for _ in range(60):
+        now = monitor_fds(mon)
+        if len(now) == len(fds0):
+            break
+        time.sleep(1)
+    t.ok(len(now) == len(fds0), f"the sandbox's monitor has as many descriptors as before the app containers "
+         f"({len(now)}, {len(fds0)}): every server closed", "\n".join(sorted(set(now) - set(fds0))))
+    with open(log, errors="replace") as f:
+        lines = f.read()[mark:]
+    released = lines.count("released: its app container ended and the guest unmounted it")
+    t.ok(released >= 12, f"the monitor's log tells of each slot's release ({released})")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
  * workers takes chains off any queue (high priority first), runs each with
  * the FUSE server outside the device lock, and returns it with the reply
  * length. The notify path (vCPU or event loop) only sets a flag and wakes
- * a worker.
+ * a worker. The device's life (made, attached, detached, saved, freed)
+ * is slot.c's.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -14,29 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "common/log.h"
-#include "virtio/fs/fs.h"
-#include "virtio/mmio-state.h"
-
-struct virtio_fs_config {
-	uint8_t tag[VIRTIO_FS_TAG_MAX];
-	uint32_t num_request_queues;
-} __attribute__((packed));
-
-struct fs_dev_worker {
-	struct virtio_fs *fs;
-	struct fs_worker *w;
-	pthread_t thread;
-	bool started;
-	int (*init)(void *opaque); /* fs_server_opts' thread_init */
-	void *init_opaque;
-	bool ready; /* past init, whose result is init_err */
-	int init_err;
-	unsigned int q; /* of the chain in req */
-	struct virtq_req req;
-};
+#include "virtio/fs/fs-int.h"
 
 /* A chain whose reply comes later (a waiting lock): where it goes. */
 struct fs_ticket {
@@ -44,33 +27,6 @@ struct fs_ticket {
 	unsigned int q, nout;
 	uint16_t head;
 	struct iovec out[];
-};
-
-struct virtio_fs {
-	struct virtio_mmio mmio;
-	struct fs_server *server;
-	struct virtio_fs_config config;
-	char tag[VIRTIO_FS_TAG_MAX + 1];
-	pthread_mutex_t lock; /* the queues and the flags below */
-	pthread_cond_t work; /* kicked, activated, resumed or stopping */
-	pthread_cond_t idle; /* inflight dropped to 0 */
-	pthread_cond_t ready; /* a worker is past its thread_init */
-	bool running; /* activated and not reset */
-	bool paused, stop;
-	bool kicked; /* chains may be waiting */
-	unsigned int inflight; /* requests between pop and push */
-	unsigned int nqueues, next_q;
-	unsigned int nworkers;
-	struct fs_dev_worker *workers;
-	/* virtio_fs_attach() of a prestarted device: the server the first
-	 * worker makes with its own credentials (a jail's file server
-	 * capabilities, which the attaching thread may lack), and how it
-	 * went. */
-	const struct fs_server_opts *pending;
-	struct fs_server *pending_server;
-	bool pending_done;
-	int pending_err;
-	char pending_msg[256];
 };
 
 static struct virtio_fs *to_fs(struct virtio_mmio *m)
@@ -131,7 +87,7 @@ static bool any_avail(const struct virtio_fs *fs)
 
 static bool can_work(const struct virtio_fs *fs)
 {
-	return fs->server && fs->running && !fs->paused && fs->kicked && virtio_mmio_active(&fs->mmio);
+	return fs->server && fs->running && !fs->paused && !fs->holding && fs->kicked && virtio_mmio_active(&fs->mmio);
 }
 
 /* The server keeps the request: note where its reply goes (the guest's
@@ -170,6 +126,16 @@ static void fs_complete(void *token, const void *reply, size_t len)
 	free(t);
 }
 
+/* Under the lock, after a request or a reset: the guest's unmount (the
+ * server no longer mounted) is told once. The last request to end sees
+ * how its session ended up. */
+static void note_session(struct virtio_fs *fs, bool mounted)
+{
+	if (fs->session && !mounted && fs->unmounted)
+		fs->unmounted(fs->unmounted_opaque);
+	fs->session = mounted;
+}
+
 /* One chain: run it unlocked, return it locked. */
 static void run_one(struct fs_dev_worker *wk, unsigned int q)
 {
@@ -201,6 +167,7 @@ static void run_one(struct fs_dev_worker *wk, unsigned int q)
 		virtq_push(&fs->mmio.vqs[q], req->head, (uint32_t)len);
 		virtio_mmio_notify_used(&fs->mmio, &fs->mmio.vqs[q]);
 	}
+	note_session(fs, fs_server_mounted(fs->server));
 	if (--fs->inflight == 0)
 		pthread_cond_broadcast(&fs->idle);
 }
@@ -307,7 +274,7 @@ static int fs_activate(struct virtio_mmio *m)
 }
 
 /* Under the lock: until no request runs. */
-static void wait_idle(struct virtio_fs *fs)
+void fs_dev_wait_idle(struct virtio_fs *fs)
 {
 	while (fs->inflight)
 		pthread_cond_wait(&fs->idle, &fs->lock);
@@ -318,6 +285,7 @@ static void fs_reset(struct virtio_mmio *m)
 	struct virtio_fs *fs = to_fs(m);
 	struct fs_server *server;
 
+	pthread_mutex_lock(&fs->admin);
 	pthread_mutex_lock(&fs->lock);
 	server = fs->server;
 	pthread_mutex_unlock(&fs->lock);
@@ -327,13 +295,17 @@ static void fs_reset(struct virtio_mmio *m)
 	pthread_mutex_lock(&fs->lock);
 	fs->running = false;
 	fs->kicked = false;
-	wait_idle(fs);
+	fs_dev_wait_idle(fs);
 	pthread_mutex_unlock(&fs->lock);
 	/* The driver starts again with INIT: nothing it knew stays open. */
 	if (server) {
 		fs_server_reset(server);
 		fs_server_cancel_waits(server, false);
 	}
+	pthread_mutex_lock(&fs->lock);
+	note_session(fs, false);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_mutex_unlock(&fs->admin);
 }
 
 static void fs_config_read(struct virtio_mmio *m, uint32_t off, void *data, uint32_t len)
@@ -348,28 +320,8 @@ static const struct virtio_dev_ops fs_ops = {
     .reset = fs_reset,
 };
 
-static int check_workers(const char *tag, uint32_t workers)
-{
-	if (workers < 1 || workers > VIRTIO_FS_MAX_WORKERS)
-		return err_set(-EINVAL, "virtio-fs '%s': %u workers (1 to %d)", tag, workers, VIRTIO_FS_MAX_WORKERS);
-	return 0;
-}
-
-static int check_opts(const struct virtio_fs_opts *o)
-{
-	size_t len = o->tag ? strlen(o->tag) : 0;
-
-	if (len == 0 || len > VIRTIO_FS_TAG_MAX)
-		return err_set(-EINVAL, "virtio-fs: the tag must be 1 to %d bytes, got '%s'", VIRTIO_FS_TAG_MAX,
-		               o->tag ? o->tag : "");
-	if (o->request_queues < 1 || o->request_queues > VIRTIO_FS_MAX_REQUEST_QUEUES)
-		return err_set(-EINVAL, "virtio-fs '%s': %u request queues (1 to %d)", o->tag, o->request_queues,
-		               VIRTIO_FS_MAX_REQUEST_QUEUES);
-	return 0;
-}
-
 /* Stop and join the workers (none may be running a request). */
-static void stop_workers(struct virtio_fs *fs)
+void fs_dev_stop_workers(struct virtio_fs *fs)
 {
 	pthread_mutex_lock(&fs->lock);
 	fs->stop = true;
@@ -407,7 +359,7 @@ static int wait_ready(struct virtio_fs *fs)
 	return r;
 }
 
-static int start_workers(struct virtio_fs *fs, struct fs_server *server, const struct fs_server_opts *o)
+int fs_dev_start_workers(struct virtio_fs *fs, struct fs_server *server, const struct fs_server_opts *o)
 {
 	int r;
 
@@ -433,7 +385,7 @@ static int start_workers(struct virtio_fs *fs, struct fs_server *server, const s
 }
 
 /* The transport and its config space: a device without a server yet. */
-static int fs_start(struct virtio_fs *fs, const struct guest_mem *mem, const struct virtio_fs_opts *o)
+int fs_dev_start(struct virtio_fs *fs, const struct guest_mem *mem, const struct virtio_fs_opts *o)
 {
 	struct virtio_mmio_info info = {
 	    .device_id = VIRTIO_ID_FS,
@@ -455,135 +407,9 @@ static int fs_start(struct virtio_fs *fs, const struct guest_mem *mem, const str
 	return 0;
 }
 
-/* The first worker makes the server (make_server()); it is then the
- * device's. */
-static int attach_prestarted(struct virtio_fs *fs, const struct fs_server_opts *server)
-{
-	int r;
-
-	pthread_mutex_lock(&fs->lock);
-	fs->pending = server;
-	fs->pending_done = false;
-	pthread_cond_broadcast(&fs->work);
-	while (!fs->pending_done)
-		pthread_cond_wait(&fs->ready, &fs->lock);
-	r = fs->pending_err;
-	if (r >= 0) {
-		/* Chains queued before (there should be none) are taken now. */
-		fs->server = TAKE_PTR(fs->pending_server);
-		fs->kicked = true;
-		pthread_cond_broadcast(&fs->work);
-	}
-	pthread_mutex_unlock(&fs->lock);
-	return r < 0 ? err_set(r, "virtio-fs '%s': %s", fs->tag, fs->pending_msg) : 0;
-}
-
-int virtio_fs_attach(struct virtio_fs *fs, const struct fs_server_opts *server, uint32_t workers)
-{
-	struct fs_server *s;
-	int r;
-
-	r = check_workers(fs->tag, workers);
-	if (r < 0)
-		return r;
-	if (fs->server)
-		return err_set(-EBUSY, "virtio-fs '%s': it shares %s already", fs->tag, fs_server_root(fs->server));
-	if (fs->workers)
-		return attach_prestarted(fs, server);
-	r = fs_server_new(server, &s);
-	if (r < 0)
-		return err_prefix(r, "virtio-fs '%s'", fs->tag);
-	fs->nworkers = workers;
-	r = start_workers(fs, s, server);
-	if (r < 0) {
-		stop_workers(fs);
-		fs_server_free(s);
-		return r;
-	}
-	/* Chains the driver queued before (it should not: nothing mounted
-	 * the tag yet) are taken now. */
-	pthread_mutex_lock(&fs->lock);
-	fs->server = s;
-	fs->kicked = true;
-	pthread_cond_broadcast(&fs->work);
-	pthread_mutex_unlock(&fs->lock);
-	return 0;
-}
-
-int virtio_fs_prestart(struct virtio_fs *fs, uint32_t workers, int (*thread_init)(void *opaque), void *opaque)
-{
-	struct fs_server_opts o = {.thread_init = thread_init, .thread_opaque = opaque};
-	int r = check_workers(fs->tag, workers);
-
-	if (r < 0)
-		return r;
-	if (fs->server || fs->workers)
-		return err_set(-EBUSY, "virtio-fs '%s': its workers are there already", fs->tag);
-	fs->nworkers = workers;
-	r = start_workers(fs, NULL, &o);
-	if (r < 0)
-		stop_workers(fs);
-	return r;
-}
-
-bool virtio_fs_attached(struct virtio_fs *fs)
-{
-	bool r;
-
-	pthread_mutex_lock(&fs->lock);
-	r = fs->server != NULL;
-	pthread_mutex_unlock(&fs->lock);
-	return r;
-}
-
 const char *virtio_fs_tag(const struct virtio_fs *fs)
 {
 	return fs->tag;
-}
-
-int virtio_fs_new_detached(const struct guest_mem *mem, const struct virtio_fs_opts *opts, struct virtio_fs **ret)
-{
-	struct virtio_fs *fs;
-	int r;
-
-	r = check_opts(opts);
-	if (r < 0)
-		return r;
-	fs = calloc(1, sizeof(*fs));
-	if (!fs)
-		return -ENOMEM;
-	pthread_mutex_init(&fs->lock, NULL);
-	pthread_cond_init(&fs->work, NULL);
-	pthread_cond_init(&fs->idle, NULL);
-	pthread_cond_init(&fs->ready, NULL);
-	r = fs_start(fs, mem, opts);
-	if (r < 0) {
-		virtio_fs_free(fs);
-		return r;
-	}
-	*ret = fs;
-	return 0;
-}
-
-int virtio_fs_new(const struct guest_mem *mem, const struct virtio_fs_opts *opts, struct virtio_fs **ret)
-{
-	struct virtio_fs *fs;
-	int r;
-
-	r = check_opts(opts);
-	if (r >= 0)
-		r = check_workers(opts->tag, opts->workers);
-	if (r >= 0)
-		r = virtio_fs_new_detached(mem, opts, &fs);
-	if (r < 0)
-		return r;
-	r = virtio_fs_attach(fs, &opts->server, opts->workers);
-	if (r < 0) {
-		virtio_fs_free(fs);
-		return r;
-	}
-	*ret = fs;
-	return 0;
 }
 
 struct virtio_mmio *virtio_fs_mmio(struct virtio_fs *fs)
@@ -601,78 +427,8 @@ void virtio_fs_pause(struct virtio_fs *fs, bool paused)
 	pthread_mutex_lock(&fs->lock);
 	fs->paused = paused;
 	if (paused)
-		wait_idle(fs);
+		fs_dev_wait_idle(fs);
 	else
 		pthread_cond_broadcast(&fs->work);
 	pthread_mutex_unlock(&fs->lock);
-}
-
-#define FS_STATE_MAGIC 0x31534656u /* "VFS1" */
-
-/* A detached device's state besides the transport: what it was made
- * with, which the restoring runtime must make again. */
-struct fs_state {
-	uint32_t magic;
-	uint32_t request_queues;
-	char tag[VIRTIO_FS_TAG_MAX];
-	uint8_t pad[4];
-};
-
-int virtio_fs_state_save(void *opaque, struct snap_buf *out)
-{
-	struct virtio_fs *fs = opaque;
-	struct fs_state st;
-
-	if (virtio_fs_attached(fs))
-		return err_set(-EOPNOTSUPP,
-		               "virtio-fs '%s' (sharing %s): a VM with a shared directory cannot be saved: the guest's "
-		               "open files, locks and looked-up inodes are host descriptors of this process",
-		               fs->tag, fs_server_root(fs->server));
-	memset(&st, 0, sizeof(st));
-	st.magic = FS_STATE_MAGIC;
-	st.request_queues = fs->config.num_request_queues;
-	memcpy(st.tag, fs->config.tag, sizeof(st.tag));
-	snap_buf_put(out, &st, sizeof(st));
-	if (out->err)
-		return out->err;
-	return virtio_mmio_state_save(&fs->mmio, out);
-}
-
-int virtio_fs_state_load(void *opaque, const void *data, size_t len)
-{
-	struct virtio_fs *fs = opaque;
-	struct snap_reader rd = {.p = data, .len = len};
-	struct fs_state st;
-
-	if (virtio_fs_attached(fs))
-		return err_set(-EOPNOTSUPP, "virtio-fs '%s': only a device without a shared directory is restored",
-		               fs->tag);
-	if (snap_get(&rd, &st, sizeof(st)) < 0)
-		return err_set(-EBADMSG, "virtio-fs '%s': state too short", fs->tag);
-	if (st.magic != FS_STATE_MAGIC)
-		return err_set(-EINVAL, "virtio-fs '%s': not a virtio-fs state", fs->tag);
-	if (memcmp(st.tag, fs->config.tag, sizeof(st.tag)) != 0)
-		return err_set(-EINVAL, "virtio-fs '%s': saved with the tag '%.*s'", fs->tag, VIRTIO_FS_TAG_MAX,
-		               st.tag);
-	if (st.request_queues != fs->config.num_request_queues)
-		return err_set(-EINVAL, "virtio-fs '%s': saved with %u request queues, this device has %u", fs->tag,
-		               st.request_queues, fs->config.num_request_queues);
-	return virtio_mmio_state_load_last(&fs->mmio, &rd, "virtio-fs");
-}
-
-void virtio_fs_free(struct virtio_fs *fs)
-{
-	if (!fs)
-		return;
-	if (fs->server)
-		fs_server_cancel_waits(fs->server, true);
-	stop_workers(fs);
-	if (fs->mmio.ops)
-		virtio_mmio_destroy(&fs->mmio);
-	fs_server_free(fs->server);
-	pthread_cond_destroy(&fs->work);
-	pthread_cond_destroy(&fs->idle);
-	pthread_cond_destroy(&fs->ready);
-	pthread_mutex_destroy(&fs->lock);
-	free(fs);
 }

@@ -69,8 +69,9 @@ int virtio_fs_new_detached(const struct guest_mem *mem, const struct virtio_fs_o
 
 /* Give a detached device its shared directory (server) and workers (1 to
  * VIRTIO_FS_MAX_WORKERS), e.g. after the VM was restored from a
- * template. Each worker has run server->thread_init when this returns.
- * -EBUSY when it has one; errors name the tag and directory. */
+ * template, or after virtio_fs_detach(). Each worker has run
+ * server->thread_init when this returns. -EBUSY when it has one; errors
+ * name the tag and directory. */
 int virtio_fs_attach(struct virtio_fs *fs, const struct fs_server_opts *server, uint32_t workers);
 
 /* Start workers (1 to VIRTIO_FS_MAX_WORKERS) of a detached device now,
@@ -80,6 +81,29 @@ int virtio_fs_attach(struct virtio_fs *fs, const struct fs_server_opts *server, 
  * a worker needs (a jail's capabilities, jail_fs_thread()). They wait
  * for the attach. -EBUSY when the device has a server or workers. */
 int virtio_fs_prestart(struct virtio_fs *fs, uint32_t workers, int (*thread_init)(void *opaque), void *opaque);
+
+/* Take the shared directory away from the device once the guest is done
+ * with it, so that virtio_fs_attach() can give the slot another: 0 when
+ * the guest has it unmounted (never mounted: no INIT answered, or DESTROY
+ * after the last INIT; Linux sends DESTROY when the last mount of the tag
+ * goes, and INIT again at the next mount) and no request runs any more;
+ * the server and every descriptor it held are closed then, and 0 also
+ * when the device had no directory. -EBUSY, with a message naming the
+ * tag and the directory, while the guest has it mounted (nothing
+ * changes). Requests are held while it waits for those in flight (a lock
+ * waiting for its owner gives up, EINTR); those that come after it wait
+ * for the next attach, as on a device never attached (an INIT of a guest
+ * that mounts the tag again is answered by the next directory's server,
+ * once it is attached). Prestarted workers stay, ready for the next
+ * attach; others are stopped. */
+int virtio_fs_detach(struct virtio_fs *fs);
+
+/* Call fn(opaque) each time the guest unmounts the shared directory
+ * (DESTROY answered, or a reset of the device, ending a mount): from a
+ * worker or the resetting thread, with the device's lock held, so fn
+ * must not call into the device (an eventfd write: the runtime then
+ * tries virtio_fs_detach()). NULL: none. */
+void virtio_fs_set_unmount_notify(struct virtio_fs *fs, void (*fn)(void *opaque), void *opaque);
 
 /* Whether the device serves a shared directory. */
 bool virtio_fs_attached(struct virtio_fs *fs);

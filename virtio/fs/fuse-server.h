@@ -29,7 +29,8 @@
  * struct fs_server_opts).
  *
  * Threads: any number of threads may run requests at once, each with its
- * own struct fs_worker. The server makes one of its own, FS_LOCK_THREAD_NAME,
+ * own struct fs_worker; a DESTROY (which drops every inode and handle)
+ * waits for the others to finish and runs alone. The server makes one of its own, FS_LOCK_THREAD_NAME,
  * from a thread running a request (it retries the locks the client waits
  * for), which starts with what that thread has (its credentials).
  */
@@ -160,6 +161,11 @@ struct fs_server_stats {
 };
 
 void fs_server_get_stats(struct fs_server *s, struct fs_server_stats *ret);
+
+/* Whether a client has the share mounted: INIT answered, and no DESTROY
+ * (the client's unmount) or fs_server_reset() since. Only INIT makes it
+ * true again. */
+bool fs_server_mounted(struct fs_server *s);
 
 /* The shared directory (as given in the options). */
 const char *fs_server_root(const struct fs_server *s);

@@ -204,7 +204,8 @@ static bool was_interrupted(struct fs_server *s, uint64_t unique)
 }
 
 /* Retry t until it is granted, fails otherwise, or an INTERRUPT for this
- * request (or fs_server_cancel_waits()) ends the wait with EINTR. */
+ * request (or fs_server_cancel_waits(), or a DESTROY waiting for the
+ * requests in flight) ends the wait with EINTR. */
 static int wait_lock(struct fs_ctx *c, struct lock_try *t)
 {
 	struct fs_server *s = c->s;
@@ -228,9 +229,9 @@ static int wait_lock(struct fs_ctx *c, struct lock_try *t)
 		until.tv_sec += until.tv_nsec / 1000000000;
 		until.tv_nsec %= 1000000000;
 		pthread_mutex_lock(&s->intr_lock);
-		if (!me.interrupted && !s->cancel)
+		if (!me.interrupted && !s->cancel && !s->destroying)
 			pthread_cond_timedwait(&s->intr_cond, &s->intr_lock, &until);
-		r = me.interrupted || s->cancel ? -EINTR : 0;
+		r = me.interrupted || s->cancel || s->destroying ? -EINTR : 0;
 		pthread_mutex_unlock(&s->intr_lock);
 		if (r < 0)
 			break;

@@ -156,6 +156,10 @@ struct fs_server {
 	struct fs_htable ht;
 	int proc_fd; /* /proc/self/fd, to reopen O_PATH descriptors */
 	int root_dir_fd; /* the root opened for reading: syncfs */
+	/* Held shared by every request, alone by DESTROY: what DESTROY
+	 * frees, no other request is using (a driver may send it while
+	 * others are in flight). */
+	pthread_rwlock_t session;
 	pthread_mutex_t state_lock;
 	bool initialized; /* under state_lock */
 	uint32_t minor;
@@ -173,6 +177,7 @@ struct fs_server {
 	uint64_t recent_intr[16]; /* INTERRUPTs that found no wait yet */
 	unsigned int recent_next;
 	bool cancel; /* under intr_lock */
+	unsigned int destroying; /* under intr_lock: DESTROYs waiting for the session */
 };
 
 struct fs_worker {

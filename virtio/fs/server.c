@@ -140,7 +140,8 @@ static int fs_op_init(struct fs_ctx *c)
 static int fs_op_destroy(struct fs_ctx *c)
 {
 	/* The client unmounted: nothing it knew stays open. Only this
-	 * request runs now (the client sends DESTROY last). */
+	 * request runs now (session_enter()): Linux sends DESTROY last, but
+	 * another driver may not. */
 	fs_locks_drain(c->s);
 	fs_htable_clear(c->s);
 	fs_itable_clear(&c->s->it);
@@ -208,6 +209,25 @@ size_t fs_server_handle(struct fs_server *s, struct fs_worker *w, const struct i
 	return fs_server_run(s, w, &req);
 }
 
+/* DESTROY runs alone: it waits for the requests in flight (a lock waiting
+ * in its call gives up, EINTR) and keeps new ones out until it is done.
+ * Writers first: a driver that keeps requests coming cannot hold it off. */
+static void session_enter(struct fs_server *s, bool alone)
+{
+	if (!alone) {
+		pthread_rwlock_rdlock(&s->session);
+		return;
+	}
+	pthread_mutex_lock(&s->intr_lock);
+	s->destroying++;
+	pthread_cond_broadcast(&s->intr_cond);
+	pthread_mutex_unlock(&s->intr_lock);
+	pthread_rwlock_wrlock(&s->session);
+	pthread_mutex_lock(&s->intr_lock);
+	s->destroying--;
+	pthread_mutex_unlock(&s->intr_lock);
+}
+
 size_t fs_server_run(struct fs_server *s, struct fs_worker *w, const struct fs_request *req)
 {
 	struct fs_ctx c = {
@@ -222,7 +242,9 @@ size_t fs_server_run(struct fs_server *s, struct fs_worker *w, const struct fs_r
 		log_debug("virtio-fs: request without a header (%zu bytes)", c.in_len);
 		return 0;
 	}
+	session_enter(s, c.h.opcode == FUSE_DESTROY);
 	r = dispatch(&c);
+	pthread_rwlock_unlock(&s->session);
 	if (r == FS_NO_REPLY)
 		return 0;
 	if (r == FS_LATER)
@@ -335,6 +357,7 @@ static int copy_names(char *const *names, char ***ret)
 
 int fs_server_new(const struct fs_server_opts *opts, struct fs_server **ret)
 {
+	pthread_rwlockattr_t ra;
 	struct fs_server *s;
 	struct stat st;
 	int r, fd;
@@ -352,6 +375,10 @@ int fs_server_new(const struct fs_server_opts *opts, struct fs_server **ret)
 	fit_rlimit(&s->opts);
 	opts = &s->opts;
 	s->proc_fd = s->root_dir_fd = -1;
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&s->session, &ra);
+	pthread_rwlockattr_destroy(&ra);
 	pthread_mutex_init(&s->state_lock, NULL);
 	pthread_mutex_init(&s->plock_lock, NULL);
 	pthread_mutex_init(&s->intr_lock, NULL);
@@ -387,6 +414,7 @@ void fs_server_free(struct fs_server *s)
 		close(s->proc_fd);
 	if (s->root_dir_fd >= 0)
 		close(s->root_dir_fd);
+	pthread_rwlock_destroy(&s->session);
 	pthread_mutex_destroy(&s->state_lock);
 	pthread_mutex_destroy(&s->plock_lock);
 	pthread_mutex_destroy(&s->intr_lock);
@@ -458,6 +486,11 @@ void fs_server_get_stats(struct fs_server *s, struct fs_server_stats *ret)
 	ret->max_handles = s->opts.max_handles;
 	ret->minor = s->minor;
 	pthread_mutex_unlock(&s->state_lock);
+}
+
+bool fs_server_mounted(struct fs_server *s)
+{
+	return __atomic_load_n(&s->initialized, __ATOMIC_ACQUIRE);
 }
 
 uint32_t fs_server_max_write(const struct fs_server *s)

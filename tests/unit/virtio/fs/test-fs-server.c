@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -872,6 +873,108 @@ TEST(deferred_locks)
 	ok(setlkw_deferred(e.nodeid, fh2, 2, 9006) == FS_DEFERRED, "waits after a new INIT");
 	teardown();
 	ok(dn.calls == 6 && dn.oh.error == -EINTR && dn.oh.unique == 9006, "the server's end answers it: EINTR");
+}
+
+/* Requests of other threads, each with its own worker, on one server. */
+struct racer {
+	uint64_t node, fh;
+	int result; /* the last request's reply error */
+	int runs;
+	bool stop;
+	bool lock; /* one SETLKW, waiting in its call (no transport deferral) */
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+	struct fs_worker *w;
+	uint8_t out[16 + 4096];
+
+	if (fs_worker_new(c.s, &w) < 0)
+		return NULL;
+	do {
+		struct {
+			struct fuse_in_header h;
+			union {
+				struct fuse_read_in rd;
+				struct fuse_lk_in lk;
+			} u;
+		} req = {{.opcode = r->lock ? FUSE_SETLKW : FUSE_READ, .unique = 7000, .nodeid = r->node}};
+		struct fuse_out_header oh;
+
+		if (r->lock) {
+			req.h.len = sizeof(req.h) + sizeof(req.u.lk);
+			req.u.lk = (struct fuse_lk_in){.fh = r->fh, .owner = 77, .lk = {0, INT64_MAX, F_WRLCK, 1}};
+		} else {
+			req.h.len = sizeof(req.h) + sizeof(req.u.rd);
+			req.u.rd = (struct fuse_read_in){.fh = r->fh, .size = 4096};
+		}
+		fs_server_handle(c.s, w, &(struct iovec){&req, req.h.len}, 1, &(struct iovec){out, sizeof(out)}, 1);
+		memcpy(&oh, out, sizeof(oh));
+		__atomic_store_n(&r->result, oh.error, __ATOMIC_SEQ_CST);
+		__atomic_fetch_add(&r->runs, 1, __ATOMIC_SEQ_CST);
+	} while (!r->lock && !__atomic_load_n(&r->stop, __ATOMIC_SEQ_CST));
+	fs_worker_free(w);
+	return NULL;
+}
+
+/* DESTROY while others run: it waits for them (a lock waiting in its call
+ * gives up, EINTR) and keeps the rest out until every inode and handle is
+ * gone; the server then answers the others EIO until the next INIT. */
+TEST(destroy_runs_alone)
+{
+	struct fuse_entry_out e;
+	struct fs_server_stats st;
+	struct racer readers[3] = {{0}}, waiter = {0};
+	pthread_t rt[3], wt;
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	int hostfd, fds;
+	char big[8192];
+
+	setup();
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	fc_put_file(&c, "data", big);
+	is_int(fc_lookup(&c, ROOT, "data", &e), 0);
+	for (int i = 0; i < 3; i++) {
+		readers[i].node = e.nodeid;
+		is_int(fc_open_node(&c, e.nodeid, O_RDONLY, false, &readers[i].fh), 0);
+	}
+	is_int(fc_create(&c, ROOT, "lk", O_RDWR | O_CREAT, S_IFREG | 0644, &e, &waiter.fh), 0);
+	waiter.node = e.nodeid;
+	waiter.lock = true;
+	waiter.result = 1;
+	hostfd = open(fc_path(&c, "lk"), O_RDWR);
+	ok(hostfd >= 0 && fcntl(hostfd, F_OFD_SETLK, &fl) == 0, "a host process holds a write lock");
+	fds = fc_count_fds();
+	pthread_create(&wt, NULL, race, &waiter);
+	for (int i = 0; i < 3; i++)
+		pthread_create(&rt[i], NULL, race, &readers[i]);
+	usleep(50000);
+	ok(__atomic_load_n(&waiter.runs, __ATOMIC_SEQ_CST) == 0, "the SETLKW waits in its call");
+	for (int i = 0; i < 3; i++)
+		ok(__atomic_load_n(&readers[i].runs, __ATOMIC_SEQ_CST) > 0 && readers[i].result == 0,
+		   "reader %d reads (%d runs)", i, readers[i].runs);
+	is_int(fc_simple(&c, FUSE_DESTROY, 0, NULL, 0), 0);
+	pthread_join(wt, NULL);
+	is_int(waiter.result, -EINTR);
+	fs_server_get_stats(c.s, &st);
+	ok(!st.initialized && st.inodes == 1 && st.handles == 0 && st.plocks == 0,
+	   "nothing the client knew is left: %llu inodes, %llu handles", (unsigned long long)st.inodes,
+	   (unsigned long long)st.handles);
+	usleep(20000);
+	for (int i = 0; i < 3; i++)
+		ok(__atomic_load_n(&readers[i].result, __ATOMIC_SEQ_CST) == -EIO, "reader %d: EIO after it (%d)", i,
+		   readers[i].result);
+	for (int i = 0; i < 3; i++) {
+		__atomic_store_n(&readers[i].stop, true, __ATOMIC_SEQ_CST);
+		pthread_join(rt[i], NULL);
+	}
+	ok(fc_count_fds() < fds, "the handles' descriptors are closed (%d, were %d)", fc_count_fds(), fds);
+	is_int(fc_init(&c, 7, 38, 0, NULL), 0);
+	is_int(fc_lookup(&c, ROOT, "data", &e), 0);
+	close(hostfd);
+	teardown();
 }
 
 /* The descriptor bounds are cut to fit RLIMIT_NOFILE. */

@@ -3,8 +3,10 @@
  * virtio-fs through the fake driver: config space, FUSE framing over
  * chained and indirect descriptors on the request queues, FORGET on the
  * high-priority queue, malformed chains, reset (also with a SETLKW
- * waiting), pause, the snapshot refusal, and the workers' setup and
- * names. The device's workers run on
+ * waiting), pause, the snapshot refusal, the workers' setup and
+ * names, and a pod's slot: busy while mounted, detached after DESTROY
+ * (also with requests in flight and a lock waiting) and attached to the
+ * next directory, many times over. The device's workers run on
  * their own threads, so completions are waited for. Needs root (the
  * server's ownership handling); skips otherwise.
  */
@@ -12,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <linux/fuse.h>
 #include <pthread.h>
 #include <sched.h>
@@ -704,6 +707,318 @@ TEST(prestarted_slot)
 	ok(do_init(&k, REQ), "requests are served");
 	is_int(count_workers(), before + 2);
 	is_int(seen.calls, 2);
+	dev_close(&k);
+}
+
+/* ---- a pod's slot: detached once the guest unmounted it, reattached ---- */
+
+static int unmounts;
+
+static void count_unmount(void *opaque)
+{
+	__atomic_fetch_add((int *)opaque, 1, __ATOMIC_SEQ_CST);
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* A request of header and args (may be NULL) with a reply of room bytes
+ * after the header; the reply's error, or 1 when none came. The payload
+ * in *ret_out (valid until the next request). */
+static int call(struct dev *k, uint32_t op, uint64_t node, const void *args, uint32_t len, uint32_t room,
+                void **ret_out)
+{
+	uint64_t h = header(k, op, node, 40 + len), a = len ? put(k, args, len) : 0, o = fake_alloc(&k->d, 16 + room);
+	struct fbuf b[3] = {{h, 40, false}, {a, len, false}, {o, 16 + room, true}};
+	int64_t got;
+
+	memset(fake_ptr(&k->d, o), 0, 16 + room);
+	if (len)
+		got = submit(k, REQ, b, 3, true);
+	else
+		got = submit(k, REQ, (struct fbuf[]){b[0], b[2]}, 2, true);
+	if (ret_out)
+		*ret_out = fake_ptr(&k->d, o + 16);
+	return got >= 16 && out_hdr(k, o)->unique == k->unique ? out_hdr(k, o)->error : 1;
+}
+
+/* LOOKUP, OPEN, READ of name: its first bytes in buf. */
+static int read_file(struct dev *k, const char *name, char *buf, size_t size, uint64_t *ret_node)
+{
+	struct fuse_open_in oin = {.flags = O_RDONLY};
+	struct fuse_entry_out *e;
+	uint64_t node, fh;
+	void *out;
+	int r = call(k, FUSE_LOOKUP, FUSE_ROOT_ID, name, (uint32_t)strlen(name) + 1, sizeof(*e), &out);
+
+	if (r)
+		return r;
+	e = out;
+	node = e->nodeid;
+	if ((r = call(k, FUSE_OPEN, node, &oin, sizeof(oin), sizeof(struct fuse_open_out), &out)))
+		return r;
+	fh = ((struct fuse_open_out *)out)->fh;
+	struct fuse_read_in rin = {.fh = fh, .size = (uint32_t)size - 1};
+	if ((r = call(k, FUSE_READ, node, &rin, sizeof(rin), (uint32_t)size - 1, &out)))
+		return r;
+	memset(buf, 0, size);
+	memcpy(buf, out, size - 1);
+	if (ret_node)
+		*ret_node = node;
+	return 0;
+}
+
+static void put_host_file(const char *dir, const char *name, const char *content)
+{
+	char p[PATH_MAX];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, content, strlen(content)) != (ssize_t)strlen(content))
+		abort();
+	close(fd);
+}
+
+/* A prestarted slot (a jailed pod's) through many app containers: busy
+ * while mounted, freed by DESTROY, every descriptor closed, the same
+ * workers; the next directory is reached only through a new INIT, and
+ * the old nodes are not its. */
+TEST(slot_reuse)
+{
+	struct virtio_fs_opts o;
+	struct dev k;
+	char dirs[2][96], buf[32];
+	unsigned int workers0;
+	uint64_t old_node = 0, brk0;
+	int fds0, r;
+	uint32_t id, len;
+
+	memset(&k, 0, sizeof(k));
+	strcpy(k.dir, "/tmp/kvrun-vfs-XXXXXX");
+	ok(mkdtemp(k.dir) != NULL, "a directory");
+	for (int i = 0; i < 2; i++) {
+		snprintf(dirs[i], sizeof(dirs[i]), "%s/app%d", k.dir, i);
+		ok(mkdir(dirs[i], 0755) == 0, "app container %d's directory", i);
+		put_host_file(dirs[i], "name", i ? "second" : "first");
+	}
+	virtio_fs_opts_default(&o);
+	o.tag = "kvrun-fs6";
+	fake_drv_init(&k.d);
+	is_int(virtio_fs_new_detached(&k.d.mem, &o, &k.fs), 0);
+	fake_drv_attach(&k.d, virtio_fs_mmio(k.fs));
+	fake_bringup(&k.d, FEATURES, 2, 64);
+	unmounts = 0;
+	virtio_fs_set_unmount_notify(k.fs, count_unmount, &unmounts);
+	is_int(virtio_fs_detach(k.fs), 0);
+	workers0 = count_workers();
+	is_int(virtio_fs_prestart(k.fs, 2, NULL, NULL), 0);
+	workers0 += 2;
+	fds0 = count_fds();
+	o.server.root = dirs[0];
+	is_int(virtio_fs_attach(k.fs, &o.server, 4), 0);
+	ok(do_init(&k, REQ), "INIT");
+	ok(read_file(&k, "name", buf, sizeof(buf), &old_node) == 0 && !strcmp(buf, "first"),
+	   "the first directory's file: '%s'", buf);
+	err_clear();
+	is_int(virtio_fs_detach(k.fs), -EBUSY);
+	ok(strstr(err_msg(), "kvrun-fs6") && strstr(err_msg(), dirs[0]), "mounted: busy, naming tag and directory: %s",
+	   err_msg());
+	ok(virtio_fs_attached(k.fs) &&
+	       call(&k, FUSE_GETATTR, old_node, &(struct fuse_getattr_in){0}, 16, 104, NULL) == 0,
+	   "still attached and serving");
+	is_int(unmounts, 0);
+	is_int(call(&k, FUSE_DESTROY, 0, NULL, 0, 0, NULL), 0);
+	is_int(__atomic_load_n(&unmounts, __ATOMIC_SEQ_CST), 1);
+	is_int(virtio_fs_detach(k.fs), 0);
+	ok(!virtio_fs_attached(k.fs) && virtio_fs_server(k.fs) == NULL, "detached");
+	is_int(count_fds(), fds0);
+	is_int(count_workers(), workers0);
+	is_int(virtio_fs_detach(k.fs), 0);
+
+	/* The guest mounts the tag again before there is a directory: its
+	 * INIT waits for the next attach. */
+	struct fuse_init_in in = {.major = 7, .minor = 38, .max_readahead = 65536};
+	uint64_t h = header(&k, FUSE_INIT, 0, 40 + sizeof(in)), ia = put(&k, &in, sizeof(in)),
+		 io = fake_alloc(&k.d, 16 + 64);
+	fake_add(&k.d, REQ, (struct fbuf[]){{h, 40, false}, {ia, sizeof(in), false}, {io, 16 + 64, true}}, 3, false);
+	fake_kick(&k.d, REQ);
+	usleep(50000);
+	ok(!fake_get_used(&k.d, REQ, &id, &len), "detached: the INIT waits");
+	o.server.root = dirs[1];
+	is_int(virtio_fs_attach(k.fs, &o.server, 4), 0);
+	ok(fake_wait_used(&k.d, REQ, &id, &len) && len == 16 + 64 && out_hdr(&k, io)->error == 0,
+	   "attached to the next directory: the INIT is answered by its server");
+	ok(call(&k, FUSE_GETATTR, old_node, &(struct fuse_getattr_in){0}, 16, 104, NULL) == -ESTALE,
+	   "a node of the first directory is stale");
+	ok(read_file(&k, "name", buf, sizeof(buf), NULL) == 0 && !strcmp(buf, "second"),
+	   "the next directory's file: '%s'", buf);
+
+	/* Many app containers, one after another. */
+	r = 0;
+	brk0 = k.d.brk;
+	for (int i = 0; i < 24; i++) {
+		bool good = call(&k, FUSE_DESTROY, 0, NULL, 0, 0, NULL) == 0 && virtio_fs_detach(k.fs) == 0 &&
+		            count_fds() == fds0;
+
+		o.server.root = dirs[i % 2];
+		good = good && virtio_fs_attach(k.fs, &o.server, 4) == 0 && do_init(&k, REQ) &&
+		       read_file(&k, "name", buf, sizeof(buf), NULL) == 0 && !strcmp(buf, i % 2 ? "second" : "first");
+		if (!good)
+			printf("# app container %d: DESTROY, detach, attach, INIT or the read failed (%s)\n", i, buf);
+		r += good;
+		/* Room in the fake guest's RAM for the next (every request
+		 * so far is answered). */
+		k.d.brk = brk0;
+	}
+	is_int(r, 24);
+	is_int(__atomic_load_n(&unmounts, __ATOMIC_SEQ_CST), 25);
+	is_int(count_workers(), workers0);
+	is_int(call(&k, FUSE_DESTROY, 0, NULL, 0, 0, NULL), 0);
+	is_int(__atomic_load_n(&unmounts, __ATOMIC_SEQ_CST), 26);
+	is_int(virtio_fs_detach(k.fs), 0);
+	is_int(count_fds(), fds0);
+	dev_close(&k);
+}
+
+/* A guest that sends DESTROY amid READs on two queues, and the detach
+ * right behind it: the requests in flight end first (none touches the
+ * freed server), those not taken yet wait for the next attach and are
+ * answered by its server; the workers that the attach started are
+ * stopped, every descriptor closed. */
+TEST(detach_in_flight)
+{
+	struct dev k;
+	struct fuse_open_in oin = {.flags = O_RDONLY};
+	uint64_t node, fh, outs[2][24];
+	char big[65536];
+	int fds0, r = -1, good = 0, destroyed = 0, answered = 0;
+	void *out;
+
+	fds0 = count_fds();
+	is_int(dev_open(&k, 2), 0);
+	memset(big, 'r', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	put_host_file(k.dir, "data", big);
+	ok(do_init(&k, REQ), "INIT");
+	is_int(call(&k, FUSE_LOOKUP, FUSE_ROOT_ID, "data", 5, sizeof(struct fuse_entry_out), &out), 0);
+	node = ((struct fuse_entry_out *)out)->nodeid;
+	is_int(call(&k, FUSE_OPEN, node, &oin, sizeof(oin), sizeof(struct fuse_open_out), &out), 0);
+	fh = ((struct fuse_open_out *)out)->fh;
+	is_int(threads_named(VIRTIO_FS_WORKER_NAME), 3);
+	for (int i = 0; i < 24; i++)
+		for (uint32_t q = 1; q <= 2; q++) {
+			struct fuse_read_in rin = {.fh = fh, .offset = (uint64_t)i * 2048, .size = 8192};
+			bool destroy = q == 1 && i == 8;
+			uint64_t h =
+			    header(&k, destroy ? FUSE_DESTROY : FUSE_READ, node, destroy ? 40 : 40 + sizeof(rin));
+			uint64_t a = put(&k, &rin, sizeof(rin));
+
+			outs[q - 1][i] = fake_alloc(&k.d, 16 + 8192);
+			memset(fake_ptr(&k.d, outs[q - 1][i]), 0, 16);
+			if (destroy)
+				fake_add(&k.d, q, (struct fbuf[]){{h, 40, false}, {outs[q - 1][i], 16, true}}, 2, true);
+			else
+				fake_add(&k.d, q,
+				         (struct fbuf[]){{h, 40, false},
+				                         {a, sizeof(rin), false},
+				                         {outs[q - 1][i], 16 + 8192, true}},
+				         3, true);
+		}
+	fake_kick(&k.d, 1);
+	fake_kick(&k.d, 2);
+	for (int i = 0; i < 5000 && r < 0; i++) {
+		r = virtio_fs_detach(k.fs);
+		if (r < 0)
+			usleep(200);
+	}
+	is_int(r, 0);
+	/* A joined thread leaves /proc a moment after its join returns. */
+	for (int i = 0; i < 1000 && threads_named(VIRTIO_FS_WORKER_NAME); i++)
+		usleep(1000);
+	is_int(threads_named(VIRTIO_FS_WORKER_NAME), 0);
+	is_int(count_fds(), fds0);
+	{
+		struct virtio_fs_opts o;
+
+		virtio_fs_opts_default(&o);
+		o.server.root = k.dir;
+		is_int(virtio_fs_attach(k.fs, &o.server, 2), 0);
+	}
+	is_int(threads_named(VIRTIO_FS_WORKER_NAME), 2);
+	for (uint32_t q = 1; q <= 2; q++)
+		for (int n = 0; n < 24; n++) {
+			uint32_t id, len;
+
+			if (!fake_wait_used(&k.d, q, &id, &len))
+				break;
+			answered++;
+		}
+	is_int(answered, 48);
+	for (uint32_t q = 0; q < 2; q++)
+		for (int i = 0; i < 24; i++) {
+			struct fuse_out_header *oh = out_hdr(&k, outs[q][i]);
+
+			if (q == 0 && i == 8)
+				destroyed += oh->len == 16 && oh->error == 0;
+			else
+				good += (oh->len == 16 + 8192 && oh->error == 0) ||
+				        (oh->len == 16 && (oh->error == -EIO || oh->error == -EBADF));
+		}
+	is_int(destroyed, 1);
+	ok(good == 47, "every READ got its data, or EIO/EBADF after the DESTROY (%d of 47)", good);
+	ok(!(fake_read(&k.d, VIRTIO_MMIO_STATUS) & VIRTIO_STATUS_DEVICE_NEEDS_RESET), "the device is healthy");
+	ok(do_init(&k, REQ), "INIT of the next mount");
+	dev_close(&k);
+}
+
+/* DESTROY with a lock waiting (deferred, in flight): it is answered
+ * EINTR first, and the slot is then free at once. */
+TEST(destroy_parked_lock)
+{
+	struct dev k;
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	struct fuse_open_in oin = {.flags = O_RDWR};
+	uint64_t node, fh, h, a, o;
+	uint32_t id, len;
+	int hostfd;
+	void *out;
+
+	is_int(dev_open(&k, 1), 0);
+	ok(do_init(&k, REQ), "INIT");
+	hostfd = open(path(&k, "lk"), O_RDWR | O_CREAT, 0644);
+	ok(fcntl(hostfd, F_OFD_SETLK, &fl) == 0, "a host process holds a write lock");
+	is_int(call(&k, FUSE_LOOKUP, FUSE_ROOT_ID, "lk", 3, sizeof(struct fuse_entry_out), &out), 0);
+	node = ((struct fuse_entry_out *)out)->nodeid;
+	is_int(call(&k, FUSE_OPEN, node, &oin, sizeof(oin), sizeof(struct fuse_open_out), &out), 0);
+	fh = ((struct fuse_open_out *)out)->fh;
+	struct fuse_lk_in lin = {.fh = fh, .owner = 9, .lk = {0, INT64_MAX, F_WRLCK, 1}};
+	h = header(&k, FUSE_SETLKW, node, 40 + sizeof(lin));
+	a = put(&k, &lin, sizeof(lin));
+	o = fake_alloc(&k.d, 16);
+	fake_add(&k.d, REQ, (struct fbuf[]){{h, 40, false}, {a, sizeof(lin), false}, {o, 16, true}}, 3, false);
+	fake_kick(&k.d, REQ);
+	usleep(50000);
+	ok(!fake_get_used(&k.d, REQ, &id, &len), "the SETLKW waits");
+	is_int(virtio_fs_detach(k.fs), -EBUSY);
+	h = header(&k, FUSE_DESTROY, 0, 40);
+	uint64_t od = fake_alloc(&k.d, 16);
+	fake_add(&k.d, REQ, (struct fbuf[]){{h, 40, false}, {od, 16, true}}, 2, false);
+	fake_kick(&k.d, REQ);
+	ok(fake_wait_used(&k.d, REQ, &id, &len) && fake_wait_used(&k.d, REQ, &id, &len), "both answered");
+	ok(out_hdr(&k, o)->error == -EINTR && out_hdr(&k, od)->error == 0, "the SETLKW EINTR (%d), DESTROY done",
+	   out_hdr(&k, o)->error);
+	is_int(virtio_fs_detach(k.fs), 0);
+	close(hostfd);
 	dev_close(&k);
 }
 
