@@ -209,6 +209,10 @@ def main():
         if run_pod(t, wd, pm, template):
             p = pm("pod", "stop", POD, timeout=300)
             t.ok(p.returncode == 0, "podman pod stop", p.stdout + p.stderr)
+            # httpd, pid 1, ignores SIGTERM: runc's is killed after the stop
+            # timeout, kvrun's with the pod's VM when the infra is deleted.
+            st = ctr_field(pm, "web", "{{.State.Status}} {{.State.ExitCode}}")
+            el.eq(t, st, "exited 137", "web exited as killed by SIGKILL")
             p = pm("pod", "rm", POD, timeout=300)
             t.ok(p.returncode == 0, "podman pod rm", p.stdout + p.stderr)
             p = pm("pod", "ps", "-q")
