@@ -141,8 +141,8 @@ static int refuse_shared(const struct bundle *b, const struct pod_ref *p)
 		    -ENOTSUP,
 		    "%s/config.json: linux.namespaces[%zu].path: %s joins the %s namespace of container %s (from "
 		    "%s), which is not a pod's sandbox: only a pod sandbox's VM (annotation "
-		    "io.kubernetes.cri.container-type=sandbox) takes other containers, the only place they could "
-		    "share it",
+		    "io.kubernetes.cri.container-type=sandbox, or a podman pod's infra container running "
+		    "/catatonit -P) takes other containers, the only place they could share it",
 		    b->path, i, ns->path, ns->type, p->sandbox_id, p->source);
 	}
 	return 0;

@@ -54,8 +54,11 @@ int launch_member_of(const struct container *c, const char *root, struct contain
 }
 
 /* Namespaces: the sandbox's network, IPC, UTS (and PID: shareProcessNamespace)
- * by path; the rest new. *ret_share_pid when the PID namespace is the
- * sandbox's. */
+ * by path; the rest new. The sandbox's cgroup namespace (podman's pods join
+ * the infra's where cgroup namespaces are private, cgroup v2) becomes one of
+ * the container's own in the guest, rooted at its guest cgroup: the
+ * sandbox's container has no cgroup the member could share there.
+ * *ret_share_pid when the PID namespace is the sandbox's. */
 static int check_namespaces(const char *root, const struct bundle *b, const struct pod_ref *pod, bool *ret_share_pid)
 {
 	const struct oci_linux *l = b->spec->linux_spec;
@@ -69,11 +72,14 @@ static int check_namespaces(const char *root, const struct bundle *b, const stru
 		if (!ns->path || !*ns->path)
 			continue;
 		if (ns->kind != OCI_NS_NETWORK && ns->kind != OCI_NS_IPC && ns->kind != OCI_NS_UTS &&
-		    ns->kind != OCI_NS_PID)
+		    ns->kind != OCI_NS_PID && ns->kind != OCI_NS_CGROUP)
 			return err_set(-ENOTSUP,
 			               "linux.namespaces[%zu].path: %s: an app container of a pod joins only its "
-			               "sandbox's network, IPC, UTS and PID namespaces",
-			               i, ns->path);
+			               "sandbox's network, IPC, UTS, PID and cgroup namespaces, not its %s namespace%s",
+			               i, ns->path, ns->type,
+			               ns->kind == OCI_NS_USER ? " (a pod with a user namespace: podman pod create "
+			                                         "--userns, --uidmap)"
+			                                       : "");
 		r = pod_sandbox_from_ns(root, ns, &owner);
 		if (r < 0)
 			return r;
@@ -327,11 +333,11 @@ int launch_member(struct cli_context *ctx, const char *id, const struct create_o
 	if (r >= 0)
 		r = jail_enabled() ? container_jail_uid(sandbox, &jail) : 0;
 	if (r >= 0)
+		r = check_namespaces(ctx->root, b, pod, &share_pid);
+	if (r >= 0)
 		r = check_spec(b);
 	if (r >= 0)
 		r = check_hostname(b, sandbox);
-	if (r >= 0)
-		r = check_namespaces(ctx->root, b, pod, &share_pid);
 	if (r >= 0)
 		r = member_view(b->spec, &v);
 	if (r >= 0)

@@ -184,13 +184,29 @@ int pod_sandbox_from_ns(const char *root, const struct oci_namespace *ns, char *
 	return found;
 }
 
+bool pod_is_podman_infra(const struct oci_spec *spec)
+{
+	const struct oci_map *ann = &spec->annotations;
+	char *const *args = spec->process ? spec->process->args : NULL;
+
+	return streq_ptr(oci_map_get(ann, POD_ANN_MANAGER), "libpod") && !oci_map_get(ann, POD_ANN_CRIO_TYPE) &&
+	       !oci_map_get(ann, POD_ANN_CRIO_SANDBOX) && args && streq_ptr(args[0], POD_PODMAN_INFRA_CMD) &&
+	       streq_ptr(args[1], POD_PODMAN_INFRA_ARG) && !args[2];
+}
+
 int pod_classify(const char *root, const struct oci_spec *spec, struct pod_ref *ret)
 {
 	static const enum oci_namespace_kind joined[] = {OCI_NS_NETWORK, OCI_NS_IPC, OCI_NS_UTS};
 	int r = pod_from_annotations(&spec->annotations, ret);
 
-	if (r < 0 || ret->role != POD_ROLE_NONE || !spec->linux_spec)
+	if (r < 0 || ret->role != POD_ROLE_NONE)
 		return r;
+	if (pod_is_podman_infra(spec))
+		return ref_set(ret, POD_ROLE_SANDBOX, NULL,
+		               "podman's infra container (annotation " POD_ANN_MANAGER
+		               "=libpod, process " POD_PODMAN_INFRA_CMD " " POD_PODMAN_INFRA_ARG ")");
+	if (!spec->linux_spec)
+		return 0;
 	for (size_t k = 0; k < ARRAY_SIZE(joined); k++)
 		for (size_t i = 0; i < spec->linux_spec->n_namespaces; i++) {
 			const struct oci_namespace *ns = &spec->linux_spec->namespaces[i];

@@ -31,6 +31,10 @@
 /* Who made the container: "libpod" for podman, which shares CRI-O's
  * annotation names; its CRI-O keys are not taken as a pod's. */
 #define POD_ANN_MANAGER "io.container.manager"
+/* podman's default infra command (catatonit in its pause mode): the
+ * podman-pause image's, or catatonit bound into the infra's rootfs. */
+#define POD_PODMAN_INFRA_CMD "/catatonit"
+#define POD_PODMAN_INFRA_ARG "-P"
 
 enum pod_role {
 	POD_ROLE_NONE, /* not part of a pod (or a pod kvrun cannot see) */
@@ -73,9 +77,21 @@ int pod_from_annotations(const struct oci_map *ann, struct pod_ref *ret);
  * it, negative errno on failure. Reads /proc under container_proc_root. */
 int pod_sandbox_from_ns(const char *root, const struct oci_namespace *ns, char **ret_id);
 
+/* Whether spec is a podman pod's infra container: made by podman
+ * (POD_ANN_MANAGER "libpod"), without CRI-O's container type or sandbox id
+ * (podman puts them on a pod's other containers only), running podman's
+ * default infra command, exactly `/catatonit -P`. podman marks its infra
+ * container no other way (a Kata-style runtime takes any container without
+ * a type for a sandbox); an ordinary container runs its image's command.
+ * An infra container with another command (--infra-command,
+ * --infra-image) is not recognised. */
+bool pod_is_podman_infra(const struct oci_spec *spec);
+
 /* The role of a new container with spec: the annotations' when they name
- * one, else an app container when one of its network, IPC or UTS
- * namespace paths is a live kvrun container's (pod_sandbox_from_ns()). */
+ * one; a podman pod's sandbox when it is its infra container
+ * (pod_is_podman_infra()); else an app container when one of its network,
+ * IPC or UTS namespace paths is a live kvrun container's
+ * (pod_sandbox_from_ns()). */
 int pod_classify(const char *root, const struct oci_spec *spec, struct pod_ref *ret);
 
 /* What the pod's containers may use, from the sandbox's annotations. */

@@ -20,6 +20,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -36,6 +37,7 @@ BUSYBOX = os.environ.get("KVRUN_TEST_BUSYBOX") or shutil.which("busybox") or "/b
 BOOT_TIMEOUT = int(os.environ.get("KVRUN_BOOT_TIMEOUT", "1300"))
 IMAGE = "kvt-busybox"
 IMAGE_REF = "docker.io/library/kvt-busybox:1"
+KVRUN_TAP_RE = re.compile(r"^kvt[0-9a-f]{8}_[0-9]+$")  # kvrun's TAP names (runtime/host/netns.c)
 
 
 def find_kernel():
@@ -241,7 +243,7 @@ class Daemon:
 class Workdir:
     """The test's temporary directory and what goes in it."""
 
-    def __init__(self, prefix, runtime, config=None, env=None):
+    def __init__(self, prefix, runtime, config=None, env=None, root=False):
         # Short: sockets live under it (sun_path holds 107 bytes).
         self.path = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
         self.runtime = runtime
@@ -252,6 +254,9 @@ class Workdir:
         rootfs_tar(self.rootfs_tar)
         self.argv_log = os.path.join(self.path, "runtime-argv.log")
         self.kvrun_cache = os.path.join(self.path, "kvrun-cache")
+        # root: the runtime's state under the test's directory (--root given
+        # by the wrapper) for engines that give it none (podman's conmon).
+        self.runtime_root = os.path.join(self.path, "runtime-root") if root else None
         self.wrapper = self._wrapper(config or {}, env or {})
 
     def _wrapper(self, config, extra_env):
@@ -278,7 +283,8 @@ class Workdir:
         with open(path, "w") as f:
             f.write("#!/bin/sh\n"
                     f"echo \"$(date +%T) $*\" >> '{self.argv_log}'\n"
-                    f"{env}exec '{target}' \"$@\"\n")
+                    f"{env}exec '{target}'"
+                    + (f" --root '{self.runtime_root}'" if self.runtime_root else "") + " \"$@\"\n")
         os.chmod(path, 0o755)
         return path
 
@@ -423,6 +429,44 @@ def remove_cgroup_parent(name):
                 os.rmdir(d)
             except OSError as e:
                 print(f"# cgroup {d} left: {e}")
+
+
+def vm_processes(wd):
+    """This test's processes that hold a KVM VM (a kvrun monitor each)."""
+    found = []
+    for pid in wd.leftovers():
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:kvm-vm":
+                    found.append(pid)
+                    break
+            except OSError:
+                pass
+    return found
+
+
+def kvrun_processes(wd):
+    """This test's processes running the kvrun binary (monitors, member and
+    exec proxies, CLI calls)."""
+    kv = os.path.realpath(KVRUN)
+    found = []
+    for pid in wd.leftovers():
+        try:
+            if os.path.realpath(f"/proc/{pid}/exe") == kv:
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def host_taps():
+    p = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True)
+    names = [line.split(":")[1].strip().split("@")[0] for line in p.stdout.splitlines() if ":" in line]
+    return [n for n in names if KVRUN_TAP_RE.match(n)]
 
 
 def link_exists(name):

@@ -31,7 +31,6 @@ KVM VM is the sandbox's monitor), each app container's pid a VM-less
 process in its cgroup below the pod's, and no kvrun process left."""
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -49,7 +48,6 @@ PAUSE_REF = "docker.io/library/kvt-pause:1"
 PAGE = "hello-from-the-container\n"  # enginelib.rootfs_tar()'s /www/index.html
 HOSTNAME = "kvt-web-pod"
 CNI_BIN = "/usr/lib/cni"
-TAP_RE = re.compile(r"^kvt[0-9a-f]{8}_[0-9]+$")  # kvrun's TAP names (runtime/host/netns.c)
 
 # The sandbox's process: pause(2) until SIGTERM or SIGINT, reaping
 # children (the kubelet's pause does the same).
@@ -116,7 +114,7 @@ class Cri:
         self.runc_root = wd.sub("runc-root")
         net = el.free_subnet()
         self.subnet = net
-        # Not "kvt...": kvrun's TAPs are named so (TAP_RE).
+        # Not "kvt...": kvrun's TAPs are named so (enginelib.KVRUN_TAP_RE).
         self.bridge = "crikv%d" % (os.getpid() % 100000)
         wd.late_cleanups.append(lambda: subprocess.run(["ip", "link", "del", self.bridge], capture_output=True))
         netdir = wd.sub("cni")
@@ -224,44 +222,6 @@ FETCH = ("echo fetcher-up; while true; do wget -q -O - http://localhost:8080/ 2>
          "sleep 2; done")
 
 
-def vm_processes(wd):
-    """This test's processes that hold a KVM VM (a kvrun monitor each)."""
-    found = []
-    for pid in wd.leftovers():
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:kvm-vm":
-                    found.append(pid)
-                    break
-            except OSError:
-                pass
-    return found
-
-
-def kvrun_processes(wd):
-    """This test's processes running the kvrun binary (monitors, member and
-    exec proxies, CLI calls)."""
-    kv = os.path.realpath(el.KVRUN)
-    found = []
-    for pid in wd.leftovers():
-        try:
-            if os.path.realpath(f"/proc/{pid}/exe") == kv:
-                found.append(pid)
-        except OSError:
-            pass
-    return found
-
-
-def host_taps():
-    p = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True)
-    names = [line.split(":")[1].strip().split("@")[0] for line in p.stdout.splitlines() if ":" in line]
-    return [n for n in names if TAP_RE.match(n)]
-
-
 def exec_sync(cri, cid, script, timeout=300):
     return cri("exec", "-s", "--timeout", str(timeout), cid, "sh", "-c", script, timeout=timeout + 60)
 
@@ -356,7 +316,7 @@ def run_pod(t, wd, cri, template):
           p.stderr)
     if RUNTIME == "kvrun":
         el.eq(t, cri.kvrun_state(fetch), {}, "kvrun has no state of fetch left")
-        el.eq(t, vm_processes(wd), [cri.kvrun_state(pod).get("pid")], "still the sandbox's one VM")
+        el.eq(t, el.vm_processes(wd), [cri.kvrun_state(pod).get("pid")], "still the sandbox's one VM")
     return pod
 
 
@@ -378,7 +338,7 @@ def check_one_vm(t, wd, cri, pod, ids):
     KVM VM; each app container's pid (its member proxy) is another,
     VM-less process."""
     mon = cri.kvrun_state(pod).get("pid")
-    vms = vm_processes(wd)
+    vms = el.vm_processes(wd)
     el.eq(t, vms, [mon], "one VM for the pod: the sandbox's monitor")
     pids = {name: cri.kvrun_state(cid).get("pid") for name, cid in ids.items()}
     t.ok(all(p and p != mon and p not in vms for p in pids.values()) and len(set(pids.values())) == len(pids),
@@ -436,9 +396,9 @@ def main():
         root = cri.kvrun_root()
         el.eq(t, os.listdir(root) if os.path.isdir(root) else [], [], "nothing left under the runtime's --root")
         if RUNTIME == "kvrun":
-            el.wait_for(lambda: not kvrun_processes(wd), 30)
-            el.eq(t, kvrun_processes(wd), [], "no kvrun process left")
-        el.eq(t, host_taps(), [], "no kvrun TAP in the host's network namespace")
+            el.wait_for(lambda: not el.kvrun_processes(wd), 30)
+            el.eq(t, el.kvrun_processes(wd), [], "no kvrun process left")
+        el.eq(t, el.host_taps(), [], "no kvrun TAP in the host's network namespace")
         wd.report(t)
     finally:
         if cri and cri.daemon.alive() and cri("pods", "-q", timeout=60).stdout.strip():

@@ -447,10 +447,87 @@ def check_ipc_member():
          processes_mentioning(TAG))
 
 
+# podman 4.3's annotations (values shortened): every container's, and an
+# app container's of a pod (CRI-O's names, which kvrun does not read on
+# podman's containers: they are found by their namespace paths).
+LIBPOD = {"io.container.manager": "libpod", "io.kubernetes.cri-o.TTY": "false",
+          "io.podman.annotations.autoremove": "FALSE", "org.opencontainers.image.stopSignal": "15"}
+
+
+def make_podman_bundle(name, args, annotations=None, namespaces=None, hostname=True):
+    b = make_bundle(name, dict(LIBPOD, **(annotations or {})), namespaces, hostname)
+    with open(os.path.join(b, "config.json")) as f:
+        spec = json.load(f)
+    spec["process"]["args"] = args
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(spec, f)
+    return b
+
+
+def check_podman_pod():
+    """A podman pod: its infra container (no CRI-O type, `/catatonit -P`)
+    is the pod's sandbox; its app containers join the infra's network, IPC,
+    UTS (and, where cgroup namespaces are private, cgroup) namespaces by
+    /proc/<pid>/ns/ paths, pid = the infra's state pid; `podman pod stop`
+    deletes the infra before its app containers are killed."""
+    census = Census(TAG, root, cache=cache)
+    before = census.take()
+    plain, infra = f"{TAG}-pmplain", f"{TAG}-pminfra"
+    # An ordinary podman container: no sandbox, no container joins it.
+    p = kvrun("create", "--bundle", make_podman_bundle("b-pmplain", ["httpd", "-f"]), plain)
+    if t.ok(p.returncode == 0, "an ordinary podman container is created", p.stderr):
+        t.ok("pod-role" not in (private(plain) or {}), "it is not a pod's sandbox", json.dumps(private(plain)))
+        mon = monitor_pid(plain)
+        made = census.take()
+        refused(census, made, make_podman_bundle("b-pmjoin", ["sh"], None, {"ipc": f"/proc/{mon}/ns/ipc"}, False),
+                f"{TAG}-pmjoin", f"joins the ipc namespace of container {plain}", "a container joining an "
+                "ordinary podman container's IPC namespace")
+        t.eq(kvrun("delete", "--force", plain).returncode, 0, "its delete --force")
+    p = kvrun("create", "--bundle", make_podman_bundle("b-pminfra", ["/catatonit", "-P"], None, None, "kvtpod"),
+              infra)
+    if not t.ok(p.returncode == 0, "podman's infra container (/catatonit -P) is created", p.stderr):
+        return
+    pv = private(infra) or {}
+    t.ok(pv.get("pod-role") == "sandbox", "its state records it as the pod's sandbox", json.dumps(pv))
+    t.eq(kvrun("start", infra).returncode, 0, "the infra container starts")
+    mon = monitor_pid(infra)
+    monitors = set(processes_mentioning(infra))
+    ns = {typ: f"/proc/{mon}/ns/{f}" for typ, f in (("network", "net"), ("ipc", "ipc"), ("uts", "uts"),
+                                                   ("cgroup", "cgroup"))}
+    ann = {"io.kubernetes.cri-o.ContainerType": "container", "io.kubernetes.cri-o.SandboxID": infra}
+    app = f"{TAG}-pmapp"
+    p = kvrun("create", "--bundle", make_podman_bundle("b-pmapp", ["httpd", "-f"], ann, ns, False), app)
+    if t.ok(p.returncode == 0, "an app container joining the infra's network, IPC, UTS and cgroup namespaces: "
+            "created", p.stderr):
+        pv = private(app) or {}
+        t.ok(pv.get("pod-role") == "container" and pv.get("pod-sandbox") == infra and "pod-member-pid" in pv,
+             "it runs in the infra's VM", json.dumps(pv))
+        t.eq(set(processes_mentioning(infra)), monitors, "no second VM")
+        t.eq(kvrun("start", app).returncode, 0, "the app container starts")
+        p = kvrun("exec", app, "echo", "in", "the", "app")
+        t.ok(p.returncode == 0 and p.stdout == "in the app\n", "exec runs in it", p.stderr)
+    userns = dict(ns, user=f"/proc/{mon}/ns/user")
+    refused(census, census.take(), make_podman_bundle("b-pmuser", ["sh"], ann, userns, False), f"{TAG}-pmuser",
+            f"{userns['user']}: an app container of a pod joins only its sandbox's network, IPC, UTS, PID and "
+            "cgroup namespaces, not its user namespace", "an app container joining the infra's user namespace")
+    # podman pod stop: SIGTERM to the infra and the app, the infra's
+    # delete --force, then SIGKILL to the app and its delete --force.
+    t.eq(kvrun("kill", infra, "TERM").returncode, 0, "pod stop: kill TERM of the infra")
+    t.eq(kvrun("delete", "--force", infra).returncode, 0, "pod stop: delete --force of the infra")
+    t.ok(wait_for(lambda: (state(app) or {}).get("status") == "stopped", timeout=20, step=0.1),
+         "the app container is stopped with the pod's VM", json.dumps(state(app)))
+    p = kvrun("kill", app, "KILL")
+    t.ok(p.returncode != 0 and "container not running" in p.stderr, "kill of the stopped app container: runc's "
+         "\"container not running\"", p.stderr)
+    t.eq(kvrun("delete", "--force", app).returncode, 0, "delete --force of the app container")
+    t.eq(Census.diff(before, census.take(), ("fds",)), {}, "nothing of the pod left")
+
+
 try:
     check_missing_sandbox()
     check_ipc_member()
     check_slot_reuse()
+    check_podman_pod()
     why = netlib.skip_reason()
     if why:
         t.skip("the pod network namespace parts", why)

@@ -109,6 +109,22 @@ static const char *const libpod[] = {"io.container.manager",
 static const char *const plain[] = {"org.opencontainers.image.title", "x", "io.kubernetes.cri.sandbox-id", "5e1f0a",
                                     NULL};
 
+/* podman 4.3's pod: the infra container (no CRI-O type, podman's default
+ * infra command) and its app containers' (CRI-O's type and sandbox id). */
+static const char *const libpod_infra[] = {"io.container.manager",
+                                           "libpod",
+                                           "io.kubernetes.cri-o.Created",
+                                           "2026-12-02T11:09:51.545956133Z",
+                                           "io.kubernetes.cri-o.TTY",
+                                           "false",
+                                           "io.podman.annotations.autoremove",
+                                           "FALSE",
+                                           "io.podman.annotations.init",
+                                           "FALSE",
+                                           "org.opencontainers.image.stopSignal",
+                                           "15",
+                                           NULL};
+
 static void fill(struct oci_map *m, const char *const *kv)
 {
 	oci_map_clear(m);
@@ -185,6 +201,51 @@ TEST(annotations_refused)
 		ok(p.role == POD_ROLE_NONE && !p.sandbox_id, "%s: nothing returned", table[i].name);
 	}
 	oci_map_clear(&m);
+}
+
+TEST(podman_infra)
+{
+	static const struct {
+		const char *name;
+		const char *const *kv;
+		const char *args[4];
+		bool infra;
+	} table[] = {
+	    {"podman's infra container", libpod_infra, {"/catatonit", "-P", NULL}, true},
+	    {"an ordinary podman container", libpod_infra, {"httpd", "-f", "-p", NULL}, false},
+	    {"a podman container running catatonit as its init", libpod_infra, {"/catatonit", "--", "sh", NULL}, false},
+	    {"catatonit -P with more arguments", libpod_infra, {"/catatonit", "-P", "-v", NULL}, false},
+	    {"catatonit without -P", libpod_infra, {"/catatonit", NULL}, false},
+	    {"catatonit -P elsewhere", libpod_infra, {"/usr/bin/catatonit", "-P", NULL}, false},
+	    {"an app container of a podman pod running catatonit -P", libpod, {"/catatonit", "-P", NULL}, false},
+	    {"catatonit -P not made by podman", plain, {"/catatonit", "-P", NULL}, false},
+	    {"catatonit -P under CRI-O", crio_container, {"/catatonit", "-P", NULL}, false},
+	};
+	struct oci_process proc = {0};
+	struct oci_spec spec = {.process = &proc};
+
+	for (size_t i = 0; i < ARRAY_SIZE(table); i++) {
+		struct pod_ref p = {0};
+
+		fill(&spec.annotations, table[i].kv);
+		proc.args = (char **)table[i].args;
+		ok(pod_is_podman_infra(&spec) == table[i].infra, "%s: %s", table[i].name,
+		   table[i].infra ? "the pod's sandbox" : "not a sandbox");
+		/* No namespace paths: nothing to look up under a root. */
+		is_int(pod_classify("/nonexistent", &spec, &p), 0);
+		if (table[i].infra) {
+			is_int(p.role, POD_ROLE_SANDBOX);
+			ok(!p.sandbox_id && p.source && strstr(p.source, "podman's infra container"), "%s: source %s",
+			   table[i].name, p.source ? p.source : "(none)");
+		} else
+			ok(p.role != POD_ROLE_SANDBOX, "%s: classified as no sandbox (%d)", table[i].name, (int)p.role);
+		pod_ref_clear(&p);
+	}
+	/* No process at all. */
+	fill(&spec.annotations, libpod_infra);
+	spec.process = NULL;
+	ok(!pod_is_podman_infra(&spec), "a podman spec without a process: not a sandbox");
+	oci_map_clear(&spec.annotations);
 }
 
 TEST(pod_size)
