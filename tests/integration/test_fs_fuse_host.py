@@ -324,7 +324,7 @@ with tempfile.TemporaryDirectory(prefix="kvrun-fs-host-") as tmp:
     r = subprocess.run([binary, "--locks", "both", share, mnt], capture_output=True, text=True)
     t.ok(r.returncode == 2 and "--locks: expected host or guest, not 'both'" in r.stderr and
          not fslib.is_mounted(mnt),
-         f"--locks both: status 2 naming the option ({r.stderr.strip()[:80]})")
+         f"--locks both: status 2 naming the option ({r.stderr.splitlines()[:1]})")
     r = subprocess.run([binary, os.path.join(tmp, "nope"), mnt], capture_output=True, text=True)
     t.ok(r.returncode == 1 and "nope" in r.stderr and not fslib.is_mounted(mnt),
          f"a missing shared directory: status 1 naming it ({r.stderr.strip()})")
