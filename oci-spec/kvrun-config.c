@@ -120,6 +120,28 @@ static int get_rootfs(json_t *v, const char *name, enum kvrun_rootfs_mode *ret)
 	return kvrun_rootfs_mode_parse(json_string_value(v), what, ret);
 }
 
+int kvrun_fs_locks_parse(const char *s, const char *name, enum kvrun_fs_locks *ret)
+{
+	if (!strcmp(s, "host"))
+		*ret = KVRUN_FS_LOCKS_HOST;
+	else if (!strcmp(s, "guest"))
+		*ret = KVRUN_FS_LOCKS_GUEST;
+	else
+		return err_set(-EINVAL, "%s: expected \"host\" or \"guest\", not \"%s\"", name, s);
+	return 0;
+}
+
+static int get_fs_locks(json_t *v, const char *name, enum kvrun_fs_locks *ret)
+{
+	_cleanup_free_ char *what = NULL;
+
+	if (asprintf(&what, "%s: fs_locks", name) < 0)
+		return -ENOMEM;
+	if (!json_is_string(v))
+		return err_set(-EINVAL, "%s: expected \"host\" or \"guest\"", what);
+	return kvrun_fs_locks_parse(json_string_value(v), what, ret);
+}
+
 static int get_modules(json_t *v, const char *name, char **ret)
 {
 	int r = get_string(v, name, "modules", ret);
@@ -174,6 +196,8 @@ static int parse_member(const char *key, json_t *v, const char *name, struct kvr
 		return get_bool(v, name, key, &c->early_create);
 	if (strcmp(key, "rootfs") == 0)
 		return get_rootfs(v, name, &c->rootfs);
+	if (strcmp(key, "fs_locks") == 0)
+		return get_fs_locks(v, name, &c->fs_locks);
 	if (strcmp(key, "jail_uid_base") == 0) {
 		if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 0x7fffffff)
 			return err_set(-EINVAL, "%s: jail_uid_base: expected a uid from 1 to 2147483647", name);

@@ -8,7 +8,7 @@
  *    "cmdline_extra": "loglevel=4", "memory": 268435456, "cpus": 1,
  *    "template_dir": "/var/lib/kvrun/templates", "templates": true,
  *    "early_create": false, "rootfs_cache": true, "rootfs_cache_size": "1G",
- *    "rootfs": "block", "jail_uid_base": 1895825408}
+ *    "rootfs": "block", "fs_locks": "host", "jail_uid_base": 1895825408}
  *
  * "memory" is bytes (a number) or a string with a K/M/G suffix ("512M"),
  * as is "rootfs_cache_size" (what the root disk cache keeps of images no
@@ -22,6 +22,10 @@
  * "rootfs" is how the guest reaches the bundle's root filesystem: "block"
  * (the default: an ext4 disk image built from it, cached) or "virtiofs"
  * (the directory itself, shared: writes land in it).
+ * "fs_locks" is where the POSIX and flock locks taken on shared
+ * directories are kept: "host" (the default: on the host's files, seen by
+ * host processes and other VMs) or "guest" (by the guest kernel alone;
+ * docs/virtio-fs.md, "Locks").
  */
 #ifndef KVRUN_OCI_SPEC_KVRUN_CONFIG_H
 #define KVRUN_OCI_SPEC_KVRUN_CONFIG_H
@@ -44,6 +48,14 @@ enum kvrun_rootfs_mode {
 	KVRUN_ROOTFS_VIRTIOFS,
 };
 
+/* Where locks on shared directories are kept: "fs_locks" and
+ * io.kvrun.fs.locks. */
+enum kvrun_fs_locks {
+	KVRUN_FS_LOCKS_UNSET = 0, /* not given: host */
+	KVRUN_FS_LOCKS_HOST,
+	KVRUN_FS_LOCKS_GUEST,
+};
+
 struct kvrun_config {
 	char *kernel; /* NULL when absent */
 	char *initrd;
@@ -64,6 +76,7 @@ struct kvrun_config {
 	bool has_rootfs_cache_size;
 	uint64_t rootfs_cache_size; /* bytes, when has_rootfs_cache_size */
 	enum kvrun_rootfs_mode rootfs;
+	enum kvrun_fs_locks fs_locks;
 	unsigned long jail_uid_base; /* the jail's uids start here; 0 when absent */
 };
 
@@ -82,6 +95,10 @@ int kvrun_acpi_mode_parse(const char *s, const char *name, enum kvrun_acpi_mode 
 /* Parse a "rootfs" value ("block", "virtiofs"); name prefixes the
  * message. Returns 0 or -EINVAL. */
 int kvrun_rootfs_mode_parse(const char *s, const char *name, enum kvrun_rootfs_mode *ret);
+
+/* Parse an "fs_locks" value ("host", "guest"); name prefixes the message.
+ * Returns 0 or -EINVAL. */
+int kvrun_fs_locks_parse(const char *s, const char *name, enum kvrun_fs_locks *ret);
 
 void kvrun_config_clear(struct kvrun_config *c);
 

@@ -3,7 +3,7 @@
 import os
 import subprocess
 
-ORDER = ["host-direct", "runc", "crun", "kvrun", "kvrun (256 MiB)", "kvrun (cold boot)", "kvrun (no root disk cache)",
+ORDER = ["host-direct", "runc", "crun", "kvrun", "kvrun (guest locks)", "kvrun (256 MiB)", "kvrun (cold boot)", "kvrun (no root disk cache)",
          "kvrun (bzImage)", "qemu-microvm", "bindfs", "bindfs (lock forwarding)"]
 # Runtimes whose ratio to runc the table shows.
 RATIOS = ("kvrun", "kvrun (256 MiB)", "kvrun (cold boot)", "kvrun (no root disk cache)", "crun")
@@ -19,7 +19,7 @@ SUITE_TITLES = {"start": "Start", "memory": "Memory (idle)", "pg": "PostgreSQL (
 # denominator) pairs, and whether metrics carry a target on the first.
 RATIO_PAIRS = {"datapath": [("kvrun", "host-direct"), ("kvrun", "qemu-microvm")],
                "density": [("kvrun", "runc")],
-               "fs": [("kvrun", "bindfs"), ("kvrun", "bindfs (lock forwarding)")]}
+               "fs": [("kvrun (guest locks)", "bindfs"), ("kvrun", "bindfs (lock forwarding)")]}
 # Marks a ratio whose kvrun figure carries a label (an emulated guest kernel).
 LABELLED = "‡"
 

@@ -2,15 +2,22 @@
 """fs: kvrun's virtio-fs file server against bindfs, both serving the same
 kind of directory to the host kernel's FUSE client (/dev/fuse), so that
 the server itself is what differs. kvrun's server runs in
-tests/fs/kvrun-fs-host (the device's code, 4 worker threads); bindfs is
-Debian's (1.14.7 on libfuse 2.9), twice: as it comes (one thread, POSIX
-locks left to the FUSE client, so that the host's other users of the
-directory never see them) and with --enable-lock-forwarding (which needs
-its --multithreaded): locks taken on the host files, as kvrun's server
-does. A server that takes POSIX locks must release a process's locks
-when it closes any descriptor of the file, which the client says with a
-FLUSH request at every close(): kvrun's server and forwarding bindfs get
-one, plain bindfs answers the first with ENOSYS and gets none after.
+tests/fs/kvrun-fs-host (the device's code, 4 worker threads) twice: with
+its default lock mode (--locks host: POSIX and flock locks taken on the
+host files) as "kvrun", and with --locks guest (locks left to the FUSE
+client, no lock forwarding offered) as "kvrun (guest locks)". bindfs is
+Debian's (1.14.7 on libfuse 2.9), twice too: as it comes (one thread,
+POSIX locks left to the FUSE client, so that the host's other users of
+the directory never see them) and with --enable-lock-forwarding (which
+needs its --multithreaded): locks taken on the host files, as kvrun's
+server does by default. A server that takes POSIX locks must release a
+process's locks when it closes any descriptor of the file, which the
+client says with a FLUSH request at every close(): kvrun's server with
+host locks and forwarding bindfs get one, plain bindfs answers the first
+with ENOSYS and gets none after, and kvrun's server with guest locks
+opens every file with FOPEN_NOFLUSH and gets none at all. Like for like:
+kvrun (guest locks) against bindfs, kvrun against bindfs (lock
+forwarding).
 
 The shared directories live on a file system of the suite's own, an ext4
 image (journal and all, as mke2fs makes it) on a loop device, not on the
@@ -87,8 +94,12 @@ FIGURES.update({f"{k}_cpu": ("us CPU/op", "lower", f"server CPU per op: {title} 
                 for k, (_, title, _) in STEPS.items()})
 BINDFS_OPTS = "allow_other,default_permissions,attr_timeout=1,entry_timeout=1,negative_timeout=0,big_writes"
 BINDFS_LOCKS = "bindfs (lock forwarding)"
-# The servers, and the bindfs options besides BINDFS_OPTS.
-SERVERS = {"kvrun": None, "bindfs": [], BINDFS_LOCKS: ["--enable-lock-forwarding", "--multithreaded"]}
+KVRUN_GUEST = "kvrun (guest locks)"
+# The servers: kvrun-fs-host's options besides KVRUN_ARGS, or bindfs's
+# besides BINDFS_OPTS; and the name of their directories.
+SERVERS = {"kvrun": ["--locks", "host"], KVRUN_GUEST: ["--locks", "guest"], "bindfs": [],
+           BINDFS_LOCKS: ["--enable-lock-forwarding", "--multithreaded"]}
+TAGS = {"kvrun": "kvrun", KVRUN_GUEST: "kvrun-guest", "bindfs": "bindfs", BINDFS_LOCKS: "bindfs-locks"}
 # The shares' ext4 image: sparse, room for the 256 MiB file and the
 # 10,000 inodes.
 IMAGE_BYTES = 2 << 30
@@ -224,12 +235,12 @@ class Server:
         self.ctx, self.name, self.share, self.mnt, self.proc, self.pid = ctx, name, share, mnt, None, None
 
     def __enter__(self):
-        if self.name != "kvrun":
+        if not self.name.startswith("kvrun"):
             subprocess.run(pinned(["bindfs"] + SERVERS[self.name] + ["-o", BINDFS_OPTS, self.share, self.mnt]),
                            check=True, capture_output=True)
         else:
-            self.proc = subprocess.Popen(pinned([fs_host(self.ctx)] + KVRUN_ARGS + [self.share, self.mnt]),
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            argv = [fs_host(self.ctx)] + KVRUN_ARGS + SERVERS[self.name] + [self.share, self.mnt]
+            self.proc = subprocess.Popen(pinned(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             if self.proc.stdout.readline().strip() != "ready":
                 raise RuntimeError(f"kvrun-fs-host: {self.proc.stderr.read().strip()}")
         self.pid = find_server(self.mnt)
@@ -251,7 +262,7 @@ def work(mnt, what, *args):
 
 
 def session(ctx, name, base):
-    tag = name.split()[0] + ("-locks" if name == BINDFS_LOCKS else "")
+    tag = TAGS[name]
     share, mnt = os.path.join(base, f"{tag}-share"), os.path.join(base, f"{tag}-mnt")
     os.mkdir(share)
     os.mkdir(mnt)

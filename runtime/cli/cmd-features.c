@@ -7,13 +7,15 @@
 
 /* What kvrun does with mounts, which the spec's lists cannot say: bind
  * mounts are virtio-fs shares of the host's files, other mounts are made
- * in the guest, and the root filesystem is a disk image or shared
+ * in the guest, the root filesystem is a disk image or shared, and the
+ * locks on shared directories are the host's or the guest's
  * (docs/runtime.md). */
 static const char *const annotations[][2] = {
     {"io.kvrun.mounts.bind", "virtio-fs: host directories and regular files, live; ro, nosuid, nodev, noexec, "
                              "bind and rbind applied in the guest"},
     {"io.kvrun.mounts.guest", "proc, sysfs, tmpfs, devpts, mqueue, cgroup2 and other file systems: in the guest"},
     {"io.kvrun.rootfs", "block,virtiofs"},
+    {"io.kvrun.fs.locks", "host,guest"},
 };
 
 static int features_json(char **ret)

@@ -145,7 +145,9 @@ static void hex(const char *s, char *out)
 	*out = 0;
 }
 
-/* "member <n> <share>..." (runtime/monitor/monitor-pod.c). */
+/* "member <n> <share>..." (runtime/monitor/monitor-pod.c): a 'g' after
+ * the kind for a share whose locks the guest keeps (none for the host's,
+ * as before such shares existed). */
 static int member_line(const struct guest_shares *g, char **ret)
 {
 	char *buf = NULL;
@@ -158,7 +160,8 @@ static int member_line(const struct guest_shares *g, char **ret)
 	for (unsigned int i = 0; i < g->n; i++) {
 		const struct guest_share *sh = &g->shares[i];
 
-		fprintf(f, " %c%c:", sh->read_only ? 'r' : 'w', sh->files ? 'f' : 'd');
+		fprintf(f, " %c%c%s:", sh->read_only ? 'r' : 'w', sh->files ? 'f' : 'd',
+		        sh->locks == FS_LOCKS_GUEST ? "g" : "");
 		if (!sh->names)
 			fputc('-', f);
 		for (size_t k = 0; sh->names && k < sh->n_names; k++) {
@@ -242,8 +245,11 @@ static int member_view(const struct oci_spec *spec, struct member_view *v)
 static int member_build(const struct bundle *b, const struct oci_spec *spec, const struct oci_state *s, bool share_pid,
                         struct member *m)
 {
-	int r = guest_shares_plan(spec, b->rootfs, &m->g);
+	enum fs_locks locks;
+	int r = vm_plan_fs_locks(spec, &locks);
 
+	if (r >= 0)
+		r = guest_shares_plan(spec, b->rootfs, locks, &m->g);
 	if (r >= 0 && m->g.root < 0)
 		r = err_set(-EINVAL, "root.path: an app container of a pod needs a root directory to share");
 	/* The VM serves them after the container is gone: the engine must be

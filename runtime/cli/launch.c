@@ -361,7 +361,7 @@ static int check_mounts(const struct bundle *b, const struct create_opts *o, con
 	struct guest_shares g;
 	int r;
 
-	r = guest_shares_plan(b->spec, plan->rootfs_virtiofs ? b->rootfs : NULL, &g);
+	r = guest_shares_plan(b->spec, plan->rootfs_virtiofs ? b->rootfs : NULL, plan->fs_locks, &g);
 	if (r >= 0 && o->image_path && g.n)
 		r = err_set(-EINVAL,
 		            "%s shares a host directory with the VM (%s): a checkpoint is of a VM without shared "

@@ -227,7 +227,7 @@ static int plan_root(struct guest_shares *g, const struct oci_spec *spec, const 
 	return r < 0 ? err_prefix(r, "root filesystem") : 0;
 }
 
-int guest_shares_plan(const struct oci_spec *spec, const char *rootfs, struct guest_shares *ret)
+int guest_shares_plan(const struct oci_spec *spec, const char *rootfs, enum fs_locks locks, struct guest_shares *ret)
 {
 	struct guest_shares g = {.root = -1};
 	int r = 0;
@@ -244,6 +244,8 @@ int guest_shares_plan(const struct oci_spec *spec, const char *rootfs, struct gu
 		*ret = (struct guest_shares){.root = -1};
 		return r == -ENOMEM ? err_set(r, "out of memory") : r;
 	}
+	for (unsigned int i = 0; i < g.n; i++)
+		g.shares[i].locks = locks;
 	*ret = g;
 	return 0;
 }
@@ -309,6 +311,7 @@ unsigned int guest_shares_to_sandbox(const struct guest_shares *g, int proc_fd, 
 		    .tag = tags[i],
 		    .dir = s->dir,
 		    .read_only = s->read_only,
+		    .locks = s->locks,
 		    .dir_fd = s->dir_fd,
 		    .proc_fd = proc_fd,
 		    .names = s->names,

@@ -19,7 +19,9 @@
  *     share: the server answers EROFS, whatever the guest mounts;
  *   - the root share (index 0), when there is one, is the bundle's rootfs
  *     directory; writable even with root.readonly (guest-init makes the
- *     mount points in it, then the mount read-only, as runc does).
+ *     mount points in it, then the mount read-only, as runc does);
+ *   - every share keeps its locks where the caller says (vm_plan's
+ *     fs_locks): on the host's files, or in the guest kernel.
  * Other mounts (tmpfs, proc, ...) stay in the guest, as does podman's shm
  * bind (a tmpfs of the same size: guest-spec.c).
  *
@@ -48,6 +50,7 @@ struct guest_share {
 	size_t n_names;
 	bool read_only;
 	bool files; /* only single files: little traffic, fewer workers */
+	enum fs_locks locks; /* where the guest's locks on it are kept */
 };
 
 /* What a mount of the spec became. */
@@ -74,9 +77,10 @@ bool guest_mount_is_shm(const struct oci_mount *m, unsigned long long *ret_size)
 
 /* The shares of spec (rootfs: the bundle's rootfs directory to share as
  * the root, or NULL when the root is a disk image), with each directory
- * opened. *ret is filled (also zeroed on failure, when err_set() names the
- * mount) and is the caller's: guest_shares_done(). */
-int guest_shares_plan(const struct oci_spec *spec, const char *rootfs, struct guest_shares *ret);
+ * opened, each keeping its locks as locks says. *ret is filled (also
+ * zeroed on failure, when err_set() names the mount) and is the
+ * caller's: guest_shares_done(). */
+int guest_shares_plan(const struct oci_spec *spec, const char *rootfs, enum fs_locks locks, struct guest_shares *ret);
 void guest_shares_done(struct guest_shares *g);
 
 /* Reach each share's directory through a private copy of its mount

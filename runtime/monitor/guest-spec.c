@@ -188,8 +188,9 @@ int guest_spec_check(const struct oci_spec *spec, const char *rootfs)
 	proto_start_free(&scratch);
 	if (r < 0)
 		return r == -ENOMEM ? err_set(r, "out of memory") : r;
-	/* The bind mounts (and a shared root) as shares. */
-	r = guest_shares_plan(spec, rootfs, &g);
+	/* The bind mounts (and a shared root) as shares (where their locks
+	 * go changes nothing of that). */
+	r = guest_shares_plan(spec, rootfs, FS_LOCKS_HOST, &g);
 	guest_shares_done(&g);
 	return r;
 }

@@ -60,7 +60,7 @@ static int open_shares(struct monitor *m)
 
 	/* Read while the state is ours (the container is freed once created). */
 	m->pod_sandbox = role && strcmp(role, "sandbox") == 0;
-	r = guest_shares_plan(m->a->b->spec, rootfs, &m->shares);
+	r = guest_shares_plan(m->a->b->spec, rootfs, m->a->plan->fs_locks, &m->shares);
 	if (r < 0 || (!m->shares.n && !monitor_is_pod_sandbox(m)))
 		return r;
 	m->proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -72,9 +72,10 @@ static int open_shares(struct monitor *m)
 			log_debug("raising RLIMIT_NOFILE: %s", strerror(errno));
 	}
 	for (unsigned int i = 0; i < m->shares.n; i++)
-		log_debug("shared directory %u: %s%s%s", i, m->shares.shares[i].dir,
+		log_debug("shared directory %u: %s%s%s, locks on the %s", i, m->shares.shares[i].dir,
 		          m->shares.shares[i].read_only ? " (read-only)" : "",
-		          (int)i == m->shares.root ? " (the root filesystem)" : "");
+		          (int)i == m->shares.root ? " (the root filesystem)" : "",
+		          fs_locks_name(m->shares.shares[i].locks));
 	return 0;
 }
 

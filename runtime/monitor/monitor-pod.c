@@ -7,9 +7,10 @@
  *   member <n> <share>... + n directory descriptors (SCM_RIGHTS), then the
  *   START frame
  *
- * Each share is "<r|w><f|d>:<names>": read-only or writable, only files
- * (few requests) or a directory, and "-" (the whole directory) or the
- * entries of its root it shows, hex-encoded and comma-separated. Share i
+ * Each share is "<r|w><f|d>[g]:<names>": read-only or writable, only files
+ * (few requests) or a directory, "g" when the guest keeps its locks
+ * (FS_LOCKS_GUEST; without it, the host), and "-" (the whole directory)
+ * or the entries of its root it shows, hex-encoded and comma-separated. Share i
  * is named "kvrun-fs<i>" in the START (guest_share_tag()); the monitor
  * gives each a free slot of the VM and the START the slots' tags, sends it
  * as a member's (PROTO_START_F_MEMBER) and answers "ok <guest pid>" once
@@ -52,6 +53,7 @@
 
 struct member_share {
 	bool read_only, files;
+	enum fs_locks locks;
 	char **names; /* NULL: the whole directory */
 	char tag[GUEST_SHARE_TAG_SIZE]; /* the slot's */
 };
@@ -91,17 +93,18 @@ static int unhex(const char *p, size_t len, char **ret)
 	return 0;
 }
 
-/* One "<r|w><f|d>:<names>" word of length len. */
+/* One "<r|w><f|d>[g]:<names>" word of length len. */
 static int parse_share(const char *w, size_t len, struct member_share *ret)
 {
-	size_t n = 0;
+	size_t n = 0, k = len >= 3 && w[2] == 'g' ? 3 : 2;
 	const char *p, *end = w + len;
 
-	if (len < 4 || (w[0] != 'r' && w[0] != 'w') || (w[1] != 'f' && w[1] != 'd') || w[2] != ':')
+	if (len < k + 2 || (w[0] != 'r' && w[0] != 'w') || (w[1] != 'f' && w[1] != 'd') || w[k] != ':')
 		return -EINVAL;
 	ret->read_only = w[0] == 'r';
 	ret->files = w[1] == 'f';
-	p = w + 3;
+	ret->locks = k == 3 ? FS_LOCKS_GUEST : FS_LOCKS_HOST;
+	p = w + k + 1;
 	if (end - p == 1 && *p == '-')
 		return 0;
 	for (const char *q = p; q < end; q++)
@@ -141,7 +144,7 @@ static int parse_shares(const char *args, unsigned int nfds, struct member_share
 		r = parse_share(args, len, &shares[i]);
 		*ret_n = i + 1;
 		if (r < 0)
-			return err_set(r, "member: share %u: \"%.*s\" is not <r|w><f|d>:<names>", i, (int)len, args);
+			return err_set(r, "member: share %u: \"%.*s\" is not <r|w><f|d>[g]:<names>", i, (int)len, args);
 		args += len;
 	}
 	if (args[strspn(args, " ")])
@@ -273,6 +276,7 @@ static int attach_shares(struct monitor *m, struct member_share *shares, unsigne
 		char what[64];
 		struct sandbox_share sh = {.dir = what,
 		                           .read_only = shares[i].read_only,
+		                           .locks = shares[i].locks,
 		                           .dir_fd = fds[i],
 		                           .proc_fd = m->proc_fd,
 		                           .names = shares[i].names,
@@ -284,7 +288,8 @@ static int attach_shares(struct monitor *m, struct member_share *shares, unsigne
 		if (r < 0)
 			return r;
 		*ret_slots |= 1u << r;
-		log_debug("pod: an app container's share %u is slot %s", i, shares[i].tag);
+		log_debug("pod: an app container's share %u is slot %s, locks on the %s", i, shares[i].tag,
+		          fs_locks_name(shares[i].locks));
 	}
 	return 0;
 }

@@ -230,6 +230,7 @@ int sandbox_share_attach(struct sandbox *s, unsigned int i, const struct sandbox
 	fo.server.proc_fd = sh->proc_fd > 0 ? sh->proc_fd : -1;
 	fo.server.root_names = sh->names;
 	fo.server.read_only = sh->read_only;
+	fo.server.locks = sh->locks;
 	fo.server.thread_init = sh->thread_init;
 	fo.server.thread_opaque = sh->thread_opaque;
 	r = virtio_fs_attach(s->shares[i], &fo.server, sh->workers ? sh->workers : fo.workers);

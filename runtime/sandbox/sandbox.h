@@ -65,6 +65,7 @@ struct sandbox_share {
 	const char *tag; /* 1 to 36 bytes */
 	const char *dir; /* opened by path unless dir_fd is given; named in messages */
 	bool read_only;
+	enum fs_locks locks; /* where the guest's locks are kept (fs_server_opts) */
 	int dir_fd; /* > 0: the directory, opened (O_PATH, borrowed): nothing is resolved by path */
 	int proc_fd; /* > 0: /proc/self/fd, opened (borrowed) */
 	char *const *names; /* NULL: the whole directory; else only these entries of it (fs_server_opts) */

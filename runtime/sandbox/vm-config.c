@@ -420,6 +420,23 @@ static int plan_rootfs(const struct oci_spec *spec, const struct kvrun_config *c
 	return 0;
 }
 
+/* Where the shares' locks are kept: the annotation, else the config
+ * file, else on the host. */
+static int plan_fs_locks(const struct oci_spec *spec, const struct kvrun_config *cfg, enum fs_locks *ret)
+{
+	const char *ann = oci_map_get(&spec->annotations, VM_CONFIG_ANNOTATION_FS_LOCKS);
+	enum kvrun_fs_locks mode = cfg->fs_locks;
+	int r;
+
+	if (ann) {
+		r = kvrun_fs_locks_parse(ann, "annotation " VM_CONFIG_ANNOTATION_FS_LOCKS, &mode);
+		if (r < 0)
+			return r;
+	}
+	*ret = mode == KVRUN_FS_LOCKS_GUEST ? FS_LOCKS_GUEST : FS_LOCKS_HOST;
+	return 0;
+}
+
 static int plan_jail(const struct kvrun_config *cfg, struct vm_plan *p)
 {
 	const char *env = getenv("KVRUN_JAIL_UID_BASE");
@@ -452,17 +469,34 @@ static void log_plan(const struct kernel_choice *ch, const struct vm_plan *p)
 	          p->use_acpi ? "ACPI tables" : "the command line");
 }
 
+/* $KVRUN_CONFIG, else the default config file. */
+static const char *config_path(void)
+{
+	const char *path = getenv("KVRUN_CONFIG");
+
+	return path && *path ? path : VM_CONFIG_DEFAULT_FILE;
+}
+
+int vm_plan_fs_locks(const struct oci_spec *spec, enum fs_locks *ret)
+{
+	struct kvrun_config cfg = {.templates = -1};
+	int r = kvrun_config_load(config_path(), &cfg);
+
+	if (r >= 0 || r == -ENOENT)
+		r = plan_fs_locks(spec, &cfg, ret);
+	kvrun_config_clear(&cfg);
+	return r;
+}
+
 int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm_plan *ret)
 {
 	const struct oci_linux_resources *res = spec->linux_spec ? spec->linux_spec->resources : NULL;
-	const char *cfg_path = getenv("KVRUN_CONFIG"), *env;
+	const char *cfg_path = config_path(), *env;
 	struct kvrun_config cfg = {.templates = -1};
 	struct kernel_choice ch;
 	struct vm_plan p = {0};
 	int r;
 
-	if (!cfg_path || !*cfg_path)
-		cfg_path = VM_CONFIG_DEFAULT_FILE;
 	r = kvrun_config_load(cfg_path, &cfg);
 	if (r < 0 && r != -ENOENT)
 		return r;
@@ -486,6 +520,8 @@ int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm
 		r = plan_templates(spec, &cfg, &p);
 	if (r >= 0)
 		r = plan_rootfs(spec, &cfg, &p);
+	if (r >= 0)
+		r = plan_fs_locks(spec, &cfg, &p.fs_locks);
 	p.early_create = cfg.early_create;
 	env = getenv("KVRUN_ROOTFS_CACHE");
 	if (r >= 0 && !cfg.rootfs_cache_off && !(env && strcmp(env, "0") == 0))

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "oci-spec/spec.h"
+#include "virtio/fs/fuse-server.h"
 
 #define VM_CONFIG_ANNOTATION_KERNEL "io.kvrun.kernel"
 #define VM_CONFIG_ANNOTATION_INITRD "io.kvrun.initrd"
@@ -60,6 +61,10 @@
  * image of it, the default) or "virtiofs" (the directory, shared); wins
  * over "rootfs" in the config file. */
 #define VM_CONFIG_ANNOTATION_ROOTFS "io.kvrun.rootfs"
+/* Where the POSIX and flock locks taken on the container's shared
+ * directories are kept: "host" (the default) or "guest"; wins over
+ * "fs_locks" in the config file (docs/virtio-fs.md, "Locks"). */
+#define VM_CONFIG_ANNOTATION_FS_LOCKS "io.kvrun.fs.locks"
 
 struct vm_plan {
 	char *kernel; /* absolute path of the kernel */
@@ -84,6 +89,10 @@ struct vm_plan {
 	 * (config "rootfs": "virtiofs", annotation io.kvrun.rootfs), not a
 	 * disk image of it. */
 	bool rootfs_virtiofs;
+	/* Where the locks on every shared directory of the container (its
+	 * root too) are kept: the annotation io.kvrun.fs.locks, else the
+	 * config file's "fs_locks", else FS_LOCKS_HOST. */
+	enum fs_locks fs_locks;
 	/* The monitor's jail runs as uid and gid jail_uid_base + its pid
 	 * ($KVRUN_JAIL_UID_BASE, else the config file's "jail_uid_base", else
 	 * JAIL_UID_BASE_DEFAULT: runtime/host/jail.h). */
@@ -100,6 +109,11 @@ struct vm_plan {
  * came from. */
 int vm_plan_make(const struct oci_spec *spec, const char *kernel_flag, struct vm_plan *ret);
 void vm_plan_done(struct vm_plan *p);
+
+/* The fs_locks of vm_plan_make() alone, for a container that joins
+ * another's VM (a pod's app container): reads the config file. Errors
+ * name the annotation or the config file's key. */
+int vm_plan_fs_locks(const struct oci_spec *spec, enum fs_locks *ret);
 
 /* vCPUs for the container's resources (res may be NULL): ceil(quota /
  * period) when a cpu quota is set (period default 100000 us), else the

@@ -145,7 +145,9 @@ static void usage(FILE *f)
 	           "  --entry-timeout S      name cache timeout in seconds (default 1)\n"
 	           "  --attr-timeout S       attribute cache timeout (default 1)\n"
 	           "  --negative-timeout S   cache of missing names (default 0)\n"
-	           "  --read-only            refuse every change with EROFS\n");
+	           "  --read-only            refuse every change with EROFS\n"
+	           "  --locks host|guest     POSIX and flock locks on the host's files (default), or\n"
+	           "                         left to the FUSE client (no lock forwarding, no FLUSH)\n");
 }
 
 static bool parse_u32(const char *s, uint32_t *ret)
@@ -169,6 +171,18 @@ static bool parse_secs(const char *s, double *ret)
 	return *end == '\0' && end != s && *ret >= 0 && *ret < 1e6;
 }
 
+static bool parse_locks(const char *s, enum fs_locks *ret)
+{
+	static const enum fs_locks modes[] = {FS_LOCKS_HOST, FS_LOCKS_GUEST};
+
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (strcmp(s, fs_locks_name(modes[i])) == 0) {
+			*ret = modes[i];
+			return true;
+		}
+	return false;
+}
+
 static int parse_args(int argc, char **argv, struct fs_server_opts *o, unsigned int *threads)
 {
 	static const struct option longopts[] = {
@@ -181,6 +195,7 @@ static int parse_args(int argc, char **argv, struct fs_server_opts *o, unsigned 
 	    {"attr-timeout", required_argument, NULL, 'a'},
 	    {"negative-timeout", required_argument, NULL, 'n'},
 	    {"read-only", no_argument, NULL, 'r'},
+	    {"locks", required_argument, NULL, 'l'},
 	    {"help", no_argument, NULL, 'H'},
 	    {0},
 	};
@@ -217,6 +232,11 @@ static int parse_args(int argc, char **argv, struct fs_server_opts *o, unsigned 
 			break;
 		case 'r':
 			o->read_only = true;
+			break;
+		case 'l':
+			ok = parse_locks(optarg, &o->locks);
+			if (!ok)
+				fprintf(stderr, "kvrun-fs-host: --locks: expected host or guest, not '%s'\n", optarg);
 			break;
 		case 'H':
 			usage(stdout);

@@ -7,7 +7,9 @@
  * earlier reply gave at its start, or not), the header's length right or
  * fuzzed, the request and reply cut into several buffers at fuzzed places,
  * and reply room of fuzzed size, exactly malloc'd so that AddressSanitizer
- * sees a write past it. Bounds are small (64 KiB transfers, 64 inodes, 16
+ * sees a write past it. The first byte picks the share: read-only (0xff)
+ * or not, locks on the host or left to the client (its low bit:
+ * FS_LOCKS_GUEST). Bounds are small (64 KiB transfers, 64 inodes, 16
  * descriptors and handles) so that the paths past them are reached.
  *
  * Checked after each request: the reply fits the room given, its header
@@ -213,9 +215,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *rooms[3] = {NULL, NULL, NULL};
 	struct run t = {0};
 	unsigned int nops;
+	uint8_t mode;
 
 	fs_server_opts_default(&o);
-	o.read_only = fz_u8(&f) == 0xff;
+	mode = fz_u8(&f);
+	o.read_only = mode == 0xff;
+	o.locks = mode & 1 ? FS_LOCKS_GUEST : FS_LOCKS_HOST;
 	o.max_write = 64u << 10;
 	o.max_inodes = 64;
 	o.max_inode_fds = 16;

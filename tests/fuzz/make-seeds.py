@@ -357,7 +357,7 @@ def oci_process_seeds():
 
 # fuzz-fs-server.c: indexes into its opcode table.
 FS_OP = {"lookup": 0, "getattr": 2, "readlink": 4, "mkdir": 7, "rename": 10, "open": 12, "read": 13, "write": 14,
-         "opendir": 24, "readdir": 25, "setlkw": 30, "create": 32}
+         "flush": 22, "opendir": 24, "readdir": 25, "setlk": 29, "setlkw": 30, "create": 32}
 FS_ROOT = u8(210)
 
 
@@ -376,7 +376,8 @@ def fs_req(op, body, node=FS_ROOT, fh=None, room=4096):
 def fs_seeds():
     """Writable server; then programs: lookup, open and read a file;
     create, write and read back; mkdir, the symlink out of the share,
-    readdir; a waiting lock (cancelled)."""
+    readdir; a waiting lock (cancelled); with the locks left to the
+    client, the lock requests and FLUSH it sends anyway."""
     first = u8(0)  # remembered id 0
     read_in = lambda size: u64(0) + u64(0) + u32(size) + u32(0) + u64(0) + u32(0) + u32(0)
     write_in = lambda data: u64(0) + u64(0) + u32(len(data)) + u32(0) + u64(0) + u32(0) + u32(0) + data
@@ -393,7 +394,15 @@ def fs_seeds():
                    fs_req("setlkw", u64(0) + u64(7) + u64(0) + u64(99) + u32(1) + u32(1) + u32(0) + u32(0),
                           node=first, fh=first)],
     }
-    return {name: u8(0) + u8(len(reqs) - 1) + b"".join(reqs) for name, reqs in progs.items()}
+    seeds = {name: u8(0) + u8(len(reqs) - 1) + b"".join(reqs) for name, reqs in progs.items()}
+    # Locks left to the client (the first byte's low bit): the lock
+    # requests and FLUSH a client sends anyway.
+    lk = u64(0) + u64(7) + u64(0) + u64(99) + u32(1) + u32(1) + u32(0) + u32(0)
+    reqs = [fs_req("create", u32(0o102) + u32(0o644) + u32(0) + u32(0) + b"lk\0"),
+            fs_req("setlk", lk, node=first, fh=first), fs_req("setlkw", lk, node=first, fh=first),
+            fs_req("flush", u64(0) + u32(0) + u32(0) + u64(7), node=first, fh=first)]
+    seeds["guest-locks"] = u8(1) + u8(len(reqs) - 1) + b"".join(reqs)
+    return seeds
 
 
 TARGETS = {

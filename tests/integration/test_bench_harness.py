@@ -330,28 +330,31 @@ a = run.parse_args(["--suite", "template", "--quick"])
 t.ok(a.suites == ["template"] and "template" in run.NAMED_SUITES and "template" not in run.SUITES,
      "args: template is a suite, run only when named")
 
-# fs: kvrun's virtio-fs server against bindfs, plain and forwarding locks,
-# ratios to each.
+# fs: kvrun's virtio-fs server in both lock modes against bindfs, plain
+# and forwarding locks, compared like for like.
 a = run.parse_args(["--suite", "fs", "--runtimes", "runc"])
 t.ok(a.suites == ["fs"] and "fs" in run.NAMED_SUITES and "fs" not in run.SUITES, "args: fs is run only when named")
 R = Results()
-for name, v in (("kvrun", 300.0), ("bindfs", 200.0)):
+for name, v in ((suite_fs.KVRUN_GUEST, 300.0), ("bindfs", 200.0)):
     unit, better, title = suite_fs.FIGURES["seq_read"]
     R.add("fs", "seq_read", name, v, unit=unit, better=better, title=title)
 res = {"metrics": R.finish()}
 lines = report.table(res)
 head = [x for x in lines if x.startswith("| measurement")]
 row = [x for x in lines if x.startswith("| sequential read")]
-t.ok(head and "kvrun/bindfs" in head[0] and "/runc" not in head[0] and row and row[0].rstrip().endswith("| 1.50 |"),
-     "fs: a kvrun/bindfs ratio column", lines)
+t.ok(head and f"{suite_fs.KVRUN_GUEST}/bindfs" in head[0] and "/runc" not in head[0] and row and
+     row[0].rstrip().endswith("| 1.50 |"), "fs: a kvrun (guest locks)/bindfs ratio column", lines)
+R.add("fs", "seq_read", "kvrun", 200.0)
 R.add("fs", "seq_read", suite_fs.BINDFS_LOCKS, 400.0)
 lines = report.table({"metrics": R.finish()})
 head = [x for x in lines if x.startswith("| measurement")]
 row = [x for x in lines if x.startswith("| sequential read")]
-t.ok(head and head[0].rstrip().endswith(f"| kvrun/bindfs | kvrun/{suite_fs.BINDFS_LOCKS} |") and row and
-     row[0].rstrip().endswith("| 1.50 | 0.75 |"), "fs: a ratio column to bindfs forwarding locks", lines)
-t.ok(list(suite_fs.SERVERS) == ["kvrun", "bindfs", suite_fs.BINDFS_LOCKS] and
-     "--enable-lock-forwarding" in suite_fs.SERVERS[suite_fs.BINDFS_LOCKS], "fs: the three servers")
+t.ok(head and head[0].rstrip().endswith(f"| {suite_fs.KVRUN_GUEST}/bindfs | kvrun/{suite_fs.BINDFS_LOCKS} |") and
+     "| kvrun/bindfs |" not in head[0] and row and row[0].rstrip().endswith("| 1.50 | 0.50 |"),
+     "fs: like for like, kvrun (host locks) against bindfs forwarding locks", lines)
+t.ok(list(suite_fs.SERVERS) == ["kvrun", suite_fs.KVRUN_GUEST, "bindfs", suite_fs.BINDFS_LOCKS] and
+     suite_fs.SERVERS["kvrun"] == ["--locks", "host"] and suite_fs.SERVERS[suite_fs.KVRUN_GUEST] == ["--locks", "guest"]
+     and "--enable-lock-forwarding" in suite_fs.SERVERS[suite_fs.BINDFS_LOCKS], "fs: the four servers")
 t.ok(emulated.host_side("fs/seq_read") and emulated.host_side("fs/create"),
      "fs: host-side figures, never labelled as an emulated guest")
 

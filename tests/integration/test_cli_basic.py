@@ -75,8 +75,9 @@ def main():
         t.ok(key in f, f"features has {key}")
     t.ok(isinstance(f.get("linux", {}).get("namespaces"), list), "features lists linux namespaces")
     ann = f.get("annotations", {})
-    t.ok("virtio-fs" in ann.get("io.kvrun.mounts.bind", "") and ann.get("io.kvrun.rootfs") == "block,virtiofs",
-         "features: what kvrun does with bind mounts and the root filesystem", json.dumps(ann))
+    t.ok("virtio-fs" in ann.get("io.kvrun.mounts.bind", "") and ann.get("io.kvrun.rootfs") == "block,virtiofs" and
+         ann.get("io.kvrun.fs.locks") == "host,guest",
+         "features: what kvrun does with bind mounts, the root filesystem and their locks", json.dumps(ann))
     lx = f.get("linux", {})
     t.ok("user" in lx.get("namespaces", []) and "time" not in lx.get("namespaces", []),
          "features: user namespaces are applied, time namespaces are not", str(lx.get("namespaces")))

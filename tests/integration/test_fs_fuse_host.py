@@ -9,7 +9,12 @@
   plain, permission-less files on the host (their view in the
   user.containers.override_stat xattr);
 - POSIX record locks and flock between processes, and a blocked lock
-  ended by a signal (the kernel's INTERRUPT);
+  ended by a signal (the kernel's INTERRUPT); with --locks host (the
+  default) they are the host's: a process using the shared directory
+  itself sees them, and they see its locks; with --locks guest the FUSE
+  client keeps them: enforced between the mount's users, the close() of
+  any descriptor dropping the process's POSIX locks, invisible to the
+  shared directory's own users and blind to theirs;
 - the server's host descriptors stay within --max-inode-fds and
   --max-handles however many files the client looks up and opens: past
   the handle bound opens fail with EMFILE, and the server goes on serving;
@@ -20,6 +25,7 @@ Skips loudly without root or /dev/fuse.
 import errno
 import fcntl
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -140,18 +146,38 @@ def locker(path, mode):
     return r.stdout.strip() or r.stderr.strip()
 
 
-def locks(mnt):
-    path = os.path.join(mnt, "lockfile")
+def locks(mnt, share, mode):
+    """Locks between processes through the mount, and against the users of
+    the shared directory itself, which see them only with host locks."""
+    path, host_path = os.path.join(mnt, "lockfile"), os.path.join(share, "lockfile")
+    host = mode == "host"
+    seen = f"errno {errno.EAGAIN}" if host else "locked"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.lockf(fd, fcntl.LOCK_EX)
-    t.eq(locker(path, "try-posix"), f"errno {errno.EAGAIN}", "a POSIX lock held here blocks another process")
-    t.eq(locker(path, "wait-posix"), "interrupted", "a waiting lock ends when its process gets a signal")
+    t.eq(locker(path, "try-posix"), f"errno {errno.EAGAIN}", f"{mode}: a POSIX lock held here blocks another process")
+    t.eq(locker(host_path, "try-posix"), seen,
+         f"{mode}: a process on the shared directory itself " + ("sees it" if host else "does not see it"))
+    t.eq(locker(path, "wait-posix"), "interrupted", f"{mode}: a waiting lock ends when its process gets a signal")
+    # POSIX: closing any descriptor of the file drops the process's locks
+    # (FLUSH with host locks, the client's own bookkeeping with guest).
+    os.close(os.open(path, os.O_RDONLY))
+    t.eq(locker(path, "try-posix"), "locked", f"{mode}: the close of another descriptor dropped the lock")
+    fcntl.lockf(fd, fcntl.LOCK_EX)
     fcntl.lockf(fd, fcntl.LOCK_UN)
-    t.eq(locker(path, "try-posix"), "locked", "free again after unlocking")
+    t.eq(locker(path, "try-posix"), "locked", f"{mode}: free again after unlocking")
     fcntl.flock(fd, fcntl.LOCK_EX)
-    t.eq(locker(path, "try-flock"), f"errno {errno.EWOULDBLOCK}", "flock held here blocks another process")
+    t.eq(locker(path, "try-flock"), f"errno {errno.EWOULDBLOCK}", f"{mode}: flock held here blocks another process")
+    t.eq(locker(host_path, "try-flock"), f"errno {errno.EWOULDBLOCK}" if host else "locked",
+         f"{mode}: flock " + ("seen" if host else "not seen") + " on the shared directory itself")
     os.close(fd)
-    t.eq(locker(path, "try-flock"), "locked", "flock released by the close")
+    t.eq(locker(path, "try-flock"), "locked", f"{mode}: flock released by the close")
+    # The other way: a lock taken on the shared directory itself.
+    hfd = os.open(host_path, os.O_RDWR)
+    fcntl.lockf(hfd, fcntl.LOCK_EX)
+    t.eq(locker(path, "try-posix"), seen,
+         f"{mode}: a POSIX lock on the shared directory itself " + ("blocks" if host else "does not block") +
+         " a process on the mount")
+    os.close(hfd)
     # More processes waiting for one lock than the server has threads: the
     # waits are kept by the server, so each unlock still gets through.
     counter = os.path.join(mnt, "counter")
@@ -169,7 +195,7 @@ def locks(mnt):
     with open(counter) as f:
         final = f.read()
     t.ok(outs == ["ok"] * 10 and final == "100",
-         f"10 processes contending for one POSIX lock, 4 server threads: no deadlock ({final}, {outs})")
+         f"{mode}: 10 processes contending for one POSIX lock, 4 server threads: no deadlock ({final}, {outs})")
 
 
 CONTENDER = r"""
@@ -249,7 +275,7 @@ with tempfile.TemporaryDirectory(prefix="kvrun-fs-host-") as tmp:
                                       str(MAX_HANDLES)])
     with m:
         t.ok(fslib.is_mounted(mnt), "mounted")
-        for step in (lambda: basics(mnt, share), lambda: overrides(mnt, share), lambda: locks(mnt),
+        for step in (lambda: basics(mnt, share), lambda: overrides(mnt, share), lambda: locks(mnt, share, "host"),
                      lambda: bounds(mnt, share, m.pid()), lambda: parallel(mnt)):
             try:
                 step()
@@ -258,6 +284,27 @@ with tempfile.TemporaryDirectory(prefix="kvrun-fs-host-") as tmp:
     t.eq(m.rc, 0, "kvrun-fs-host exits 0 once unmounted")
     t.ok(not fslib.is_mounted(mnt), "nothing left mounted")
     t.eq(m.stderr.strip(), "", "kvrun-fs-host printed no error")
+
+    # Locks left to the FUSE client (--locks guest), in a fresh share.
+    shutil.rmtree(share)
+    os.mkdir(share)
+    m = fslib.KvrunMount(share, mnt, ["--threads", "4", "--locks", "guest"])
+    with m:
+        try:
+            locks(mnt, share, "guest")
+            before = fd_count(m.pid())
+            fds = [os.open(os.path.join(mnt, "lockfile"), os.O_RDWR) for _ in range(4)]
+            for i, fd in enumerate(fds):
+                fcntl.lockf(fd, fcntl.LOCK_SH, 1, i)
+            t.ok(fd_count(m.pid()) <= before + len(fds),
+                 f"guest: no lock descriptor in the server ({before} descriptors, {fd_count(m.pid())} with "
+                 f"{len(fds)} files open and locked)")
+            for fd in fds:
+                os.close(fd)
+        except OSError as e:
+            t.ok(False, f"no unexpected error: {e}")
+    t.eq(m.rc, 0, "guest: kvrun-fs-host exits 0 once unmounted")
+    t.eq(m.stderr.strip(), "", "guest: kvrun-fs-host printed no error")
 
     # SIGTERM unmounts and ends it too.
     m = fslib.KvrunMount(share, mnt)
@@ -274,6 +321,10 @@ with tempfile.TemporaryDirectory(prefix="kvrun-fs-host-") as tmp:
     # Bad command lines and a missing directory.
     r = subprocess.run([binary, "--threads", "0", share, mnt], capture_output=True, text=True)
     t.ok(r.returncode == 2 and "Usage" in r.stderr, "a bad option: status 2 with the usage")
+    r = subprocess.run([binary, "--locks", "both", share, mnt], capture_output=True, text=True)
+    t.ok(r.returncode == 2 and "--locks: expected host or guest, not 'both'" in r.stderr and
+         not fslib.is_mounted(mnt),
+         f"--locks both: status 2 naming the option ({r.stderr.splitlines()[:1]})")
     r = subprocess.run([binary, os.path.join(tmp, "nope"), mnt], capture_output=True, text=True)
     t.ok(r.returncode == 1 and "nope" in r.stderr and not fslib.is_mounted(mnt),
          f"a missing shared directory: status 1 naming it ({r.stderr.strip()})")

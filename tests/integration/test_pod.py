@@ -18,7 +18,9 @@ guest in scenario fake-init (tests/guest/fake-init.c; no Linux boot):
   host process (the pid in its state), no second VM, no TAP or address
   added; start, exec (the process runs in it), kill and delete work on it
   alone, the sandbox runs on; pause is refused naming it; delete --force
-  of a created one ends its host process.
+  of a created one ends its host process. Its shares keep their locks
+  where its own annotation io.kvrun.fs.locks says (the sandbox's monitor
+  logs each slot's mode).
 - A container that joins the IPC or UTS namespace of a kvrun container
   that is not a pod's sandbox is refused naming it, before anything is
   made (its VM has no slots for another container's directories).
@@ -224,7 +226,11 @@ def check_pod_netns(cns):
         cgp = f"/{TAG}-pod/{cid}" if i == 2 else None
         # CRI-O's: the pod's hostname (the sandbox's, "runc" here) on each
         # app container.
-        bdl = make_bundle(f"b-app{i}", ann, ns, i == 1, cgp)
+        # The second keeps its shares' locks in the guest: its own
+        # annotation says so (the member line's "g").
+        locks = "guest" if i == 1 else "host"
+        bdl = make_bundle(f"b-app{i}", dict(ann, **({"io.kvrun.fs.locks": "guest"} if i == 1 else {})), ns, i == 1,
+                          cgp)
         mounted = None
         if i == 2:
             # containerd's: the rootfs a mount of the engine's, which it
@@ -232,9 +238,15 @@ def check_pod_netns(cns):
             mounted = os.path.join(bdl, "rootfs")
             sh("mount", "-t", "tmpfs", "kvt-pod-root", mounted)
             os.mkdir(os.path.join(mounted, "bin"))
+        mark = os.path.getsize(log)
         p = kvrun("--debug", "create", "--bundle", bdl, cid)
         if not t.ok(p.returncode == 0, f"app container {what}: created in the pod's VM", p.stderr):
             continue
+        with open(log, errors="replace") as f:
+            f.seek(mark)
+            slots = re.findall(r"an app container's share \d+ is slot kvrun-fs\d+, locks on the (\w+)", f.read())
+        t.ok(slots and all(x == locks for x in slots),
+             f"app container {what}: the sandbox's monitor gives its shares slots, locks on the {locks}", slots)
         s = state(cid) or {}
         pv = private(cid) or {}
         t.ok(s.get("status") == "created" and s.get("pid", 0) > 0 and s.get("pid") != mon,

@@ -55,6 +55,9 @@ def main():
     bad_config = os.path.join(tmp, "bad-config.json")
     with open(bad_config, "w") as f:
         f.write('{"kernel": "/x", "memroy": 5}')
+    bad_locks_config = os.path.join(tmp, "bad-locks-config.json")
+    with open(bad_locks_config, "w") as f:
+        f.write(json.dumps({"kernel": bogus_kernel, "fs_locks": "both"}))
 
     sock_path = os.path.join(tmp, "a.sock")
     sock = socket.socket(socket.AF_UNIX)
@@ -88,6 +91,14 @@ def main():
          ["kernel /nope4", "--kernel", "No such file"]),
         ("bad kvrun config file", {}, {"KVRUN_CONFIG": bad_config, "KVRUN_KERNEL": ""}, ["run"],
          ["bad-config.json", "unknown key", "memroy"]),
+        ("lock mode annotation that is neither host nor guest",
+         dict(mutate=lambda s: (s.setdefault("annotations", {}).update({"io.kvrun.fs.locks": "none"}),
+                                bind(hostdir)(s))),
+         {"KVRUN_KERNEL": bogus_kernel}, ["create"],
+         ["annotation io.kvrun.fs.locks: expected", "host", "guest", "none"]),
+        ("lock mode in the config file that is neither host nor guest", dict(mutate=bind(hostdir)),
+         {"KVRUN_CONFIG": bad_locks_config, "KVRUN_KERNEL": ""}, ["run"],
+         ["bad-locks-config.json: fs_locks: expected", "host", "guest", "both"]),
         ("bind mount source that does not exist", dict(mutate=bind(os.path.join(tmp, "nope"))),
          {"KVRUN_KERNEL": bogus_kernel}, ["run"], ["mounts[", "(/data)", "nope", "No such file"]),
         ("bind mount source that is a socket", dict(mutate=bind(sock_path)), {"KVRUN_KERNEL": bogus_kernel},

@@ -13,7 +13,13 @@ A. A detached busybox container with a writable volume (/data), a
    in the container is in the host's file; the mounts are virtiofs with
    their options. `kvrun checkpoint` of it is refused, and it goes on.
 B. A second detached container with the same volume at /shared: it reads
-   A's write, and A reads B's.
+   A's write, and A reads B's. B keeps its shares' locks in the guest
+   (io.kvrun.fs.locks=guest), A on the host (the default): a lock B holds
+   on the volume blocks B's other processes (the guest kernel's lock
+   code) and neither the host nor A; one A holds blocks A's other
+   processes and the host, and not B. POSIX and flock locks, taken by a
+   small static helper (kvlock) in both containers; skipped, saying so,
+   without a C compiler that links statically.
 C. `kvrun run` of a container whose root filesystem is shared
    (io.kvrun.rootfs=virtiofs): what it writes and removes is in the
    bundle's rootfs directory, as a diff of the directory before and after
@@ -23,6 +29,7 @@ Then everything is deleted: nothing left under --root, no process, the
 volumes' directories hold what the containers wrote.
 Skips without a guest kernel, /dev/kvm, root, mke2fs or busybox.
 """
+import fcntl
 import json
 import os
 import shutil
@@ -40,6 +47,35 @@ KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
 RUN_TIMEOUT = int(os.environ.get("KVRUN_BOOT_TIMEOUT", "1300")) + 600
 APPLETS = ["sh", "cat", "echo", "ls", "touch", "rm", "mkdir", "grep", "cut", "tr", "sleep", "stat", "sort",
            "sync"]
+# Takes or tries a POSIX (fcntl) and a flock lock on a file.
+KVLOCK_C = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	int fd = argc > 2 ? open(argv[2], O_RDWR | O_CREAT, 0644) : -1;
+	int posix, fl_busy;
+
+	if (fd < 0)
+		return 2;
+	if (!strcmp(argv[1], "hold")) {
+		if (fcntl(fd, F_SETLK, &fl) < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
+			return 1;
+		sleep(argc > 3 ? atoi(argv[3]) : 60);
+		return 0;
+	}
+	posix = fcntl(fd, F_SETLK, &fl) < 0;
+	fl_busy = flock(fd, LOCK_EX | LOCK_NB) < 0;
+	printf("posix=%s flock=%s\n", posix ? "busy" : "free", fl_busy ? "busy" : "free");
+	return 0;
+}
+"""
 # The guest caches entries and attributes for 1 s (docs/virtio-fs.md).
 CACHE_S = 1.5
 # Container ids of this run: a container's default cgroup is named after
@@ -86,7 +122,7 @@ def bind(dest, source, *opts):
 class Ctr:
     """A detached container and its exec'd checks."""
 
-    def __init__(self, tmp, env, name, mounts):
+    def __init__(self, tmp, env, name, mounts, annotations=None, kvlock=None):
         self.tmp, self.env, self.name = tmp, env, name
         self.id = f"{RUN_ID}-{name}"
         self.root = os.path.join(tmp, "root")
@@ -94,11 +130,14 @@ class Ctr:
         self.log = os.path.join(tmp, f"{name}-log.txt")
         self.n = 0
         bundlelib.busybox_rootfs(os.path.join(self.bundle, "rootfs"), APPLETS)
+        if kvlock:
+            shutil.copy(kvlock, os.path.join(self.bundle, "rootfs", "bin", "kvlock"))
 
         def mutate(spec):
             spec["process"]["args"] = ["/bin/sleep", "1000000"]
             spec["process"]["env"] = ["PATH=/bin"]
             spec["mounts"] += mounts
+            spec.setdefault("annotations", {}).update(annotations or {})
 
         bundlelib.write_spec(KVRUN, self.bundle, mutate)
 
@@ -115,20 +154,28 @@ class Ctr:
             p.stderr = f.read()
         return p
 
-    def sh(self, script):
+    def sh(self, script, detach=False):
+        """The script's status, stdout and stderr; detached: exec -d, its
+        output discarded (status, "", kvrun's stderr)."""
         self.n += 1
         path = os.path.join(self.tmp, f"{self.name}-process-{self.n}.json")
         with open(path, "w") as f:
             json.dump({"terminal": False, "args": ["/bin/sh", "-c", script], "env": ["PATH=/bin"], "cwd": "/",
                        "user": {"uid": 0, "gid": 0}}, f)
+        if detach:
+            err = os.path.join(self.tmp, f"{self.name}-process-{self.n}.err")
+            with open(err, "w") as ef:
+                p = rt(self.root, "exec", "--detach", "--process", path, self.id, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=ef, capture_output=False)
+            return p.returncode, "", read(err)
         p = rt(self.root, "exec", "--process", path, self.id, stdin=subprocess.DEVNULL, text=True)
         return p.returncode, p.stdout, p.stderr
 
 
-def vm_a(tmp, env, res, vol, ro, termdir, hosts, started):
+def vm_a(tmp, env, res, vol, ro, termdir, hosts, started, kvlock):
     a = Ctr(tmp, env, "ctr-a", [bind("/data", vol), bind("/ro", ro, "ro", "nosuid", "nodev", "noexec"),
                                 bind("/dev/termination-log", os.path.join(termdir, "termination-log")),
-                                bind("/etc/hosts", hosts, "ro")])
+                                bind("/etc/hosts", hosts, "ro")], kvlock=kvlock)
     p = a.start()
     started["a"] = a
     if not res.ok(p.returncode == 0, "A: run --detach with a volume, a read-only volume and two file binds",
@@ -166,8 +213,8 @@ def vm_a(tmp, env, res, vol, ro, termdir, hosts, started):
     return a
 
 
-def vm_b(tmp, env, res, vol, started):
-    b = Ctr(tmp, env, "ctr-b", [bind("/shared", vol)])
+def vm_b(tmp, env, res, vol, started, kvlock):
+    b = Ctr(tmp, env, "ctr-b", [bind("/shared", vol)], {"io.kvrun.fs.locks": "guest"}, kvlock)
     p = b.start()
     started["b"] = b
     res.ok(p.returncode == 0, "B: run --detach with the same volume", p.stderr.decode(errors="replace")[-3000:])
@@ -182,6 +229,71 @@ def two_containers(res, a, b, vol):
     rc, out, err = a.sh("cat /data/from-b")
     res.eq((rc, out), (0, "written-in-b\n"), "A and B: A reads B's write", err)
     res.eq(read(os.path.join(vol, "from-b")), "written-in-b\n", "A and B: so does the host")
+
+
+def build_kvlock(tmp):
+    """The helper, linked statically (the containers have no libc), or
+    None and why not."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return None, "no C compiler"
+    src, out = os.path.join(tmp, "kvlock.c"), os.path.join(tmp, "kvlock")
+    write(src, KVLOCK_C)
+    p = subprocess.run([cc, "-static", "-O2", "-o", out, src], capture_output=True, text=True)
+    return (out, None) if p.returncode == 0 else (None, f"cc -static failed: {p.stderr.strip()[-300:]}")
+
+
+def host_try(path):
+    """What kvlock try says, from a host process."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        got = []
+        for take in (lambda: fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB),
+                     lambda: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)):
+            try:
+                take()
+                got.append("free")
+            except OSError:
+                got.append("busy")
+        return f"posix={got[0]} flock={got[1]}"
+    finally:
+        os.close(fd)
+
+
+def held(ctr, path):
+    """Start a holder of path's locks in ctr (exec -d); True once another
+    process of ctr finds them busy."""
+    rc, _, err = ctr.sh(f"kvlock hold {path} 300", detach=True)
+    if rc != 0:
+        return False, err
+    for _ in range(40):
+        rc, out, err = ctr.sh(f"kvlock try {path}")
+        if out.strip() == "posix=busy flock=busy":
+            return True, out
+        time.sleep(0.5)
+    return False, out + err
+
+
+BUSY, FREE = "posix=busy flock=busy", "posix=free flock=free"
+
+
+def lock_modes(res, a, b, vol):
+    """B keeps its locks in the guest, A on the host."""
+    for c, mode in ((a, "host"), (b, "guest")):
+        log = read(c.log)
+        res.ok(f"locks on the {mode}" in log and f"locks on the {'guest' if mode == 'host' else 'host'}" not in log,
+               f"{c.name[-1].upper()}: its monitor serves its shares with {mode} locks",
+               "\n".join(ln for ln in log.splitlines() if "shared directory" in ln))
+    ok, diag = held(b, "/shared/lk-b")
+    res.ok(ok, "B (guest locks): a lock one of its processes holds blocks another (the guest kernel's)", diag)
+    res.eq(host_try(os.path.join(vol, "lk-b")), FREE, "B (guest locks): the host does not see B's lock")
+    rc, out, err = a.sh("kvlock try /data/lk-b")
+    res.eq(out.strip(), FREE, "B (guest locks): A, another VM on the volume, does not see it", err)
+    ok, diag = held(a, "/data/lk-a")
+    res.ok(ok, "A (host locks): a lock one of its processes holds blocks another", diag)
+    res.eq(host_try(os.path.join(vol, "lk-a")), BUSY, "A (host locks): the host sees A's lock")
+    rc, out, err = b.sh("kvlock try /shared/lk-a")
+    res.eq(out.strip(), FREE, "A (host locks): B, whose locks are its own, does not see it", err)
 
 
 def checkpoint_refused(res, a, tmp):
@@ -287,8 +399,9 @@ def main():
     write(os.path.join(termdir, "other"), "not for the container\n")
     hosts = os.path.join(tmp, "hosts")
     write(hosts, "127.0.0.1 volumes-test\n")
-    res = {k: Results() for k in ("a", "b", "ab", "c", "cro")}
+    res = {k: Results() for k in ("a", "b", "ab", "lk", "c", "cro")}
     started, got = {}, {}
+    kvlock, no_kvlock = build_kvlock(tmp)
 
     def guarded(key, f, *args):
         try:
@@ -297,15 +410,18 @@ def main():
             res[key].ok(False, f"{key}: raised {e!r}")
 
     # A and C at once (two boots side by side), then B.
-    th = [threading.Thread(target=guarded, args=("a", vm_a, tmp, env, res["a"], vol, ro, termdir, hosts, started)),
+    th = [threading.Thread(target=guarded,
+                           args=("a", vm_a, tmp, env, res["a"], vol, ro, termdir, hosts, started, kvlock)),
           threading.Thread(target=guarded, args=("c", vm_c, tmp, env, res["c"], False))]
     for x in th:
         x.start()
     for x in th:
         x.join()
-    guarded("b", vm_b, tmp, env, res["b"], vol, started)
+    guarded("b", vm_b, tmp, env, res["b"], vol, started, kvlock)
     if got.get("a") and got.get("b"):
         guarded("ab", two_containers, res["ab"], got["a"], got["b"], vol)
+        if kvlock:
+            guarded("lk", lock_modes, res["lk"], got["a"], got["b"], vol)
     if got.get("a"):
         guarded("ab", checkpoint_refused, res["ab"], got["a"], tmp)
     guarded("cro", vm_c, tmp, env, res["cro"], True)
@@ -321,13 +437,16 @@ def main():
     for name, key in (("ctr-a", "a"), ("ctr-b", "b"), ("ctr-c", "c"), ("ctr-c-ro", "cro")):
         path = os.path.join(tmp, f"{name}-log.txt")
         guestlib.check_template_use(t, name, log=read(path) if os.path.exists(path) else "")
-    for key in ("a", "b", "ab", "c", "cro"):
+    for key in ("a", "b", "ab", "lk", "c", "cro"):
         for cond, what, diag in res[key].items:
             t.ok(cond, what, diag)
+    if no_kvlock:
+        t.skip("locks kept in the guest (B) and on the host (A)", f"no static kvlock helper: {no_kvlock}")
     t.eq(os.listdir(root) if os.path.isdir(root) else [], [], "nothing left under --root")
     t.eq(left, [], "no process left")
-    t.eq(sorted(os.listdir(vol)), ["from-a", "from-b", "from-host"] if got.get("b") else ["from-a", "from-host"],
-         "the volume holds what was written to it, and nothing else")
+    want = ["from-a", "from-b", "from-host"] if got.get("b") else ["from-a", "from-host"]
+    want += ["lk-a", "lk-b"] if got.get("b") and kvlock else []
+    t.eq(sorted(os.listdir(vol)), sorted(want), "the volume holds what was written to it, and nothing else")
     bundlelib.keep_or_remove(t, tmp, ("ctr-a-log.txt", "ctr-a-log.txt.console", "ctr-b-log.txt", "ctr-c-log.txt",
                                       "ctr-c-log.txt.console", "ctr-c-ro-log.txt"), 40)
     t.done()

@@ -51,6 +51,26 @@
  * thread that serves a shared directory has a name that starts "fs-". */
 #define FS_LOCK_THREAD_NAME "fs-locks"
 
+/* Where the client's POSIX record locks and flock locks are kept
+ * (docs/virtio-fs.md, "Locks"). */
+enum fs_locks {
+	/* On the host's files (the default): the server offers lock
+	 * forwarding at INIT (FUSE_POSIX_LOCKS, FUSE_FLOCK_LOCKS) and takes
+	 * each lock on the host, where host processes and every other client
+	 * of the directory see it. The client then keeps no record of them,
+	 * so each close() sends a FLUSH that drops the closing process's
+	 * POSIX locks: one round trip per close. */
+	FS_LOCKS_HOST = 0,
+	/* In the client: no lock forwarding offered, so the client's kernel
+	 * keeps the locks itself, seen only through this server's connection
+	 * (one client kernel, one superblock). Files are opened with
+	 * FOPEN_NOFLUSH (protocol 7.35 on), so close() sends nothing, and
+	 * FLUSH, GETLK, SETLK and SETLKW are answered ENOSYS (an older client
+	 * then sends no more FLUSH; a client that sends lock requests anyway
+	 * gets no host lock). */
+	FS_LOCKS_GUEST,
+};
+
 struct fs_server_opts {
 	const char *root; /* the shared host directory (also what messages name) */
 	/* When >= 0: the shared directory already opened (O_PATH or not,
@@ -67,6 +87,7 @@ struct fs_server_opts {
 	 * some entries, of a directory the client must not otherwise see. */
 	char *const *root_names;
 	bool read_only; /* modifications answer EROFS */
+	enum fs_locks locks; /* where the client's locks are kept */
 	uint32_t max_write; /* largest READ/WRITE payload offered, 4 KiB..16 MiB */
 	/* Bounds on what the client can make the host hold. */
 	uint32_t max_inodes; /* inodes the client knows at once (LOOKUP answers ENFILE past it) */
@@ -85,11 +106,12 @@ struct fs_server_opts {
 	void *thread_opaque;
 };
 
-/* Defaults: no root_fd or proc_fd (-1), every name seen, writable, 1 MiB
- * transfers, 262144 inodes, 65536 inode descriptors, 4096 handles, 1 s
- * entry and attribute timeouts, no negative entries cached. fs_server_new() lowers the descriptor bounds to what
- * the process's RLIMIT_NOFILE allows (leaving 64 descriptors): raise the
- * limit first to keep them. */
+/* Defaults: no root_fd or proc_fd (-1), every name seen, writable, locks
+ * on the host (FS_LOCKS_HOST), 1 MiB transfers, 262144 inodes, 65536
+ * inode descriptors, 4096 handles, 1 s entry and attribute timeouts, no
+ * negative entries cached. fs_server_new() lowers the descriptor bounds
+ * to what the process's RLIMIT_NOFILE allows (leaving 64 descriptors):
+ * raise the limit first to keep them. */
 void fs_server_opts_default(struct fs_server_opts *o);
 
 struct fs_server;
@@ -166,6 +188,9 @@ void fs_server_get_stats(struct fs_server *s, struct fs_server_stats *ret);
  * (the client's unmount) or fs_server_reset() since. Only INIT makes it
  * true again. */
 bool fs_server_mounted(struct fs_server *s);
+
+/* "host" or "guest" (NULL for another value). */
+const char *fs_locks_name(enum fs_locks locks);
 
 /* The shared directory (as given in the options). */
 const char *fs_server_root(const struct fs_server *s);

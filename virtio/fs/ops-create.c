@@ -27,6 +27,14 @@ int fs_open_flags(uint32_t flags, int *ret)
 	return 0;
 }
 
+uint32_t fs_open_out_flags(const struct fs_server *s)
+{
+	/* Nothing to do at a close (FS_LOCKS_GUEST): no FLUSH. The flag
+	 * came with 7.35; the client ignores it with a writeback cache,
+	 * which the server does not offer. */
+	return s->opts.locks == FS_LOCKS_GUEST && s->minor >= 35 ? FOPEN_NOFLUSH : 0;
+}
+
 /* Permissions and owner of a node this request made, as asked. The
  * server's own umask must not shave the client's mode (the client
  * applied its umask already); override files keep their host mode 0. */
@@ -323,6 +331,7 @@ int fs_op_create(struct fs_ctx *c)
 			uint64_t id = ino->nodeid;
 
 			r = fs_handle_add(c->s, fd, ino, false, &out.o.fh);
+			out.o.open_flags = fs_open_out_flags(c->s);
 			fd = -1;
 			if (r < 0) {
 				fs_inode_put(&c->s->it, ino);

@@ -49,6 +49,7 @@ int fs_op_open(struct fs_ctx *c)
 		fs_inode_put(&c->s->it, ino);
 		return r;
 	}
+	out.open_flags = fs_open_out_flags(c->s);
 	return fs_reply(c, &out, sizeof(out));
 }
 
@@ -133,7 +134,9 @@ int fs_op_release(struct fs_ctx *c)
 	r = fs_handle_release(c->s, in->fh, false, &h);
 	if (r < 0)
 		return r;
-	if (in->release_flags & FUSE_RELEASE_FLOCK_UNLOCK)
+	/* Only a client that forwards flock locks sets it; the server's own
+	 * descriptor holds none otherwise. */
+	if ((in->release_flags & FUSE_RELEASE_FLOCK_UNLOCK) && c->s->opts.locks == FS_LOCKS_HOST)
 		flock(h->fd, LOCK_UN);
 	fs_handle_put(c->s, h);
 	return fs_reply(c, NULL, 0);

@@ -327,6 +327,9 @@ bool fs_name_visible(const struct fs_server *s, const struct fs_inode *dir, cons
  * xattrs): 0, or -EPERM for the root of such a share. */
 int fs_dir_check_change(const struct fs_server *s, const struct fs_inode *dir);
 
+/* The open_flags of an OPEN or CREATE reply (FOPEN_*). */
+uint32_t fs_open_out_flags(const struct fs_server *s);
+
 /* Host open flags for the client's: -EINVAL for a bad access mode. */
 int fs_open_flags(uint32_t flags, int *ret);
 /* A reference to node nodeid, which must be a directory (-ENOTDIR). */

@@ -20,14 +20,17 @@
 #include "virtio/fs/server-int.h"
 #include "virtio/virtqueue.h"
 
-/* What the server asks for at INIT, when the client offers it. */
-#define FS_WANTED_FLAGS                                                                                               \
-	(FUSE_ASYNC_READ | FUSE_POSIX_LOCKS | FUSE_ATOMIC_O_TRUNC | FUSE_BIG_WRITES | FUSE_FLOCK_LOCKS |              \
-	 FUSE_AUTO_INVAL_DATA | FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO | FUSE_ASYNC_DIO | FUSE_PARALLEL_DIROPS | \
-	 FUSE_MAX_PAGES | FUSE_CACHE_SYMLINKS)
+/* What the server asks for at INIT, when the client offers it; lock
+ * forwarding only with FS_LOCKS_HOST. */
+#define FS_WANTED_FLAGS                                                                                         \
+	(FUSE_ASYNC_READ | FUSE_ATOMIC_O_TRUNC | FUSE_BIG_WRITES | FUSE_AUTO_INVAL_DATA | FUSE_DO_READDIRPLUS | \
+	 FUSE_READDIRPLUS_AUTO | FUSE_ASYNC_DIO | FUSE_PARALLEL_DIROPS | FUSE_MAX_PAGES | FUSE_CACHE_SYMLINKS)
+#define FS_LOCK_FLAGS (FUSE_POSIX_LOCKS | FUSE_FLOCK_LOCKS)
 
 #define W FS_OP_WRITES
+#define L FS_OP_HOST_LOCKS
 #define FS_OP_WRITES 1 /* refused with EROFS on a read-only share */
+#define FS_OP_HOST_LOCKS 2 /* only with FS_LOCKS_HOST: ENOSYS with FS_LOCKS_GUEST */
 
 struct fs_op {
 	int (*fn)(struct fs_ctx *c);
@@ -61,15 +64,15 @@ static const struct fs_op fs_ops[] = {
     [FUSE_GETXATTR] = {fs_op_getxattr, sizeof(struct fuse_getxattr_in), 0},
     [FUSE_LISTXATTR] = {fs_op_listxattr, sizeof(struct fuse_getxattr_in), 0},
     [FUSE_REMOVEXATTR] = {fs_op_removexattr, 0, W},
-    [FUSE_FLUSH] = {fs_op_flush, sizeof(struct fuse_flush_in), 0},
+    [FUSE_FLUSH] = {fs_op_flush, sizeof(struct fuse_flush_in), L},
     [FUSE_INIT] = {fs_op_init, 8, 0},
     [FUSE_OPENDIR] = {fs_op_opendir, sizeof(struct fuse_open_in), 0},
     [FUSE_READDIR] = {fs_op_readdir, sizeof(struct fuse_read_in), 0},
     [FUSE_RELEASEDIR] = {fs_op_releasedir, sizeof(struct fuse_release_in), 0},
     [FUSE_FSYNCDIR] = {fs_op_fsyncdir, sizeof(struct fuse_fsync_in), 0},
-    [FUSE_GETLK] = {fs_op_getlk, sizeof(struct fuse_lk_in), 0},
-    [FUSE_SETLK] = {fs_op_setlk, sizeof(struct fuse_lk_in), 0},
-    [FUSE_SETLKW] = {fs_op_setlkw, sizeof(struct fuse_lk_in), 0},
+    [FUSE_GETLK] = {fs_op_getlk, sizeof(struct fuse_lk_in), L},
+    [FUSE_SETLK] = {fs_op_setlk, sizeof(struct fuse_lk_in), L},
+    [FUSE_SETLKW] = {fs_op_setlkw, sizeof(struct fuse_lk_in), L},
     [FUSE_ACCESS] = {fs_op_access, sizeof(struct fuse_access_in), 0},
     [FUSE_CREATE] = {fs_op_create, sizeof(struct fuse_create_in), W},
     [FUSE_INTERRUPT] = {fs_op_interrupt, sizeof(struct fuse_interrupt_in), 0},
@@ -84,6 +87,7 @@ static const struct fs_op fs_ops[] = {
 };
 
 #undef W
+#undef L
 
 void fs_server_opts_default(struct fs_server_opts *o)
 {
@@ -127,7 +131,7 @@ static int fs_op_init(struct fs_ctx *c)
 	s->max_write = s->opts.max_write;
 	pthread_mutex_unlock(&s->state_lock);
 	out.minor = minor;
-	out.flags = in->flags & FS_WANTED_FLAGS;
+	out.flags = in->flags & (FS_WANTED_FLAGS | (s->opts.locks == FS_LOCKS_HOST ? FS_LOCK_FLAGS : 0));
 	out.max_readahead = in->max_readahead < s->max_write ? in->max_readahead : s->max_write;
 	out.max_background = 64;
 	out.congestion_threshold = 48;
@@ -186,6 +190,10 @@ static int dispatch(struct fs_ctx *c)
 	if (c->h.len != c->in_len || c->h.len < sizeof(c->h))
 		return -EINVAL;
 	if (!op || !op->fn)
+		return -ENOSYS;
+	/* Locks kept by the client: it has no reason to send these, and
+	 * nothing it sends reaches a host lock. */
+	if ((op->flags & FS_OP_HOST_LOCKS) && c->s->opts.locks != FS_LOCKS_HOST)
 		return -ENOSYS;
 	r = copy_args(c);
 	if (r < 0)
@@ -270,6 +278,8 @@ static int check_opts(const struct fs_server_opts *o)
 		return err_set(-EINVAL, "virtio-fs: inode, descriptor and handle bounds must be at least 2, 2 and 1");
 	if (o->entry_timeout < 0 || o->attr_timeout < 0 || o->negative_timeout < 0)
 		return err_set(-EINVAL, "virtio-fs: negative cache timeout");
+	if (!fs_locks_name(o->locks))
+		return err_set(-EINVAL, "virtio-fs: unknown lock mode %d", (int)o->locks);
 	return 0;
 }
 
@@ -496,6 +506,17 @@ bool fs_server_mounted(struct fs_server *s)
 uint32_t fs_server_max_write(const struct fs_server *s)
 {
 	return s->opts.max_write;
+}
+
+const char *fs_locks_name(enum fs_locks locks)
+{
+	switch (locks) {
+	case FS_LOCKS_HOST:
+		return "host";
+	case FS_LOCKS_GUEST:
+		return "guest";
+	}
+	return NULL;
 }
 
 const char *fs_server_root(const struct fs_server *s)

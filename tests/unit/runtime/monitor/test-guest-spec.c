@@ -118,7 +118,7 @@ TEST(which_mounts_are_shares)
 	         p("ctr/hosts"), p("ctr/resolv.conf"), p("vol"), p("vol"), p("vol"), p("ctr/hostname"), p("vol/f"),
 	         p("link"));
 	s = spec_mounts(m, false);
-	is_int(guest_shares_plan(s, NULL, &g), 0);
+	is_int(guest_shares_plan(s, NULL, FS_LOCKS_HOST, &g), 0);
 	is_int(g.n, 4);
 	is_int(g.root, -1);
 	/* Share 0: the container's files, only those names of its directory. */
@@ -171,6 +171,7 @@ TEST(which_mounts_are_shares)
 	ok(sh[3].dir_fd == g.shares[3].dir_fd && sh[3].proc_fd == 42 && sh[3].read_only &&
 	       sh[3].names == g.shares[3].names,
 	   "share 3: its descriptor, /proc/self/fd, read-only, its names");
+	ok(sh[0].locks == FS_LOCKS_HOST && sh[3].locks == FS_LOCKS_HOST, "host locks as asked");
 	ok(sh[0].workers < sh[1].workers, "a share of files has fewer workers (%u) than a volume (%u)", sh[0].workers,
 	   sh[1].workers);
 
@@ -197,9 +198,11 @@ TEST(shared_root)
 	         "{\"destination\": \"/data\", \"type\": \"bind\", \"source\": \"%s\", \"options\": [\"rbind\"]}",
 	         p("vol"));
 	s = spec_mounts(m, true);
-	is_int(guest_shares_plan(s, p("rootfs"), &g), 0);
+	is_int(guest_shares_plan(s, p("rootfs"), FS_LOCKS_GUEST, &g), 0);
 	is_int(g.n, 2);
 	is_int(g.root, 0);
+	ok(g.shares[0].locks == FS_LOCKS_GUEST && g.shares[1].locks == FS_LOCKS_GUEST,
+	   "guest locks: every share, the root's too");
 	ok(same_dir(g.shares[0].dir_fd, p("rootfs")) && !g.shares[0].read_only && !g.shares[0].names,
 	   "the rootfs directory, whole, writable (guest-init makes the mount points, then the mount read-only)");
 	is_int(g.mounts[0].share, 1);
@@ -209,6 +212,10 @@ TEST(shared_root)
 	ok(st.root_readonly, "read-only root");
 	is_str(st.mounts[0].share, "kvrun-fs1");
 	proto_start_free(&st);
+	struct sandbox_share sh[GUEST_SHARES_MAX];
+	char tags[GUEST_SHARES_MAX][GUEST_SHARE_TAG_SIZE];
+	is_int(guest_shares_to_sandbox(&g, -1, tags, sh), 2);
+	ok(sh[0].locks == FS_LOCKS_GUEST && sh[1].locks == FS_LOCKS_GUEST, "the VM builder gets the lock mode");
 	guest_shares_done(&g);
 	/* A bind of the rootfs directory itself is not the root's share. */
 	oci_spec_free(s);
@@ -216,7 +223,7 @@ TEST(shared_root)
 	         "{\"destination\": \"/r\", \"type\": \"bind\", \"source\": \"%s\", \"options\": [\"rbind\", \"ro\"]}",
 	         p("rootfs"));
 	s = spec_mounts(m, true);
-	is_int(guest_shares_plan(s, p("rootfs"), &g), 0);
+	is_int(guest_shares_plan(s, p("rootfs"), FS_LOCKS_HOST, &g), 0);
 	ok(g.n == 2 && g.mounts[0].share == 1, "a bind is its own share, even of the root's directory");
 	guest_shares_done(&g);
 	oci_spec_free(s);
@@ -236,7 +243,7 @@ static void refused(const char *what, const char *source, int err, const char *w
 	         p("vol"), source);
 	s = spec_mounts(m, false);
 	err_clear();
-	is_int(guest_shares_plan(s, NULL, &g), err);
+	is_int(guest_shares_plan(s, NULL, FS_LOCKS_HOST, &g), err);
 	ok(strstr(err_msg(), "mounts[1] (/bad)") && strstr(err_msg(), words), "%s: %s", what, err_msg());
 	ok(g.n == 0 && !g.mounts, "%s: nothing planned", what);
 	is_int(count_fds(), fds);
@@ -279,7 +286,7 @@ TEST(too_many)
 		    i ? "," : "", i, p(d));
 	}
 	s = spec_mounts(m, false);
-	is_int(guest_shares_plan(s, NULL, &g), -ENOSPC);
+	is_int(guest_shares_plan(s, NULL, FS_LOCKS_HOST, &g), -ENOSPC);
 	ok(strstr(err_msg(), "mounts[16] (/m16)") && strstr(err_msg(), "more than 16"), "named: %s", err_msg());
 	oci_spec_free(s);
 }
@@ -352,7 +359,7 @@ TEST(shm_bind)
 	         "\"rprivate\", \"nosuid\", \"noexec\", \"nodev\"]}",
 	         shm);
 	s = spec_mounts(m, false);
-	is_int(guest_shares_plan(s, NULL, &g), 0);
+	is_int(guest_shares_plan(s, NULL, FS_LOCKS_HOST, &g), 0);
 	ok(g.n == 0 && g.mounts[0].share == -1, "not a share");
 	is_int(guest_spec_from_oci(s, NULL, &g, &st), 0);
 	is_str(st.mounts[0].type, "tmpfs");
@@ -369,7 +376,7 @@ TEST(shm_bind)
 	snprintf(m, sizeof(m),
 	         "{\"destination\": \"/data\", \"type\": \"bind\", \"source\": \"%s\", \"options\": [\"bind\"]}", shm);
 	s = spec_mounts(m, false);
-	is_int(guest_shares_plan(s, NULL, &g), 0);
+	is_int(guest_shares_plan(s, NULL, FS_LOCKS_HOST, &g), 0);
 	ok(g.n == 1 && g.mounts[0].share == 0, "elsewhere: a shared directory");
 	guest_shares_done(&g);
 	oci_spec_free(s);

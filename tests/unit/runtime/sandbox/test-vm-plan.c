@@ -89,6 +89,24 @@ TEST(config_file)
 		j = "{\"rootfs\": true}";
 		is_int(kvrun_config_parse(j, strlen(j), "cfg", &c), -EINVAL);
 	}
+	ok(c.fs_locks == KVRUN_FS_LOCKS_UNSET, "fs_locks: unset by default");
+	{
+		const char *j = "{\"fs_locks\": \"guest\"}";
+
+		is_int(kvrun_config_parse(j, strlen(j), "cfg", &c), 0);
+		ok(c.fs_locks == KVRUN_FS_LOCKS_GUEST, "fs_locks guest");
+		kvrun_config_clear(&c);
+		j = "{\"fs_locks\": \"host\"}";
+		is_int(kvrun_config_parse(j, strlen(j), "cfg", &c), 0);
+		ok(c.fs_locks == KVRUN_FS_LOCKS_HOST, "fs_locks host");
+		kvrun_config_clear(&c);
+		j = "{\"fs_locks\": \"local\"}";
+		is_int(kvrun_config_parse(j, strlen(j), "cfg", &c), -EINVAL);
+		is_str(err_msg(), "cfg: fs_locks: expected \"host\" or \"guest\", not \"local\"");
+		j = "{\"fs_locks\": false}";
+		is_int(kvrun_config_parse(j, strlen(j), "cfg", &c), -EINVAL);
+		is_str(err_msg(), "cfg: fs_locks: expected \"host\" or \"guest\"");
+	}
 	is_int(kvrun_config_parse("{\"cpus\": 0}", 11, "cfg", &c), -EINVAL);
 	is_int(kvrun_config_parse("{\"memory\": \"lots\"}", 18, "cfg", &c), -EINVAL);
 	is_int(kvrun_config_parse("[1]", 3, "cfg", &c), -EINVAL);
@@ -170,6 +188,46 @@ TEST(kernel_lookup)
 	              "{\"io.kvrun.rootfs\": \"disk\"}}");
 	is_int(vm_plan_make(s, NULL, &p), -EINVAL);
 	ok(strstr(err_msg(), "annotation io.kvrun.rootfs") != NULL, "a bad annotation is named: %s", err_msg());
+	oci_spec_free(s);
+
+	/* Where the shares' locks go: host, then the config file, then the
+	 * annotation; vm_plan_fs_locks() decides the same. */
+	enum fs_locks locks = FS_LOCKS_GUEST;
+	s = spec_from("{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}}");
+	is_int(vm_plan_make(s, NULL, &p), 0);
+	ok(p.fs_locks == FS_LOCKS_HOST, "locks on the host by default");
+	vm_plan_done(&p);
+	is_int(vm_plan_fs_locks(s, &locks), 0);
+	ok(locks == FS_LOCKS_HOST, "vm_plan_fs_locks: host by default");
+	snprintf(json, sizeof(json), "{\"kernel\": \"%s\", \"fs_locks\": \"guest\"}", kernel);
+	is_int(write_file_atomic(cfg, json, strlen(json), 0644), 0);
+	is_int(vm_plan_make(s, NULL, &p), 0);
+	ok(p.fs_locks == FS_LOCKS_GUEST, "config fs_locks guest");
+	vm_plan_done(&p);
+	is_int(vm_plan_fs_locks(s, &locks), 0);
+	ok(locks == FS_LOCKS_GUEST, "vm_plan_fs_locks: the config file's");
+	oci_spec_free(s);
+	s = spec_from("{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}, \"annotations\": "
+	              "{\"io.kvrun.fs.locks\": \"host\"}}");
+	is_int(vm_plan_make(s, NULL, &p), 0);
+	ok(p.fs_locks == FS_LOCKS_HOST, "the annotation wins over the config file");
+	vm_plan_done(&p);
+	is_int(vm_plan_fs_locks(s, &locks), 0);
+	ok(locks == FS_LOCKS_HOST, "vm_plan_fs_locks: the annotation's");
+	oci_spec_free(s);
+	s = spec_from("{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}, \"annotations\": "
+	              "{\"io.kvrun.fs.locks\": \"none\"}}");
+	is_int(vm_plan_make(s, NULL, &p), -EINVAL);
+	is_str(err_msg(), "annotation io.kvrun.fs.locks: expected \"host\" or \"guest\", not \"none\"");
+	is_int(vm_plan_fs_locks(s, &locks), -EINVAL);
+	is_str(err_msg(), "annotation io.kvrun.fs.locks: expected \"host\" or \"guest\", not \"none\"");
+	oci_spec_free(s);
+	snprintf(json, sizeof(json), "{\"kernel\": \"%s\", \"fs_locks\": \"both\"}", kernel);
+	is_int(write_file_atomic(cfg, json, strlen(json), 0644), 0);
+	s = spec_from("{\"ociVersion\": \"1.2.0\", \"root\": {\"path\": \"rootfs\"}}");
+	is_int(vm_plan_fs_locks(s, &locks), -EINVAL);
+	ok(strstr(err_msg(), "config.json: fs_locks: expected \"host\" or \"guest\", not \"both\"") != NULL,
+	   "a bad config value is named with its file: %s", err_msg());
 	oci_spec_free(s);
 	unlink(cfg);
 }

@@ -237,6 +237,8 @@ int fc_create(struct fc *c, uint64_t dir, const char *name, uint32_t flags, uint
 		*ret = out.e;
 	if (r == 0 && ret_fh)
 		*ret_fh = out.o.fh;
+	if (r == 0)
+		c->open_flags = out.o.open_flags;
 	return r;
 }
 
@@ -278,8 +280,10 @@ int fc_open_node(struct fc *c, uint64_t node, uint32_t flags, bool dir, uint64_t
 	struct iovec p = IOV(&in, sizeof(in));
 	int r = fc_call(c, dir ? FUSE_OPENDIR : FUSE_OPEN, node, &p, 1, &out, sizeof(out), NULL);
 
-	if (r == 0)
+	if (r == 0) {
 		*ret_fh = out.fh;
+		c->open_flags = out.open_flags;
+	}
 	return r;
 }
 

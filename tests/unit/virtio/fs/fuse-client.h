@@ -31,6 +31,7 @@ struct fc {
 	uint8_t *reply; /* the last reply, header included */
 	size_t reply_len;
 	bool framing_ok; /* every reply so far had the right length and unique */
+	uint32_t open_flags; /* FOPEN_* of the last OPEN or CREATE answered */
 };
 
 /* Temporary directories and a server on <base>/share with opts (NULL:

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -709,6 +710,91 @@ TEST(locks)
 	teardown();
 }
 
+/* Lock requests reach no host lock: another open file description of the
+ * host file can take a write lock and flock. */
+static bool host_file_unlocked(const char *path)
+{
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	bool ok = fd >= 0 && fcntl(fd, F_OFD_SETLK, &fl) == 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+TEST(guest_locks)
+{
+	struct fs_server_opts o;
+	struct fuse_init_out io;
+	struct fuse_entry_out e;
+	struct fs_server_stats st;
+	uint64_t fh, fh2;
+	int hfd;
+
+	is_str(fs_locks_name(FS_LOCKS_HOST), "host");
+	is_str(fs_locks_name(FS_LOCKS_GUEST), "guest");
+	ok(fs_locks_name((enum fs_locks)7) == NULL, "no name for another value");
+
+	/* Host locks (the default): forwarding agreed, FLUSH served, no
+	 * FOPEN_NOFLUSH. */
+	ok(fc_open(&c, NULL, false) == 0, "server up (host locks)");
+	is_int(fc_init(&c, 7, 38, FUSE_POSIX_LOCKS | FUSE_FLOCK_LOCKS | FUSE_ASYNC_READ, &io), 0);
+	is_int(io.flags, FUSE_POSIX_LOCKS | FUSE_FLOCK_LOCKS | FUSE_ASYNC_READ);
+	is_int(fc_create(&c, ROOT, "f", O_RDWR | O_CREAT, S_IFREG | 0644, &e, &fh), 0);
+	is_int(c.open_flags, 0);
+	is_int(fc_open_node(&c, e.nodeid, O_RDWR, false, &fh2), 0);
+	is_int(c.open_flags, 0);
+	is_int(fc_flush(&c, e.nodeid, fh, 1), 0);
+	is_int(fc_lk(&c, FUSE_SETLK, e.nodeid, fh, 1, F_WRLCK, 0, INT64_MAX, 0, NULL), 0);
+	ok(!host_file_unlocked(fc_path(&c, "f")), "host locks: the client's lock is on the host file");
+	teardown();
+
+	/* Guest locks: no forwarding offered, files opened without FLUSH. */
+	fs_server_opts_default(&o);
+	o.locks = FS_LOCKS_GUEST;
+	ok(fc_open(&c, &o, false) == 0, "server up (guest locks)");
+	is_int(fc_init(&c, 7, 38, FUSE_POSIX_LOCKS | FUSE_FLOCK_LOCKS | FUSE_ASYNC_READ, &io), 0);
+	is_int(io.flags, FUSE_ASYNC_READ);
+	is_int(fc_create(&c, ROOT, "f", O_RDWR | O_CREAT, S_IFREG | 0644, &e, &fh), 0);
+	is_int(c.open_flags, FOPEN_NOFLUSH);
+	is_int(fc_open_node(&c, e.nodeid, O_RDWR, false, &fh2), 0);
+	is_int(c.open_flags, FOPEN_NOFLUSH);
+	/* A client that sends them anyway: ENOSYS, before any check of the
+	 * handle, and nothing held on the host. */
+	is_int(fc_flush(&c, e.nodeid, fh, 1), -ENOSYS);
+	is_int(fc_lk(&c, FUSE_SETLK, e.nodeid, fh, 1, F_WRLCK, 0, INT64_MAX, 0, NULL), -ENOSYS);
+	is_int(fc_lk(&c, FUSE_SETLKW, e.nodeid, fh, 1, F_WRLCK, 0, INT64_MAX, 0, NULL), -ENOSYS);
+	is_int(fc_lk(&c, FUSE_SETLK, e.nodeid, fh, 1, F_WRLCK, 0, 0, FUSE_LK_FLOCK, NULL), -ENOSYS);
+	is_int(fc_lk(&c, FUSE_SETLK, e.nodeid, 999, 1, F_WRLCK, 0, 0, 0, NULL), -ENOSYS);
+	is_int(fc_simple(&c, FUSE_SETLK, e.nodeid, NULL, 0), -ENOSYS);
+	ok(host_file_unlocked(fc_path(&c, "f")), "guest locks: nothing locked on the host file");
+	/* Nor do they see the host's locks. */
+	hfd = open(fc_path(&c, "f"), O_RDWR | O_CLOEXEC);
+	ok(hfd >= 0 && flock(hfd, LOCK_EX) == 0, "a host process holds flock");
+	is_int(fc_lk(&c, FUSE_GETLK, e.nodeid, fh2, 2, F_WRLCK, 0, INT64_MAX, 0, NULL), -ENOSYS);
+	if (hfd >= 0)
+		close(hfd);
+	fs_server_get_stats(c.s, &st);
+	ok(st.plocks == 0 && st.deferred == 0, "no lock descriptor, no waiting lock");
+	struct fuse_release_in rel = {.fh = fh, .release_flags = FUSE_RELEASE_FLOCK_UNLOCK};
+	is_int(fc_simple(&c, FUSE_RELEASE, e.nodeid, &rel, sizeof(rel)), 0);
+	is_int(fc_release(&c, e.nodeid, fh2, false), 0);
+	fs_server_get_stats(c.s, &st);
+	is_int(st.handles, 0);
+	teardown();
+
+	/* A client before 7.35 knows no FOPEN_NOFLUSH: none given, and its
+	 * FLUSH gets ENOSYS (the client then sends no more). */
+	ok(fc_open(&c, &o, false) == 0, "server up (guest locks)");
+	is_int(fc_init(&c, 7, 31, FUSE_POSIX_LOCKS | FUSE_FLOCK_LOCKS, &io), 0);
+	is_int(io.flags, 0);
+	is_int(fc_create(&c, ROOT, "f", O_RDWR | O_CREAT, S_IFREG | 0644, &e, &fh), 0);
+	is_int(c.open_flags, 0);
+	is_int(fc_flush(&c, e.nodeid, fh, 1), -ENOSYS);
+	teardown();
+}
+
 TEST(misc_ops)
 {
 	struct fuse_init_out io;
@@ -777,6 +863,9 @@ TEST(bad_options)
 	is_int(fs_server_new(&o, &s), -EINVAL);
 	o.max_inode_fds = 16;
 	o.attr_timeout = -1;
+	is_int(fs_server_new(&o, &s), -EINVAL);
+	o.attr_timeout = 1;
+	o.locks = (enum fs_locks)2;
 	is_int(fs_server_new(&o, &s), -EINVAL);
 	ok(s == NULL, "no server made");
 }
