@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Churn without leaks, on Linux guests restored from a VM template with
-one network device (built here: `template build --nics 1`, one cold boot):
+one network device (the slow suite's, guestlib.suite_template(nics=1),
+shared with the engines tests: one cold boot per build tree):
 
 - sequential cycles: create, start, exec, delete --force of a container
   in a network namespace with a veth;
@@ -86,9 +87,9 @@ if why:
     t.skip_all(why)
 
 tmp = tempfile.mkdtemp(prefix="kvrun-test-churn-")
-root, cache, tpl = (os.path.join(tmp, d) for d in ("root", "cache", "templates"))
+root, cache = (os.path.join(tmp, d) for d in ("root", "cache"))
 log = os.path.join(tmp, "kvrun.log")
-ENV = dict(os.environ, KVRUN_KERNEL=os.path.abspath(kernel), KVRUN_CACHE_DIR=cache, KVRUN_TEMPLATE_DIR=tpl,
+ENV = dict(os.environ, KVRUN_KERNEL=os.path.abspath(kernel), KVRUN_CACHE_DIR=cache,
            KVRUN_CONFIG=os.path.join(tmp, "none.json"))
 ENV.pop("KVRUN_TEMPLATES", None)
 probe = None
@@ -301,11 +302,10 @@ def check_vsock(spaces, long_cid):
 
 
 def main():
-    t0 = time.monotonic()
-    p = kvrun("--debug", "template", "build", "--nics", "1", "--console", os.path.join(tmp, "build-console.log"))
-    t.diag(f"template build --nics 1: {time.monotonic() - t0:.0f} s")
-    if not t.ok(p.returncode == 0, "the churn's template (one network device) is built", p.stderr[-1500:]):
-        return
+    template = guestlib.suite_template(t, kernel, nics=1)
+    if not template.ok:
+        return  # its failed build is a failed line already: cold boots would not fit the time
+    ENV.update(template.env)
     spaces = {"ns": [veth_ns(i) for i in range(WIDTH + 2)]}
     spaces["b"] = [make_bundle(f"b{i}", spaces["ns"][i], ["/bin/sleep", "100000"], cgroup=f"{CGROUP}/c{i}")
                    for i in range(WIDTH)]
