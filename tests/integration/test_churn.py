@@ -177,14 +177,28 @@ class Multi:
         return out
 
 
+def console_tail(path, n=40):
+    try:
+        with open(path, errors="replace") as f:
+            return "\n".join(f.read().splitlines()[-n:])
+    except OSError:
+        return "(no console)"
+
+
 def cycle(b, cid):
-    """create, start, exec, delete --force; the first failure's message."""
+    """create, start, exec, delete --force; the first failure's message,
+    with the end of the guest's console (kept only while the cycle runs)."""
+    console = os.path.join(tmp, f"{cid}.console")
     for what, args in (("create", ("create", "--bundle", b, cid)), ("start", ("start", cid)),
                        ("exec", ("exec", cid, "echo", "churn")), ("delete", ("delete", "--force", cid))):
-        p = kvrun(*args)
+        p = kvrun(*args, env=dict(ENV, KVRUN_CONSOLE=console)) if what == "create" else kvrun(*args)
         if p.returncode != 0 or (what == "exec" and p.stdout != "churn\n"):
             kvrun("delete", "--force", cid)
-            return f"{cid}: {what}: rc {p.returncode}: {p.stderr.strip()[-600:]} {p.stdout[-200:]}"
+            msg = f"{cid}: {what}: rc {p.returncode}: {p.stderr.strip()[-600:]} {p.stdout[-200:]}"
+            t.diag(f"{msg}\n--- guest console of {cid}:\n{console_tail(console)}")
+            return msg
+    if os.path.exists(console):
+        os.unlink(console)
     return None
 
 
