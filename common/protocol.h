@@ -348,6 +348,21 @@ struct proto_update {
 	bool has_memory_max;
 	uint64_t memory_max;
 	uint32_t container; /* as in proto_stats */
+	/* pause (1) or resume (0): the cgroup frozen or thawed (cgroup v2
+	 * cgroup.freeze), answered once cgroup.events says it is. */
+	bool has_frozen;
+	uint32_t frozen;
+	/* CPU limits of a pod member (the first container's CPUs are the
+	 * VM's, limited on the host): cpu.max's quota (0: "max") and period
+	 * (us; the other part kept as the file has it), cpu.weight, and
+	 * cpuset.cpus (NULL: unchanged). */
+	bool has_cpu_quota;
+	uint64_t cpu_quota;
+	bool has_cpu_period;
+	uint64_t cpu_period;
+	bool has_cpu_weight;
+	uint64_t cpu_weight;
+	char *cpuset_cpus;
 };
 
 /* OOM: the container cgroup's memory.events counters after the change. */

@@ -222,6 +222,16 @@ int gi_cgroup_set_limit(const char *cg, const char *file, uint64_t v);
 int gi_oom_open(const char *cg, struct proto_oom *ret);
 /* Read the OOM counters ("oom", "oom_kill") of memory.events again. */
 int gi_oom_read(int fd, struct proto_oom *ret);
+/* UPDATE's CPU limits of a pod member into cg: cpu.max (the quota or
+ * period not given kept as the file has it), cpu.weight, cpuset.cpus.
+ * The first failure is named (err_msg()). */
+int gi_cgroup_set_cpu(const char *cg, const struct proto_update *u);
+/* pause/resume: freeze (or thaw) cg through cgroup.freeze and wait up to
+ * timeout_ms for cgroup.events to say "frozen 1" ("frozen 0"), as runc's
+ * cgroup v2 manager does. A freeze that does not settle in time is undone
+ * (-ETIMEDOUT); a kernel without cgroup.freeze (before 5.2) gives
+ * -ENOTSUP. The error is named (err_msg()). */
+int gi_cgroup_freeze(const char *cg, bool frozen, int timeout_ms);
 /* Signal every process cgroup cg lists (cgroup.procs). Returns how many
  * were signalled. */
 int gi_cgroup_signal(const char *cg, int signo);

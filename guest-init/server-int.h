@@ -36,6 +36,7 @@ struct ctr {
 	ino_t mnt_ino;
 	unsigned int n_procs; /* processes of the table that run in it */
 	bool root_mounted; /* a member's root, to unmount at its end */
+	bool frozen; /* its cgroup frozen (pause): no process may join it */
 	/* The first's: the server's; a member's: in paths[] (cgroup NULL:
 	 * none). */
 	const char *rootfs, *files_dir, *cgroup;

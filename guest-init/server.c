@@ -87,6 +87,11 @@ static int handle_exec(struct state *st, struct proto_msg *m)
 
 	if (!c)
 		return server_reply_error(st, m->id, -ESRCH, "container is not running");
+	/* A process joining a frozen cgroup would stop before it could say
+	 * it started, and PID 1 would wait for it. */
+	if (c->frozen)
+		return server_reply_error(st, m->id, -EBUSY,
+		                          "the container is paused (its cgroup frozen): resume it first");
 	if (proc_spawn(st, m, c, &p) < 0)
 		return 0;
 	return proc_go(st, p, m->id);
@@ -169,7 +174,11 @@ static int handle_resize(struct state *st, const struct proto_msg *m)
 	return server_reply_error(st, m->id, 0, "");
 }
 
-/* UPDATE: the limits that can change at run time. */
+/* How long a pause waits for the cgroup to be frozen (runc: 10 s). */
+#define FREEZE_TIMEOUT_MS 10000
+
+/* UPDATE: the limits that can change at run time, and pause/resume (the
+ * cgroup frozen or thawed). */
 static int handle_update(struct state *st, const struct proto_msg *m)
 {
 	const struct proto_update *u = &m->u.update;
@@ -184,6 +193,14 @@ static int handle_update(struct state *st, const struct proto_msg *m)
 		return server_reply_error(st, m->id, r, "set pids.max");
 	if (u->has_memory_max && (r = gi_cgroup_set_limit(cg, "memory.max", u->memory_max)) < 0)
 		return server_reply_error(st, m->id, r, "set memory.max");
+	err_clear();
+	if ((u->has_cpu_quota || u->has_cpu_period || u->has_cpu_weight || u->cpuset_cpus) &&
+	    (r = gi_cgroup_set_cpu(cg, u)) < 0)
+		return server_reply_error(st, m->id, r, err_msg());
+	if (u->has_frozen && (r = gi_cgroup_freeze(cg, u->frozen != 0, FREEZE_TIMEOUT_MS)) < 0)
+		return server_reply_error(st, m->id, r, err_msg());
+	if (u->has_frozen)
+		(u->container ? ctr_find(st, u->container) : &st->ctrs[0])->frozen = u->frozen != 0;
 	return server_reply_error(st, m->id, 0, "");
 }
 

@@ -21,6 +21,7 @@
 #include "runtime/cli/launch-member.h"
 #include "runtime/host/cgroup.h"
 #include "runtime/host/jail.h"
+#include "runtime/monitor/guest-linux.h"
 #include "runtime/monitor/guest-shares.h"
 #include "runtime/monitor/guest-spec.h"
 #include "runtime/monitor/teardown.h"
@@ -252,6 +253,10 @@ static int member_build(const struct bundle *b, const struct oci_spec *spec, con
 		r = guest_shares_clone_mounts(&m->g);
 	if (r >= 0)
 		r = guest_spec_from_oci(spec, s, &m->g, &m->start.u.start);
+	/* Its CPU limits go to its guest cgroup: the VM's CPUs are the pod's
+	 * (the monitor checks cpuset.cpus against them). */
+	if (r >= 0 && spec->linux_spec && spec->linux_spec->resources)
+		r = guest_linux_cpu_sets(&spec->linux_spec->resources->cpu, &m->start.u.start);
 	if (r >= 0)
 		r = member_line(&m->g, &m->line);
 	if (r < 0)

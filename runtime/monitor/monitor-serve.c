@@ -201,6 +201,11 @@ static int do_pause(struct monitor *m, bool pause)
 {
 	int r;
 
+	/* A pod's sandbox: runc's pause freezes the pause container only,
+	 * and the VM is the pod's (docs/runtime.md, "Pods"). */
+	if (monitor_is_pod_sandbox(m))
+		return monitor_pod_freeze(m, 0, pause);
+
 	if (m->paused == pause)
 		return 0;
 	r = pause ? vm_pause(m->sb->vm) : vm_resume(m->sb->vm);
@@ -369,6 +374,27 @@ static int do_update(struct monitor *m, int has_pids, unsigned long long pids, i
 	return r;
 }
 
+/* "cpu <guest pid> <has quota> <quota> <period> <weight> <cpus|->". */
+static int do_cpu(struct monitor *m, const char *args)
+{
+	struct proto_update u = {0};
+	unsigned long long quota, period, weight;
+	char cpus[256];
+	int has_quota;
+	unsigned pid;
+
+	if (sscanf(args, "%u %d %llu %llu %llu %255s", &pid, &has_quota, &quota, &period, &weight, cpus) != 6)
+		return err_set(-EINVAL, "cpu: <guest pid> <has quota> <quota> <period> <weight> <cpus|-> expected");
+	u = (struct proto_update){.has_cpu_quota = has_quota != 0,
+	                          .cpu_quota = quota,
+	                          .has_cpu_period = period != 0,
+	                          .cpu_period = period,
+	                          .has_cpu_weight = weight != 0,
+	                          .cpu_weight = weight,
+	                          .cpuset_cpus = strcmp(cpus, "-") ? cpus : NULL};
+	return monitor_pod_cpu(m, pid, &u);
+}
+
 void monitor_exec_exited(struct monitor *m, uint64_t id, uint32_t status)
 {
 	char line[32];
@@ -479,6 +505,10 @@ void monitor_serve_client(struct monitor *m)
 		r = do_exec(m, fd, &keep, detail, sizeof(detail));
 	else if (strcmp(line, "pause") == 0 || strcmp(line, "resume") == 0)
 		r = do_pause(m, line[0] == 'p');
+	else if (strncmp(line, "cpu ", 4) == 0)
+		r = do_cpu(m, line + 4);
+	else if (sscanf(line, "pause %u", &pid) == 1 || sscanf(line, "resume %u", &pid) == 1)
+		r = monitor_pod_freeze(m, pid, line[0] == 'p');
 	else if (strcmp(line, "ps") == 0)
 		r = do_ps(m, detail, sizeof(detail));
 	else if (strcmp(line, "stats") == 0)

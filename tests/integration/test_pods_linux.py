@@ -15,6 +15,9 @@ path, each app container's own busybox root directory.
   namespace (A's page is not in B's root) and PID namespace (B's own
   sleep is pid 1 there).
 - Each has its own host process (the pid in its state), no second VM.
+- pause of B (its guest cgroup frozen): A still serves, exec in B is
+  refused; resume; B's cpu limits updated into its guest cgroup (cpu.max,
+  cpu.weight, cpuset.cpus read in B), CPUs the VM lacks refused.
 - kill (SIGKILL: its sleep is pid 1 of its namespace) of B stops B alone; A still serves; delete of each.
 - Then $KVRUN_TEST_POD_ROW (3 by default) more app containers one after
   another, each with its root and a volume of its own (2 of the VM's 8
@@ -217,6 +220,7 @@ def run(t, tmp, root, log, env, sbx, a, b, cri):
     p = rt(root, "ps", b, text=True)
     t.ok(p.returncode == 0 and "sleep 1000000" in p.stdout and "httpd" not in p.stdout,
          "kvrun ps of B lists B's processes only", p.stdout + p.stderr)
+    pause_and_cpu(t, root, tmp, a, b)
     # sleep, pid 1 of its namespace, has no handler: only SIGKILL ends it
     # (as under runc).
     p = rt(root, "kill", b, "KILL", text=True)
@@ -234,6 +238,32 @@ def run(t, tmp, root, log, env, sbx, a, b, cri):
     sequential(t, tmp, root, log, env, mon, app, ns, fds0)
     t.ok(state(root, sbx).get("status") == "running", "the sandbox runs on", json.dumps(state(root, sbx)))
     t.eq(rt(root, "delete", "--force", sbx).returncode, 0, "delete --force of the sandbox")
+
+
+def pause_and_cpu(t, root, tmp, a, b):
+    """B paused (its guest cgroup frozen) while A serves on; resumed; its
+    cpu limits in its guest cgroup."""
+    p = rt(root, "pause", b, text=True)
+    t.ok(p.returncode == 0 and state(root, b).get("status") == "paused", "pause of B: paused",
+         p.stderr + json.dumps(state(root, b)))
+    rc, out, err = sh(root, tmp, a, "wget -q -O - http://127.0.0.1:8080/")
+    t.eq(out, PAGE, "A still serves while B is paused")
+    rc, out, err = sh(root, tmp, b, "echo hi")
+    t.ok(rc != 0 and "paused" in err, "exec in paused B refused", f"{rc} {out!r} {err!r}")
+    p = rt(root, "resume", b, text=True)
+    t.ok(p.returncode == 0 and state(root, b).get("status") == "running", "resume of B: running", p.stderr)
+    rc, out, err = sh(root, tmp, b, "echo hi")
+    t.eq(out, "hi\n", "B runs again after its resume")
+    p = rt(root, "update", "--cpu-quota", "20000", "--cpu-period", "100000", "--cpu-share", "512",
+           "--cpuset-cpus", "0", b, text=True)
+    t.ok(p.returncode == 0, "update of B's cpu limits", p.stderr)
+    rc, out, err = sh(root, tmp, b, "cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/cpu.weight /sys/fs/cgroup/cpuset.cpus"
+                                    "; cat /proc/self/cgroup")
+    t.ok(out.split("\n")[:3] == ["20000 100000", "20", "0"],
+         "B's guest cgroup has cpu.max, cpu.weight (runc's conversion of 512 shares) and cpuset.cpus",
+         f"{rc} {out!r} {err!r}")
+    p = rt(root, "update", "--cpuset-cpus", "0-63", b, text=True)
+    t.ok(p.returncode != 0 and "not in the pod's VM" in p.stderr, "cpus the VM lacks refused", p.stderr)
 
 
 def monitor_fds(pid):

@@ -18,6 +18,7 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "runtime/monitor/guest-linux.h"
 #include "runtime/monitor/guest-shares.h"
 #include "runtime/monitor/guest-spec.h"
 #include "tap.h"
@@ -379,6 +380,55 @@ TEST(shm_bind)
 /* The container's processes get no AF_VSOCK sockets unless the annotation
  * io.kvrun.vsock says "allow"; any other value than allow or deny is
  * refused before anything is built. */
+/* A pod's app container: its CPU limits into its guest cgroup, as runc's
+ * cgroup v2 manager writes them (cpu.max, cpu.weight from shares). */
+TEST(member_cpu_sets)
+{
+	struct oci_cpu c = {.has_quota = true,
+	                    .quota = 20000,
+	                    .has_period = true,
+	                    .period = 100000,
+	                    .has_shares = true,
+	                    .shares = 1024,
+	                    .cpus = (char *)"0-1"};
+	struct proto_start st = {0};
+
+	is_int(guest_cpu_weight(0), 0);
+	is_int(guest_cpu_weight(2), 1);
+	is_int(guest_cpu_weight(1024), 39);
+	is_int(guest_cpu_weight(262144), 10000);
+	is_int(guest_linux_cpu_sets(&c, &st), 0);
+	is_int(st.n_cgroup, 3);
+	if (st.n_cgroup == 3) {
+		is_str(st.cgroup[0].file, "cpu.max");
+		is_str(st.cgroup[0].value, "20000 100000");
+		is_str(st.cgroup[1].file, "cpu.weight");
+		is_str(st.cgroup[1].value, "39");
+		is_str(st.cgroup[2].file, "cpuset.cpus");
+		is_str(st.cgroup[2].value, "0-1");
+		is_str(st.cgroup[2].field, "linux.resources.cpu.cpus");
+	}
+	proto_start_free(&st);
+	st = (struct proto_start){0};
+	c = (struct oci_cpu){.has_quota = true, .quota = -1};
+	is_int(guest_linux_cpu_sets(&c, &st), 0);
+	is_int(st.n_cgroup, 1);
+	if (st.n_cgroup == 1)
+		is_str(st.cgroup[0].value, "max");
+	proto_start_free(&st);
+	st = (struct proto_start){0};
+	c = (struct oci_cpu){.has_period = true, .period = 50000};
+	is_int(guest_linux_cpu_sets(&c, &st), 0);
+	if (st.n_cgroup == 1)
+		is_str(st.cgroup[0].value, "max 50000");
+	proto_start_free(&st);
+	st = (struct proto_start){0};
+	c = (struct oci_cpu){.has_shares = true, .shares = 1};
+	is_int(guest_linux_cpu_sets(&c, &st), -EINVAL);
+	is_str(err_msg(), "linux.resources.cpu.shares: 1 is out of range (2 to 262144)");
+	proto_start_free(&st);
+}
+
 TEST(vsock_annotation)
 {
 	static const struct {
