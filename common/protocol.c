@@ -302,6 +302,7 @@ DESC(update_desc, struct proto_update, update_fields);
 static const struct field oom_fields[] = {
     FLD(1, F_U64, struct proto_oom, oom_kill),
     FLD(2, F_U64, struct proto_oom, oom),
+    FLD(3, F_U32, struct proto_oom, container),
 };
 DESC(oom_desc, struct proto_oom, oom_fields);
 

@@ -369,6 +369,9 @@ struct proto_update {
 struct proto_oom {
 	uint64_t oom_kill; /* processes killed by the OOM killer so far */
 	uint64_t oom; /* times the cgroup's limit was hit and reclaim failed */
+	/* Whose cgroup: 0 the first container's, else the guest pid of a pod
+	 * member's init (as in proto_stats). */
+	uint32_t container;
 };
 
 /* NETWORK: a checkpoint restored into a network namespace whose interfaces

@@ -354,10 +354,11 @@ static bool reconnect(struct state *st)
 
 static int poll_once(struct state *st, int sfd)
 {
-	struct pollfd pfd[3 + MAX_PROCS * 3];
-	struct relay *who[3 + MAX_PROCS * 3];
+	struct pollfd pfd[3 + MAX_PROCS * 3 + MAX_CONTAINERS];
+	struct relay *who[3 + MAX_PROCS * 3 + MAX_CONTAINERS];
+	struct ctr *oom_of[MAX_CONTAINERS];
 	struct proto_msg m;
-	size_t n = 0;
+	size_t n = 0, relays, n_oom = 0;
 	int r;
 
 	pfd[n++] = (struct pollfd){.fd = sfd, .events = POLLIN};
@@ -366,6 +367,13 @@ static int poll_once(struct state *st, int sfd)
 	for (size_t i = 0; i < MAX_PROCS; i++)
 		if (st->procs[i].used)
 			proc_relay_events(&st->procs[i], pfd, &n, who);
+	relays = n;
+	/* Members' memory.events, after the relays. */
+	for (size_t i = 1; i < MAX_CONTAINERS; i++)
+		if (st->ctrs[i].used && st->ctrs[i].oom_fd > 0) {
+			oom_of[n_oom++] = &st->ctrs[i];
+			pfd[n++] = (struct pollfd){.fd = st->ctrs[i].oom_fd, .events = POLLPRI};
+		}
 	if (poll(pfd, n, -1) < 0)
 		return errno == EINTR ? 0 : -errno;
 	if (pfd[0].revents) {
@@ -391,7 +399,10 @@ static int poll_once(struct state *st, int sfd)
 	}
 	if (pfd[2].revents)
 		oom_check(st);
-	for (size_t i = 3; i < n; i++) {
+	for (size_t i = 0; i < n_oom; i++)
+		if (pfd[relays + i].revents && oom_of[i]->oom_fd == pfd[relays + i].fd)
+			member_oom_check(st, oom_of[i]);
+	for (size_t i = 3; i < relays; i++) {
 		if (!pfd[i].revents)
 			continue;
 		for (size_t j = 0; j < MAX_PROCS; j++) {

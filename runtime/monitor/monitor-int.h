@@ -46,6 +46,7 @@ struct monitor_exec {
 	/* A pod's app container: the shared directory slots its directories
 	 * have (bit i: the sandbox's share i), freed after its end. */
 	uint32_t slots;
+	uint64_t oom_kill; /* an app container's OOM kills so far */
 };
 
 struct vm_stats;
@@ -81,6 +82,9 @@ struct monitor {
 	struct termios tty_saved;
 	unsigned rows, cols; /* last size passed on */
 	int subs[MONITOR_MAX_SUBS]; /* `kvrun events` connections, or -1 */
+	/* Whose events each hears: 0 the container's, else the guest pid of
+	 * a pod's app container ("events <guest pid>"). */
+	uint32_t sub_pid[MONITOR_MAX_SUBS];
 	uint64_t oom_kill; /* OOM kills in the container so far */
 	struct create_guard guard; /* until create's outcome is known */
 	/* The host directories the VM shares (bind mounts, a shared root),

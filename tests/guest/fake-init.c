@@ -16,7 +16,8 @@
  * that and never unmounts, as a guest that holds on), STATS
  * (all zero), UPDATE (acknowledged; of a member only a live one; its
  * frozen pauses or resumes a member: no EXEC into it, a signal but
- * SIGKILL taken at the thaw; its cpu fields are written on the console),
+ * SIGKILL taken at the thaw; its cpu fields are written on the console;
+ * a member's memory limit below 4096 is followed by an OOM naming it),
  * SIGNAL (acknowledged, then the
  * EXIT of that process: the init's ends the container), NETWORK
  * (acknowledged); anything else is refused. When the host closes the
@@ -57,6 +58,7 @@
 #define PROTO_ERROR 11
 #define PROTO_NETWORK 14
 #define PROTO_UPDATE 12
+#define PROTO_OOM 13
 #define CTL_PORT 1024 /* KVRUN_PROTO_CONTROL_PORT */
 #define STDIO_PORT 1025 /* GUEST_PORT_STDIN, then stdout and stderr */
 #define TOKEN_BYTES 16 /* PROTO_TOKEN_BYTES */
@@ -85,6 +87,7 @@ struct fi_exec {
 	 * as a frozen cgroup's processes take it. */
 	bool frozen;
 	uint32_t pending;
+	uint64_t oom_kill; /* OOM kills told of it */
 };
 
 struct fi {
@@ -580,6 +583,18 @@ static void fi_handle_update(struct fi *f, uint64_t id, const uint8_t *body, uin
 		tap_diag("fake-init: pod member %u cpu: quota %s%lu period %lu weight %lu cpus %s", pid,
 		         tlv(body, len, 5, 0, &l) ? "" : "unset ", (unsigned long)tlv_u64(body, len, 5),
 		         (unsigned long)tlv_u64(body, len, 6), (unsigned long)tlv_u64(body, len, 7), cpus);
+	}
+	/* A memory limit below a page: its OOM killer would kill (OOM with its
+	 * pid), as a member's memory.events tells guest-init. */
+	if (e && tlv(body, len, 2, 0, &l) && tlv_u64(body, len, 2) && tlv_u64(body, len, 2) < 4096) {
+		uint8_t b[48];
+		uint32_t n;
+
+		e->oom_kill++;
+		n = put_int_tlv(b, 1, e->oom_kill, 8);
+		n += put_int_tlv(b + n, 2, e->oom_kill, 8);
+		n += put_int_tlv(b + n, 3, pid, 4);
+		fi_send_msg(f, PROTO_OOM, 0, b, n);
 	}
 	if (!e || !has_frozen)
 		return;

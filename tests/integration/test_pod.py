@@ -222,6 +222,36 @@ def check_member_cpu(cid, what):
          p.stderr)
 
 
+def events_proc(cid, name):
+    out = open(os.path.join(tmp, name), "w+")
+    return subprocess.Popen([KVRUN, "--root", root, "--log", log, "events", "--interval", "1s", cid], stdout=out,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=ENV), out.name
+
+
+def check_member_oom(cid, what, sbx, i):
+    """An OOM kill in the app container's guest cgroup (the fake guest's OOM
+    naming it, after a memory limit below a page): runc's oom event in its
+    events, none in the sandbox's. The app container's events process is
+    returned running."""
+    ev, path = events_proc(cid, f"events-{i}.out")
+    sev, spath = events_proc(sbx, f"events-sbx-{i}.out")
+
+    def text(p):
+        with open(p) as f:
+            return f.read()
+    t.ok(wait_for(lambda: '"type":"stats"' in text(path) and '"type":"stats"' in text(spath), timeout=20, step=0.1),
+         f"app container {what}: its events and the sandbox's print its figures", text(path) + text(spath))
+    p = kvrun("update", "--memory", "1", cid)
+    oom = '{"type":"oom","id":"%s"}' % cid
+    t.ok(p.returncode == 0 and wait_for(lambda: oom in text(path), timeout=20, step=0.1),
+         f"app container {what}: an OOM kill in it is its oom event", p.stderr + text(path)[-1000:])
+    time.sleep(1)
+    t.ok('"type":"oom"' not in text(spath), f"app container {what}: and not the sandbox's", text(spath)[-1000:])
+    sev.terminate()
+    sev.wait()
+    return ev
+
+
 def check_member_pause(cid, what, i):
     """pause/resume of a running app container: its guest cgroup frozen
     (the fake guest holds its signals but SIGKILL until the thaw), as runc's
@@ -357,12 +387,20 @@ def check_pod_netns(cns):
             t.eq(open(pids_max[0]).read().strip(), "max",
                  f"app container {what}: its host cgroup (its member proxy's) gets no limit")
         check_member_cpu(cid, what)
+        events = check_member_oom(cid, what, sbx, i)
         check_member_pause(cid, what, i)
         if (state(cid) or {}).get("status") != "stopped":
             p = kvrun("kill", cid, "TERM")
             t.ok(p.returncode == 0 and wait_for(lambda: (state(cid) or {}).get("status") == "stopped",
                                                 timeout=20, step=0.1),
                  f"app container {what}: kill TERM stops it", p.stderr + json.dumps(state(cid)))
+        if events:
+            try:
+                events.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                events.kill()
+                events.wait()
+            t.eq(events.returncode, 0, f"app container {what}: its events end with it, as runc's do")
         t.ok((state(sbx) or {}).get("status") == "created", f"app container {what}: the sandbox lives on (created)")
         t.eq(kvrun("delete", cid).returncode, 0, f"app container {what}: delete")
         t.ok(state(cid) is None and not os.path.exists(os.path.join(root, cid)), f"app container {what}: gone")

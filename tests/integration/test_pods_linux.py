@@ -17,7 +17,8 @@ path, each app container's own busybox root directory.
 - Each has its own host process (the pid in its state), no second VM.
 - pause of B (its guest cgroup frozen): A still serves, exec in B is
   refused; resume; B's cpu limits updated into its guest cgroup (cpu.max,
-  cpu.weight, cpuset.cpus read in B), CPUs the VM lacks refused.
+  cpu.weight, cpuset.cpus read in B), CPUs the VM lacks refused; an OOM
+  kill in B (under a 32 MiB limit) is B's oom event in `kvrun events`.
 - kill (SIGKILL: its sleep is pid 1 of its namespace) of B stops B alone; A still serves; delete of each.
 - Then $KVRUN_TEST_POD_ROW (3 by default) more app containers one after
   another, each with its root and a volume of its own (2 of the VM's 8
@@ -221,6 +222,7 @@ def run(t, tmp, root, log, env, sbx, a, b, cri):
     t.ok(p.returncode == 0 and "sleep 1000000" in p.stdout and "httpd" not in p.stdout,
          "kvrun ps of B lists B's processes only", p.stdout + p.stderr)
     pause_and_cpu(t, root, tmp, a, b)
+    oom_event(t, root, tmp, b)
     # sleep, pid 1 of its namespace, has no handler: only SIGKILL ends it
     # (as under runc).
     p = rt(root, "kill", b, "KILL", text=True)
@@ -264,6 +266,32 @@ def pause_and_cpu(t, root, tmp, a, b):
          f"{rc} {out!r} {err!r}")
     p = rt(root, "update", "--cpuset-cpus", "0-63", b, text=True)
     t.ok(p.returncode != 0 and "not in the pod's VM" in p.stderr, "cpus the VM lacks refused", p.stderr)
+
+
+def oom_event(t, root, tmp, b):
+    """An OOM kill in B's guest cgroup (a shell doubling a string under a
+    32 MiB limit) is B's oom event in `kvrun events B`."""
+    path = os.path.join(tmp, "events-b.out")
+    with open(path, "w") as out:
+        ev = subprocess.Popen([KVRUN, "--root", root, "events", "--interval", "1s", b], stdout=out,
+                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        p = rt(root, "update", "--memory", "32m", b, text=True)
+        t.ok(p.returncode == 0, "update of B's memory limit to 32 MiB", p.stderr)
+        rc, out, err = sh(root, tmp, b, "a=x; while :; do a=$a$a; done")
+        t.ok(rc == 128 + 9 or rc == -9, "a process of B past its limit is killed by the OOM killer",
+             f"{rc} {err[-500:]!r}")
+        want = '{"type":"oom","id":"%s"}' % b
+        for _ in range(30):
+            with open(path) as f:
+                got = f.read()
+            if want in got:
+                break
+            time.sleep(1)
+        t.ok(want in got, "kvrun events of B prints its oom event", got[-1500:])
+    finally:
+        ev.terminate()
+        ev.wait()
 
 
 def monitor_fds(pid):

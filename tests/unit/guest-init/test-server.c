@@ -975,6 +975,40 @@ static void pod_requests(int ctl, uint32_t member)
 	}
 }
 
+/* pause/resume of a member: UPDATE's frozen on its cgroup (with none:
+ * ENOTSUP); no EXEC into it while frozen. */
+static void pod_freeze(int ctl, uint32_t member, const char *cg)
+{
+	struct proto_msg m = {
+	    .type = PROTO_MSG_UPDATE, .id = 135, .u.update = {.container = member, .has_frozen = true, .frozen = 1}};
+
+	send_msg(ctl, &m);
+	if (expect(ctl, PROTO_MSG_ERROR, &m) == 0) {
+		ok(m.id == 135 && m.u.error.err == (cg ? 0u : ENOTSUP), "UPDATE frozen of the member: %u %s",
+		   m.u.error.err, m.u.error.message ? m.u.error.message : "");
+		proto_msg_free(&m);
+	}
+	if (!cg)
+		return;
+	m = (struct proto_msg){.type = PROTO_MSG_EXEC, .id = 136};
+	m.u.exec.args = strv((const char *const[]){"/bin/busybox", "true", NULL});
+	m.u.exec.container = member;
+	send_msg(ctl, &m);
+	proto_process_free(&m.u.exec);
+	if (expect(ctl, PROTO_MSG_ERROR, &m) == 0) {
+		ok(m.id == 136 && m.u.error.err == EBUSY && strstr(m.u.error.message, "paused"),
+		   "EXEC into the frozen member refused: %s", m.u.error.message);
+		proto_msg_free(&m);
+	}
+	m = (struct proto_msg){
+	    .type = PROTO_MSG_UPDATE, .id = 137, .u.update = {.container = member, .has_frozen = true, .frozen = 0}};
+	send_msg(ctl, &m);
+	if (expect(ctl, PROTO_MSG_ERROR, &m) == 0) {
+		ok(m.id == 137 && m.u.error.err == 0, "UPDATE thawed the member: %u", m.u.error.err);
+		proto_msg_free(&m);
+	}
+}
+
 /* EXEC into the first container: it still runs, with its hostname. */
 static void pod_exec_first(int ctl, int l_xout, uint64_t id)
 {
@@ -1084,6 +1118,7 @@ static void pod_scenario(const char *cg)
 	}
 	pod_exec_member(sv[0], l[2], member);
 	pod_requests(sv[0], member);
+	pod_freeze(sv[0], member, cg);
 
 	m = (struct proto_msg){.type = PROTO_MSG_SIGNAL, .id = 140, .u.signal = {member, SIGKILL, true}};
 	send_msg(sv[0], &m);
