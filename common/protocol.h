@@ -168,6 +168,13 @@ struct proto_process {
 	uint32_t container;
 };
 
+/* A tmpfs mount at /dev/shm with this source is the pod's /dev/shm: in a
+ * pod sandbox's START guest-init mounts one tmpfs for the pod (with the
+ * mount's options) and binds it there, in a member's START it binds that
+ * one (a private tmpfs when there is none), as runc's containers of a pod
+ * bind the sandbox's shm directory. */
+#define PROTO_POD_SHM_SOURCE "pod-shm"
+
 struct proto_mount {
 	char *destination, *type, *source;
 	char **options;

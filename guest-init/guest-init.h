@@ -27,6 +27,8 @@
 /* A pod member n's root and staged files: <dir>/<n>/rootfs, <dir>/<n>/files
  * (its cgroup: GI_CGROUP_DIR "-<n>"). */
 #define GI_MEMBERS_DIR "/run/kvrun/members"
+/* The pod's /dev/shm (PROTO_POD_SHM_SOURCE), when its sandbox has one. */
+#define GI_POD_SHM_DIR "/run/kvrun/pod-shm"
 #define GI_MODULES_DIR "/lib/modules/kvrun"
 #define GI_MODULES_LIST "/lib/modules/kvrun/load-order"
 
@@ -55,6 +57,15 @@ int gi_mount_options(char *const *options, unsigned long *ret_flags, unsigned lo
  * point, in a private mount namespace), then the default /dev contents.
  * Files carried inline are written below files_dir and bind-mounted. */
 int gi_rootfs_mounts(const struct proto_start *s, const char *rootfs, const char *files_dir);
+/* The pod's /dev/shm: where it is mounted (NULL: none; set by gi_serve()
+ * from the server's pod_shm_dir), and gi_pod_shm_setup() mounting it for
+ * the sandbox's START: a tmpfs with the options of its
+ * PROTO_POD_SHM_SOURCE mount at /dev/shm. gi_rootfs_mounts() binds it at
+ * such a mount once it is there, else mounts a tmpfs of the container's
+ * own. Best effort: a failure is logged. */
+extern const char *gi_pod_shm_dir;
+void gi_pod_shm_setup(const struct proto_start *s);
+bool gi_pod_shm_ready(void);
 
 /* pivot_root into rootfs and detach the old root. */
 int gi_rootfs_pivot(const char *rootfs);

@@ -66,6 +66,8 @@ static int start_first(struct state *st, struct proto_msg *m)
 	r = ctr_cgroup_setup(c->cgroup, s);
 	if (r < 0)
 		return start_failed(st, r);
+	/* A pod's sandbox: the pod's /dev/shm, which its members bind. */
+	gi_pod_shm_setup(s);
 	if (proc_spawn(st, &c->start, c, &p) < 0)
 		return 0;
 	return proc_created(st, p);
@@ -434,6 +436,7 @@ int gi_serve(struct gi_server *srv)
 	if (sfd < 0)
 		return err_setsys(-errno, "signalfd");
 	oom_watch(&st);
+	gi_pod_shm_dir = srv->pod_shm_dir;
 	while (r >= 0 && busy(&st) && !(st.host_gone && !st.ctrs[0].init_pid))
 		r = poll_once(&st, sfd);
 	/* Half-close and let the host read the last EXIT before power-off. */

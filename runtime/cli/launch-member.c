@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -123,6 +124,39 @@ static int check_hostname(const struct bundle *b, const struct container *sandbo
 		            want, sandbox->state->id, ss->hostname ? ss->hostname : "");
 	oci_spec_free(ss);
 	return r < 0 ? r : 0;
+}
+
+/* The source of spec's bind at /dev/shm, or NULL. */
+static const char *shm_source(const struct oci_spec *spec)
+{
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		if (spec->mounts[i].destination && !strcmp(spec->mounts[i].destination, "/dev/shm") &&
+		    guest_mount_is_bind(&spec->mounts[i]))
+			return spec->mounts[i].source;
+	return NULL;
+}
+
+/* The pod's /dev/shm: an app container that binds the sandbox's shm
+ * directory (containerd's .../sandboxes/<id>/shm, CRI-O's and podman's
+ * .../userdata/shm: the same directory as the sandbox's /dev/shm) gets
+ * the sandbox's /dev/shm in the VM, as under runc; another shm stays a
+ * tmpfs of its own. */
+static void pod_shm(const struct bundle *b, const struct container *sandbox, struct proto_start *st)
+{
+	const char *mine = shm_source(b->spec), *theirs, *dir = sandbox->state->bundle;
+	_cleanup_free_ char *path = NULL;
+	struct oci_spec *ss = NULL;
+	struct stat a, c;
+
+	if (!mine || !dir || asprintf(&path, "%s/config.json", dir) < 0 || oci_spec_load(path, &ss) < 0) {
+		err_clear();
+		return;
+	}
+	theirs = shm_source(ss);
+	if (theirs && stat(mine, &a) == 0 && stat(theirs, &c) == 0 && a.st_dev == c.st_dev && a.st_ino == c.st_ino &&
+	    guest_spec_pod_shm(st))
+		log_debug("pod: /dev/shm is the pod's (%s, the sandbox's)", mine);
+	oci_spec_free(ss);
 }
 
 /* What the sandbox's VM provides and an app container cannot change. */
@@ -349,6 +383,8 @@ int launch_member(struct cli_context *ctx, const char *id, const struct create_o
 		r = guest_spec_check(&v.spec, b->rootfs);
 	if (r >= 0)
 		r = member_build(b, &v.spec, s, share_pid, &m);
+	if (r >= 0)
+		pod_shm(b, sandbox, &m.start.u.start);
 	free(v.ns);
 	if (r < 0) {
 		oci_state_free(s);

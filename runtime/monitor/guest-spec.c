@@ -242,6 +242,22 @@ static int conv_shm(const struct oci_mount *om, unsigned long long size, struct 
 	return m->destination && m->type && m->source && m->options ? 0 : -ENOMEM;
 }
 
+bool guest_spec_pod_shm(struct proto_start *s)
+{
+	for (size_t i = 0; i < s->n_mounts; i++) {
+		struct proto_mount *m = &s->mounts[i];
+		char *src;
+
+		if (!m->destination || strcmp(m->destination, "/dev/shm") || !m->type || strcmp(m->type, "tmpfs") ||
+		    !m->source || strcmp(m->source, "shm") || !(src = strdup(PROTO_POD_SHM_SOURCE)))
+			continue;
+		free(m->source);
+		m->source = src;
+		return true;
+	}
+	return false;
+}
+
 /* A mount as given, and for a shared bind the share's tag and the entry
  * of its root that is bound. */
 static int conv_mount(const struct oci_mount *om, const struct guest_share_mount *sm, struct proto_mount *m)

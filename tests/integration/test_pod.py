@@ -300,12 +300,17 @@ def check_pod_netns(cns):
     before = census.take()
     sbx = f"{TAG}-sbx"
     nspath = f"/run/netns/{cns}"
+    # containerd's: the sandbox's shm directory, a tmpfs bound at /dev/shm
+    # in the sandbox and in each app container.
+    shmdir = os.path.join(tmp, "sbx-shm")
+    os.mkdir(shmdir)
+    sh("mount", "-t", "tmpfs", "-o", "size=65536k", "kvt-pod-shm", shmdir)
     # The pod's containers may use 3 GiB and 1.5 CPUs (containerd's sums).
     b = make_bundle("b-sbx", dict(CRI_SANDBOX, **{"io.kubernetes.cri.sandbox-id": sbx,
                                                   "io.kubernetes.cri.sandbox-memory": str(3 << 30),
                                                   "io.kubernetes.cri.sandbox-cpu-quota": "150000",
                                                   "io.kubernetes.cri.sandbox-cpu-period": "100000"}),
-                    {"network": nspath})
+                    {"network": nspath}, binds=((shmdir, "/dev/shm"),))
     mark = os.path.getsize(log) if os.path.exists(log) else 0
     p = kvrun("--debug", "create", "--bundle", b, sbx)
     if not t.ok(p.returncode == 0, "the pod's sandbox is created in the pod's namespace", p.stderr):
@@ -314,6 +319,8 @@ def check_pod_netns(cns):
         f.seek(mark)
         lines = f.read()
     # 3 GiB and 128 MiB for the guest's kernel and init, over the 2 GiB default.
+    t.ok("pod: the sandbox's /dev/shm is the pod's" in lines, "the sandbox's /dev/shm (the engine's shm "
+         "directory) is made the pod's", "\n".join(l for l in lines.splitlines() if "shm" in l))
     t.ok(re.search(r"kernel .*, \d+ vCPU, 3200 MiB, ", lines),
          "the sandbox's VM is sized for the pod (3200 MiB)",
          "\n".join(l for l in lines.splitlines() if "MiB" in l))
@@ -339,7 +346,8 @@ def check_pod_netns(cns):
         cgp = f"/{TAG}-pod/{cid}" if i == 2 else None
         # CRI-O's: the pod's hostname (the sandbox's, "runc" here) on each
         # app container.
-        bdl = make_bundle(f"b-app{i}", ann, ns, i == 1, cgp)
+        # containerd's: the sandbox's shm directory bound at /dev/shm (case 2).
+        bdl = make_bundle(f"b-app{i}", ann, ns, i == 1, cgp, binds=((shmdir, "/dev/shm"),) if i == 2 else ())
         mounted = None
         if i == 2:
             # containerd's: the rootfs a mount of the engine's, which it
@@ -347,9 +355,15 @@ def check_pod_netns(cns):
             mounted = os.path.join(bdl, "rootfs")
             sh("mount", "-t", "tmpfs", "kvt-pod-root", mounted)
             os.mkdir(os.path.join(mounted, "bin"))
+        mark = os.path.getsize(log)
         p = kvrun("--debug", "create", "--bundle", bdl, cid)
         if not t.ok(p.returncode == 0, f"app container {what}: created in the pod's VM", p.stderr):
             continue
+        with open(log, errors="replace") as f:
+            f.seek(mark)
+            lines = f.read()
+        t.eq("pod: /dev/shm is the pod's" in lines, i == 2,
+             f"app container {what}: its /dev/shm is the pod's exactly when it binds the sandbox's shm directory")
         s = state(cid) or {}
         pv = private(cid) or {}
         t.ok(s.get("status") == "created" and s.get("pid", 0) > 0 and s.get("pid") != mon,
@@ -479,6 +493,7 @@ def check_pod_netns(cns):
             "an app container of a stopped sandbox")
     t.eq(kvrun("delete", sbx).returncode, 0, "delete of the stopped sandbox")
     t.eq(Census.diff(before, census.take(), ("fds",)), {}, "the namespace is as before, nothing left")
+    subprocess.run(["umount", shmdir], capture_output=True)
 
 
 def fs_threads(pid):

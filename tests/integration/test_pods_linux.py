@@ -15,6 +15,9 @@ path, each app container's own busybox root directory.
   namespace (A's page is not in B's root) and PID namespace (B's own
   sleep is pid 1 there).
 - Each has its own host process (the pid in its state), no second VM.
+- A writes into /dev/shm, B and the sandbox read it: the sandbox's shm
+  directory (a host tmpfs bound at /dev/shm in all three, as containerd
+  does) is one tmpfs of the pod in the guest.
 - pause of B (its guest cgroup frozen): A still serves, exec in B is
   refused; resume; B's cpu limits updated into its guest cgroup (cpu.max,
   cpu.weight, cpuset.cpus read in B), CPUs the VM lacks refused; an OOM
@@ -155,6 +158,8 @@ def main():
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        if os.path.ismount(os.path.join(tmp, "sbx-shm")):
+            subprocess.run(["umount", "-l", os.path.join(tmp, "sbx-shm")], capture_output=True)
     t.eq(os.listdir(root) if os.path.isdir(root) else [], [], "nothing left under --root")
     t.eq(left, [], "no process left")
     bundlelib.keep_or_remove(t, tmp, ("kvrun-log.txt", "kvrun-log.txt.console"), 60)
@@ -162,8 +167,14 @@ def main():
 
 
 def run(t, tmp, root, log, env, sbx, a, b, cri):
+    # containerd's: the sandbox's shm directory (a tmpfs) bound read-only at
+    # the sandbox's /dev/shm and read-write at each app container's.
+    shm = os.path.join(tmp, "sbx-shm")
+    os.makedirs(shm)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=65536k", "kvt-pod-shm", shm], check=True)
     bs = bundle(tmp, "sbx", ["/bin/sleep", "1000000"], dict(cri, **{"io.kubernetes.cri.container-type": "sandbox"}),
-                hostname="web-pod")
+                hostname="web-pod", mounts=[{"destination": "/dev/shm", "type": "bind", "source": shm,
+                                             "options": ["rbind", "ro", "nosuid", "nodev", "noexec"]}])
     p = to_file(root, log, env, ["run", "--detach", "--bundle", bs, sbx], tmp, "sbx")
     if not t.ok(p.returncode == 0, "the pod's sandbox runs", p.stderr[-3000:]):
         return
@@ -175,9 +186,10 @@ def run(t, tmp, root, log, env, sbx, a, b, cri):
     empty = os.path.join(tmp, "empty-dir")
     os.makedirs(empty)
     ba = bundle(tmp, "a", ["/bin/httpd", "-f", "-p", "127.0.0.1:8080", "-h", "/www"], app, ns,
-                files={"www/index.html": PAGE}, mounts=[bind("/cache", empty)])
+                files={"www/index.html": PAGE}, mounts=[bind("/cache", empty), bind("/dev/shm", shm)])
     # B as CRI-O makes an app container: the pod's hostname in its spec.
-    bb = bundle(tmp, "b", ["/bin/sleep", "1000000"], app, ns, hostname="web-pod", mounts=[bind("/shared", empty)])
+    bb = bundle(tmp, "b", ["/bin/sleep", "1000000"], app, ns, hostname="web-pod",
+                mounts=[bind("/shared", empty), bind("/dev/shm", shm)])
     for cid, bdl in ((a, ba), (b, bb)):
         p = to_file(root, log, env, ["create", "--bundle", bdl, cid], tmp, f"create-{cid}")
         if not t.ok(p.returncode == 0, f"app container {cid[-1]}: created in the pod's VM", p.stderr[-3000:]):
@@ -197,6 +209,12 @@ def run(t, tmp, root, log, env, sbx, a, b, cri):
             break
         time.sleep(2)
     t.eq(out, PAGE, "B fetches A's page from 127.0.0.1: the pod's localhost")
+    rc, out, err = sh(root, tmp, a, "echo shm-from-a > /dev/shm/pod-note && echo done")
+    t.ok((rc, out) == (0, "done\n"), "A writes into the pod's /dev/shm", f"{rc} {out!r} {err!r}")
+    rc, out, err = sh(root, tmp, b, "cat /dev/shm/pod-note")
+    t.eq(out, "shm-from-a\n", "B reads it: /dev/shm is the pod's, as under runc")
+    rc, out, err = sh(root, tmp, sbx, "cat /dev/shm/pod-note")
+    t.eq(out, "shm-from-a\n", "the sandbox's /dev/shm is the same")
     rc, out, err = sh(root, tmp, a, "echo from-a > /cache/note && sync && echo done")
     t.ok((rc, out) == (0, "done\n"), "A writes to the pod's emptyDir", f"{rc} {out!r} {err!r}")
     time.sleep(1.5)  # the guest caches entries for 1 s (docs/virtio-fs.md)

@@ -429,6 +429,31 @@ TEST(member_cpu_sets)
 	proto_start_free(&st);
 }
 
+/* A pod's /dev/shm: the tmpfs for a bind of the host's shm becomes the
+ * pod's; other mounts stay. */
+TEST(pod_shm)
+{
+	struct proto_mount mounts[2] = {
+	    {.destination = strdup("/dev/shm"), .type = strdup("tmpfs"), .source = strdup("shm")},
+	    {.destination = strdup("/tmp"), .type = strdup("tmpfs"), .source = strdup("shm")},
+	};
+	struct proto_start st = {.mounts = mounts, .n_mounts = 2};
+
+	ok(guest_spec_pod_shm(&st), "a /dev/shm tmpfs of the host's shm: made the pod's");
+	is_str(mounts[0].source, PROTO_POD_SHM_SOURCE);
+	is_str(mounts[1].source, "shm");
+	ok(!guest_spec_pod_shm(&st), "once only");
+	st.n_mounts = 1;
+	free(mounts[0].source);
+	mounts[0].source = strdup("tmpfs");
+	ok(!guest_spec_pod_shm(&st), "a tmpfs the spec mounts itself at /dev/shm stays the container's");
+	for (int i = 0; i < 2; i++) {
+		free(mounts[i].destination);
+		free(mounts[i].type);
+		free(mounts[i].source);
+	}
+}
+
 TEST(vsock_annotation)
 {
 	static const struct {
