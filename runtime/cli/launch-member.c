@@ -126,13 +126,13 @@ static int check_hostname(const struct bundle *b, const struct container *sandbo
 	return r < 0 ? r : 0;
 }
 
-/* The source of spec's bind at /dev/shm, or NULL. */
+/* The source of spec's bind at /dev/shm (its last mount there, the one
+ * seen), or NULL. */
 static const char *shm_source(const struct oci_spec *spec)
 {
-	for (size_t i = 0; i < spec->n_mounts; i++)
-		if (spec->mounts[i].destination && !strcmp(spec->mounts[i].destination, "/dev/shm") &&
-		    guest_mount_is_bind(&spec->mounts[i]))
-			return spec->mounts[i].source;
+	for (size_t i = spec->n_mounts; i-- > 0;)
+		if (spec->mounts[i].destination && !strcmp(spec->mounts[i].destination, "/dev/shm"))
+			return guest_mount_is_bind(&spec->mounts[i]) ? spec->mounts[i].source : NULL;
 	return NULL;
 }
 

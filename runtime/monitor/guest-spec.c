@@ -244,13 +244,17 @@ static int conv_shm(const struct oci_mount *om, unsigned long long size, struct 
 
 bool guest_spec_pod_shm(struct proto_start *s)
 {
-	for (size_t i = 0; i < s->n_mounts; i++) {
+	/* The last mount at /dev/shm is what the container sees (a default
+	 * spec's tmpfs may come before the engine's bind). */
+	for (size_t i = s->n_mounts; i-- > 0;) {
 		struct proto_mount *m = &s->mounts[i];
 		char *src;
 
-		if (!m->destination || strcmp(m->destination, "/dev/shm") || !m->type || strcmp(m->type, "tmpfs") ||
-		    !m->source || strcmp(m->source, "shm") || !(src = strdup(PROTO_POD_SHM_SOURCE)))
+		if (!m->destination || strcmp(m->destination, "/dev/shm"))
 			continue;
+		if (!m->type || strcmp(m->type, "tmpfs") || !m->source || strcmp(m->source, "shm") ||
+		    !(src = strdup(PROTO_POD_SHM_SOURCE)))
+			return false;
 		free(m->source);
 		m->source = src;
 		return true;

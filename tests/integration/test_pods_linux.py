@@ -21,7 +21,8 @@ path, each app container's own busybox root directory.
 - pause of B (its guest cgroup frozen): A still serves, exec in B is
   refused; resume; B's cpu limits updated into its guest cgroup (cpu.max,
   cpu.weight, cpuset.cpus read in B), CPUs the VM lacks refused; an OOM
-  kill in B (under a 32 MiB limit) is B's oom event in `kvrun events`.
+  kill in B (dd's 64 MiB buffer under a 32 MiB limit) is B's oom event
+  in `kvrun events`.
 - kill (SIGKILL: its sleep is pid 1 of its namespace) of B stops B alone; A still serves; delete of each.
 - Then $KVRUN_TEST_POD_ROW (3 by default) more app containers one after
   another, each with its root and a volume of its own (2 of the VM's 8
@@ -52,7 +53,8 @@ ROW = max(3, int(os.environ.get("KVRUN_TEST_POD_ROW", "3")))
 
 KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
 RUN_TIMEOUT = int(os.environ.get("KVRUN_BOOT_TIMEOUT", "1300")) + 600
-APPLETS = ["sh", "cat", "echo", "ls", "sleep", "httpd", "wget", "hostname", "readlink", "ps", "mkdir", "test", "grep", "sync"]
+APPLETS = ["sh", "cat", "echo", "ls", "sleep", "httpd", "wget", "hostname", "readlink", "ps", "mkdir", "test", "grep", "sync",
+           "dd"]
 RUN_ID = f"pod{os.getpid()}"
 PAGE = "hello from app A\n"
 
@@ -277,8 +279,10 @@ def pause_and_cpu(t, root, tmp, a, b):
     p = rt(root, "update", "--cpu-quota", "20000", "--cpu-period", "100000", "--cpu-share", "512",
            "--cpuset-cpus", "0", b, text=True)
     t.ok(p.returncode == 0, "update of B's cpu limits", p.stderr)
-    rc, out, err = sh(root, tmp, b, "cat /sys/fs/cgroup/cpu.max /sys/fs/cgroup/cpu.weight /sys/fs/cgroup/cpuset.cpus"
-                                    "; cat /proc/self/cgroup")
+    # Its guest cgroup: /sys/fs/cgroup plus the path /proc/self/cgroup
+    # names (B has no cgroup namespace of its own here).
+    rc, out, err = sh(root, tmp, b, "cg=$(cat /proc/self/cgroup); cg=/sys/fs/cgroup${cg#0::}; "
+                                    "cat $cg/cpu.max $cg/cpu.weight $cg/cpuset.cpus; echo $cg")
     t.ok(out.split("\n")[:3] == ["20000 100000", "20", "0"],
          "B's guest cgroup has cpu.max, cpu.weight (runc's conversion of 512 shares) and cpuset.cpus",
          f"{rc} {out!r} {err!r}")
@@ -287,16 +291,17 @@ def pause_and_cpu(t, root, tmp, a, b):
 
 
 def oom_event(t, root, tmp, b):
-    """An OOM kill in B's guest cgroup (a shell doubling a string under a
-    32 MiB limit) is B's oom event in `kvrun events B`."""
+    """An OOM kill in B's guest cgroup (dd with a 64 MiB buffer under a
+    32 MiB limit, B's cpu quota lifted first) is B's oom event in
+    `kvrun events B`."""
     path = os.path.join(tmp, "events-b.out")
     with open(path, "w") as out:
         ev = subprocess.Popen([KVRUN, "--root", root, "events", "--interval", "1s", b], stdout=out,
                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
-        p = rt(root, "update", "--memory", "32m", b, text=True)
-        t.ok(p.returncode == 0, "update of B's memory limit to 32 MiB", p.stderr)
-        rc, out, err = sh(root, tmp, b, "a=x; while :; do a=$a$a; done")
+        p = rt(root, "update", "--memory", "32m", "--cpu-quota", "-1", b, text=True)
+        t.ok(p.returncode == 0, "update of B's memory limit to 32 MiB (and no cpu quota)", p.stderr)
+        rc, out, err = sh(root, tmp, b, "dd if=/dev/zero of=/dev/null bs=64M count=1")
         t.ok(rc == 128 + 9 or rc == -9, "a process of B past its limit is killed by the OOM killer",
              f"{rc} {err[-500:]!r}")
         want = '{"type":"oom","id":"%s"}' % b

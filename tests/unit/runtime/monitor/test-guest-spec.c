@@ -433,21 +433,25 @@ TEST(member_cpu_sets)
  * pod's; other mounts stay. */
 TEST(pod_shm)
 {
-	struct proto_mount mounts[2] = {
+	/* A default spec's tmpfs, the engine's bind (as guest_spec_from_oci()
+	 * converts it), another tmpfs. */
+	struct proto_mount mounts[3] = {
+	    {.destination = strdup("/dev/shm"), .type = strdup("tmpfs"), .source = strdup("shm")},
 	    {.destination = strdup("/dev/shm"), .type = strdup("tmpfs"), .source = strdup("shm")},
 	    {.destination = strdup("/tmp"), .type = strdup("tmpfs"), .source = strdup("shm")},
 	};
-	struct proto_start st = {.mounts = mounts, .n_mounts = 2};
+	struct proto_start st = {.mounts = mounts, .n_mounts = 3};
 
 	ok(guest_spec_pod_shm(&st), "a /dev/shm tmpfs of the host's shm: made the pod's");
-	is_str(mounts[0].source, PROTO_POD_SHM_SOURCE);
-	is_str(mounts[1].source, "shm");
-	ok(!guest_spec_pod_shm(&st), "once only");
+	is_str(mounts[1].source, PROTO_POD_SHM_SOURCE);
+	is_str(mounts[0].source, "shm");
+	is_str(mounts[2].source, "shm");
+	ok(!guest_spec_pod_shm(&st), "once only: the last mount at /dev/shm, which the container sees");
 	st.n_mounts = 1;
 	free(mounts[0].source);
 	mounts[0].source = strdup("tmpfs");
 	ok(!guest_spec_pod_shm(&st), "a tmpfs the spec mounts itself at /dev/shm stays the container's");
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		free(mounts[i].destination);
 		free(mounts[i].type);
 		free(mounts[i].source);
