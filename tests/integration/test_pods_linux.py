@@ -368,7 +368,9 @@ def sequential(t, tmp, root, log, env, mon, app, ns, fds0):
     with open(log, errors="replace") as f:
         lines = f.read()[mark:]
     released = lines.count("released: its app container ended and the guest unmounted it")
-    t.ok(released >= 12, f"the monitor's log tells of each slot's release ({released})")
+    # Each of the row's 2 slots (A's and B's may be released before the
+    # mark or after it).
+    t.ok(released >= 2 * ROW, f"the monitor's log tells of each slot's release ({released}, at least {2 * ROW})")
 
 
 if __name__ == "__main__":
