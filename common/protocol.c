@@ -291,12 +291,18 @@ static const struct field update_fields[] = {
     FLD_HAS(1, F_U64, struct proto_update, pids_max, has_pids_max),
     FLD_HAS(2, F_U64, struct proto_update, memory_max, has_memory_max),
     FLD(3, F_U32, struct proto_update, container),
+    FLD_HAS(4, F_U32, struct proto_update, frozen, has_frozen),
+    FLD_HAS(5, F_U64, struct proto_update, cpu_quota, has_cpu_quota),
+    FLD_HAS(6, F_U64, struct proto_update, cpu_period, has_cpu_period),
+    FLD_HAS(7, F_U64, struct proto_update, cpu_weight, has_cpu_weight),
+    FLD(8, F_STR, struct proto_update, cpuset_cpus),
 };
 DESC(update_desc, struct proto_update, update_fields);
 
 static const struct field oom_fields[] = {
     FLD(1, F_U64, struct proto_oom, oom_kill),
     FLD(2, F_U64, struct proto_oom, oom),
+    FLD(3, F_U32, struct proto_oom, container),
 };
 DESC(oom_desc, struct proto_oom, oom_fields);
 

@@ -168,6 +168,13 @@ struct proto_process {
 	uint32_t container;
 };
 
+/* A tmpfs mount at /dev/shm with this source is the pod's /dev/shm: in a
+ * pod sandbox's START guest-init mounts one tmpfs for the pod (with the
+ * mount's options) and binds it there, in a member's START it binds that
+ * one (a private tmpfs when there is none), as runc's containers of a pod
+ * bind the sandbox's shm directory. */
+#define PROTO_POD_SHM_SOURCE "pod-shm"
+
 struct proto_mount {
 	char *destination, *type, *source;
 	char **options;
@@ -348,12 +355,30 @@ struct proto_update {
 	bool has_memory_max;
 	uint64_t memory_max;
 	uint32_t container; /* as in proto_stats */
+	/* pause (1) or resume (0): the cgroup frozen or thawed (cgroup v2
+	 * cgroup.freeze), answered once cgroup.events says it is. */
+	bool has_frozen;
+	uint32_t frozen;
+	/* CPU limits of a pod member (the first container's CPUs are the
+	 * VM's, limited on the host): cpu.max's quota (0: "max") and period
+	 * (us; the other part kept as the file has it), cpu.weight, and
+	 * cpuset.cpus (NULL: unchanged). */
+	bool has_cpu_quota;
+	uint64_t cpu_quota;
+	bool has_cpu_period;
+	uint64_t cpu_period;
+	bool has_cpu_weight;
+	uint64_t cpu_weight;
+	char *cpuset_cpus;
 };
 
 /* OOM: the container cgroup's memory.events counters after the change. */
 struct proto_oom {
 	uint64_t oom_kill; /* processes killed by the OOM killer so far */
 	uint64_t oom; /* times the cgroup's limit was hit and reclaim failed */
+	/* Whose cgroup: 0 the first container's, else the guest pid of a pod
+	 * member's init (as in proto_stats). */
+	uint32_t container;
 };
 
 /* NETWORK: a checkpoint restored into a network namespace whose interfaces

@@ -6,6 +6,7 @@
  * cgroup, a sibling, is signalled and removed when the member ends. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,110 @@ int gi_cgroup_set_limit(const char *cg, const char *file, uint64_t v)
 	if (fd >= 0)
 		close(fd);
 	return r;
+}
+
+static int write_word(const char *cg, const char *file, const char *v)
+{
+	char path[512];
+	int fd, r = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", cg, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, v, strlen(v)) < 0)
+		r = -errno;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+int gi_cgroup_set_cpu(const char *cg, const struct proto_update *u)
+{
+	char path[512], q[32] = "max", v[64];
+	unsigned long long period = 100000;
+	_cleanup_free_ char *cur = NULL;
+	int r;
+
+	if (u->has_cpu_quota || u->has_cpu_period) {
+		snprintf(path, sizeof(path), "%s/cpu.max", cg);
+		if (read_file_all(path, 4096, &cur, NULL) == 0)
+			sscanf(cur, "%31s %llu", q, &period);
+		if (u->has_cpu_quota && u->cpu_quota)
+			snprintf(q, sizeof(q), "%llu", (unsigned long long)u->cpu_quota);
+		else if (u->has_cpu_quota)
+			snprintf(q, sizeof(q), "max");
+		if (u->has_cpu_period && u->cpu_period)
+			period = u->cpu_period;
+		snprintf(v, sizeof(v), "%s %llu", q, period);
+		if ((r = write_word(cg, "cpu.max", v)) < 0)
+			return err_setsys(r, "set cpu.max to \"%s\" in %s", v, cg);
+	}
+	if (u->has_cpu_weight && u->cpu_weight) {
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)u->cpu_weight);
+		if ((r = write_word(cg, "cpu.weight", v)) < 0)
+			return err_setsys(r, "set cpu.weight to %s in %s", v, cg);
+	}
+	if (u->cpuset_cpus && *u->cpuset_cpus && (r = write_word(cg, "cpuset.cpus", u->cpuset_cpus)) < 0)
+		return err_setsys(r, "set cpuset.cpus to \"%s\" in %s", u->cpuset_cpus, cg);
+	return 0;
+}
+
+/* cgroup.events' "frozen" value, or a negative errno. */
+static int read_frozen(int fd)
+{
+	char buf[256], *p;
+	ssize_t n;
+
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (strncmp(p, "frozen ", 7) == 0)
+			return p[7] == '1';
+	return -ENOENT;
+}
+
+int gi_cgroup_freeze(const char *cg, bool frozen, int timeout_ms)
+{
+	const char *verb = frozen ? "freeze" : "thaw";
+	_cleanup_close_ int fd = -1;
+	struct timespec t0, now;
+	char path[512];
+	int r, waited = 0;
+
+	if (!cg)
+		return err_set(-ENOTSUP, "%s: the container has no cgroup", verb);
+	if (access(cg, F_OK) < 0)
+		return err_setsys(-errno, "%s %s", verb, cg);
+	r = write_word(cg, "cgroup.freeze", frozen ? "1" : "0");
+	if (r == -ENOENT)
+		return err_set(-ENOTSUP, "%s %s: the kernel has no cgroup.freeze (Linux 5.2 and later have)", verb, cg);
+	if (r < 0)
+		return err_setsys(r, "%s %s: write cgroup.freeze", verb, cg);
+	snprintf(path, sizeof(path), "%s/cgroup.events", cg);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_setsys(-errno, "%s %s: open cgroup.events", verb, cg);
+	/* The kernel flags cgroup.events (POLLPRI) when "frozen" changes;
+	 * looked at every 10 ms too, as runc does. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((r = read_frozen(fd)) >= 0 && r != (int)frozen && waited < timeout_ms) {
+		struct pollfd p = {.fd = fd, .events = POLLPRI};
+
+		poll(&p, 1, 10);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		waited = (int)((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+	}
+	if (r < 0)
+		return err_setsys(r, "%s %s: read cgroup.events", verb, cg);
+	if (r == (int)frozen)
+		return 0;
+	if (frozen)
+		(void)write_word(cg, "cgroup.freeze", "0");
+	return err_set(-ETIMEDOUT, "%s %s: cgroup.events did not say frozen %d within %d ms", verb, cg, frozen,
+	               timeout_ms);
 }
 
 /* memory.events: "oom N" and "oom_kill N" among other lines. */

@@ -27,6 +27,8 @@
 /* A pod member n's root and staged files: <dir>/<n>/rootfs, <dir>/<n>/files
  * (its cgroup: GI_CGROUP_DIR "-<n>"). */
 #define GI_MEMBERS_DIR "/run/kvrun/members"
+/* The pod's /dev/shm (PROTO_POD_SHM_SOURCE), when its sandbox has one. */
+#define GI_POD_SHM_DIR "/run/kvrun/pod-shm"
 #define GI_MODULES_DIR "/lib/modules/kvrun"
 #define GI_MODULES_LIST "/lib/modules/kvrun/load-order"
 
@@ -55,6 +57,15 @@ int gi_mount_options(char *const *options, unsigned long *ret_flags, unsigned lo
  * point, in a private mount namespace), then the default /dev contents.
  * Files carried inline are written below files_dir and bind-mounted. */
 int gi_rootfs_mounts(const struct proto_start *s, const char *rootfs, const char *files_dir);
+/* The pod's /dev/shm: where it is mounted (NULL: none; set by gi_serve()
+ * from the server's pod_shm_dir), and gi_pod_shm_setup() mounting it for
+ * the sandbox's START: a tmpfs with the options of its
+ * PROTO_POD_SHM_SOURCE mount at /dev/shm. gi_rootfs_mounts() binds it at
+ * such a mount once it is there, else mounts a tmpfs of the container's
+ * own. Best effort: a failure is logged. */
+extern const char *gi_pod_shm_dir;
+void gi_pod_shm_setup(const struct proto_start *s);
+bool gi_pod_shm_ready(void);
 
 /* pivot_root into rootfs and detach the old root. */
 int gi_rootfs_pivot(const char *rootfs);
@@ -222,6 +233,16 @@ int gi_cgroup_set_limit(const char *cg, const char *file, uint64_t v);
 int gi_oom_open(const char *cg, struct proto_oom *ret);
 /* Read the OOM counters ("oom", "oom_kill") of memory.events again. */
 int gi_oom_read(int fd, struct proto_oom *ret);
+/* UPDATE's CPU limits of a pod member into cg: cpu.max (the quota or
+ * period not given kept as the file has it), cpu.weight, cpuset.cpus.
+ * The first failure is named (err_msg()). */
+int gi_cgroup_set_cpu(const char *cg, const struct proto_update *u);
+/* pause/resume: freeze (or thaw) cg through cgroup.freeze and wait up to
+ * timeout_ms for cgroup.events to say "frozen 1" ("frozen 0"), as runc's
+ * cgroup v2 manager does. A freeze that does not settle in time is undone
+ * (-ETIMEDOUT); a kernel without cgroup.freeze (before 5.2) gives
+ * -ENOTSUP. The error is named (err_msg()). */
+int gi_cgroup_freeze(const char *cg, bool frozen, int timeout_ms);
 /* Signal every process cgroup cg lists (cgroup.procs). Returns how many
  * were signalled. */
 int gi_cgroup_signal(const char *cg, int signo);

@@ -116,6 +116,7 @@ int main(void)
 	    .files_dir = GI_FILES_DIR,
 	    .cgroup_dir = GI_CGROUP_DIR,
 	    .members_dir = GI_MEMBERS_DIR,
+	    .pod_shm_dir = GI_POD_SHM_DIR,
 	    .linger_s = 10,
 	    .net_apply = netcfg_apply,
 	    .net_reapply = netcfg_reapply,

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -11,8 +12,10 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "common/log.h"
 #include "common/path.h"
 #include "common/spec-support.h"
 #include "guest-init/guest-init.h"
@@ -250,6 +253,50 @@ static int mount_fs(const struct proto_mount *m, const char *type, const char *d
 	return err_setsys(-errno, "mount %s (%s) on %s", m->source ? m->source : "", fstype, m->destination);
 }
 
+const char *gi_pod_shm_dir;
+
+/* A tmpfs at /dev/shm that is the pod's (PROTO_POD_SHM_SOURCE). */
+static const struct proto_mount *pod_shm_mount(const struct proto_start *s)
+{
+	for (size_t i = 0; i < s->n_mounts; i++) {
+		const struct proto_mount *m = &s->mounts[i];
+
+		if (m->destination && !strcmp(m->destination, "/dev/shm") && m->type && !strcmp(m->type, "tmpfs") &&
+		    m->source && !strcmp(m->source, PROTO_POD_SHM_SOURCE))
+			return m;
+	}
+	return NULL;
+}
+
+bool gi_pod_shm_ready(void)
+{
+	char parent[PATH_MAX];
+	struct stat a, b;
+
+	if (!gi_pod_shm_dir)
+		return false;
+	snprintf(parent, sizeof(parent), "%s/..", gi_pod_shm_dir);
+	return stat(gi_pod_shm_dir, &a) == 0 && stat(parent, &b) == 0 && a.st_dev != b.st_dev;
+}
+
+void gi_pod_shm_setup(const struct proto_start *s)
+{
+	const struct proto_mount *m = pod_shm_mount(s);
+	_cleanup_free_ char *data = NULL;
+	unsigned long flags, prop;
+	int r;
+
+	if (!m || !gi_pod_shm_dir || gi_pod_shm_ready())
+		return;
+	r = gi_mount_options(m->options, &flags, &prop, &data);
+	if (r >= 0 && (r = mkdir_p(gi_pod_shm_dir, 0755)) < 0)
+		err_setsys(r, "mkdir %s", gi_pod_shm_dir);
+	if (r >= 0 && mount("shm", gi_pod_shm_dir, "tmpfs", flags & (MS_NOSUID | MS_NODEV | MS_NOEXEC), data) < 0)
+		r = err_setsys(-errno, "mount the pod's /dev/shm on %s", gi_pod_shm_dir);
+	if (r < 0)
+		log_warn("%s: each container of the pod gets a /dev/shm of its own", err_msg());
+}
+
 static int mount_one(const struct proto_mount *m, size_t idx, const char *rootfs, const char *files_dir, bool userns)
 {
 	_cleanup_free_ char *dest = NULL, *data = NULL, *src = NULL;
@@ -270,7 +317,15 @@ static int mount_one(const struct proto_mount *m, size_t idx, const char *rootfs
 		r = mount_share(m, dest, flags, data);
 	else if (m->has_data)
 		r = mount_copied_file(m, idx, dest, files_dir, flags);
-	else if ((flags & MS_BIND) || strcmp(type, "bind") == 0) {
+	else if (!strcmp(type, "tmpfs") && m->source && !strcmp(m->source, PROTO_POD_SHM_SOURCE) &&
+	         gi_pod_shm_ready()) {
+		/* The pod's /dev/shm, bound with the mount's flags (its size and
+		 * mode are the tmpfs's). */
+		r = make_target(dest, false);
+		if (r < 0)
+			return err_setsys(r, "create %s", dest);
+		r = bind_mount(gi_pod_shm_dir, dest, flags & ~MS_REC, NULL);
+	} else if ((flags & MS_BIND) || strcmp(type, "bind") == 0) {
 		/* Without a shared filesystem, a bind source is a path in the
 		 * guest: inside the container's rootfs first, then the guest's. */
 		if (!m->source)

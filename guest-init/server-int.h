@@ -36,6 +36,11 @@ struct ctr {
 	ino_t mnt_ino;
 	unsigned int n_procs; /* processes of the table that run in it */
 	bool root_mounted; /* a member's root, to unmount at its end */
+	bool frozen; /* its cgroup frozen (pause): no process may join it */
+	/* A member's memory.events (-1: none) and its counters last read:
+	 * its OOM kills are told with its init's pid. */
+	int oom_fd;
+	struct proto_oom oom;
 	/* The first's: the server's; a member's: in paths[] (cgroup NULL:
 	 * none). */
 	const char *rootfs, *files_dir, *cgroup;
@@ -113,6 +118,9 @@ int member_start(struct state *st, struct proto_msg *m);
 void member_init_exited(struct state *st, struct ctr *c);
 /* After the EXIT of member c's init: what is left of it killed, its root
  * unmounted, its cgroup and directories removed. */
+/* A member's memory.events moved: its OOM counters to the host (OOM with
+ * its init's pid as container), when they changed. */
+void member_oom_check(struct state *st, struct ctr *c);
 void member_ended(struct state *st, struct ctr *c);
 /* The first container ended: every member's init is killed. */
 void members_kill(struct state *st);

@@ -90,7 +90,25 @@ static int member_prepare(struct state *st, struct ctr *c)
 		r = err_setsys(-errno, "make the pod member's cgroup %s", c->cgroup);
 	if (r >= 0)
 		r = ctr_cgroup_setup(c->cgroup, &c->start.u.start);
+	/* Its OOM kills, told apart from the pod's (member_oom_check()). */
+	c->oom_fd = r >= 0 && c->cgroup ? gi_oom_open(c->cgroup, &c->oom) : -1;
 	return r;
+}
+
+void member_oom_check(struct state *st, struct ctr *c)
+{
+	struct proto_msg m = {0};
+	struct proto_oom now;
+
+	if (c->oom_fd < 0 || gi_oom_read(c->oom_fd, &now) < 0)
+		return;
+	if (now.oom_kill == c->oom.oom_kill && now.oom == c->oom.oom)
+		return;
+	c->oom = now;
+	m.u.oom = now;
+	m.u.oom.container = (uint32_t)c->init_pid;
+	if (c->init_pid > 0 && !st->host_gone && server_reply(st, PROTO_MSG_OOM, 0, &m) < 0)
+		st->host_gone = true;
 }
 
 /* Whether a container of the VM other than c names share tag. */
@@ -138,6 +156,11 @@ static void member_unmount_shares(const struct state *st, const struct ctr *c)
 static void member_cleanup(const struct state *st, struct ctr *c)
 {
 	char dir[sizeof(c->paths[0])], *slash;
+
+	/* A removed cgroup's file would be readable for ever. */
+	if (c->oom_fd > 0)
+		close(c->oom_fd);
+	c->oom_fd = -1;
 
 	if (c->cgroup && gi_cgroup_remove(c->cgroup, 1000) < 0)
 		log_warn("%s", err_msg());

@@ -186,6 +186,8 @@ struct ctr *ctr_new(struct state *st)
 
 void ctr_free(struct ctr *c)
 {
+	if (c->oom_fd > 0)
+		close(c->oom_fd);
 	proto_msg_free(&c->start);
 	memset(c, 0, sizeof(*c));
 }

@@ -66,6 +66,8 @@ static int start_first(struct state *st, struct proto_msg *m)
 	r = ctr_cgroup_setup(c->cgroup, s);
 	if (r < 0)
 		return start_failed(st, r);
+	/* A pod's sandbox: the pod's /dev/shm, which its members bind. */
+	gi_pod_shm_setup(s);
 	if (proc_spawn(st, &c->start, c, &p) < 0)
 		return 0;
 	return proc_created(st, p);
@@ -87,6 +89,11 @@ static int handle_exec(struct state *st, struct proto_msg *m)
 
 	if (!c)
 		return server_reply_error(st, m->id, -ESRCH, "container is not running");
+	/* A process joining a frozen cgroup would stop before it could say
+	 * it started, and PID 1 would wait for it. */
+	if (c->frozen)
+		return server_reply_error(st, m->id, -EBUSY,
+		                          "the container is paused (its cgroup frozen): resume it first");
 	if (proc_spawn(st, m, c, &p) < 0)
 		return 0;
 	return proc_go(st, p, m->id);
@@ -169,7 +176,11 @@ static int handle_resize(struct state *st, const struct proto_msg *m)
 	return server_reply_error(st, m->id, 0, "");
 }
 
-/* UPDATE: the limits that can change at run time. */
+/* How long a pause waits for the cgroup to be frozen (runc: 10 s). */
+#define FREEZE_TIMEOUT_MS 10000
+
+/* UPDATE: the limits that can change at run time, and pause/resume (the
+ * cgroup frozen or thawed). */
 static int handle_update(struct state *st, const struct proto_msg *m)
 {
 	const struct proto_update *u = &m->u.update;
@@ -184,6 +195,14 @@ static int handle_update(struct state *st, const struct proto_msg *m)
 		return server_reply_error(st, m->id, r, "set pids.max");
 	if (u->has_memory_max && (r = gi_cgroup_set_limit(cg, "memory.max", u->memory_max)) < 0)
 		return server_reply_error(st, m->id, r, "set memory.max");
+	err_clear();
+	if ((u->has_cpu_quota || u->has_cpu_period || u->has_cpu_weight || u->cpuset_cpus) &&
+	    (r = gi_cgroup_set_cpu(cg, u)) < 0)
+		return server_reply_error(st, m->id, r, err_msg());
+	if (u->has_frozen && (r = gi_cgroup_freeze(cg, u->frozen != 0, FREEZE_TIMEOUT_MS)) < 0)
+		return server_reply_error(st, m->id, r, err_msg());
+	if (u->has_frozen)
+		(u->container ? ctr_find(st, u->container) : &st->ctrs[0])->frozen = u->frozen != 0;
 	return server_reply_error(st, m->id, 0, "");
 }
 
@@ -337,10 +356,11 @@ static bool reconnect(struct state *st)
 
 static int poll_once(struct state *st, int sfd)
 {
-	struct pollfd pfd[3 + MAX_PROCS * 3];
-	struct relay *who[3 + MAX_PROCS * 3];
+	struct pollfd pfd[3 + MAX_PROCS * 3 + MAX_CONTAINERS];
+	struct relay *who[3 + MAX_PROCS * 3 + MAX_CONTAINERS];
+	struct ctr *oom_of[MAX_CONTAINERS];
 	struct proto_msg m;
-	size_t n = 0;
+	size_t n = 0, relays, n_oom = 0;
 	int r;
 
 	pfd[n++] = (struct pollfd){.fd = sfd, .events = POLLIN};
@@ -349,6 +369,13 @@ static int poll_once(struct state *st, int sfd)
 	for (size_t i = 0; i < MAX_PROCS; i++)
 		if (st->procs[i].used)
 			proc_relay_events(&st->procs[i], pfd, &n, who);
+	relays = n;
+	/* Members' memory.events, after the relays. */
+	for (size_t i = 1; i < MAX_CONTAINERS; i++)
+		if (st->ctrs[i].used && st->ctrs[i].oom_fd > 0) {
+			oom_of[n_oom++] = &st->ctrs[i];
+			pfd[n++] = (struct pollfd){.fd = st->ctrs[i].oom_fd, .events = POLLPRI};
+		}
 	if (poll(pfd, n, -1) < 0)
 		return errno == EINTR ? 0 : -errno;
 	if (pfd[0].revents) {
@@ -374,7 +401,10 @@ static int poll_once(struct state *st, int sfd)
 	}
 	if (pfd[2].revents)
 		oom_check(st);
-	for (size_t i = 3; i < n; i++) {
+	for (size_t i = 0; i < n_oom; i++)
+		if (pfd[relays + i].revents && oom_of[i]->oom_fd == pfd[relays + i].fd)
+			member_oom_check(st, oom_of[i]);
+	for (size_t i = 3; i < relays; i++) {
 		if (!pfd[i].revents)
 			continue;
 		for (size_t j = 0; j < MAX_PROCS; j++) {
@@ -406,6 +436,7 @@ int gi_serve(struct gi_server *srv)
 	if (sfd < 0)
 		return err_setsys(-errno, "signalfd");
 	oom_watch(&st);
+	gi_pod_shm_dir = srv->pod_shm_dir;
 	while (r >= 0 && busy(&st) && !(st.host_gone && !st.ctrs[0].init_pid))
 		r = poll_once(&st, sfd);
 	/* Half-close and let the host read the last EXIT before power-off. */

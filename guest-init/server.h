@@ -25,6 +25,10 @@ struct gi_server {
 	 * <dir>/<n>/files, n counting members from 1 (their cgroups are
 	 * <cgroup_dir>-<n>); NULL: members are refused. */
 	const char *members_dir;
+	/* Where the pod's /dev/shm is mounted (PROTO_POD_SHM_SOURCE: the
+	 * sandbox's START makes it, members bind it); NULL: each container
+	 * has a tmpfs of its own. */
+	const char *pod_shm_dir;
 	/* Mount START's root (root_device, root_fstype) at target; NULL:
 	 * gi_mount_root_disk(). Tests on the host, where virtio-fs cannot be
 	 * mounted, bind a directory. */

@@ -108,21 +108,28 @@ static int wait_events(int sub, long long interval_ns, const char *id)
 	}
 }
 
-/* An app container of a pod: its figures each interval until it ends (the
- * sandbox's monitor then refuses them). Its OOM events are not told apart
- * from the pod's yet: none are printed. */
+/* An app container of a pod: its figures each interval and its OOM events
+ * (the sandbox's monitor tells them apart: "events <guest pid>") until it
+ * ends (the monitor then closes the subscription, and refuses the
+ * figures). */
 static int member_events(const char *dir, uint32_t member, long long interval_ns, const char *id)
 {
-	for (;;) {
-		struct timespec ts = {.tv_sec = interval_ns / 1000000000, .tv_nsec = interval_ns % 1000000000};
+	int sub = monitor_subscribe_member(dir, member, STATS_TIMEOUT_MS), r;
 
+	if (sub < 0)
+		return sub;
+	for (;;) {
 		if (print_stats(dir, member, id) < 0) {
 			err_clear();
-			return 0;
+			r = 0;
+			break;
 		}
-		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-			;
+		r = wait_events(sub, interval_ns, id);
+		if (r != 0)
+			break;
 	}
+	close(sub);
+	return r > 0 ? 0 : r;
 }
 
 static int run_events(struct cli_context *ctx, int argc, char **argv)

@@ -299,6 +299,13 @@ static int exec_do(struct cli_context *ctx, const struct exec_opts *o, char **ar
 	r = launch_member_of(c, ctx->root, &sandbox, &member_pid);
 	if (r < 0)
 		return r;
+	/* runc's process would join the frozen cgroup and stop there; in the
+	 * VM guest-init would wait for it. */
+	if (r > 0 && c->state->status == OCI_STATUS_PAUSED)
+		return err_set(-EBUSY,
+		               "exec --ignore-paused: container %s is a paused app container of a pod: kvrun "
+		               "does not exec into its frozen cgroup (resume it first)",
+		               argv[0]);
 	r = exec_jail_uid(sandbox ? sandbox : c, &jail_uid);
 	if (r < 0)
 		return r;

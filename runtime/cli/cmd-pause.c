@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `kvrun pause <id>`: pause suspends all processes inside the container. */
+#include <stdio.h>
+
 #include "runtime/cli/cli-args.h"
+#include "runtime/cli/launch-member.h"
 #include "runtime/store/monitor-client.h"
 #include "runtime/store/state.h"
 
@@ -10,6 +13,9 @@ static int run_pause(struct cli_context *ctx, int argc, char **argv)
 {
 	const struct cli_flag flags[] = {CLI_FLAG_END};
 	_cleanup_container_ struct container *c = NULL;
+	_cleanup_free_ char *sandbox_dir = NULL;
+	uint32_t member = 0;
+	char req[32];
 	int r, i;
 
 	r = cli_parse_args(&cli_cmd_pause, flags, argc, argv, CLI_ARGS_EXACT, 1, &i);
@@ -18,7 +24,14 @@ static int run_pause(struct cli_context *ctx, int argc, char **argv)
 	r = container_load_for(ctx->root, argv[i], CONTAINER_OP_PAUSE, &c);
 	if (r < 0)
 		return r;
-	r = monitor_call(c->dir, "pause", PAUSE_TIMEOUT_MS, NULL);
+	/* An app container of a pod: its guest cgroup, through the
+	 * sandbox's monitor; the sandbox's own "pause" is its container's
+	 * cgroup too (docs/runtime.md, "Pods"). */
+	r = launch_member_sandbox(c, ctx->root, &sandbox_dir, &member);
+	if (r < 0)
+		return r;
+	snprintf(req, sizeof(req), member ? "pause %u" : "pause", member);
+	r = monitor_call(member ? sandbox_dir : c->dir, req, PAUSE_TIMEOUT_MS, NULL);
 	if (r < 0)
 		return r;
 	return container_set_status(c, OCI_STATUS_PAUSED, 0);
@@ -32,7 +45,8 @@ const struct cli_command cli_cmd_pause = {
 	    "paused. \n\n"
 	    "DESCRIPTION:\n"
 	    "   The pause command suspends all processes in the instance of the container\n"
-	    "(it stops the virtual CPUs of the container's VM).\n\n"
+	    "(it stops the virtual CPUs of the container's VM; of a pod's container, the\n"
+	    "sandbox's included, it freezes the container's cgroup in the pod's VM).\n\n"
 	    "Use kvrun list to identify instances of containers and their current status.",
     .run = run_pause,
 };

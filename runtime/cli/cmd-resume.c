@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `kvrun resume <id>`: resumes all processes that have been previously paused. */
+#include <stdio.h>
+
 #include "runtime/cli/cli-args.h"
+#include "runtime/cli/launch-member.h"
 #include "runtime/store/monitor-client.h"
 #include "runtime/store/state.h"
 
@@ -10,6 +13,9 @@ static int run_resume(struct cli_context *ctx, int argc, char **argv)
 {
 	const struct cli_flag flags[] = {CLI_FLAG_END};
 	_cleanup_container_ struct container *c = NULL;
+	_cleanup_free_ char *sandbox_dir = NULL;
+	uint32_t member = 0;
+	char req[32];
 	int r, i;
 
 	r = cli_parse_args(&cli_cmd_resume, flags, argc, argv, CLI_ARGS_EXACT, 1, &i);
@@ -18,7 +24,14 @@ static int run_resume(struct cli_context *ctx, int argc, char **argv)
 	r = container_load_for(ctx->root, argv[i], CONTAINER_OP_RESUME, &c);
 	if (r < 0)
 		return r;
-	r = monitor_call(c->dir, "resume", PAUSE_TIMEOUT_MS, NULL);
+	/* An app container of a pod: its guest cgroup, through the
+	 * sandbox's monitor; the sandbox's own "resume" is its container's
+	 * cgroup too (docs/runtime.md, "Pods"). */
+	r = launch_member_sandbox(c, ctx->root, &sandbox_dir, &member);
+	if (r < 0)
+		return r;
+	snprintf(req, sizeof(req), member ? "resume %u" : "resume", member);
+	r = monitor_call(member ? sandbox_dir : c->dir, req, PAUSE_TIMEOUT_MS, NULL);
 	if (r < 0)
 		return r;
 	return container_set_status(c, OCI_STATUS_RUNNING, 0);

@@ -13,6 +13,7 @@
 #include "runtime/host/cgroup.h"
 #include "runtime/cli/cli-args.h"
 #include "runtime/store/monitor-client.h"
+#include "runtime/monitor/guest-linux.h"
 #include "runtime/monitor/monitor.h"
 #include "runtime/store/state.h"
 
@@ -125,10 +126,9 @@ static int flags_to_resources(const struct update_opts *o, struct oci_linux_reso
 		const char *name;
 		bool set;
 	} fixed[] = {
-	    {"blkio-weight", o->blkio_weight != 0},        {"cpu-rt-period", o->cpu_rt_period != NULL},
-	    {"cpu-rt-runtime", o->cpu_rt_runtime != NULL}, {"cpuset-cpus", o->cpuset_cpus != NULL},
-	    {"cpuset-mems", o->cpuset_mems != NULL},       {"l3-cache-schema", o->l3_cache_schema != NULL},
-	    {"mem-bw-schema", o->mem_bw_schema != NULL},
+	    {"blkio-weight", o->blkio_weight != 0},          {"cpu-rt-period", o->cpu_rt_period != NULL},
+	    {"cpu-rt-runtime", o->cpu_rt_runtime != NULL},   {"cpuset-mems", o->cpuset_mems != NULL},
+	    {"l3-cache-schema", o->l3_cache_schema != NULL}, {"mem-bw-schema", o->mem_bw_schema != NULL},
 	};
 	long long v;
 
@@ -156,6 +156,9 @@ static int flags_to_resources(const struct update_opts *o, struct oci_linux_reso
 		res->cpu.has_period = cli_parse_uint(o->cpu_period, (unsigned long long *)&res->cpu.period) == 0;
 	if (o->cpu_share)
 		res->cpu.has_shares = cli_parse_uint(o->cpu_share, (unsigned long long *)&res->cpu.shares) == 0;
+	/* An app container of a pod's only (apply()). */
+	if (o->cpuset_cpus && !(res->cpu.cpus = strdup(o->cpuset_cpus)))
+		return -ENOMEM;
 	return 0;
 }
 
@@ -167,9 +170,7 @@ static int check_changeable(const struct oci_linux_resources *r)
 {
 	const char *bad = NULL;
 
-	if (r->cpu.cpus && *r->cpu.cpus)
-		bad = "cpu.cpus";
-	else if (r->cpu.mems && *r->cpu.mems)
+	if (r->cpu.mems && *r->cpu.mems)
 		bad = "cpu.mems";
 	else if (r->cpu.has_realtime_runtime && r->cpu.realtime_runtime)
 		bad = "cpu.realtimeRuntime";
@@ -202,7 +203,7 @@ static int apply(const char *root, const struct container *c, const struct oci_l
 	_cleanup_free_ char *sandbox_dir = NULL;
 	const char *dir = c->dir;
 	uint32_t member = 0;
-	char req[160];
+	char req[400];
 	bool app;
 	int r;
 
@@ -211,11 +212,36 @@ static int apply(const char *root, const struct container *c, const struct oci_l
 	if (r < 0)
 		return r;
 	app = r > 0;
-	if (r > 0 && cpu)
-		return err_set(-ENOTSUP, "updating cpu limits of an app container of a pod is not supported: its VM's "
-		                         "CPUs are the pod's (update the pod's sandbox)");
-	if (r > 0)
+	if (!app && res->cpu.cpus && *res->cpu.cpus)
+		return err_set(-ENOTSUP, "updating cpuset-cpus (cpu.cpus) is not supported: only the memory limit, the "
+		                         "pids limit and cpu shares/quota/period can change for a running VM (and the "
+		                         "cpus of an app container of a pod)");
+	if (app)
 		dir = sandbox_dir;
+	/* An app container of a pod: its CPU limits in its guest cgroup (the
+	 * VM's CPUs are the pod's), converted as runc's cgroup v2 manager
+	 * does: quota -1 "max", shares into cpu.weight. */
+	if (app && (cpu || (res->cpu.has_period && res->cpu.period) || (res->cpu.cpus && *res->cpu.cpus))) {
+		if (res->cpu.has_shares && res->cpu.shares && (res->cpu.shares < 2 || res->cpu.shares > 262144))
+			return err_set(-EINVAL, "invalid value for cpu-share: %llu (range is 2 to 262144)",
+			               (unsigned long long)res->cpu.shares);
+		if (res->cpu.cpus && strpbrk(res->cpu.cpus, " \t\n"))
+			return err_set(-EINVAL, "invalid value for cpuset-cpus: \"%s\" (a CPU list such as 0-1,3)",
+			               res->cpu.cpus);
+		if (res->cpu.has_quota && res->cpu.quota < -1)
+			return err_set(-EINVAL, "invalid value for cpu-quota: %lld (-1 for none, or microseconds)",
+			               (long long)res->cpu.quota);
+		snprintf(req, sizeof(req), "cpu %u %d %lld %llu %llu %s", member,
+		         res->cpu.has_quota && res->cpu.quota != 0,
+		         (long long)(res->cpu.quota > 0 ? res->cpu.quota : 0),
+		         (unsigned long long)(res->cpu.has_period ? res->cpu.period : 0),
+		         (unsigned long long)(res->cpu.has_shares ? guest_cpu_weight(res->cpu.shares) : 0),
+		         res->cpu.cpus && *res->cpu.cpus ? res->cpu.cpus : "-");
+		r = monitor_call(dir, req, UPDATE_TIMEOUT_MS, NULL);
+		if (r < 0)
+			return r;
+		cpu = false;
+	}
 	if (cpu && !cg)
 		return err_set(-ENOTSUP, "updating cpu limits needs a container with linux.cgroupsPath (they apply to "
 		                         "its VM on the host)");

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -21,6 +22,7 @@
 #include "runtime/cli/launch-member.h"
 #include "runtime/host/cgroup.h"
 #include "runtime/host/jail.h"
+#include "runtime/monitor/guest-linux.h"
 #include "runtime/monitor/guest-shares.h"
 #include "runtime/monitor/guest-spec.h"
 #include "runtime/monitor/teardown.h"
@@ -122,6 +124,39 @@ static int check_hostname(const struct bundle *b, const struct container *sandbo
 		            want, sandbox->state->id, ss->hostname ? ss->hostname : "");
 	oci_spec_free(ss);
 	return r < 0 ? r : 0;
+}
+
+/* The source of spec's bind at /dev/shm (its last mount there, the one
+ * seen), or NULL. */
+static const char *shm_source(const struct oci_spec *spec)
+{
+	for (size_t i = spec->n_mounts; i-- > 0;)
+		if (spec->mounts[i].destination && !strcmp(spec->mounts[i].destination, "/dev/shm"))
+			return guest_mount_is_bind(&spec->mounts[i]) ? spec->mounts[i].source : NULL;
+	return NULL;
+}
+
+/* The pod's /dev/shm: an app container that binds the sandbox's shm
+ * directory (containerd's .../sandboxes/<id>/shm, CRI-O's and podman's
+ * .../userdata/shm: the same directory as the sandbox's /dev/shm) gets
+ * the sandbox's /dev/shm in the VM, as under runc; another shm stays a
+ * tmpfs of its own. */
+static void pod_shm(const struct bundle *b, const struct container *sandbox, struct proto_start *st)
+{
+	const char *mine = shm_source(b->spec), *theirs, *dir = sandbox->state->bundle;
+	_cleanup_free_ char *path = NULL;
+	struct oci_spec *ss = NULL;
+	struct stat a, c;
+
+	if (!mine || !dir || asprintf(&path, "%s/config.json", dir) < 0 || oci_spec_load(path, &ss) < 0) {
+		err_clear();
+		return;
+	}
+	theirs = shm_source(ss);
+	if (theirs && stat(mine, &a) == 0 && stat(theirs, &c) == 0 && a.st_dev == c.st_dev && a.st_ino == c.st_ino &&
+	    guest_spec_pod_shm(st))
+		log_debug("pod: /dev/shm is the pod's (%s, the sandbox's)", mine);
+	oci_spec_free(ss);
 }
 
 /* What the sandbox's VM provides and an app container cannot change. */
@@ -258,6 +293,10 @@ static int member_build(const struct bundle *b, const struct oci_spec *spec, con
 		r = guest_shares_clone_mounts(&m->g);
 	if (r >= 0)
 		r = guest_spec_from_oci(spec, s, &m->g, &m->start.u.start);
+	/* Its CPU limits go to its guest cgroup: the VM's CPUs are the pod's
+	 * (the monitor checks cpuset.cpus against them). */
+	if (r >= 0 && spec->linux_spec && spec->linux_spec->resources)
+		r = guest_linux_cpu_sets(&spec->linux_spec->resources->cpu, &m->start.u.start);
 	if (r >= 0)
 		r = member_line(&m->g, &m->line);
 	if (r < 0)
@@ -350,6 +389,8 @@ int launch_member(struct cli_context *ctx, const char *id, const struct create_o
 		r = guest_spec_check(&v.spec, b->rootfs);
 	if (r >= 0)
 		r = member_build(b, &v.spec, s, share_pid, &m);
+	if (r >= 0)
+		pod_shm(b, sandbox, &m.start.u.start);
 	free(v.ns);
 	if (r < 0) {
 		oci_state_free(s);

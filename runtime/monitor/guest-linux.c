@@ -151,6 +151,42 @@ static int cgroup_sets(const struct oci_linux_resources *res, struct proto_start
 	return r;
 }
 
+uint64_t guest_cpu_weight(uint64_t shares)
+{
+	return shares ? 1 + ((shares - 2) * 9999) / 262142 : 0;
+}
+
+int guest_linux_cpu_sets(const struct oci_cpu *c, struct proto_start *st)
+{
+	struct sets s = {st->cgroup, st->n_cgroup, st->n_cgroup};
+	char v[64];
+	int r = 0;
+
+	if (!c)
+		return 0;
+	if (c->has_shares && c->shares && (c->shares < 2 || c->shares > 262144))
+		return err_set(-EINVAL, "linux.resources.cpu.shares: %" PRIu64 " is out of range (2 to 262144)",
+		               c->shares);
+	/* runc: "max" or the quota, then the period when there is one. */
+	if ((c->has_quota && c->quota) || (c->has_period && c->period)) {
+		int n = c->has_quota && c->quota > 0 ? snprintf(v, sizeof(v), "%" PRId64, c->quota)
+		                                     : snprintf(v, sizeof(v), "max");
+
+		if (c->has_period && c->period)
+			snprintf(v + n, sizeof(v) - (size_t)n, " %" PRIu64, c->period);
+		r = set_add(&s, "cpu.max", v, "linux.resources.cpu.quota", false);
+	}
+	if (r >= 0 && c->has_shares && c->shares) {
+		snprintf(v, sizeof(v), "%" PRIu64, guest_cpu_weight(c->shares));
+		r = set_add(&s, "cpu.weight", v, "linux.resources.cpu.shares", false);
+	}
+	if (r >= 0 && c->cpus && *c->cpus)
+		r = set_add(&s, "cpuset.cpus", c->cpus, "linux.resources.cpu.cpus", false);
+	st->cgroup = s.v;
+	st->n_cgroup = s.n;
+	return r;
+}
+
 static int id_maps(const struct oci_id_mapping *m, size_t n, struct proto_id_map **ret, size_t *ret_n)
 {
 	if (!n)

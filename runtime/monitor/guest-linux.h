@@ -17,4 +17,15 @@
  * field (-EINVAL). On failure what was filled is for proto_start_free(). */
 int guest_linux_from_oci(const struct oci_linux *l, struct proto_start *s);
 
+/* runc's conversion of cgroup v1 cpu shares (2..262144) into cgroup v2's
+ * cpu.weight (1..10000); 0 for 0. */
+uint64_t guest_cpu_weight(uint64_t shares);
+
+/* A pod's app container (whose VM's CPUs are the pod's, not its own): its
+ * CPU limits as runc's cgroup v2 manager writes them, added to s's cgroup
+ * values: cpu.max from cpu.quota and cpu.period, cpu.weight from
+ * cpu.shares, cpuset.cpus. Shares out of runc's range are refused naming
+ * the field. */
+int guest_linux_cpu_sets(const struct oci_cpu *c, struct proto_start *s);
+
 #endif

@@ -243,6 +243,26 @@ static int conv_shm(const struct oci_mount *om, unsigned long long size, struct 
 	return m->destination && m->type && m->source && m->options ? 0 : -ENOMEM;
 }
 
+bool guest_spec_pod_shm(struct proto_start *s)
+{
+	/* The last mount at /dev/shm is what the container sees (a default
+	 * spec's tmpfs may come before the engine's bind). */
+	for (size_t i = s->n_mounts; i-- > 0;) {
+		struct proto_mount *m = &s->mounts[i];
+		char *src;
+
+		if (!m->destination || strcmp(m->destination, "/dev/shm"))
+			continue;
+		if (!m->type || strcmp(m->type, "tmpfs") || !m->source || strcmp(m->source, "shm") ||
+		    !(src = strdup(PROTO_POD_SHM_SOURCE)))
+			return false;
+		free(m->source);
+		m->source = src;
+		return true;
+	}
+	return false;
+}
+
 /* A mount as given, and for a shared bind the share's tag and the entry
  * of its root that is bound. */
 static int conv_mount(const struct oci_mount *om, const struct guest_share_mount *sm, struct proto_mount *m)

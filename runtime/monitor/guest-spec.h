@@ -20,6 +20,12 @@ struct guest_shares;
  * no annotation) leaves guest-init's filter on (docs/security.md). */
 #define GUEST_SPEC_ANNOTATION_VSOCK "io.kvrun.vsock"
 
+/* A pod's /dev/shm: the tmpfs START gives for a bind of the host's shm
+ * at /dev/shm (guest_mount_is_shm()) becomes the pod's one
+ * (PROTO_POD_SHM_SOURCE): for a pod's sandbox, and for an app container
+ * that binds the sandbox's shm directory. Whether there was one. */
+bool guest_spec_pod_shm(struct proto_start *s);
+
 /* Fill *ret from spec: the root is /dev/vda (ext4), or the root share of g
  * (virtiofs); each bind mount names its share in g (guest-shares.h): its
  * tag and the entry bound. A bind mount without one is refused (-EINVAL,

@@ -46,6 +46,7 @@ struct monitor_exec {
 	/* A pod's app container: the shared directory slots its directories
 	 * have (bit i: the sandbox's share i), freed after its end. */
 	uint32_t slots;
+	uint64_t oom_kill; /* an app container's OOM kills so far */
 };
 
 struct vm_stats;
@@ -81,6 +82,9 @@ struct monitor {
 	struct termios tty_saved;
 	unsigned rows, cols; /* last size passed on */
 	int subs[MONITOR_MAX_SUBS]; /* `kvrun events` connections, or -1 */
+	/* Whose events each hears: 0 the container's, else the guest pid of
+	 * a pod's app container ("events <guest pid>"). */
+	uint32_t sub_pid[MONITOR_MAX_SUBS];
 	uint64_t oom_kill; /* OOM kills in the container so far */
 	struct create_guard guard; /* until create's outcome is known */
 	/* The host directories the VM shares (bind mounts, a shared root),
@@ -130,6 +134,16 @@ int monitor_member(struct monitor *m, int fd, const char *args, const int *fds, 
                    char *detail, size_t size);
 /* monitor-pod.c: "go <guest pid>": the app container's process execs. */
 int monitor_member_go(struct monitor *m, uint32_t pid, char *detail, size_t size);
+/* monitor-pod.c: "pause <guest pid>" / "resume <guest pid>" (pid 0, or
+ * "pause" of a pod's sandbox: its own container): the container's guest
+ * cgroup frozen or thawed, as runc's pause freezes one container's
+ * cgroup; the VM's vCPUs and the pod's other containers run on. */
+int monitor_pod_freeze(struct monitor *m, uint32_t pid, bool frozen);
+/* monitor-pod.c: "cpu ...": an app container's CPU limits (cpu's
+ * has_cpu_* and cpuset_cpus) in its guest cgroup. */
+int monitor_pod_cpu(struct monitor *m, uint32_t pid, const struct proto_update *cpu);
+/* monitor-pod.c: list (field's cpuset, "0-1,3") within the VM's vCPUs. */
+int monitor_pod_check_cpus(const struct monitor *m, const char *list, const char *field);
 
 /* monitor-pod.c: the session of an app container ended (its EXIT passed
  * on, or its member proxy gone): its slots are freed once the guest has

@@ -19,6 +19,11 @@
  * when the proxy goes away its container's init is killed.
  *
  *   go <guest pid>: the member's process execs (runc start).
+ *   pause <guest pid>, resume <guest pid>: its guest cgroup frozen or
+ *   thawed (UPDATE's frozen); "pause" of the sandbox freezes its own.
+ *   cpu <guest pid> <has quota> <quota> <period> <weight> <cpus|->: its
+ *   CPU limits (UPDATE's cpu fields; quota 0 "max", period and weight 0
+ *   unchanged), cpus within the VM's vCPUs.
  *
  * A slot is the share's until the app container has ended (its EXIT, or
  * its proxy gone) and the guest has unmounted it: guest-init unmounts a
@@ -149,6 +154,62 @@ static int parse_shares(const char *args, unsigned int nfds, struct member_share
 	}
 	if (args[strspn(args, " ")])
 		return err_set(-EINVAL, "member: more shares than the count %u", n);
+	return 0;
+}
+
+/* A cpuset list ("0-1,3") of field within the VM's vCPUs, or refused
+ * naming the CPUs the VM does not have. */
+int monitor_pod_check_cpus(const struct monitor *m, const char *list, const char *field)
+{
+	unsigned int n = m->sb && m->sb->vm ? m->sb->vm->ncpus : 0;
+	const char *p = list;
+
+	while (*p) {
+		unsigned long a, b;
+		char *end;
+
+		a = b = strtoul(p, &end, 10);
+		if (end == p || *p == '-' || *p == '+' || *p == ' ')
+			break;
+		p = end;
+		if (*p == '-') {
+			b = strtoul(p + 1, &end, 10);
+			if (end == p + 1 || p[1] == '-' || p[1] == '+' || p[1] == ' ' || b < a)
+				break;
+			p = end;
+		}
+		if (b >= n) {
+			char cpus[48];
+
+			if (a >= n)
+				snprintf(cpus, sizeof(cpus), a == b ? "CPU %lu is" : "CPUs %lu-%lu are", a, b);
+			else
+				snprintf(cpus, sizeof(cpus), n == b ? "CPU %u is" : "CPUs %u-%lu are", n, b);
+			return err_set(-EINVAL, "%s: %s not in the pod's VM, which has %u vCPU%s (%s%u)", field, cpus,
+			               n, n == 1 ? "" : "s", n > 1 ? "0-" : "", n - 1);
+		}
+		if (*p == ',' && p[1])
+			p++;
+		else if (*p)
+			break;
+	}
+	if (*p || !*list)
+		return err_set(-EINVAL, "%s: \"%s\" is not a CPU list (such as 0-1,3)", field, list);
+	return 0;
+}
+
+/* START's cpuset.cpus (the app container's linux.resources.cpu.cpus)
+ * within the VM's vCPUs. */
+static int check_start_cpus(const struct monitor *m, const struct proto_start *s)
+{
+	for (size_t i = 0; i < s->n_cgroup; i++)
+		if (s->cgroup[i].file && !strcmp(s->cgroup[i].file, "cpuset.cpus") && s->cgroup[i].value) {
+			int r = monitor_pod_check_cpus(m, s->cgroup[i].value,
+			                               s->cgroup[i].field ? s->cgroup[i].field : "cpuset.cpus");
+
+			if (r < 0)
+				return r;
+		}
 	return 0;
 }
 
@@ -325,6 +386,8 @@ int monitor_member(struct monitor *m, int fd, const char *args, const int *fds, 
 			r = err_set(-EINVAL, "member: expected START, got %s", proto_type_name(msg.type));
 	}
 	if (r >= 0)
+		r = check_start_cpus(m, &msg.u.start);
+	if (r >= 0)
 		r = attach_shares(m, shares, n, fds, &slots);
 	if (r >= 0)
 		r = retag(&msg.u.start, shares, n);
@@ -369,6 +432,48 @@ int monitor_member_go(struct monitor *m, uint32_t pid, char *detail, size_t size
 	r = guest_channel_request(&m->ch, &msg, guest_boot_timeout_ms(), &ans);
 	if (r >= 0)
 		snprintf(detail, size, "%u", ans.u.started.pid);
+	proto_msg_free(&ans);
+	return r;
+}
+
+int monitor_pod_freeze(struct monitor *m, uint32_t pid, bool frozen)
+{
+	struct proto_msg msg = {.type = PROTO_MSG_UPDATE}, ans = {0};
+	int r;
+
+	if (m->exited)
+		return err_set(-ESRCH, "container not running");
+	if (m->paused)
+		return err_set(-EBUSY, "the pod's VM is paused");
+	msg.u.update = (struct proto_update){.container = pid, .has_frozen = true, .frozen = frozen};
+	r = guest_channel_request(&m->ch, &msg, GUEST_REPLY_TIMEOUT_MS, &ans);
+	proto_msg_free(&ans);
+	if (r >= 0)
+		log_debug("pod: %s (guest pid %u) %s", pid ? "app container" : "the sandbox's container", pid,
+		          frozen ? "frozen" : "thawed");
+	return r;
+}
+
+int monitor_pod_cpu(struct monitor *m, uint32_t pid, const struct proto_update *cpu)
+{
+	struct proto_msg msg = {.type = PROTO_MSG_UPDATE}, ans = {0};
+	int r;
+
+	if (m->exited)
+		return err_set(-ESRCH, "container not running");
+	if (m->paused)
+		return err_set(-EBUSY, "the pod's VM is paused");
+	if (!pid)
+		return err_set(-EINVAL, "cpu: the guest pid of an app container expected");
+	if (cpu->cpuset_cpus && (r = monitor_pod_check_cpus(m, cpu->cpuset_cpus, "cpuset-cpus")) < 0)
+		return r;
+	msg.u.update = *cpu;
+	msg.u.update.container = pid;
+	msg.u.update.cpuset_cpus = cpu->cpuset_cpus ? strdup(cpu->cpuset_cpus) : NULL;
+	if (cpu->cpuset_cpus && !msg.u.update.cpuset_cpus)
+		return -ENOMEM;
+	r = guest_channel_request(&m->ch, &msg, GUEST_REPLY_TIMEOUT_MS, &ans);
+	proto_msg_free(&msg);
 	proto_msg_free(&ans);
 	return r;
 }

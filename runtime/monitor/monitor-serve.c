@@ -201,6 +201,11 @@ static int do_pause(struct monitor *m, bool pause)
 {
 	int r;
 
+	/* A pod's sandbox: runc's pause freezes the pause container only,
+	 * and the VM is the pod's (docs/runtime.md, "Pods"). */
+	if (monitor_is_pod_sandbox(m))
+		return monitor_pod_freeze(m, 0, pause);
+
 	if (m->paused == pause)
 		return 0;
 	r = pause ? vm_pause(m->sb->vm) : vm_resume(m->sb->vm);
@@ -369,6 +374,36 @@ static int do_update(struct monitor *m, int has_pids, unsigned long long pids, i
 	return r;
 }
 
+/* "cpu <guest pid> <has quota> <quota> <period> <weight> <cpus|->". */
+static int do_cpu(struct monitor *m, const char *args)
+{
+	struct proto_update u = {0};
+	unsigned long long quota, period, weight;
+	char cpus[256];
+	int has_quota;
+	unsigned pid;
+
+	if (sscanf(args, "%u %d %llu %llu %llu %255s", &pid, &has_quota, &quota, &period, &weight, cpus) != 6)
+		return err_set(-EINVAL, "cpu: <guest pid> <has quota> <quota> <period> <weight> <cpus|-> expected");
+	u = (struct proto_update){.has_cpu_quota = has_quota != 0,
+	                          .cpu_quota = quota,
+	                          .has_cpu_period = period != 0,
+	                          .cpu_period = period,
+	                          .has_cpu_weight = weight != 0,
+	                          .cpu_weight = weight,
+	                          .cpuset_cpus = strcmp(cpus, "-") ? cpus : NULL};
+	return monitor_pod_cpu(m, pid, &u);
+}
+
+static void member_ended(struct monitor *m, struct monitor_exec *e)
+{
+	/* Its `kvrun events` end with it, as a container's do. */
+	for (int i = 0; i < MONITOR_MAX_SUBS; i++)
+		if (m->subs[i] >= 0 && m->sub_pid[i] == e->guest_pid)
+			monitor_sub_gone(m, i);
+	monitor_member_ended(m, e);
+}
+
 void monitor_exec_exited(struct monitor *m, uint64_t id, uint32_t status)
 {
 	char line[32];
@@ -383,7 +418,7 @@ void monitor_exec_exited(struct monitor *m, uint64_t id, uint32_t status)
 		close(e->fd);
 		e->fd = -1;
 		if (e->slots)
-			monitor_member_ended(m, e);
+			member_ended(m, e);
 	}
 }
 
@@ -399,16 +434,40 @@ void monitor_exec_gone(struct monitor *m, struct monitor_exec *e)
 	if (!m->exited && monitor_signal(m, pid, SIGKILL, false) < 0)
 		log_debug("killing guest pid %u: %s", pid, err_msg());
 	if (e->slots)
-		monitor_member_ended(m, e);
+		member_ended(m, e);
+}
+
+/* The session of a live app container of the pod whose init is guest
+ * pid, or NULL. */
+static struct monitor_exec *member_session(struct monitor *m, uint32_t pid)
+{
+	for (int i = 0; i < MONITOR_MAX_EXECS; i++)
+		if (m->execs[i].fd >= 0 && m->execs[i].slots && m->execs[i].guest_pid == pid)
+			return &m->execs[i];
+	return NULL;
 }
 
 void monitor_oom(struct monitor *m, const struct proto_oom *oom)
 {
-	log_debug("guest: %llu OOM kill(s) in the container", (unsigned long long)oom->oom_kill);
-	for (; m->oom_kill < oom->oom_kill; m->oom_kill++)
+	uint64_t *seen = &m->oom_kill;
+
+	/* A pod's app container's: its own subscribers hear of it. */
+	if (oom->container) {
+		struct monitor_exec *e = member_session(m, oom->container);
+
+		if (!e) {
+			log_debug("guest: OOM of guest pid %u, no app container's", oom->container);
+			return;
+		}
+		seen = &e->oom_kill;
+	}
+	log_debug("guest: %llu OOM kill(s) in the container (guest pid %u)", (unsigned long long)oom->oom_kill,
+	          oom->container);
+	for (; *seen < oom->oom_kill; (*seen)++)
 		for (int i = 0; i < MONITOR_MAX_SUBS; i++)
 			/* A subscriber that does not read loses events, never stalls us. */
-			if (m->subs[i] >= 0 && send(m->subs[i], "oom\n", 4, MSG_DONTWAIT | MSG_NOSIGNAL) != 4)
+			if (m->subs[i] >= 0 && m->sub_pid[i] == oom->container &&
+			    send(m->subs[i], "oom\n", 4, MSG_DONTWAIT | MSG_NOSIGNAL) != 4)
 				log_debug("events subscriber %d: an OOM event dropped", i);
 }
 
@@ -416,16 +475,21 @@ void monitor_sub_gone(struct monitor *m, int i)
 {
 	close(m->subs[i]);
 	m->subs[i] = -1;
+	m->sub_pid[i] = 0;
 }
 
-/* `events`: the connection is kept and hears of each event. */
-static int do_subscribe(struct monitor *m, int fd, bool *keep)
+/* `events` (pid 0), or `events <guest pid>` of a pod's app container: the
+ * connection is kept and hears of each event; it ends with the container. */
+static int do_subscribe(struct monitor *m, int fd, uint32_t pid, bool *keep)
 {
 	if (m->exited)
 		return err_set(-ESRCH, "container not running");
+	if (pid && !member_session(m, pid))
+		return err_set(-ESRCH, "no app container with guest pid %u runs in the pod's VM", pid);
 	for (int i = 0; i < MONITOR_MAX_SUBS; i++)
 		if (m->subs[i] < 0) {
 			m->subs[i] = fd;
+			m->sub_pid[i] = pid;
 			*keep = true;
 			return 0;
 		}
@@ -479,6 +543,10 @@ void monitor_serve_client(struct monitor *m)
 		r = do_exec(m, fd, &keep, detail, sizeof(detail));
 	else if (strcmp(line, "pause") == 0 || strcmp(line, "resume") == 0)
 		r = do_pause(m, line[0] == 'p');
+	else if (strncmp(line, "cpu ", 4) == 0)
+		r = do_cpu(m, line + 4);
+	else if (sscanf(line, "pause %u", &pid) == 1 || sscanf(line, "resume %u", &pid) == 1)
+		r = monitor_pod_freeze(m, pid, line[0] == 'p');
 	else if (strcmp(line, "ps") == 0)
 		r = do_ps(m, detail, sizeof(detail));
 	else if (strcmp(line, "stats") == 0)
@@ -494,7 +562,9 @@ void monitor_serve_client(struct monitor *m)
 	else if ((n = sscanf(line, "update %d %llu %d %llu %u", &has_pids, &pids, &has_mem, &mem, &pid)) >= 4)
 		r = do_update(m, has_pids, pids, has_mem, mem, n == 5 ? pid : 0);
 	else if (strcmp(line, "events") == 0)
-		r = do_subscribe(m, fd, &keep);
+		r = do_subscribe(m, fd, 0, &keep);
+	else if (sscanf(line, "events %u", &pid) == 1)
+		r = do_subscribe(m, fd, pid, &keep);
 	else if (strcmp(line, "ping") == 0)
 		r = 0;
 	else

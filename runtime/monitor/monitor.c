@@ -288,7 +288,16 @@ static int build_start(struct monitor *m)
 {
 	struct monitor_args *a = m->a;
 
-	return a->restore_dir ? 0 : guest_spec_from_oci(a->b->spec, a->c->state, &m->shares, &m->start.u.start);
+	int r;
+
+	if (a->restore_dir)
+		return 0;
+	r = guest_spec_from_oci(a->b->spec, a->c->state, &m->shares, &m->start.u.start);
+	/* A pod's sandbox: its /dev/shm (the engine's shm directory) is the
+	 * pod's, which its app containers bind (docs/runtime.md, "Pods"). */
+	if (r >= 0 && monitor_is_pod_sandbox(m) && guest_spec_pod_shm(&m->start.u.start))
+		log_debug("pod: the sandbox's /dev/shm is the pod's");
+	return r;
 }
 
 /* Our pid (its start time with it), cgroup and jail uid in state.json now:

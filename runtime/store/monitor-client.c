@@ -185,6 +185,14 @@ int monitor_subscribe(const char *dir, int timeout_ms)
 	return request_keep(dir, "events", timeout_ms);
 }
 
+int monitor_subscribe_member(const char *dir, uint32_t container, int timeout_ms)
+{
+	char req[32];
+
+	snprintf(req, sizeof(req), "events %u", container);
+	return request_keep(dir, req, timeout_ms);
+}
+
 int monitor_procs(const char *dir, uint32_t container, int timeout_ms, struct proto_msg *ret)
 {
 	struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};

@@ -23,6 +23,9 @@ int monitor_call_fds(const char *dir, const char *request, const int *fds, size_
  * "ok". The monitor then writes one line per event ("oom") and closes it
  * when the container's process has exited. */
 int monitor_subscribe(const char *dir, int timeout_ms);
+/* The same for a pod's app container whose init is guest pid container
+ * (dir: its sandbox's): its own events, until it ends. */
+int monitor_subscribe_member(const char *dir, uint32_t container, int timeout_ms);
 
 struct proto_msg;
 

@@ -571,12 +571,10 @@ int container_peek_for(const char *root, const char *id, enum container_op op, s
 }
 
 /* What an app container of a pod, which runs in its sandbox's VM, does not
- * have: a VM of its own to pause or save (docs/runtime.md, "Pods"). */
+ * have: a VM of its own to save (docs/runtime.md, "Pods"). */
 static int check_member(const struct container *c, enum container_op op)
 {
 	static const char *const verbs[] = {
-	    [CONTAINER_OP_PAUSE] = "pause",
-	    [CONTAINER_OP_RESUME] = "resume",
 	    [CONTAINER_OP_CHECKPOINT] = "checkpoint",
 	};
 

@@ -14,8 +14,11 @@
  * "fs <file> <name>" first reads <file> of its root and writes it as
  * <name> into its first bind's share, and "fs-keep <file> <name>" does
  * that and never unmounts, as a guest that holds on), STATS
- * (all zero), UPDATE (acknowledged; of a member only a live one), SIGNAL
- * (acknowledged, then the
+ * (all zero), UPDATE (acknowledged; of a member only a live one; its
+ * frozen pauses or resumes a member: no EXEC into it, a signal but
+ * SIGKILL taken at the thaw; its cpu fields are written on the console;
+ * a member's memory limit below 4096 is followed by an OOM naming it),
+ * SIGNAL (acknowledged, then the
  * EXIT of that process: the init's ends the container), NETWORK
  * (acknowledged); anything else is refused. When the host closes the
  * control stream it resets the VM. A restored VM (the device's transport
@@ -55,6 +58,7 @@
 #define PROTO_ERROR 11
 #define PROTO_NETWORK 14
 #define PROTO_UPDATE 12
+#define PROTO_OOM 13
 #define CTL_PORT 1024 /* KVRUN_PROTO_CONTROL_PORT */
 #define STDIO_PORT 1025 /* GUEST_PORT_STDIN, then stdout and stderr */
 #define TOKEN_BYTES 16 /* PROTO_TOKEN_BYTES */
@@ -79,6 +83,11 @@ struct fi_exec {
 	struct ff_dev *shares[MAX_MEMBER_SHARES];
 	unsigned int nshares;
 	bool keep_mounts;
+	/* Paused (UPDATE's frozen): a signal but SIGKILL waits for the thaw,
+	 * as a frozen cgroup's processes take it. */
+	bool frozen;
+	uint32_t pending;
+	uint64_t oom_kill; /* OOM kills told of it */
 };
 
 struct fi {
@@ -161,6 +170,14 @@ static uint32_t tlv_u32(const uint8_t *body, uint32_t len, uint16_t tag)
 	const uint8_t *v = tlv(body, len, tag, 0, &l);
 
 	return v && l <= 4 ? (uint32_t)get_le(v, l) : 0;
+}
+
+static uint64_t tlv_u64(const uint8_t *body, uint32_t len, uint16_t tag)
+{
+	uint32_t l;
+	const uint8_t *v = tlv(body, len, tag, 0, &l);
+
+	return v && l <= 8 ? get_le(v, l) : 0;
 }
 
 /* Takes in a packet: data on the control stream is buffered (credit given
@@ -349,6 +366,10 @@ static struct fi_exec *fi_spawn(struct fi *f, uint64_t id, const uint8_t *body, 
 		fi_ack(f, id, 3 /* ESRCH */);
 		return 0;
 	}
+	if (in && fi_find(f, in)->frozen) { /* as guest-init: not into a frozen cgroup */
+		fi_ack(f, id, 16 /* EBUSY */);
+		return 0;
+	}
 	for (int i = 0; i < MAX_EXECS && !e; i++)
 		if (!f->execs[i].live)
 			e = &f->execs[i];
@@ -494,7 +515,26 @@ static void fi_handle_go(struct fi *f, uint64_t id, const uint8_t *body, uint32_
 	fi_started(f, PROTO_STARTED, id, pid ? pid : 1);
 }
 
-/* SIGNAL: acknowledged, then the process ends by the signal. */
+/* Process e ends by signal signo: its streams closed, its EXIT. */
+static void fi_end(struct fi *f, struct fi_exec *e, uint32_t signo)
+{
+	for (int k = 1; k < 3; k++)
+		if (e->io[k].peer)
+			vs_send(&f->d, &e->io[k], VS_SHUTDOWN, 3, NULL, 0);
+	/* Its stdin too, as guest-init closes it at the end: the host
+	 * would keep that stream's socket otherwise. */
+	if (e->io[0].peer)
+		vs_send(&f->d, &e->io[0], VS_RST, 0, NULL, 0);
+	fi_exit(f, e->id, e->pid, signo & 0x7f, false);
+	e->live = false;
+	/* As guest-init: its mounts go after its EXIT. */
+	if (!e->keep_mounts)
+		fi_unmount_member(e->shares, e->nshares);
+	e->nshares = 0;
+}
+
+/* SIGNAL: acknowledged, then the process ends by the signal (a frozen
+ * one by SIGKILL only; another signal once thawed). */
 static void fi_handle_signal(struct fi *f, uint64_t id, const uint8_t *body, uint32_t len)
 {
 	uint32_t pid = tlv_u32(body, len, 1), signo = tlv_u32(body, len, 2);
@@ -511,19 +551,58 @@ static void fi_handle_signal(struct fi *f, uint64_t id, const uint8_t *body, uin
 
 		if (!e->live || e->pid != pid)
 			continue;
-		for (int k = 1; k < 3; k++)
-			if (e->io[k].peer)
-				vs_send(&f->d, &e->io[k], VS_SHUTDOWN, 3, NULL, 0);
-		/* Its stdin too, as guest-init closes it at the end: the host
-		 * would keep that stream's socket otherwise. */
-		if (e->io[0].peer)
-			vs_send(&f->d, &e->io[0], VS_RST, 0, NULL, 0);
-		fi_exit(f, e->id, e->pid, signo & 0x7f, false);
-		e->live = false;
-		/* As guest-init: its mounts go after its EXIT. */
-		if (!e->keep_mounts)
-			fi_unmount_member(e->shares, e->nshares);
-		e->nshares = 0;
+		if (e->frozen && signo != 9)
+			e->pending = signo;
+		else
+			fi_end(f, e, signo);
+	}
+}
+
+/* UPDATE: acknowledged (of a member only a live one); its frozen (tag 4)
+ * pauses or resumes the member, a pending signal taken at the thaw. */
+static void fi_handle_update(struct fi *f, uint64_t id, const uint8_t *body, uint32_t len)
+{
+	uint32_t pid = tlv_u32(body, len, 3), l;
+	struct fi_exec *e = pid ? fi_find(f, pid) : 0;
+	bool has_frozen = tlv(body, len, 4, 0, &l) != 0;
+
+	if (pid && !e) {
+		fi_ack(f, id, 3 /* ESRCH */);
+		return;
+	}
+	fi_ack(f, id, 0);
+	if (e && (tlv(body, len, 5, 0, &l) || tlv(body, len, 6, 0, &l) || tlv(body, len, 7, 0, &l) ||
+	          tlv(body, len, 8, 0, &l))) {
+		char cpus[64] = "-";
+		const uint8_t *c = tlv(body, len, 8, 0, &l);
+
+		if (c && l < sizeof(cpus)) {
+			memcpy(cpus, c, l);
+			cpus[l] = 0;
+		}
+		tap_diag("fake-init: pod member %u cpu: quota %s%lu period %lu weight %lu cpus %s", pid,
+		         tlv(body, len, 5, 0, &l) ? "" : "unset ", (unsigned long)tlv_u64(body, len, 5),
+		         (unsigned long)tlv_u64(body, len, 6), (unsigned long)tlv_u64(body, len, 7), cpus);
+	}
+	/* A memory limit below a page: its OOM killer would kill (OOM with its
+	 * pid), as a member's memory.events tells guest-init. */
+	if (e && tlv(body, len, 2, 0, &l) && tlv_u64(body, len, 2) && tlv_u64(body, len, 2) < 4096) {
+		uint8_t b[48];
+		uint32_t n;
+
+		e->oom_kill++;
+		n = put_int_tlv(b, 1, e->oom_kill, 8);
+		n += put_int_tlv(b + n, 2, e->oom_kill, 8);
+		n += put_int_tlv(b + n, 3, pid, 4);
+		fi_send_msg(f, PROTO_OOM, 0, b, n);
+	}
+	if (!e || !has_frozen)
+		return;
+	e->frozen = tlv_u32(body, len, 4) != 0;
+	tap_diag("fake-init: pod member %u %s", pid, e->frozen ? "frozen" : "thawed");
+	if (!e->frozen && e->pending) {
+		fi_end(f, e, e->pending);
+		e->pending = 0;
 	}
 }
 
@@ -594,7 +673,7 @@ static void fi_serve(struct fi *f)
 		else if (type == PROTO_STATS)
 			fi_send_msg(f, PROTO_STATS, id, body, 0);
 		else if (type == PROTO_UPDATE)
-			fi_ack(f, id, tlv_u32(body, len, 3) && !fi_find(f, tlv_u32(body, len, 3)) ? 3 /* ESRCH */ : 0);
+			fi_handle_update(f, id, body, len);
 		else if (type == PROTO_GO)
 			fi_handle_go(f, id, body, len);
 		else if (type == PROTO_EXEC)

@@ -182,17 +182,137 @@ def monitor_pid(cid):
     return s and s.get("pid")
 
 
+def listed_status(cid):
+    p = kvrun("list", "--format", "json")
+    try:
+        return {c["id"]: c["status"] for c in json.loads(p.stdout or "[]") or []}.get(cid)
+    except ValueError:
+        return None
+
+
+def console_has(needle):
+    try:
+        with open(ENV["KVRUN_CONSOLE"], errors="replace") as f:
+            return needle in f.read()
+    except OSError:
+        return False
+
+
+def check_member_cpu(cid, what):
+    """update of an app container's cpu limits: into its guest cgroup's
+    cpu.max, cpu.weight (runc's conversion of shares) and cpuset.cpus,
+    which must be the VM's."""
+    gpid = (private(cid) or {}).get("pod-member-pid")
+    p = kvrun("update", "--cpu-quota", "50000", "--cpu-period", "100000", "--cpu-share", "512",
+              "--cpuset-cpus", "0", cid)
+    t.ok(p.returncode == 0, f"app container {what}: update of its cpu limits", p.stderr)
+    # 512 shares: 1 + (512 - 2) * 9999 / 262142 = 20, as runc's cgroup v2 manager converts.
+    t.ok(wait_for(lambda: console_has(f"pod member {gpid} cpu: quota 50000 period 100000 weight 20 cpus 0"),
+                  timeout=10, step=0.1), f"app container {what}: the guest got cpu.max, cpu.weight and cpuset.cpus")
+    p = kvrun("update", "--cpu-quota", "-1", cid)
+    t.ok(p.returncode == 0 and wait_for(lambda: console_has(f"pod member {gpid} cpu: quota 0 period 0 weight 0 "
+                                                            "cpus -"), timeout=10, step=0.1),
+         f"app container {what}: --cpu-quota -1 is no quota (max), the rest unchanged", p.stderr)
+    p = kvrun("update", "--cpuset-cpus", "0-63", cid)
+    t.ok(p.returncode != 0 and "cpuset-cpus: CPUs" in p.stderr and "not in the pod's VM, which has" in p.stderr,
+         f"app container {what}: cpus the VM does not have refused naming them", p.stderr)
+    p = kvrun("update", "--cpuset-cpus", "1-0", cid)
+    t.ok(p.returncode != 0 and '"1-0" is not a CPU list' in p.stderr,
+         f"app container {what}: a malformed cpu list refused", p.stderr)
+    p = kvrun("update", "--cpu-share", "1", cid)
+    t.ok(p.returncode != 0 and "cpu-share: 1" in p.stderr, f"app container {what}: shares below runc's range refused",
+         p.stderr)
+
+
+def events_proc(cid, name):
+    out = open(os.path.join(tmp, name), "w+")
+    return subprocess.Popen([KVRUN, "--root", root, "--log", log, "events", "--interval", "1s", cid], stdout=out,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=ENV), out.name
+
+
+def check_member_oom(cid, what, sbx, i):
+    """An OOM kill in the app container's guest cgroup (the fake guest's OOM
+    naming it, after a memory limit below a page): runc's oom event in its
+    events, none in the sandbox's. The app container's events process is
+    returned running."""
+    ev, path = events_proc(cid, f"events-{i}.out")
+    sev, spath = events_proc(sbx, f"events-sbx-{i}.out")
+
+    def text(p):
+        with open(p) as f:
+            return f.read()
+    t.ok(wait_for(lambda: '"type":"stats"' in text(path) and '"type":"stats"' in text(spath), timeout=20, step=0.1),
+         f"app container {what}: its events and the sandbox's print its figures", text(path) + text(spath))
+    p = kvrun("update", "--memory", "1", cid)
+    oom = '{"type":"oom","id":"%s"}' % cid
+    t.ok(p.returncode == 0 and wait_for(lambda: oom in text(path), timeout=20, step=0.1),
+         f"app container {what}: an OOM kill in it is its oom event", p.stderr + text(path)[-1000:])
+    time.sleep(1)
+    t.ok('"type":"oom"' not in text(spath), f"app container {what}: and not the sandbox's", text(spath)[-1000:])
+    sev.terminate()
+    sev.wait()
+    return ev
+
+
+def check_member_pause(cid, what, i):
+    """pause/resume of a running app container: its guest cgroup frozen
+    (the fake guest holds its signals but SIGKILL until the thaw), as runc's
+    pause/resume do; case i: 0 a TERM held until resume, 1 SIGKILL while
+    paused, 2 resume and on."""
+    p = kvrun("pause", cid)
+    if not t.ok(p.returncode == 0, f"app container {what}: pause", p.stderr):
+        return
+    t.eq((state(cid) or {}).get("status"), "paused", f"app container {what}: state says paused")
+    t.eq(listed_status(cid), "paused", f"app container {what}: list says paused")
+    p = kvrun("exec", cid, "echo", "x")
+    t.ok(p.returncode != 0 and "cannot exec in a paused container" in p.stderr,
+         f"app container {what}: exec into it refused as runc's", p.stderr)
+    p = kvrun("exec", "--ignore-paused", cid, "echo", "x")
+    t.ok(p.returncode != 0 and "paused app container" in p.stderr and cid in p.stderr,
+         f"app container {what}: exec --ignore-paused refused naming it", p.stderr)
+    p = kvrun("pause", cid)
+    t.ok(p.returncode != 0 and "container not running" in p.stderr,
+         f"app container {what}: a second pause refused as runc's", p.stderr)
+    p = kvrun("events", "--stats", cid)
+    t.ok(p.returncode == 0 and '"type":"stats"' in p.stdout, f"app container {what}: events --stats while paused",
+         p.stdout + p.stderr)
+    if i == 0:
+        t.eq(kvrun("kill", cid, "TERM").returncode, 0, f"app container {what}: kill TERM of the paused container")
+        time.sleep(1)
+        t.eq((state(cid) or {}).get("status"), "paused", f"app container {what}: still paused (TERM held)")
+    if i == 1:
+        t.eq(kvrun("kill", cid, "KILL").returncode, 0, f"app container {what}: kill KILL of the paused container")
+        t.ok(wait_for(lambda: (state(cid) or {}).get("status") == "stopped", timeout=20, step=0.1),
+             f"app container {what}: SIGKILL stops it while paused", json.dumps(state(cid)))
+        return
+    p = kvrun("resume", cid)
+    t.ok(p.returncode == 0, f"app container {what}: resume", p.stderr)
+    if i == 0:
+        t.ok(wait_for(lambda: (state(cid) or {}).get("status") == "stopped", timeout=20, step=0.1),
+             f"app container {what}: the held TERM stops it once resumed", json.dumps(state(cid)))
+        return
+    t.eq((state(cid) or {}).get("status"), "running", f"app container {what}: running again")
+    p = kvrun("resume", cid)
+    t.ok(p.returncode != 0 and "not paused" in p.stderr, f"app container {what}: resume of a running one refused",
+         p.stderr)
+
+
 def check_pod_netns(cns):
     census = Census(TAG, root, cache=cache, netns=cns)
     before = census.take()
     sbx = f"{TAG}-sbx"
     nspath = f"/run/netns/{cns}"
+    # containerd's: the sandbox's shm directory, a tmpfs bound at /dev/shm
+    # in the sandbox and in each app container.
+    shmdir = os.path.join(tmp, "sbx-shm")
+    os.mkdir(shmdir)
+    sh("mount", "-t", "tmpfs", "-o", "size=65536k", "kvt-pod-shm", shmdir)
     # The pod's containers may use 3 GiB and 1.5 CPUs (containerd's sums).
     b = make_bundle("b-sbx", dict(CRI_SANDBOX, **{"io.kubernetes.cri.sandbox-id": sbx,
                                                   "io.kubernetes.cri.sandbox-memory": str(3 << 30),
                                                   "io.kubernetes.cri.sandbox-cpu-quota": "150000",
                                                   "io.kubernetes.cri.sandbox-cpu-period": "100000"}),
-                    {"network": nspath})
+                    {"network": nspath}, binds=((shmdir, "/dev/shm"),))
     mark = os.path.getsize(log) if os.path.exists(log) else 0
     p = kvrun("--debug", "create", "--bundle", b, sbx)
     if not t.ok(p.returncode == 0, "the pod's sandbox is created in the pod's namespace", p.stderr):
@@ -201,6 +321,8 @@ def check_pod_netns(cns):
         f.seek(mark)
         lines = f.read()
     # 3 GiB and 128 MiB for the guest's kernel and init, over the 2 GiB default.
+    t.ok("pod: the sandbox's /dev/shm is the pod's" in lines, "the sandbox's /dev/shm (the engine's shm "
+         "directory) is made the pod's", "\n".join(l for l in lines.splitlines() if "shm" in l))
     t.ok(re.search(r"kernel .*, \d+ vCPU, 3200 MiB, ", lines),
          "the sandbox's VM is sized for the pod (3200 MiB)",
          "\n".join(l for l in lines.splitlines() if "MiB" in l))
@@ -229,8 +351,9 @@ def check_pod_netns(cns):
         # The second keeps its shares' locks in the guest: its own
         # annotation says so (the member line's "g").
         locks = "guest" if i == 1 else "host"
+        # containerd's: the sandbox's shm directory bound at /dev/shm (case 2).
         bdl = make_bundle(f"b-app{i}", dict(ann, **({"io.kvrun.fs.locks": "guest"} if i == 1 else {})), ns, i == 1,
-                          cgp)
+                          cgp, binds=((shmdir, "/dev/shm"),) if i == 2 else ())
         mounted = None
         if i == 2:
             # containerd's: the rootfs a mount of the engine's, which it
@@ -244,9 +367,12 @@ def check_pod_netns(cns):
             continue
         with open(log, errors="replace") as f:
             f.seek(mark)
-            slots = re.findall(r"an app container's share \d+ is slot kvrun-fs\d+, locks on the (\w+)", f.read())
+            lines = f.read()
+        slots = re.findall(r"an app container's share \d+ is slot kvrun-fs\d+, locks on the (\w+)", lines)
         t.ok(slots and all(x == locks for x in slots),
              f"app container {what}: the sandbox's monitor gives its shares slots, locks on the {locks}", slots)
+        t.eq("pod: /dev/shm is the pod's" in lines, i == 2,
+             f"app container {what}: its /dev/shm is the pod's exactly when it binds the sandbox's shm directory")
         s = state(cid) or {}
         pv = private(cid) or {}
         t.ok(s.get("status") == "created" and s.get("pid", 0) > 0 and s.get("pid") != mon,
@@ -283,16 +409,21 @@ def check_pod_netns(cns):
         if pids_max:
             t.eq(open(pids_max[0]).read().strip(), "max",
                  f"app container {what}: its host cgroup (its member proxy's) gets no limit")
-        p = kvrun("update", "--cpu-quota", "50000", cid)
-        t.ok(p.returncode != 0 and "cpu limits of an app container" in p.stderr,
-             f"app container {what}: update of cpu limits refused by name", p.stderr)
-        p = kvrun("pause", cid)
-        t.ok(p.returncode != 0 and "app container of the pod" in p.stderr,
-             f"app container {what}: pause refused by name", p.stderr)
-        p = kvrun("kill", cid, "TERM")
-        t.ok(p.returncode == 0 and wait_for(lambda: (state(cid) or {}).get("status") == "stopped", timeout=20,
-                                            step=0.1),
-             f"app container {what}: kill TERM stops it", p.stderr + json.dumps(state(cid)))
+        check_member_cpu(cid, what)
+        events = check_member_oom(cid, what, sbx, i)
+        check_member_pause(cid, what, i)
+        if (state(cid) or {}).get("status") != "stopped":
+            p = kvrun("kill", cid, "TERM")
+            t.ok(p.returncode == 0 and wait_for(lambda: (state(cid) or {}).get("status") == "stopped",
+                                                timeout=20, step=0.1),
+                 f"app container {what}: kill TERM stops it", p.stderr + json.dumps(state(cid)))
+        if events:
+            try:
+                events.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                events.kill()
+                events.wait()
+            t.eq(events.returncode, 0, f"app container {what}: its events end with it, as runc's do")
         t.ok((state(sbx) or {}).get("status") == "created", f"app container {what}: the sandbox lives on (created)")
         t.eq(kvrun("delete", cid).returncode, 0, f"app container {what}: delete")
         t.ok(state(cid) is None and not os.path.exists(os.path.join(root, cid)), f"app container {what}: gone")
@@ -308,7 +439,31 @@ def check_pod_netns(cns):
     refused(census, census.take(), make_bundle("b-apph", cases[2][1], {"network": nspath}, "other-name"),
             f"{TAG}-apph", f"hostname: \"other-name\" is not the pod sandbox {sbx}'s hostname (\"runc\")",
             "an app container with a hostname of its own")
+    # runc's pause of the pod's sandbox freezes its pause process only: the
+    # sandbox's container's guest cgroup, the VM running on.
+    t.eq(kvrun("start", sbx).returncode, 0, "the sandbox started")
+    mark = os.path.getsize(log)
+    p = kvrun("pause", sbx)
+    t.ok(p.returncode == 0 and (state(sbx) or {}).get("status") == "paused", "the sandbox paused",
+         p.stderr + json.dumps(state(sbx)))
+    with open(log, errors="replace") as f:
+        f.seek(mark)
+        lines = f.read()
+    t.ok("the sandbox's container (guest pid 0) frozen" in lines and "vCPUs paused" not in lines,
+         "the sandbox's pause froze its container's guest cgroup, not the VM's vCPUs", lines[-2000:])
+    # linux.resources.cpu of an app container: into its guest cgroup; CPUs
+    # the pod's VM does not have refused, naming the field.
+    b = make_bundle("b-appc", cases[2][1], {"network": nspath}, False)
+    with open(os.path.join(b, "config.json")) as f:
+        spec = json.load(f)
+    spec["linux"].setdefault("resources", {})["cpu"] = {"quota": 20000, "period": 100000, "shares": 256,
+                                                        "cpus": "0-63"}
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(spec, f)
+    refused(census, census.take(), b, f"{TAG}-appc", "linux.resources.cpu.cpus: CPUs",
+            "an app container whose cpus the pod's VM does not have")
     # One created and never started: delete --force ends its process in the VM.
+    # (Made while the sandbox is paused: the pod's VM runs on.)
     cid = f"{TAG}-appf"
     p = kvrun("create", "--bundle", make_bundle("b-appf", cases[2][1], {"network": nspath}, False), cid)
     if t.ok(p.returncode == 0, "an app container created", p.stderr):
@@ -316,6 +471,22 @@ def check_pod_netns(cns):
         t.eq(kvrun("delete", "--force", cid).returncode, 0, "its delete --force")
         t.ok(wait_for(lambda: not os.path.exists(f"/proc/{host}"), timeout=20, step=0.1),
              "its host process is gone")
+    # A paused one: delete refused as runc's, delete --force ends it (SIGKILL
+    # reaches a frozen cgroup's processes).
+    cid = f"{TAG}-appp"
+    p = kvrun("create", "--bundle", make_bundle("b-appp", cases[2][1], {"network": nspath}, False), cid)
+    if t.ok(p.returncode == 0 and kvrun("start", cid).returncode == 0 and kvrun("pause", cid).returncode == 0,
+            "an app container created, started and paused", p.stderr):
+        host = monitor_pid(cid)
+        p = kvrun("delete", cid)
+        t.ok(p.returncode != 0 and "that is not stopped: paused" in p.stderr, "its delete refused as runc's",
+             p.stderr)
+        t.eq(kvrun("delete", "--force", cid).returncode, 0, "its delete --force while paused")
+        t.ok(wait_for(lambda: not os.path.exists(f"/proc/{host}"), timeout=20, step=0.1) and state(cid) is None,
+             "the paused app container is gone, its host process too")
+    p = kvrun("resume", sbx)
+    t.ok(p.returncode == 0 and (state(sbx) or {}).get("status") == "running", "the sandbox resumed",
+         p.stderr + json.dumps(state(sbx)))
     now = census.take()
     t.eq(now["taps"], served["taps"], "after the app containers: the sandbox's TAP as before")
 
@@ -331,6 +502,7 @@ def check_pod_netns(cns):
             "an app container of a stopped sandbox")
     t.eq(kvrun("delete", sbx).returncode, 0, "delete of the stopped sandbox")
     t.eq(Census.diff(before, census.take(), ("fds",)), {}, "the namespace is as before, nothing left")
+    subprocess.run(["umount", shmdir], capture_output=True)
 
 
 def fs_threads(pid):

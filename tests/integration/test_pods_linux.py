@@ -15,6 +15,14 @@ path, each app container's own busybox root directory.
   namespace (A's page is not in B's root) and PID namespace (B's own
   sleep is pid 1 there).
 - Each has its own host process (the pid in its state), no second VM.
+- A writes into /dev/shm, B and the sandbox read it: the sandbox's shm
+  directory (a host tmpfs bound at /dev/shm in all three, as containerd
+  does) is one tmpfs of the pod in the guest.
+- pause of B (its guest cgroup frozen): A still serves, exec in B is
+  refused; resume; B's cpu limits updated into its guest cgroup (cpu.max,
+  cpu.weight, cpuset.cpus read in B), CPUs the VM lacks refused; an OOM
+  kill in B (dd's 64 MiB buffer under a 32 MiB limit) is B's oom event
+  in `kvrun events`.
 - kill (SIGKILL: its sleep is pid 1 of its namespace) of B stops B alone; A still serves; delete of each.
 - Then $KVRUN_TEST_POD_ROW (3 by default) more app containers one after
   another, each with its root and a volume of its own (2 of the VM's 8
@@ -45,7 +53,8 @@ ROW = max(3, int(os.environ.get("KVRUN_TEST_POD_ROW", "3")))
 
 KVRUN = os.path.abspath(os.environ.get("KVRUN", "build/runtime/kvrun"))
 RUN_TIMEOUT = int(os.environ.get("KVRUN_BOOT_TIMEOUT", "1300")) + 600
-APPLETS = ["sh", "cat", "echo", "ls", "sleep", "httpd", "wget", "hostname", "readlink", "ps", "mkdir", "test", "grep", "sync"]
+APPLETS = ["sh", "cat", "echo", "ls", "sleep", "httpd", "wget", "hostname", "readlink", "ps", "mkdir", "test", "grep", "sync",
+           "dd"]
 RUN_ID = f"pod{os.getpid()}"
 PAGE = "hello from app A\n"
 
@@ -151,6 +160,8 @@ def main():
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        if os.path.ismount(os.path.join(tmp, "sbx-shm")):
+            subprocess.run(["umount", "-l", os.path.join(tmp, "sbx-shm")], capture_output=True)
     t.eq(os.listdir(root) if os.path.isdir(root) else [], [], "nothing left under --root")
     t.eq(left, [], "no process left")
     bundlelib.keep_or_remove(t, tmp, ("kvrun-log.txt", "kvrun-log.txt.console"), 60)
@@ -158,8 +169,14 @@ def main():
 
 
 def run(t, tmp, root, log, env, sbx, a, b, cri):
+    # containerd's: the sandbox's shm directory (a tmpfs) bound read-only at
+    # the sandbox's /dev/shm and read-write at each app container's.
+    shm = os.path.join(tmp, "sbx-shm")
+    os.makedirs(shm)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=65536k", "kvt-pod-shm", shm], check=True)
     bs = bundle(tmp, "sbx", ["/bin/sleep", "1000000"], dict(cri, **{"io.kubernetes.cri.container-type": "sandbox"}),
-                hostname="web-pod")
+                hostname="web-pod", mounts=[{"destination": "/dev/shm", "type": "bind", "source": shm,
+                                             "options": ["rbind", "ro", "nosuid", "nodev", "noexec"]}])
     p = to_file(root, log, env, ["run", "--detach", "--bundle", bs, sbx], tmp, "sbx")
     if not t.ok(p.returncode == 0, "the pod's sandbox runs", p.stderr[-3000:]):
         return
@@ -171,9 +188,10 @@ def run(t, tmp, root, log, env, sbx, a, b, cri):
     empty = os.path.join(tmp, "empty-dir")
     os.makedirs(empty)
     ba = bundle(tmp, "a", ["/bin/httpd", "-f", "-p", "127.0.0.1:8080", "-h", "/www"], app, ns,
-                files={"www/index.html": PAGE}, mounts=[bind("/cache", empty)])
+                files={"www/index.html": PAGE}, mounts=[bind("/cache", empty), bind("/dev/shm", shm)])
     # B as CRI-O makes an app container: the pod's hostname in its spec.
-    bb = bundle(tmp, "b", ["/bin/sleep", "1000000"], app, ns, hostname="web-pod", mounts=[bind("/shared", empty)])
+    bb = bundle(tmp, "b", ["/bin/sleep", "1000000"], app, ns, hostname="web-pod",
+                mounts=[bind("/shared", empty), bind("/dev/shm", shm)])
     for cid, bdl in ((a, ba), (b, bb)):
         p = to_file(root, log, env, ["create", "--bundle", bdl, cid], tmp, f"create-{cid}")
         if not t.ok(p.returncode == 0, f"app container {cid[-1]}: created in the pod's VM", p.stderr[-3000:]):
@@ -193,6 +211,12 @@ def run(t, tmp, root, log, env, sbx, a, b, cri):
             break
         time.sleep(2)
     t.eq(out, PAGE, "B fetches A's page from 127.0.0.1: the pod's localhost")
+    rc, out, err = sh(root, tmp, a, "echo shm-from-a > /dev/shm/pod-note && echo done")
+    t.ok((rc, out) == (0, "done\n"), "A writes into the pod's /dev/shm", f"{rc} {out!r} {err!r}")
+    rc, out, err = sh(root, tmp, b, "cat /dev/shm/pod-note")
+    t.eq(out, "shm-from-a\n", "B reads it: /dev/shm is the pod's, as under runc")
+    rc, out, err = sh(root, tmp, sbx, "cat /dev/shm/pod-note")
+    t.eq(out, "shm-from-a\n", "the sandbox's /dev/shm is the same")
     rc, out, err = sh(root, tmp, a, "echo from-a > /cache/note && sync && echo done")
     t.ok((rc, out) == (0, "done\n"), "A writes to the pod's emptyDir", f"{rc} {out!r} {err!r}")
     time.sleep(1.5)  # the guest caches entries for 1 s (docs/virtio-fs.md)
@@ -217,6 +241,8 @@ def run(t, tmp, root, log, env, sbx, a, b, cri):
     p = rt(root, "ps", b, text=True)
     t.ok(p.returncode == 0 and "sleep 1000000" in p.stdout and "httpd" not in p.stdout,
          "kvrun ps of B lists B's processes only", p.stdout + p.stderr)
+    pause_and_cpu(t, root, tmp, a, b)
+    oom_event(t, root, tmp, b)
     # sleep, pid 1 of its namespace, has no handler: only SIGKILL ends it
     # (as under runc).
     p = rt(root, "kill", b, "KILL", text=True)
@@ -234,6 +260,61 @@ def run(t, tmp, root, log, env, sbx, a, b, cri):
     sequential(t, tmp, root, log, env, mon, app, ns, fds0)
     t.ok(state(root, sbx).get("status") == "running", "the sandbox runs on", json.dumps(state(root, sbx)))
     t.eq(rt(root, "delete", "--force", sbx).returncode, 0, "delete --force of the sandbox")
+
+
+def pause_and_cpu(t, root, tmp, a, b):
+    """B paused (its guest cgroup frozen) while A serves on; resumed; its
+    cpu limits in its guest cgroup."""
+    p = rt(root, "pause", b, text=True)
+    t.ok(p.returncode == 0 and state(root, b).get("status") == "paused", "pause of B: paused",
+         p.stderr + json.dumps(state(root, b)))
+    rc, out, err = sh(root, tmp, a, "wget -q -O - http://127.0.0.1:8080/")
+    t.eq(out, PAGE, "A still serves while B is paused")
+    rc, out, err = sh(root, tmp, b, "echo hi")
+    t.ok(rc != 0 and "paused" in err, "exec in paused B refused", f"{rc} {out!r} {err!r}")
+    p = rt(root, "resume", b, text=True)
+    t.ok(p.returncode == 0 and state(root, b).get("status") == "running", "resume of B: running", p.stderr)
+    rc, out, err = sh(root, tmp, b, "echo hi")
+    t.eq(out, "hi\n", "B runs again after its resume")
+    p = rt(root, "update", "--cpu-quota", "20000", "--cpu-period", "100000", "--cpu-share", "512",
+           "--cpuset-cpus", "0", b, text=True)
+    t.ok(p.returncode == 0, "update of B's cpu limits", p.stderr)
+    # Its guest cgroup: /sys/fs/cgroup plus the path /proc/self/cgroup
+    # names (B has no cgroup namespace of its own here).
+    rc, out, err = sh(root, tmp, b, "cg=$(cat /proc/self/cgroup); cg=/sys/fs/cgroup${cg#0::}; "
+                                    "cat $cg/cpu.max $cg/cpu.weight $cg/cpuset.cpus; echo $cg")
+    t.ok(out.split("\n")[:3] == ["20000 100000", "20", "0"],
+         "B's guest cgroup has cpu.max, cpu.weight (runc's conversion of 512 shares) and cpuset.cpus",
+         f"{rc} {out!r} {err!r}")
+    p = rt(root, "update", "--cpuset-cpus", "0-63", b, text=True)
+    t.ok(p.returncode != 0 and "not in the pod's VM" in p.stderr, "cpus the VM lacks refused", p.stderr)
+
+
+def oom_event(t, root, tmp, b):
+    """An OOM kill in B's guest cgroup (dd with a 64 MiB buffer under a
+    32 MiB limit, B's cpu quota lifted first) is B's oom event in
+    `kvrun events B`."""
+    path = os.path.join(tmp, "events-b.out")
+    with open(path, "w") as out:
+        ev = subprocess.Popen([KVRUN, "--root", root, "events", "--interval", "1s", b], stdout=out,
+                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        p = rt(root, "update", "--memory", "32m", "--cpu-quota", "-1", b, text=True)
+        t.ok(p.returncode == 0, "update of B's memory limit to 32 MiB (and no cpu quota)", p.stderr)
+        rc, out, err = sh(root, tmp, b, "dd if=/dev/zero of=/dev/null bs=64M count=1")
+        t.ok(rc == 128 + 9 or rc == -9, "a process of B past its limit is killed by the OOM killer",
+             f"{rc} {err[-500:]!r}")
+        want = '{"type":"oom","id":"%s"}' % b
+        for _ in range(30):
+            with open(path) as f:
+                got = f.read()
+            if want in got:
+                break
+            time.sleep(1)
+        t.ok(want in got, "kvrun events of B prints its oom event", got[-1500:])
+    finally:
+        ev.terminate()
+        ev.wait()
 
 
 def monitor_fds(pid):
@@ -287,7 +368,9 @@ def sequential(t, tmp, root, log, env, mon, app, ns, fds0):
     with open(log, errors="replace") as f:
         lines = f.read()[mark:]
     released = lines.count("released: its app container ended and the guest unmounted it")
-    t.ok(released >= 2 * ROW, f"the monitor's log tells of each slot's release ({released}, {2 * ROW} at least)")
+    # Each of the row's 2 slots (A's and B's may be released before the
+    # mark or after it).
+    t.ok(released >= 2 * ROW, f"the monitor's log tells of each slot's release ({released}, at least {2 * ROW})")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -228,6 +229,80 @@ TEST(member_cgroup_removed)
 	ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "its process was killed (0x%x)", st);
 	is_int(gi_cgroup_remove(dir, 0), 0);
 	is_int(gi_cgroup_signal(dir, 0), -ENOENT);
+}
+
+/* Bytes the child wrote into the pipe since the last look (non-blocking). */
+static int drain(int fd)
+{
+	char buf[4096];
+	ssize_t n;
+	int total = 0;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		total += (int)n;
+	return total;
+}
+
+/* pause/resume of a pod member: its cgroup frozen (cgroup.events says so,
+ * its process stops writing), thawed (it writes again), and a frozen
+ * process still dies by SIGKILL, as runc's kill of a paused container. */
+TEST(member_cgroup_frozen)
+{
+	const char *root = cgroup2_root();
+	struct timespec tick = {0, 200 * 1000 * 1000};
+	_cleanup_free_ char *ev = NULL;
+	char dir[300], procs[320], path[320], me[16];
+	int p[2], st;
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/kvrun-freeze-%d", root, (int)getpid());
+	snprintf(path, sizeof(path), "%s/cgroup.freeze", dir);
+	is_int(mkdir(dir, 0755), 0);
+	if (access(path, F_OK) < 0) {
+		printf("# skipped: the host's cgroup2 has no cgroup.freeze (Linux 5.2)\n");
+		is_int(gi_cgroup_freeze(dir, true, 100), -ENOTSUP);
+		rmdir(dir);
+		return;
+	}
+	is_int(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct timespec ms = {0, 10 * 1000 * 1000};
+		int fd;
+
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+		snprintf(me, sizeof(me), "%d", (int)getpid());
+		fd = open(procs, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, me, strlen(me)) < 0)
+			_exit(101);
+		for (;;) {
+			(void)!write(p[1], "x", 1);
+			nanosleep(&ms, NULL);
+		}
+	}
+	close(p[1]);
+	nanosleep(&tick, NULL);
+	ok(drain(p[0]) > 0, "the process runs");
+	err_clear();
+	is_int(gi_cgroup_freeze(dir, true, 5000), 0);
+	snprintf(path, sizeof(path), "%s/cgroup.events", dir);
+	is_int(read_file_all(path, 4096, &ev, NULL), 0);
+	ok(ev && strstr(ev, "frozen 1"), "cgroup.events says frozen 1: %s", ev ? ev : "");
+	drain(p[0]);
+	nanosleep(&tick, NULL);
+	is_int(drain(p[0]), 0);
+	is_int(gi_cgroup_freeze(dir, false, 5000), 0);
+	nanosleep(&tick, NULL);
+	ok(drain(p[0]) > 0, "thawed, it writes again");
+	is_int(gi_cgroup_freeze(dir, true, 5000), 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "frozen, it died by SIGKILL (0x%x)", st);
+	close(p[0]);
+	is_int(gi_cgroup_remove(dir, 2000), 0);
+	is_int(gi_cgroup_freeze(NULL, true, 100), -ENOTSUP);
+	is_str(err_msg(), "freeze: the container has no cgroup");
+	is_int(gi_cgroup_freeze(dir, false, 100), -ENOENT);
 }
 
 struct tap_test tap_tests[TAP_MAX_TESTS];

@@ -117,7 +117,7 @@ static int (*identity_hook)(const struct proto_start *s);
 /* The hook for NETWORK (NULL: none). */
 static int (*reapply_hook)(const struct net_config *cfg);
 /* Pods: where members go, how a root is mounted, the cgroup (NULL: none). */
-static const char *members_dir;
+static const char *members_dir, *pod_shm_dir;
 static int (*mount_root_hook)(const struct proto_start *s, const char *target);
 static const char *cgroup_dir;
 
@@ -137,6 +137,7 @@ static pid_t start_guest(int ctl, int host_end)
 		                        .apply_identity = identity_hook,
 		                        .net_reapply = reapply_hook,
 		                        .members_dir = members_dir,
+		                        .pod_shm_dir = pod_shm_dir,
 		                        .mount_root = mount_root_hook,
 		                        .cgroup_dir = cgroup_dir};
 		int r;
@@ -859,22 +860,36 @@ static bool gone(const char *prefix, char sep, int n)
 	return access(path, F_OK) < 0 && errno == ENOENT;
 }
 
-static const char member_script[] = "echo uts=$(readlink /proc/self/ns/uts)\n"
-				    "echo ipc=$(readlink /proc/self/ns/ipc)\n"
-				    "echo mnt=$(readlink /proc/self/ns/mnt)\n"
-				    "echo pid=$(readlink /proc/self/ns/pid)\n"
-				    "echo host=$(hostname)\n"
-				    "echo me=$$\n"
-				    "echo marker=$(cat /marker)\n"
-				    "exec busybox sleep 1000\n";
+static const char member_script[] =
+    "echo uts=$(readlink /proc/self/ns/uts)\n"
+    "echo ipc=$(readlink /proc/self/ns/ipc)\n"
+    "echo mnt=$(readlink /proc/self/ns/mnt)\n"
+    "echo pid=$(readlink /proc/self/ns/pid)\n"
+    "echo host=$(hostname)\n"
+    "echo me=$$\n"
+    "for i in 1 2 3 4 5 6 7 8 9 10; do test -e /dev/shm/note && break; busybox sleep 0.1; done\n"
+    "echo shm=$(cat /dev/shm/note 2>&1)\n"
+    "echo marker=$(cat /marker)\n"
+    "exec busybox sleep 1000\n";
 
 /* The first container, created and started; returns its init's pid. */
+/* The pod's /dev/shm (PROTO_POD_SHM_SOURCE), as the host gives it. */
+static void add_pod_shm(struct proto_start *s)
+{
+	add_mount(s, "/dev/shm", "tmpfs", (const char *const[]){"nosuid", "nodev", "mode=1777", "size=1m", NULL});
+	free(s->mounts[s->n_mounts - 1].source);
+	s->mounts[s->n_mounts - 1].source = strdup(PROTO_POD_SHM_SOURCE);
+}
+
 static uint32_t pod_first(int ctl, int l_in, int *s_in)
 {
 	struct proto_msg m = {.type = PROTO_MSG_START, .flags = PROTO_START_F_WAIT, .id = 101};
 	uint32_t pid = 0;
 
-	m.u.start.process.args = strv((const char *const[]){"/bin/busybox", "sh", "-c", "read x; exit 0", NULL});
+	/* It writes into the pod's /dev/shm, which the member reads. */
+	m.u.start.process.args =
+	    strv((const char *const[]){"/bin/busybox", "sh", "-c", "echo first > /dev/shm/note; read x; exit 0", NULL});
+	add_pod_shm(&m.u.start);
 	m.u.start.process.stdin_port = 5301;
 	m.u.start.hostname = strdup("podbox");
 	send_msg(ctl, &m);
@@ -898,6 +913,7 @@ static uint32_t pod_member(int ctl, int l_out, int *s_out, char *out, size_t siz
 	size_t len = 0;
 
 	member_msg(&m, 120, PROTO_START_F_WAIT, member_script);
+	add_pod_shm(&m.u.start);
 	m.u.start.process.stdout_port = 5302;
 	send_msg(ctl, &m);
 	proto_msg_free(&m);
@@ -975,6 +991,40 @@ static void pod_requests(int ctl, uint32_t member)
 	}
 }
 
+/* pause/resume of a member: UPDATE's frozen on its cgroup (with none:
+ * ENOTSUP); no EXEC into it while frozen. */
+static void pod_freeze(int ctl, uint32_t member, const char *cg)
+{
+	struct proto_msg m = {
+	    .type = PROTO_MSG_UPDATE, .id = 135, .u.update = {.container = member, .has_frozen = true, .frozen = 1}};
+
+	send_msg(ctl, &m);
+	if (expect(ctl, PROTO_MSG_ERROR, &m) == 0) {
+		ok(m.id == 135 && m.u.error.err == (cg ? 0u : ENOTSUP), "UPDATE frozen of the member: %u %s",
+		   m.u.error.err, m.u.error.message ? m.u.error.message : "");
+		proto_msg_free(&m);
+	}
+	if (!cg)
+		return;
+	m = (struct proto_msg){.type = PROTO_MSG_EXEC, .id = 136};
+	m.u.exec.args = strv((const char *const[]){"/bin/busybox", "true", NULL});
+	m.u.exec.container = member;
+	send_msg(ctl, &m);
+	proto_process_free(&m.u.exec);
+	if (expect(ctl, PROTO_MSG_ERROR, &m) == 0) {
+		ok(m.id == 136 && m.u.error.err == EBUSY && strstr(m.u.error.message, "paused"),
+		   "EXEC into the frozen member refused: %s", m.u.error.message);
+		proto_msg_free(&m);
+	}
+	m = (struct proto_msg){
+	    .type = PROTO_MSG_UPDATE, .id = 137, .u.update = {.container = member, .has_frozen = true, .frozen = 0}};
+	send_msg(ctl, &m);
+	if (expect(ctl, PROTO_MSG_ERROR, &m) == 0) {
+		ok(m.id == 137 && m.u.error.err == 0, "UPDATE thawed the member: %u", m.u.error.err);
+		proto_msg_free(&m);
+	}
+}
+
 /* EXEC into the first container: it still runs, with its hostname. */
 static void pod_exec_first(int ctl, int l_xout, uint64_t id)
 {
@@ -1033,7 +1083,7 @@ static void pod_shared_pid(int ctl, const int l[6], uint32_t first, const char *
 static void pod_scenario(const char *cg)
 {
 	int sv[2], l[6], s_in, s_out, st;
-	char out[1024], dir[300], cmd[1200];
+	char out[1024], dir[300], cmd[1200], shm[300];
 	struct proto_msg m = {0};
 	uint32_t first, member;
 	pid_t guest;
@@ -1050,7 +1100,10 @@ static void pod_scenario(const char *cg)
 	members_dir = dir;
 	mount_root_hook = bind_root;
 	cgroup_dir = cg;
+	snprintf(shm, sizeof(shm), "%s/pod-shm", tmpdir);
+	pod_shm_dir = shm;
 	guest = start_guest(sv[1], sv[0]);
+	pod_shm_dir = NULL;
 	members_dir = NULL;
 	mount_root_hook = NULL;
 	cgroup_dir = NULL;
@@ -1072,6 +1125,7 @@ static void pod_scenario(const char *cg)
 	ok(!has_kv(out, "mnt", ns_of((pid_t)first, "mnt")) && strstr(out, "mnt=mnt:["), "a mount namespace of its own");
 	ok(!has_kv(out, "pid", ns_of((pid_t)first, "pid")) && has_kv(out, "me", "1"), "a pid namespace of its own");
 	ok(has_kv(out, "host", "podbox") && has_kv(out, "marker", "member"), "the pod's hostname, its own root");
+	ok(has_kv(out, "shm", "first"), "the pod's /dev/shm: the first container's note");
 	if (!ok(strstr(out, "marker=member"), "the member's output"))
 		printf("# %s\n", out);
 	if (cg) {
@@ -1084,6 +1138,7 @@ static void pod_scenario(const char *cg)
 	}
 	pod_exec_member(sv[0], l[2], member);
 	pod_requests(sv[0], member);
+	pod_freeze(sv[0], member, cg);
 
 	m = (struct proto_msg){.type = PROTO_MSG_SIGNAL, .id = 140, .u.signal = {member, SIGKILL, true}};
 	send_msg(sv[0], &m);

@@ -18,6 +18,7 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "runtime/monitor/guest-linux.h"
 #include "runtime/monitor/guest-shares.h"
 #include "runtime/monitor/guest-spec.h"
 #include "tap.h"
@@ -386,6 +387,84 @@ TEST(shm_bind)
 /* The container's processes get no AF_VSOCK sockets unless the annotation
  * io.kvrun.vsock says "allow"; any other value than allow or deny is
  * refused before anything is built. */
+/* A pod's app container: its CPU limits into its guest cgroup, as runc's
+ * cgroup v2 manager writes them (cpu.max, cpu.weight from shares). */
+TEST(member_cpu_sets)
+{
+	struct oci_cpu c = {.has_quota = true,
+	                    .quota = 20000,
+	                    .has_period = true,
+	                    .period = 100000,
+	                    .has_shares = true,
+	                    .shares = 1024,
+	                    .cpus = (char *)"0-1"};
+	struct proto_start st = {0};
+
+	is_int(guest_cpu_weight(0), 0);
+	is_int(guest_cpu_weight(2), 1);
+	is_int(guest_cpu_weight(1024), 39);
+	is_int(guest_cpu_weight(262144), 10000);
+	is_int(guest_linux_cpu_sets(&c, &st), 0);
+	is_int(st.n_cgroup, 3);
+	if (st.n_cgroup == 3) {
+		is_str(st.cgroup[0].file, "cpu.max");
+		is_str(st.cgroup[0].value, "20000 100000");
+		is_str(st.cgroup[1].file, "cpu.weight");
+		is_str(st.cgroup[1].value, "39");
+		is_str(st.cgroup[2].file, "cpuset.cpus");
+		is_str(st.cgroup[2].value, "0-1");
+		is_str(st.cgroup[2].field, "linux.resources.cpu.cpus");
+	}
+	proto_start_free(&st);
+	st = (struct proto_start){0};
+	c = (struct oci_cpu){.has_quota = true, .quota = -1};
+	is_int(guest_linux_cpu_sets(&c, &st), 0);
+	is_int(st.n_cgroup, 1);
+	if (st.n_cgroup == 1)
+		is_str(st.cgroup[0].value, "max");
+	proto_start_free(&st);
+	st = (struct proto_start){0};
+	c = (struct oci_cpu){.has_period = true, .period = 50000};
+	is_int(guest_linux_cpu_sets(&c, &st), 0);
+	if (st.n_cgroup == 1)
+		is_str(st.cgroup[0].value, "max 50000");
+	proto_start_free(&st);
+	st = (struct proto_start){0};
+	c = (struct oci_cpu){.has_shares = true, .shares = 1};
+	is_int(guest_linux_cpu_sets(&c, &st), -EINVAL);
+	is_str(err_msg(), "linux.resources.cpu.shares: 1 is out of range (2 to 262144)");
+	proto_start_free(&st);
+}
+
+/* A pod's /dev/shm: the tmpfs for a bind of the host's shm becomes the
+ * pod's; other mounts stay. */
+TEST(pod_shm)
+{
+	/* A default spec's tmpfs, the engine's bind (as guest_spec_from_oci()
+	 * converts it), another tmpfs. */
+	struct proto_mount mounts[3] = {
+	    {.destination = strdup("/dev/shm"), .type = strdup("tmpfs"), .source = strdup("shm")},
+	    {.destination = strdup("/dev/shm"), .type = strdup("tmpfs"), .source = strdup("shm")},
+	    {.destination = strdup("/tmp"), .type = strdup("tmpfs"), .source = strdup("shm")},
+	};
+	struct proto_start st = {.mounts = mounts, .n_mounts = 3};
+
+	ok(guest_spec_pod_shm(&st), "a /dev/shm tmpfs of the host's shm: made the pod's");
+	is_str(mounts[1].source, PROTO_POD_SHM_SOURCE);
+	is_str(mounts[0].source, "shm");
+	is_str(mounts[2].source, "shm");
+	ok(!guest_spec_pod_shm(&st), "once only: the last mount at /dev/shm, which the container sees");
+	st.n_mounts = 1;
+	free(mounts[0].source);
+	mounts[0].source = strdup("tmpfs");
+	ok(!guest_spec_pod_shm(&st), "a tmpfs the spec mounts itself at /dev/shm stays the container's");
+	for (int i = 0; i < 3; i++) {
+		free(mounts[i].destination);
+		free(mounts[i].type);
+		free(mounts[i].source);
+	}
+}
+
 TEST(vsock_annotation)
 {
 	static const struct {
