@@ -13,6 +13,10 @@ the test's own that names the guest kernel (nothing is written to
 - plan(): "full" on hosts with hardware KVM, else "subset" (a boot takes
   minutes where the guest kernel is emulated); $KVRUN_ENGINES_FULL=1 forces
   "full".
+- suite_templates(): the slow suite's templates (with N network devices)
+  for the containers, and the environment the wrapper passes on to kvrun.
+- check_restored(): a container's VM was restored from a template, by the
+  --log of its create, which the wrapper keeps (Workdir.create_log()).
 - Workdir: the temporary directory, the wrapper, the rootfs tarball, the OCI
   archive, daemons started there, and what is left behind.
 """
@@ -76,6 +80,37 @@ def plan():
     if os.environ.get("KVRUN_ENGINES_FULL") == "1":
         return "full"
     return "full" if guestlib.host_kind() == "native" else "subset"
+
+
+def suite_templates(t, *nics):
+    """The slow suite's templates (guestlib.suite_template(), built once per
+    build tree) with each of these numbers of network devices, for the plan
+    the wrapper gives kvrun (the kernel in its config file, kvrun's
+    defaults). Returns (env, ok): what the wrapper adds to kvrun's
+    environment (the templates' directory, and guestlib.plan_env()), and for
+    each number whether its template is there. A failed build is a failed
+    TAP line; the containers it would have served then boot cold."""
+    kernel, _ = find_kernel()
+    got = {n: guestlib.suite_template(t, kernel, nics=n) for n in nics}
+    good = [tp for tp in got.values() if tp.ok]
+    env = dict(good[0].env if good else next(iter(got.values())).env)
+    env.update(guestlib.plan_env())
+    return env, {n: tp.ok for n, tp in got.items()}
+
+
+def check_restored(t, wd, what, cid, ok=True):
+    """One TAP line (and a TODO one, guestlib.check_template_use()): the VM
+    of container cid (what) was restored from a suite template, by kvrun's
+    --log of its create (Workdir.create_log()). ok: whether the template
+    it needs is there (else a skip)."""
+    if not ok:
+        t.skip(f"{what}: its VM starts from the suite template", "no template (its build failed)")
+        return False
+    log = wd.create_log(cid) if cid else None
+    if log is None:
+        return t.ok(False, f"{what}: its VM starts from the suite template",
+                    f"no --log kept of the create of {cid!r} (kept: {wd.create_log_ids()})")
+    return guestlib.check_template_use(t, what, log=log)
 
 
 def eq(t, got, want, what, diag=""):
@@ -257,6 +292,7 @@ class Workdir:
         # root: the runtime's state under the test's directory (--root given
         # by the wrapper) for engines that give it none (podman's conmon).
         self.runtime_root = os.path.join(self.path, "runtime-root") if root else None
+        self.create_log_dir = os.path.join(self.path, "create-logs")
         self.wrapper = self._wrapper(config or {}, env or {})
 
     def _wrapper(self, config, extra_env):
@@ -267,7 +303,7 @@ class Workdir:
         if self.runtime == "runc":
             target, env = shutil.which("runc"), ""
         else:
-            kernel, _ = find_kernel()
+            kernel = os.path.abspath(find_kernel()[0])  # as the suite templates' key has it
             cfg = os.path.join(self.path, "kvrun-config.json")
             with open(cfg, "w") as f:
                 json.dump(dict(config, kernel=kernel), f)
@@ -280,13 +316,43 @@ class Workdir:
                                   f"export KVRUN_BOOT_TIMEOUT={BOOT_TIMEOUT}\n"
                                   f"export KVRUN_CONSOLE='{self.path}/console-'$$.log\n"
                                   + "".join(f"export {k}='{v}'\n" for k, v in sorted(extra_env.items())))
+        root = f" --root '{self.runtime_root}'" if self.runtime_root else ""
+        create = ""
+        if self.runtime != "runc":
+            # A create's --log (the engine's, else one of the wrapper's) is
+            # kept as create-logs/<id>.log: it says whether the VM was
+            # restored from a template or booted cold, and an engine
+            # removes the bundle it lives in with the container.
+            os.makedirs(self.create_log_dir)
+            create = (f"case \" $* \" in *\" create \"*)\n"
+                      "  log= prev= id=\n"
+                      "  for a in \"$@\"; do\n"
+                      "    [ \"$prev\" = --log ] && log=$a\n"
+                      "    case $a in --log=*) log=${a#--log=};; esac\n"
+                      "    prev=$a id=$a\n"
+                      "  done\n"
+                      f"  keep='{self.create_log_dir}'/\"$id\".log\n"
+                      f"  if [ -n \"$log\" ]; then '{target}'{root} \"$@\"\n"
+                      f"  else '{target}'{root} --log \"$keep\" \"$@\"; fi\n"
+                      "  rc=$?\n"
+                      "  [ -z \"$log\" ] || cp \"$log\" \"$keep\" 2>/dev/null\n"
+                      "  exit $rc;;\n"
+                      "esac\n")
         with open(path, "w") as f:
             f.write("#!/bin/sh\n"
                     f"echo \"$(date +%T) $*\" >> '{self.argv_log}'\n"
-                    f"{env}exec '{target}'"
-                    + (f" --root '{self.runtime_root}'" if self.runtime_root else "") + " \"$@\"\n")
+                    f"{env}{create}exec '{target}'{root} \"$@\"\n")
         os.chmod(path, 0o755)
         return path
+
+    def create_log(self, cid):
+        """kvrun's --log of the create of container cid (its text), or None
+        when the wrapper kept none."""
+        return read_text(os.path.join(self.create_log_dir, cid + ".log"))
+
+    def create_log_ids(self):
+        d = self.create_log_dir
+        return sorted(f[:-len(".log")] for f in os.listdir(d) if f.endswith(".log")) if os.path.isdir(d) else []
 
     def sub(self, *names):
         p = os.path.join(self.path, *names)

@@ -11,8 +11,14 @@ runtime --root (`--runc-root`). The image is an OCI archive of a
 busybox-static rootfs made here and `ctr image import`ed, so containerd's
 snapshotter mounts the rootfs on the bundle as it does for any image.
 
-Checks (one boot): `ctr run --rm` with output and exit code, and the task
-and container gone. Full plan (hardware KVM) also: `ctr run -d`,
+ctr gives each container a network namespace of its own with only lo:
+under kvrun the VM restores the slow suite's template without network
+devices (guestlib.suite_template(), built once per build tree, normally by
+the slow suite): no Linux cold boot, which the test checks by the create's
+--log (el.check_restored).
+
+Checks (one container): `ctr run --rm` with output and exit code, and the
+task and container gone. Full plan (hardware KVM) also: `ctr run -d`,
 `task exec`, `task metrics` (the shim reads the cgroup of the pid kvrun
 reports), `task kill` and `task delete`."""
 import os
@@ -50,6 +56,7 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
         # ctr puts a container in the cgroup /<namespace>/<id>.
         wd.late_cleanups.append(lambda: el.remove_cgroup_parent(NS))
         self.wrapper = wd.wrapper
+        self.wd = wd
 
     def __call__(self, *args, timeout=T + 120, **kw):
         return el.run(["ctr", "-a", self.sock, "-n", NS] + list(args), timeout=timeout, **kw)
@@ -62,7 +69,7 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
         return ok and self.daemon.alive()
 
 
-def check_run_rm(t, ct):
+def check_run_rm(t, ct, tpl):
     p = ct("run", "--rm", *ct.run_args(), el.IMAGE_REF, "kvt-c1",
            "sh", "-c", "echo out-$((6*7)); echo to-stderr >&2; exit 3")
     el.eq(t, p.returncode, 3, "ctr run --rm: the container's exit code", p.stderr)
@@ -70,13 +77,18 @@ def check_run_rm(t, ct):
     t.ok("to-stderr" in p.stderr, "ctr run --rm: its stderr apart", p.stderr)
     el.eq(t, ct("containers", "ls", "-q").stdout.strip(), "", "ctr run --rm: container removed")
     el.eq(t, ct("tasks", "ls", "-q").stdout.strip(), "", "ctr run --rm: task removed")
+    if RUNTIME == "kvrun":
+        el.check_restored(t, ct.wd, "ctr run --rm (a network namespace of its own: no network device)", "kvt-c1",
+                          tpl[0])
 
 
-def check_detached(t, ct):
+def check_detached(t, ct, tpl):
     """Full plan only."""
     p = ct("run", "-d", *ct.run_args(), el.IMAGE_REF, "kvt-c2", "sh", "-c",
            "echo ready > /tmp/ready; while true; do sleep 1; done")
     el.eq(t, p.returncode, 0, "ctr run -d: started", p.stderr)
+    if RUNTIME == "kvrun":
+        el.check_restored(t, ct.wd, "ctr run -d (no network device)", "kvt-c2", tpl[0])
     up = el.wait_for(lambda: ct("tasks", "exec", "--exec-id", "probe", "kvt-c2", "cat", "/tmp/ready",
                                 timeout=120).stdout == "ready\n", T, 3)
     t.ok(up, "task exec: output from the running container")
@@ -102,7 +114,12 @@ def main():
     plan = el.plan() if RUNTIME == "kvrun" else "full"
     print(f"# runtime {RUNTIME}, plan {plan}: ctr run --rm --runc-binary"
           + (", run -d/task exec/metrics/kill/delete" if plan == "full" else ""))
-    wd = el.Workdir("kvt-ct-", RUNTIME)
+    env, tpl = {}, {}
+    if RUNTIME == "kvrun":
+        # ctr gives each container a network namespace of its own with
+        # only lo: the suite template without network devices.
+        env, tpl = el.suite_templates(t, 0)
+    wd = el.Workdir("kvt-ct-", RUNTIME, env=env)
     try:
         ct = Containerd(wd)
         if not ct.ready():
@@ -114,9 +131,9 @@ def main():
         p = ct("images", "import", archive, timeout=120)
         t.ok(p.returncode == 0 and el.IMAGE_REF in ct("images", "ls", "-q").stdout,
              "ctr images import of an OCI archive", p.stdout + p.stderr)
-        check_run_rm(t, ct)
+        check_run_rm(t, ct, tpl)
         if plan == "full":
-            check_detached(t, ct)
+            check_detached(t, ct, tpl)
         el.eq(t, os.listdir(os.path.join(ct.runc_root, NS)) if os.path.isdir(os.path.join(ct.runc_root, NS))
               else [], [], "nothing left under the runtime's --root")
         el.eq(t, [x for x in wd.leftovers() if x not in el.processes_mentioning("containerd")], [],

@@ -11,7 +11,14 @@ CNI bridge of the test's own (own bridge name, subnet and IPAM directory;
 no masquerading, so no firewall rules). The image is a busybox-static
 rootfs tarball made here and `podman import`ed.
 
-Checks (three boots): `run --rm` on the bridge network with an httpd that the
+Under kvrun no container boots Linux cold: each VM restores one of the
+slow suite's templates (guestlib.suite_template(), built once per build
+tree and shared with the other tests): the bridge network's container (eth0)
+the one with one network device, the two `--network none` ones (no network
+device) the one without; the test checks by each create's --log
+(el.check_restored) that it was restored.
+
+Checks (three containers): `run --rm` on the bridge network with an httpd that the
 host reaches at the container's bridge address, with `-v` of a host
 directory and of a named volume (written both ways while it runs); `exec`
 tells the process to finish; its output and exit code come back through
@@ -100,7 +107,14 @@ def check_volumes(t, pm, hostdir):
           f"-v named volume: the write is in the volume's directory ({mp})")
 
 
-def check_run_rm_bridge(t, pm, hostdir):
+def new_create(wd, before):
+    """The one container created since the create logs were `before`
+    (Workdir.create_log_ids()), or None."""
+    new = sorted(set(wd.create_log_ids()) - set(before))
+    return new[0] if len(new) == 1 else None
+
+
+def check_run_rm_bridge(t, pm, hostdir, tpl):
     proc = pm.popen("run", "--rm", "--network", NET, "--cgroup-parent", pm.cgroup_parent, "--name", "kvt-pm",
                     "-v", f"{hostdir}:/hostdir", "-v", "kvt-named:/named", el.IMAGE, "sh", "-c", SERVE)
     out, err = [], []
@@ -112,6 +126,9 @@ def check_run_rm_bridge(t, pm, hostdir):
     t.ok(up and proc.poll() is None, "run --rm: the container is up", "".join(err)[-500:])
     ip = pm("inspect", "-f", "{{.NetworkSettings.Networks.%s.IPAddress}}" % NET, "kvt-pm").stdout.strip()
     t.ok(ip.count(".") == 3, f"the container has an address on podman's bridge network ({ip})")
+    if RUNTIME == "kvrun":
+        cid = pm("inspect", "-f", "{{.Id}}", "kvt-pm").stdout.strip()
+        el.check_restored(t, pm.wd, "run --rm on the bridge network (eth0)", cid, tpl[1])
     body = el.wait_for(lambda: "hello-from" in (b := el.http_get(f"http://{ip}:8080/")) and b, 60, 2)
     el.eq(t, body or el.http_get(f"http://{ip}:8080/"), "hello-from-the-container\n",
           "the host reaches the container's httpd over the bridge")
@@ -138,16 +155,20 @@ USERNS_SCRIPT = ("echo map=$(cat /proc/self/uid_map); echo id=$(id -u); echo own
                  "stat -c '%t:%T' /dev/fuse; head -c 0 /dev/fuse 2>&1 | grep -o 'Permission denied'")
 
 
-def check_device_uidmap(t, pm):
+def check_device_uidmap(t, pm, tpl):
     """--device /dev/fuse in a user namespace of --uidmap/--gidmap: the
     maps, root inside over a rootfs podman chowns to the mapped ids, the
     device node there."""
+    before = pm.wd.create_log_ids()
     p = pm("run", "--rm", "--network", "none", "--cgroup-parent", pm.cgroup_parent, "--device", "/dev/fuse",
            "--uidmap", "0:100000:65536", "--gidmap", "0:100000:65536", el.IMAGE, "sh", "-c", USERNS_SCRIPT)
     el.eq(t, (p.returncode, p.stdout),
           (0, "map= 0 100000 65536\nid=0\nowner=0\na:e5\nPermission denied\n"),
           "run --device /dev/fuse --uidmap/--gidmap: maps, root inside, the device bound (its owner unmapped)",
           p.stderr)
+    if RUNTIME == "kvrun":
+        el.check_restored(t, pm.wd, "run --uidmap --network none (no network device)", new_create(pm.wd, before),
+                          tpl[0])
 
 
 def with_subids(name, start, size):
@@ -174,9 +195,10 @@ def with_subids(name, start, size):
     return restore
 
 
-def check_userns_auto(t, pm):
+def check_userns_auto(t, pm, tpl):
     """--userns=auto: podman picks a range of its "containers" ids."""
     restore = with_subids("containers", 2000000, 1000000)
+    before = pm.wd.create_log_ids()
     try:
         p = pm("run", "--rm", "--network", "none", "--cgroup-parent", pm.cgroup_parent, "--userns=auto", el.IMAGE,
                "sh", "-c", "echo map=$(cat /proc/self/uid_map); echo id=$(id -u); echo owner=$(stat -c %u /bin/busybox)")
@@ -186,13 +208,18 @@ def check_userns_auto(t, pm):
     t.ok(p.returncode == 0 and len(fields) == 4 and fields[1] == "0" and int(fields[2]) >= 2000000
          and p.stdout.endswith("id=0\nowner=0\n"),
          "run --userns=auto: a range of podman's, root inside over the mapped rootfs", p.stdout + p.stderr[-500:])
+    if RUNTIME == "kvrun":
+        el.check_restored(t, pm.wd, "run --userns=auto --network none (no network device)",
+                          new_create(pm.wd, before), tpl[0])
 
 
-def check_detached(t, pm):
+def check_detached(t, pm, tpl):
     """Full plan only."""
     p = pm("run", "-d", "--cgroup-parent", pm.cgroup_parent, "--name", "kvt-pmd", el.IMAGE, "sh", "-c",
            "trap 'echo got-SIGTERM' TERM; echo ready; while true; do sleep 1; done")
     el.eq(t, p.returncode, 0, "run -d: started", p.stderr)
+    if RUNTIME == "kvrun":
+        el.check_restored(t, pm.wd, "run -d on the bridge network (eth0)", p.stdout.strip(), tpl[1])
     el.wait_for(lambda: "ready" in pm("logs", "kvt-pmd", timeout=30).stdout, T, 2)
     p = pm("stop", "-t", "5", "kvt-pmd")
     logs = pm("logs", "kvt-pmd", timeout=30).stdout
@@ -212,11 +239,18 @@ def main():
     print(f"# runtime {RUNTIME}, plan {plan}: run --rm + bridge network + exec"
           + (", run -d/stop/rm" if plan == "full" else ""))
     # podman gives the runtime's create 240 s (not configurable): where a
-    # boot takes longer, kvrun's create must return before the guest boots.
+    # boot takes longer (a template that does not match, or that this
+    # host's KVM refuses: a cold boot), kvrun's create must return before
+    # the guest boots.
     config = {"early_create": True} if plan == "subset" else {}
     if config:
         print("# kvrun config: " + json.dumps(config) + " (a boot here outlasts podman's 240 s create timeout)")
-    wd = el.Workdir("kvt-pm-", RUNTIME, config)
+    env, tpl = {}, {}
+    if RUNTIME == "kvrun":
+        # The bridge network's containers have eth0, the --network none
+        # ones no network device: the suite templates with one and none.
+        env, tpl = el.suite_templates(t, 1, 0)
+    wd = el.Workdir("kvt-pm-", RUNTIME, config, env=env)
     pm = None
     try:
         pm = Podman(wd)
@@ -230,11 +264,11 @@ def main():
         hostdir = wd.sub("hostdir")
         with open(os.path.join(hostdir, "host-file"), "w") as f:
             f.write("from-host\n")
-        check_run_rm_bridge(t, pm, hostdir)
-        check_device_uidmap(t, pm)
-        check_userns_auto(t, pm)
+        check_run_rm_bridge(t, pm, hostdir, tpl)
+        check_device_uidmap(t, pm, tpl)
+        check_userns_auto(t, pm, tpl)
         if plan == "full":
-            check_detached(t, pm)
+            check_detached(t, pm, tpl)
         procs = [x for x in wd.leftovers() if x not in el.processes_mentioning("podman")]
         el.eq(t, procs, [], "no runtime process left")
         wd.report(t)
