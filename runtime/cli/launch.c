@@ -394,8 +394,9 @@ static void log_net(const struct netns_setup *ns, const char *netns)
 		log_debug("network: loopback only");
 }
 
-/* A namespace another container serves: for an app container of a pod,
- * the pod's VM (its containers do not join it yet: docs/engines.md). */
+/* A namespace another container serves: for an app container of a pod
+ * that did not join its sandbox's VM (no such sandbox runs here, e.g.
+ * CRI-O without an infra container), the VM of another of its containers. */
 static int pod_refusal(const struct container *c, int r)
 {
 	const char *sandbox = oci_map_get(&c->state->private_data, STATE_KEY_POD_SANDBOX);
@@ -404,8 +405,8 @@ static int pod_refusal(const struct container *c, int r)
 	if (r != -EBUSY || !sandbox || !role || strcmp(role, "container"))
 		return err_prefix(r, "network");
 	return err_prefix(r,
-	                  "network: container %s is of the pod whose sandbox is %s; kvrun does not yet run a pod's "
-	                  "containers inside the pod's VM, and a second VM cannot share the pod's interfaces",
+	                  "network: container %s is of the pod whose sandbox is %s, which runs no pod VM here for it "
+	                  "to join, and a second VM cannot share the pod's interfaces",
 	                  c->state->id, sandbox);
 }
 
