@@ -6,6 +6,7 @@
  * request queue, one at a time.
  */
 #include "fake-fs.h"
+#include "fuse-wire.h"
 
 #define FS_DEVICE_ID 26
 #define FF_MAX 8
@@ -30,19 +31,6 @@ struct ff_dev {
 	struct vdev d;
 	bool used;
 	char tag[40];
-	uint64_t unique;
-};
-
-struct in_hdr {
-	uint32_t len, opcode;
-	uint64_t unique, nodeid;
-	uint32_t uid, gid, pid;
-	uint16_t extlen, pad;
-};
-
-struct out_hdr {
-	uint32_t len;
-	int32_t error;
 	uint64_t unique;
 };
 

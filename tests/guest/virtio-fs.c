@@ -10,6 +10,7 @@
  * the written bytes in the file.
  */
 #include "virtio.h"
+#include "fuse-wire.h"
 
 #define FUSE_LOOKUP 1
 #define FUSE_FORGET 2
@@ -20,19 +21,6 @@
 #define FUSE_ROOT 1
 #define HIPRIO 0
 #define REQ 1
-
-struct in_hdr {
-	uint32_t len, opcode;
-	uint64_t unique, nodeid;
-	uint32_t uid, gid, pid;
-	uint16_t extlen, pad;
-};
-
-struct out_hdr {
-	uint32_t len;
-	int32_t error;
-	uint64_t unique;
-};
 
 struct init_out {
 	uint32_t major, minor, max_readahead, flags;
