@@ -65,7 +65,7 @@ pkgs+=(linux-source-6.12 flex bison) # the kernel config check (tests/integratio
 pkgs+=(bindfs)               # pjdfstest and the fs benchmark beside kvrun's virtio-fs server (docs/virtio-fs.md)
 pkgs+=(man-db bash-completion zsh)   # the manual pages and completion tests
 if [ "$bench" = 1 ]; then
-	pkgs+=(qemu-system-x86 gnuplot-nox hyperfine postgresql-15 nginx-light wrk iperf3 fio bc liburing-dev)
+	pkgs+=(qemu-system-x86 qemu-utils gnuplot-nox hyperfine postgresql-15 nginx-light wrk iperf3 fio bc liburing-dev)
 fi
 if [ "$engines" = 1 ]; then
 	# The engines' own daemons are started by the tests (tests/integration/

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The copy-on-write disk backend against an in-memory model: random reads
- * and writes of any sector alignment and iovec split, the base never
- * written, exports, two disks on one base, and the open errors. */
+ * and writes of any sector alignment, length and iovec split (within one of
+ * its 64 KiB blocks and across them, on a disk whose last block is short),
+ * the base never written, exports, two disks on one base, and the open
+ * errors. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -16,7 +18,9 @@
 #include "tap.h"
 #include "virtio/blk/backend.h"
 
-#define DISK_BYTES (64 * 4096)
+/* Four 64 KiB blocks and a short fifth one of 24 KiB. */
+#define DISK_BYTES (70 * 4096)
+#define COW_BLOCK (64 * 1024)
 #define SECTOR 512
 
 static char dir[] = "/tmp/kvrun-cow-XXXXXX";
@@ -81,21 +85,29 @@ TEST(setup)
 
 TEST(random_io_matches_the_model)
 {
-	static uint8_t model[DISK_BYTES], buf[16 * 4096];
+	static uint8_t model[DISK_BYTES], buf[40 * 4096];
 	struct blk_backend *b = NULL;
 	unsigned int seed = 42;
 	uint32_t crc = file_crc(base);
 	int bad = 0;
 
-	touch(over);
-	is_int(blk_cow_open(base, over, &b), 0);
-	if (!b)
-		return;
-	is_int((int)b->size, DISK_BYTES);
-	memcpy(model, base_data, sizeof(model));
 	for (int i = 0; i < 3000 && !bad; i++) {
 		uint64_t sec = (uint64_t)rand_r(&seed) % (DISK_BYTES / SECTOR);
-		size_t max = DISK_BYTES - sec * SECTOR, len = ((size_t)rand_r(&seed) % 24 + 1) * SECTOR;
+		size_t max = DISK_BYTES - sec * SECTOR, len = ((size_t)rand_r(&seed) % (i % 2 ? 24 : 320) + 1) * SECTOR;
+
+		/* A new overlay every 300 operations: its blocks are copied up
+		 * again, not only overwritten. */
+		if (i % 300 == 0) {
+			if (b)
+				blk_backend_close(b);
+			b = NULL;
+			touch(over);
+			if (blk_cow_open(base, over, &b) < 0 || b->size != DISK_BYTES) {
+				bad = 3;
+				break;
+			}
+			memcpy(model, base_data, sizeof(model));
+		}
 		struct iovec iov[3];
 		int n;
 
@@ -118,10 +130,12 @@ TEST(random_io_matches_the_model)
 				bad = 2;
 		}
 		if (bad)
-			printf("# operation %d at sector %llu, %zu bytes: %s", i, (unsigned long long)sec, len,
+			printf("# operation %d at sector %llu, %zu bytes: %s\n", i, (unsigned long long)sec, len,
 			       bad == 1 ? "write failed" : "read differs from the model");
 	}
-	ok(!bad, "3000 random reads and writes agree with the model");
+	ok(!bad, "3000 random reads and writes agree with the model (10 overlays)");
+	if (!b)
+		return;
 	/* Everything, in one read. */
 	{
 		static uint8_t all[DISK_BYTES];
@@ -171,6 +185,41 @@ TEST(partial_block_writes_keep_the_rest_of_the_block)
 	is_int((int)b->ops->preadv(b, &w, 1, 9 * 4096), 4096);
 	ok(memcmp(blk, sec, 256) == 0, "a write across blocks: its tail in the next block");
 	ok(blk[256] == 0 && blk[4095] == 0, "the rest of that block: the base's hole (zeros)");
+	blk_backend_close(b);
+}
+
+/* What the overlay file itself holds: a block it took a write for is
+ * whole there (the rest of it from the base), others are untouched. */
+TEST(a_block_written_in_part_is_whole_in_the_overlay)
+{
+	static uint8_t ov[DISK_BYTES], want[COW_BLOCK];
+	struct blk_backend *b = NULL;
+	uint8_t sec[SECTOR];
+	struct iovec v = {sec, sizeof(sec)};
+	int fd;
+
+	touch(over);
+	is_int(blk_cow_open(base, over, &b), 0);
+	if (!b)
+		return;
+	memset(sec, 0x5a, sizeof(sec));
+	/* One sector in the middle of the second block, one in the short last. */
+	is_int((int)b->ops->pwritev(b, &v, 1, COW_BLOCK + 7 * 4096 + SECTOR), SECTOR);
+	is_int((int)b->ops->pwritev(b, &v, 1, DISK_BYTES - 2 * SECTOR), SECTOR);
+	is_int(b->ops->flush(b), 0);
+	fd = open(over, O_RDONLY);
+	is_int((int)pread(fd, ov, sizeof(ov), 0), DISK_BYTES);
+	close(fd);
+	memcpy(want, base_data + COW_BLOCK, COW_BLOCK);
+	memcpy(want + 7 * 4096 + SECTOR, sec, SECTOR);
+	ok(memcmp(ov + COW_BLOCK, want, COW_BLOCK) == 0, "the second block is whole in the overlay");
+	memcpy(want, base_data + 4 * COW_BLOCK, DISK_BYTES - 4 * COW_BLOCK);
+	memcpy(want + DISK_BYTES - 4 * COW_BLOCK - 2 * SECTOR, sec, SECTOR);
+	ok(memcmp(ov + 4 * COW_BLOCK, want, DISK_BYTES - 4 * COW_BLOCK) == 0,
+	   "the short last block is whole in the overlay");
+	memset(want, 0, sizeof(want));
+	ok(memcmp(ov, want, COW_BLOCK) == 0 && memcmp(ov + 2 * COW_BLOCK, want, COW_BLOCK) == 0,
+	   "blocks not written are not in the overlay (still holes)");
 	blk_backend_close(b);
 }
 
