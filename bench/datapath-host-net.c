@@ -131,10 +131,10 @@ static int packet_socket(const char *ifname, bool vnet)
 	return s;
 }
 
-static void report(uint64_t frames, uint64_t bytes, uint64_t ns)
+static void report(uint64_t frames, uint64_t bytes, uint64_t ns, uint64_t cpu_ns)
 {
-	printf("{\"ops\": %llu, \"bytes\": %llu, \"ns\": %llu}\n", (unsigned long long)frames,
-	       (unsigned long long)bytes, (unsigned long long)ns);
+	printf("{\"ops\": %llu, \"bytes\": %llu, \"ns\": %llu, \"cpu_ns\": %llu}\n", (unsigned long long)frames,
+	       (unsigned long long)bytes, (unsigned long long)ns, (unsigned long long)cpu_ns);
 	fflush(stdout);
 }
 
@@ -145,7 +145,7 @@ int dh_tap_sink(int argc, char **argv)
 	struct mmsghdr msgs[BATCH];
 	struct iovec iov[BATCH];
 	struct timeval tv = {0, 200000};
-	uint64_t frames = 0, bytes = 0, first = 0, last = 0, end;
+	uint64_t frames = 0, bytes = 0, first = 0, last = 0, end, c0 = 0;
 	int s;
 
 	if (argc != 4)
@@ -166,13 +166,15 @@ int dh_tap_sink(int argc, char **argv)
 		if (n <= 0)
 			continue;
 		last = dh_now_ns();
-		if (!first)
+		if (!first) {
 			first = last;
+			c0 = dh_cpu_ns();
+		}
 		frames += (uint64_t)n;
 		for (int i = 0; i < n; i++)
 			bytes += msgs[i].msg_len;
 	}
-	report(frames, bytes, last - first);
+	report(frames, bytes, last - first, dh_cpu_ns() - c0);
 	return 0;
 }
 
@@ -218,7 +220,7 @@ int dh_tap_source(int argc, char **argv)
 		else if (n < 0)
 			dh_die("sendmmsg", errno);
 	}
-	report(sent, sent * size, dh_now_ns() - t0);
+	report(sent, sent * size, dh_now_ns() - t0, dh_cpu_ns());
 	return 0;
 }
 
@@ -245,7 +247,7 @@ int dh_tap_write(int argc, char **argv)
 {
 	static uint8_t buf[sizeof(struct virtio_net_hdr_v1) + TSO_FRAME];
 	struct virtio_net_hdr h;
-	uint64_t n, t0;
+	uint64_t n, t0, c0;
 	size_t size;
 	int fd;
 
@@ -259,10 +261,11 @@ int dh_tap_write(int argc, char **argv)
 	build_frame(buf + sizeof(struct virtio_net_hdr_v1), size, &h);
 	memcpy(buf, &h, sizeof(h));
 	t0 = dh_now_ns();
+	c0 = dh_cpu_ns();
 	for (uint64_t i = 0; i < n; i++)
 		if (write(fd, buf, sizeof(struct virtio_net_hdr_v1) + size) < 0 && errno != EINTR)
 			dh_die("write to the TAP", errno);
-	report(n, n * size, dh_now_ns() - t0);
+	report(n, n * size, dh_now_ns() - t0, dh_cpu_ns() - c0);
 	return 0;
 }
 
@@ -271,7 +274,7 @@ int dh_tap_write(int argc, char **argv)
 int dh_tap_read(int argc, char **argv)
 {
 	static uint8_t buf[sizeof(struct virtio_net_hdr_v1) + 65550];
-	uint64_t want, frames = 0, bytes = 0, first = 0, last = 0;
+	uint64_t want, frames = 0, bytes = 0, first = 0, last = 0, c0 = 0;
 	struct pollfd p;
 	size_t size;
 	int stall_ms;
@@ -296,11 +299,13 @@ int dh_tap_read(int argc, char **argv)
 		if (r < 0)
 			dh_die("read from the TAP", errno);
 		last = dh_now_ns();
-		if (!first)
+		if (!first) {
 			first = last;
+			c0 = dh_cpu_ns();
+		}
 		frames++;
 		bytes += (uint64_t)r - sizeof(struct virtio_net_hdr_v1);
 	}
-	report(frames, bytes, last - first);
+	report(frames, bytes, last - first, dh_cpu_ns() - c0);
 	return frames == want ? 0 : 1;
 }

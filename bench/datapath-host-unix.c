@@ -93,7 +93,7 @@ int dh_vsock_peer(int argc, char **argv)
 static void drive(int fd, char role, size_t size, uint64_t count)
 {
 	static char buf[CHUNK];
-	uint64_t ops = 0, bytes = 0, t0 = dh_now_ns();
+	uint64_t ops = 0, bytes = 0, t0 = dh_now_ns(), c0 = dh_cpu_ns();
 
 	if (role == 's') {
 		for (uint64_t left = count; left; ops++) {
@@ -127,8 +127,9 @@ static void drive(int fd, char role, size_t size, uint64_t count)
 			bytes += 2 * size;
 		}
 	}
-	printf("{\"ops\": %llu, \"bytes\": %llu, \"ns\": %llu}\n", (unsigned long long)ops, (unsigned long long)bytes,
-	       (unsigned long long)(dh_now_ns() - t0));
+	printf("{\"ops\": %llu, \"bytes\": %llu, \"ns\": %llu, \"cpu_ns\": %llu}\n", (unsigned long long)ops,
+	       (unsigned long long)bytes, (unsigned long long)(dh_now_ns() - t0),
+	       (unsigned long long)(dh_cpu_ns() - c0));
 }
 
 int dh_unix(int argc, char **argv)

@@ -41,6 +41,14 @@ uint64_t dh_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t dh_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 static uint64_t rng_next(uint64_t *s)
 {
 	uint64_t x = *s;
@@ -96,7 +104,7 @@ static int run_blk(int argc, char **argv)
 	struct blk_job j = {0};
 	struct io_uring ring;
 	struct stat st;
-	uint64_t issued = 0, done = 0, errors = 0, t0, t1;
+	uint64_t issued = 0, done = 0, errors = 0, t0, t1, c0;
 	const char *mode;
 	int r;
 
@@ -124,6 +132,7 @@ static int run_blk(int argc, char **argv)
 	if (r < 0)
 		dh_die("io_uring_queue_init", -r);
 	t0 = dh_now_ns();
+	c0 = dh_cpu_ns();
 	for (; issued < j.qd && issued < j.ops; issued++)
 		blk_submit(&ring, &j, issued);
 	io_uring_submit(&ring);
@@ -151,8 +160,9 @@ static int run_blk(int argc, char **argv)
 		io_uring_submit(&ring);
 	}
 	t1 = dh_now_ns();
-	printf("{\"ops\": %llu, \"bytes\": %llu, \"ns\": %llu, \"errors\": %llu}\n", (unsigned long long)done,
-	       (unsigned long long)((done - errors) * j.bs), (unsigned long long)(t1 - t0), (unsigned long long)errors);
+	printf("{\"ops\": %llu, \"bytes\": %llu, \"ns\": %llu, \"cpu_ns\": %llu, \"errors\": %llu}\n",
+	       (unsigned long long)done, (unsigned long long)((done - errors) * j.bs), (unsigned long long)(t1 - t0),
+	       (unsigned long long)(dh_cpu_ns() - c0), (unsigned long long)errors);
 	io_uring_queue_exit(&ring);
 	return errors ? 1 : 0;
 }

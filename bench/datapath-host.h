@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 uint64_t dh_now_ns(void);
+/* This process's CPU time (all its threads, io_uring's workers with them). */
+uint64_t dh_cpu_ns(void);
 uint64_t dh_parse_size(const char *s);
 __attribute__((noreturn)) void dh_die(const char *what, int err);
 

@@ -4,7 +4,10 @@
  * and END marks around a timed loop. At each the VM's statistics are
  * sampled (vm-stats.h); on END one JSON line goes to the bench fd with
  * the guest's figures, the host time between the marks, the guest's TSC
- * rate and what the loop cost in exits, doorbells and interrupts.
+ * rate, what the loop cost in exits, doorbells and interrupts, and the
+ * host CPU time it took: the whole process's and the marking vCPU
+ * thread's (a polling guest's vCPU runs all the time; the rest is the
+ * device threads' and the event loop's work).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -27,6 +31,7 @@ struct test_bench {
 	pthread_mutex_t lock;
 	struct vm_stats *stats;
 	struct vm_stats_sample begin;
+	uint64_t begin_cpu_ns, begin_vcpu_ns; /* the process's, the marking thread's */
 	bool begun;
 	long tsc_khz;
 };
@@ -63,8 +68,17 @@ static void clean_name(char *name)
 			*p = '_';
 }
 
+static uint64_t cpu_clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	if (clock_gettime(id, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 static void bench_write(int fd, struct test_bench *b, const struct kvrun_bench_mark *m,
-                        const struct vm_stats_sample *end)
+                        const struct vm_stats_sample *end, uint64_t cpu_ns, uint64_t vcpu_ns)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -75,9 +89,10 @@ static void bench_write(int fd, struct test_bench *b, const struct kvrun_bench_m
 	fprintf(f,
 	        "{\"name\": \"%s\", \"ops\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"cycles\": %" PRIu64
 	        ", \"kicks\": %" PRIu64 ", \"errors\": %" PRIu64 ", \"queue_depth\": %" PRIu64
-	        ", \"block_size\": %" PRIu64 ", \"host_ns\": %" PRIu64 ", \"tsc_khz\": %ld, \"stats\": ",
+	        ", \"block_size\": %" PRIu64 ", \"host_ns\": %" PRIu64 ", \"cpu_ns\": %" PRIu64
+	        ", \"vcpu_cpu_ns\": %" PRIu64 ", \"tsc_khz\": %ld, \"stats\": ",
 	        m->name, m->ops, m->bytes, m->cycles, m->kicks, m->errors, m->queue_depth, m->block_size,
-	        end->t_ns - b->begin.t_ns, b->tsc_khz);
+	        end->t_ns - b->begin.t_ns, cpu_ns - b->begin_cpu_ns, vcpu_ns - b->begin_vcpu_ns, b->tsc_khz);
 	vm_stats_write_delta(b->stats, &b->begin, end, false, f);
 	fputs("}\n", f);
 	if (fclose(f) == 0 && write(fd, buf, len) != (ssize_t)len)
@@ -91,6 +106,7 @@ void test_bench_mark(struct test_bench **bench, struct vm *vm, int fd, uint64_t 
 	struct vm_stats_sample now;
 	struct kvrun_bench_mark m;
 	struct test_bench *b;
+	uint64_t cpu_ns, vcpu_ns;
 
 	if (!p || fd < 0)
 		return;
@@ -102,6 +118,8 @@ void test_bench_mark(struct test_bench **bench, struct vm *vm, int fd, uint64_t 
 	if (!b)
 		return;
 	pthread_mutex_lock(&b->lock);
+	cpu_ns = cpu_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	vcpu_ns = cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	if (vm_stats_sample(b->stats, &now) < 0) {
 		pthread_mutex_unlock(&b->lock);
 		return;
@@ -109,10 +127,12 @@ void test_bench_mark(struct test_bench **bench, struct vm *vm, int fd, uint64_t 
 	if (m.phase == KVRUN_BENCH_BEGIN) {
 		vm_stats_sample_free(&b->begin);
 		b->begin = now;
+		b->begin_cpu_ns = cpu_ns;
+		b->begin_vcpu_ns = vcpu_ns;
 		b->begun = true;
 	} else {
 		if (b->begun)
-			bench_write(fd, b, &m, &now);
+			bench_write(fd, b, &m, &now, cpu_ns, vcpu_ns);
 		b->begun = false;
 		vm_stats_sample_free(&now);
 	}

@@ -29,7 +29,7 @@ FACTS = ["pod/vms", "pod/from_template"]
 
 # kvrun figures that carry a label of their own: the data path's, where
 # the test guest's CPL3 loop runs natively and only its set-up is emulated.
-SELF_LABELLED = ["datapath/*", "exits/blk *", "exits/net *", "exits/vsock *"]
+SELF_LABELLED = ["datapath/*", "datapath-cpu/*", "exits/blk *", "exits/net *", "exits/vsock *"]
 
 # Why the others are not taken even then.
 WHY_NOT = [

@@ -13,11 +13,14 @@ SUITE_TITLES = {"start": "Start", "memory": "Memory (idle)", "pg": "PostgreSQL (
                 "fs": "Shared directory server on /dev/fuse (kvrun virtio-fs server, bindfs)",
                 "sizing": "Guest sizing (no limit: idle memory, memory given back)",
                 "datapath": "Device data path (test guest at CPL3, polled)",
+                "datapath-cpu": "Host CPU per operation of the data path (kvrun: its threads but the polling "
+                                "vCPU's; host-direct: its process)",
                 "exits": "Exits and work per operation", "density": "Density (idle containers)",
                 "pod": "Pod (a sandbox and two app containers)"}
 # Suites whose ratios are taken to something else than runc: (numerator,
 # denominator) pairs, and whether metrics carry a target on the first.
 RATIO_PAIRS = {"datapath": [("kvrun", "host-direct"), ("kvrun", "qemu-microvm")],
+               "datapath-cpu": [("kvrun", "host-direct")],
                "density": [("kvrun", "runc")],
                "fs": [("kvrun (guest locks)", "bindfs"), ("kvrun", "bindfs (lock forwarding)")]}
 # Marks a ratio whose kvrun figure carries a label (an emulated guest kernel).

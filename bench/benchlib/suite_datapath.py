@@ -26,6 +26,11 @@ from .util import log, sh
 
 S = "datapath"
 SE = "exits"
+# Host CPU per operation: kvrun's process less its polling vCPU thread (the
+# device's worker or event loop does the work) against the host-direct
+# process doing the same; on a host with fewer cores than busy threads
+# (the vCPU polls all the time) this is the figure contention leaves alone.
+SC = "datapath-cpu"
 # Taken on a nested kvm_pvm host: the guest's CPL3 loop runs natively, its
 # CPL0 set-up is emulated (docs/benchmarks.md).
 LABEL = "nested kvm_pvm, guest CPL3"
@@ -127,6 +132,8 @@ def kvrun_blk(ctx, disk, kind, tmp, datapath=True):
         seconds = d["cycles"] / (d["tsc_khz"] * 1e3)
         if datapath:
             record(ctx, "kvrun", kind, m, bs, qd, d["ops"], d["bytes"], seconds, LABEL)
+            cpu_record(ctx, "kvrun", metric_name(kind, m, bs, qd), "request", d["cpu_ns"] - d["vcpu_cpu_ns"],
+                       d["ops"], LABEL)
         exits(ctx, kind, m, bs, qd, d)
     if kind == "cow":
         os.unlink(overlay)
@@ -148,6 +155,7 @@ def host_blk(ctx, tool, disk):
         d = json.loads(r.stdout)
         for kind in DISKS:
             record(ctx, "host-direct", kind, m, bs, qd, d["ops"], d["bytes"], d["ns"] / 1e9)
+            cpu_record(ctx, "host-direct", metric_name(kind, m, bs, qd), "request", d["cpu_ns"], d["ops"])
 
 
 NET_WORKLOADS = [(d, size) for d in ("tx", "rx") for size in ("64", "1500", "64K")]
@@ -224,6 +232,7 @@ def kvrun_net(ctx, tool, tmp, datapath=True):
         seconds = b["cycles"] / (b["tsc_khz"] * 1e3)
         if datapath:
             net_record(ctx, "kvrun", d, size, b["ops"], b["bytes"], seconds, LABEL)
+            cpu_record(ctx, "kvrun", net_name(d, size), "frame", b["cpu_ns"] - b["vcpu_cpu_ns"], b["ops"], LABEL)
         if d == "tx" and got and got["ops"] < b["ops"]:
             ctx.results.notes.append(f"{net_name(d, size)}: the host peer saw {got['ops']} of the guest's "
                                      f"{b['ops']} frames")
@@ -241,6 +250,14 @@ def host_net(ctx, tool):
             peer.stop()
         x = json.loads([line for line in r.stdout.splitlines() if line.startswith("{")][-1])
         net_record(ctx, "host-direct", d, size, x["ops"], x["bytes"], x["ns"] / 1e9)
+        cpu_record(ctx, "host-direct", net_name(d, size), "frame", x["cpu_ns"], x["ops"])
+
+
+def cpu_record(ctx, rt, subject, what, cpu_ns, ops, label=None):
+    meta = {"unit": "ns", "better": "lower", "title": f"{subject}: host CPU per {what}"}
+    if label:
+        meta["label"] = label
+    ctx.results.add(SC, f"{subject}: host CPU per {what}", rt, cpu_ns / max(1, ops), **meta)
 
 
 def net_record(ctx, rt, d, size, ops, nbytes, seconds, label=None):

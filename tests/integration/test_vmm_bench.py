@@ -74,6 +74,9 @@ with tempfile.TemporaryDirectory() as tmp:
         t.ok(d["ops"] == n and d["bytes"] == n * size and d["errors"] == 0 and d["queue_depth"] == qd,
              f"{d['name']}: {n} requests of {size} bytes, no errors", json.dumps(d)[:400])
         t.ok(d["host_ns"] > 0 and d["cycles"] > 0 and d["tsc_khz"] > 0, f"{d['name']}: timed on both sides")
+        # The polling vCPU runs through the window; the process's CPU holds it.
+        t.ok(0 < d["vcpu_cpu_ns"] <= d["cpu_ns"] and d["vcpu_cpu_ns"] <= 2 * d["host_ns"],
+             f"{d['name']}: host CPU time of the process and of the vCPU thread", str(d))
         own = d["stats"]["kvrun"]
         t.eq(own["blk_requests"], n, f"{d['name']}: the device counted {n} requests")
         t.ok(own["doorbell_signals"] >= d["kicks"] > 0 or own["notify_exits"] >= d["kicks"],
