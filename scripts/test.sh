@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run kvrun's whole test suite from ./build: first the unit and integration
 # suites, then the fuzz targets (tests/fuzz/run.sh: each libFuzzer target
-# for $KVRUN_FUZZ_SECONDS, default 40, two at a time, in a clang build of
+# for $KVRUN_FUZZ_SECONDS, default 60, two at a time, in a clang build of
 # its own; 0 skips them), then the slow Linux-guest suite (own time budget,
 # one test at a time so that no other test sees its VMs; those also of
 # suite 'long' only with KVRUN_TEST_LONG=1), then the engines
@@ -20,8 +20,8 @@ meson test -C build --print-errorlogs --num-processes 2 --no-suite slow --no-sui
 rc_fast=$?
 rc_fuzz=0
 rm -f build-fuzz/fuzz-out/results
-if [ "${KVRUN_FUZZ_SECONDS:-40}" != 0 ]; then
-	tests/fuzz/run.sh -t "${KVRUN_FUZZ_SECONDS:-40}" -j 2
+if [ "${KVRUN_FUZZ_SECONDS:-60}" != 0 ]; then
+	tests/fuzz/run.sh -t "${KVRUN_FUZZ_SECONDS:-60}" -j 2
 	rc_fuzz=$?
 	[ "$rc_fuzz" = 77 ] && rc_fuzz=0 # no clang with libFuzzer: said so, skipped
 fi
