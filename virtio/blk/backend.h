@@ -50,7 +50,7 @@ int blk_open_locked(const char *path, bool read_only);
 
 /* A copy-on-write disk (cow-backend.c): reads come from base (a regular
  * file, opened read-only and share-locked, so that many VMs use it at
- * once, never written) except the 4 KiB blocks written since the open,
+ * once, never written) except the 64 KiB blocks written since the open,
  * which live in overlay (a regular file, locked exclusively, emptied and
  * sized to the base). The base's size must be a multiple of 4 KiB. */
 int blk_cow_open(const char *base, const char *overlay, struct blk_backend **ret);
