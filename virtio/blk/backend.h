@@ -35,6 +35,8 @@ struct blk_backend {
 	const struct blk_backend_ops *ops;
 	uint64_t size; /* bytes */
 	bool read_only;
+	/* preadv/pwritev of disjoint ranges may run on two threads at once. */
+	bool concurrent;
 };
 
 /* Open path (a regular file or a block device) as a raw disk. The file is

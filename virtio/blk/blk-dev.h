@@ -60,6 +60,26 @@ struct virtio_blk_outhdr {
 /* Merging (blk-io.c): at most this many requests, and buffers, per I/O. */
 #define BLK_MERGE_MAX 32
 #define BLK_MERGE_SEGS 1024
+/* A transfer of at least this many bytes is cut in two halves moved at
+ * once, the second by the disk's helper thread (backends that allow it):
+ * one thread copying megabytes through the page cache is the limit of a
+ * sequential stream. $KVRUN_BLK_SPLIT_KIB sets it, 0 for never. */
+#define BLK_SPLIT_MIN (512 * 1024)
+
+/* The second half of a split transfer (blk-io.c blk_rw_split()). */
+struct blk_helper {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t go, done;
+	bool busy; /* a job is set and not finished */
+	bool quit;
+	bool write;
+	struct iovec iov[BLK_MERGE_SEGS];
+	unsigned int n;
+	size_t len;
+	uint64_t off;
+	int result;
+};
 
 /* A parsed request: data buffers and where the status byte goes. */
 struct blk_io {
@@ -104,6 +124,8 @@ struct virtio_blk {
 	int kick_fd;
 	int doorbell_fd; /* atomic; -1: kicks come through queue_notify */
 	uint64_t poll_ns; /* blk_poll()'s window */
+	size_t split_min; /* BLK_SPLIT_MIN or its override; 0: never */
+	struct blk_helper *helper; /* NULL: transfers are not split */
 	pthread_mutex_t lock;
 	/* Threads in blk_lock(): the worker ends its batch and lets them in
 	 * first, so that a driver keeping the queue full cannot starve a
@@ -125,6 +147,11 @@ struct virtio_blk {
  * the device lock; *ret_n: the requests taken. Returns 0, or -EIO /
  * -EINVAL when the driver broke the queue. */
 int blk_pass(struct virtio_blk *b, struct virtq *vq, unsigned int max, unsigned int *ret_n);
+
+/* The helper thread of a backend that allows concurrent calls (made
+ * with the worker, before the guest runs); 0 or -errno. */
+int blk_helper_start(struct virtio_blk *b);
+void blk_helper_stop(struct virtio_blk *b);
 
 /* Whether a blk_lock() caller waits for the worker to let go. */
 static inline bool blk_lock_wanted(struct virtio_blk *b)

@@ -8,9 +8,12 @@
  * requests costs one system call per run instead of one per request. A
  * merged transfer that fails is done again request by request, so that
  * only the failing ones answer IOERR. Order is kept: a request that cannot
- * join the run (another type, direction or place) first ends it.
+ * join the run (another type, direction or place) first ends it. A large
+ * transfer is cut in two halves moved at once, the second by the disk's
+ * helper thread (backends whose calls may run concurrently).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "virtio/blk/blk-dev.h"
@@ -34,6 +37,105 @@ static int blk_rw(struct virtio_blk *b, bool write, const struct iovec *iov, uns
 		done += (size_t)r;
 	}
 	return 0;
+}
+
+static void *blk_helper_main(void *arg)
+{
+	struct virtio_blk *b = arg;
+	struct blk_helper *h = b->helper;
+
+	pthread_mutex_lock(&h->lock);
+	for (;;) {
+		while (!h->busy && !h->quit)
+			pthread_cond_wait(&h->go, &h->lock);
+		if (h->quit)
+			break;
+		pthread_mutex_unlock(&h->lock);
+		h->result = blk_rw(b, h->write, h->iov, h->n, h->len, h->off);
+		pthread_mutex_lock(&h->lock);
+		h->busy = false;
+		pthread_cond_signal(&h->done);
+	}
+	pthread_mutex_unlock(&h->lock);
+	return NULL;
+}
+
+int blk_helper_start(struct virtio_blk *b)
+{
+	struct blk_helper *h;
+	int r;
+
+	if (!b->backend->concurrent || !b->split_min)
+		return 0;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_cond_init(&h->go, NULL);
+	pthread_cond_init(&h->done, NULL);
+	b->helper = h;
+	r = pthread_create(&h->thread, NULL, blk_helper_main, b);
+	if (r) {
+		b->helper = NULL;
+		pthread_cond_destroy(&h->done);
+		pthread_cond_destroy(&h->go);
+		pthread_mutex_destroy(&h->lock);
+		free(h);
+		return -r;
+	}
+	return 0;
+}
+
+void blk_helper_stop(struct virtio_blk *b)
+{
+	struct blk_helper *h = b->helper;
+
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->lock);
+	h->quit = true;
+	pthread_cond_signal(&h->go);
+	pthread_mutex_unlock(&h->lock);
+	pthread_join(h->thread, NULL);
+	pthread_cond_destroy(&h->done);
+	pthread_cond_destroy(&h->go);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+	b->helper = NULL;
+}
+
+/* blk_rw(), a large transfer in two halves at once: the first here, the
+ * second on the helper thread. */
+static int blk_rw_split(struct virtio_blk *b, bool write, const struct iovec *iov, unsigned int n, size_t len,
+                        uint64_t off)
+{
+	struct blk_helper *h = b->helper;
+	struct iovec first[BLK_MERGE_SEGS];
+	unsigned int nf;
+	size_t half;
+	int r;
+
+	if (!h || len < b->split_min)
+		return blk_rw(b, write, iov, n, len, off);
+	/* Whole pages on both sides where the buffers allow it. */
+	half = (len / 2) & ~(size_t)4095;
+	pthread_mutex_lock(&h->lock);
+	h->write = write;
+	h->n = iov_slice(iov, n, half, len - half, h->iov, BLK_MERGE_SEGS, NULL);
+	h->len = len - half;
+	h->off = off + half;
+	h->busy = true;
+	pthread_cond_signal(&h->go);
+	pthread_mutex_unlock(&h->lock);
+	nf = iov_slice(iov, n, 0, half, first, BLK_MERGE_SEGS, NULL);
+	r = blk_rw(b, write, first, nf, half, off);
+	pthread_mutex_lock(&h->lock);
+	while (h->busy)
+		pthread_cond_wait(&h->done, &h->lock);
+	if (r >= 0)
+		r = h->result;
+	pthread_mutex_unlock(&h->lock);
+	return r;
 }
 
 /* 5.2.6.2: data must be whole sectors inside the disk. */
@@ -140,7 +242,7 @@ static void blk_run_finish(struct virtio_blk *b, struct virtq *vq, struct blk_ru
 
 	if (!run->n)
 		return;
-	r = blk_rw(b, run->write, run->seg, run->nseg, run->len, run->sector * SECTOR_SIZE);
+	r = blk_rw_split(b, run->write, run->seg, run->nseg, run->len, run->sector * SECTOR_SIZE);
 	if (r < 0 && run->n > 1) {
 		for (unsigned int i = 0; i < run->n; i++) {
 			struct blk_run_req *q = &run->req[i];

@@ -52,6 +52,19 @@ static bool blk_poll(struct virtio_blk *b, struct virtq *vq)
 	return false;
 }
 
+/* BLK_SPLIT_MIN, or $KVRUN_BLK_SPLIT_KIB (0: transfers are never split). */
+static size_t blk_split_min(void)
+{
+	const char *s = getenv("KVRUN_BLK_SPLIT_KIB");
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s)
+		return BLK_SPLIT_MIN;
+	v = strtoul(s, &end, 10);
+	return *end || v > 1024 * 1024 ? BLK_SPLIT_MIN : v * 1024;
+}
+
 /* BLK_POLL_NS, or $KVRUN_BLK_POLL_US (0 turns the polling off). */
 static uint64_t blk_poll_ns(void)
 {
@@ -224,6 +237,7 @@ static int blk_start(struct virtio_blk *b, const struct guest_mem *mem, const ch
 	b->config.seg_max = VIRTQ_MAX_SEGS - 2;
 	b->config.blk_size = SECTOR_SIZE;
 	b->poll_ns = blk_poll_ns();
+	b->split_min = blk_split_min();
 	r = virtio_mmio_init(&b->mmio, mem, &info, &blk_ops, b);
 	if (r < 0)
 		return err_set(r, "virtio-blk transport");
@@ -238,6 +252,9 @@ static int blk_start(struct virtio_blk *b, const struct guest_mem *mem, const ch
 	b->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (b->kick_fd < 0)
 		return err_setsys(-errno, "virtio-blk eventfd");
+	r = blk_helper_start(b);
+	if (r < 0)
+		return err_set(r, "virtio-blk helper thread");
 	r = pthread_create(&b->worker, NULL, blk_worker, b);
 	if (r)
 		return err_set(-r, "virtio-blk worker thread");
@@ -306,6 +323,8 @@ void virtio_blk_free(struct virtio_blk *b)
 		pthread_mutex_destroy(&b->lock);
 		virtio_mmio_destroy(&b->mmio);
 	}
+	/* After the worker: no transfer is in flight. */
+	blk_helper_stop(b);
 	if (b->kick_fd >= 0)
 		close(b->kick_fd);
 	blk_backend_close(b->backend);

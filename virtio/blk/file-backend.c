@@ -117,7 +117,7 @@ int blk_file_open(const char *path, bool read_only, struct blk_backend **ret)
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
-	f->b = (struct blk_backend){.ops = &file_ops, .size = size, .read_only = read_only};
+	f->b = (struct blk_backend){.ops = &file_ops, .size = size, .read_only = read_only, .concurrent = true};
 	f->fd = TAKE_FD(fd);
 	*ret = &f->b;
 	return 0;

@@ -187,6 +187,45 @@ TEST(adjacent_requests_merged)
 	disk_close(&k);
 }
 
+/* Transfers from 4 KiB up cut in two halves, the second moved by the
+ * helper thread: reads and writes of odd sizes and buffer splits land
+ * exactly where they belong. */
+TEST(large_transfers_split)
+{
+	uint64_t buf;
+	bool ok_read = true, ok_back = true;
+	struct disk k;
+
+	setenv("KVRUN_BLK_SPLIT_KIB", "4", 1);
+	is_int(disk_open(&k, 0x5c, false, "disk-split", FEATURES), 0);
+	unsetenv("KVRUN_BLK_SPLIT_KIB");
+	buf = fake_alloc(&k.d, 256 * 512);
+	for (uint32_t n = 8; n <= 256; n += 31) {
+		struct blk_result r = blk_req(&k, 0, 7 * n, buf, n * 512, n % 2);
+
+		ok_read &= r.done && r.status == 0 && r.used_len == n * 512 + 1;
+		for (uint32_t i = 0; i < n; i++)
+			ok_read &= sector_is((uint8_t *)fake_ptr(&k.d, buf) + i * 512, (int)(7 * n + i), 0x5c);
+	}
+	ok(ok_read, "reads of 4 to 128 KiB, split in two, each sector its own");
+	for (uint32_t i = 0; i < 200; i++)
+		memset((uint8_t *)fake_ptr(&k.d, buf) + i * 512, (int)(i * 3 + 1), 512);
+	is_int(blk_req(&k, 1, 1000, buf, 200 * 512, true).status, 0);
+	memset(fake_ptr(&k.d, buf), 0, 200 * 512);
+	is_int(blk_req(&k, 0, 1000, buf, 200 * 512, false).status, 0);
+	for (uint32_t i = 0; i < 200; i++) {
+		const uint8_t *p = (uint8_t *)fake_ptr(&k.d, buf) + i * 512;
+
+		ok_back &= p[0] == (uint8_t)(i * 3 + 1) && p[511] == (uint8_t)(i * 3 + 1);
+	}
+	ok(ok_back, "a 100 KiB write, split in two, reads back whole");
+	is_int(blk_req(&k, 0, 999, buf, 512, false).status, 0);
+	is_int(blk_req(&k, 0, 1200, buf + 512, 512, false).status, 0);
+	ok(sector_is(fake_ptr(&k.d, buf), 999, 0x5c) && sector_is((uint8_t *)fake_ptr(&k.d, buf) + 512, 1200, 0x5c),
+	   "the sectors on either side of it untouched");
+	disk_close(&k);
+}
+
 TEST(config_space)
 {
 	struct disk k;
