@@ -245,6 +245,7 @@ static _Noreturn void child_after_go(const struct gi_spawn *sp, struct gi_exec *
 			_exit(1);
 		}
 	}
+	gi_mark(32);
 	gi_child_exec(sp->process, e);
 }
 
@@ -299,10 +300,13 @@ static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 		child_fail(fd, r, 1);
 	/* Nothing before PID 1 has placed us: the cgroup (its limits and
 	 * device filter apply from the first step), the maps. */
+	gi_mark(17);
 	if (sync_recv(fd, &m, NULL) <= 0 || m.type != SYNC_CONTINUE)
 		_exit(1);
+	gi_mark(18);
 	m.type = SYNC_PTY;
 	r = child_setup(sp);
+	gi_mark(19);
 	if (r >= 0)
 		r = p->terminal ? child_terminal(p, &master) : child_stdio(sp->stdio);
 	if (r >= 0 && sp->n_extra) {
@@ -324,12 +328,15 @@ static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 	}
 	/* As runc: everything up to the lookup of the executable fails
 	 * create (or exec), not start. */
+	gi_mark(20);
 	r = gi_child_prepare(p, sp->seccomp, c && c->user_ns, &e);
+	gi_mark(21);
 	if (r < 0)
 		child_fail(fd, r, e.code);
 	m.type = SYNC_READY;
 	if (sync_send(fd, &m, -1) < 0 || !child_wait_go(fd))
 		_exit(1);
+	gi_mark(31);
 	close(fd);
 	child_after_go(sp, &e);
 }
@@ -412,6 +419,7 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret)
 		close(sv[0]);
 		child_main(sp, sv[1]);
 	}
+	gi_mark(16);
 	r = pid < 0 ? -errno : 0;
 	if (saved_pidns >= 0 && setns(saved_pidns, CLONE_NEWPID) < 0 && r == 0)
 		r = -errno;
@@ -434,6 +442,7 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret)
 	if (r == 1 && m.type == SYNC_PTY)
 		r = sync_recv(sv[0], &m, NULL);
 	if (r == 1 && m.type == SYNC_READY) {
+		gi_mark(22);
 		ret->pty_master = master;
 		return 0;
 	}

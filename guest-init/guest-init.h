@@ -288,6 +288,15 @@ int gi_devfilter_attach(const char *cgroup_dir, const struct proto_start *s);
  * (those present). Returns the last failure, or 0. */
 int gi_apply_identity(const struct proto_start *s);
 
+/* Measurement builds (meson option phase_marks): the step n (below 64)
+ * of a container start or exec reached, written to the console as 0x1e,
+ * 0x40 + n, where the monitor logs the vCPUs' counters instead
+ * (docs/benchmarks.md). A no-op in other builds and until PID 1 opened
+ * the console for it (gi_marks_open(); its children inherit the fd up to
+ * their exec). */
+void gi_marks_open(void);
+void gi_mark(unsigned int n);
+
 /* Wait until block device dev (a /dev path) has a non-zero size, up to
  * timeout_ms: a restored template's disk gets its media after the
  * restore. 0 at once when sysfs does not list dev; -ENOMEDIUM on timeout. */

@@ -527,10 +527,13 @@ int gi_rootfs_setup(const struct proto_start *s, const char *rootfs, const char 
 		return err_setsys(-errno, "bind %s", rootfs);
 	if (mount(NULL, rootfs, NULL, MS_PRIVATE, NULL) < 0)
 		return err_setsys(-errno, "make %s private", rootfs);
+	gi_mark(50);
 	r = gi_rootfs_mounts(s, rootfs, files_dir);
+	gi_mark(51);
 	if (r < 0)
 		return r;
 	r = gi_rootfs_pivot(rootfs);
+	gi_mark(52);
 	if (r < 0)
 		return r;
 	if (s->rootfs_propagation && mount(NULL, "/", NULL, root_propagation(s), NULL) < 0)
@@ -539,7 +542,10 @@ int gi_rootfs_setup(const struct proto_start *s, const char *rootfs, const char 
 	if (r < 0)
 		return r;
 	r = gi_apply_sysctl(s);
+	gi_mark(53);
 	if (r < 0)
 		return r;
-	return gi_rootfs_finalize(s);
+	r = gi_rootfs_finalize(s);
+	gi_mark(54);
+	return r;
 }
