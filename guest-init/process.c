@@ -93,12 +93,14 @@ static int apply_sched(const struct proto_process *p)
 
 static int drop_bounding(const struct proto_process *p)
 {
+	/* cap_max_bits() is what the kernel supports (libcap probes it
+	 * once): no capability up to it needs asking about (a prctl each). */
 	int last = (int)cap_max_bits() - 1;
 
 	if (!p->has_caps)
 		return 0;
 	for (int c = 0; c <= last && c < 64; c++)
-		if (!(p->cap_bounding & (1ull << c)) && CAP_IS_SUPPORTED(c) && cap_drop_bound(c) < 0)
+		if (!(p->cap_bounding & (1ull << c)) && cap_drop_bound(c) < 0)
 			return err_setsys(-errno, "drop capability %d from the bounding set", c);
 	return 0;
 }
