@@ -60,7 +60,9 @@ static int start_first(struct state *st, struct proto_msg *m)
 	gi_mark(12);
 	if (r < 0)
 		return start_failed(st, r);
-	if (st->srv->net_apply) {
+	/* Loopback alone is up since boot (main.c): only interfaces need
+	 * the netlink round trips. */
+	if (st->srv->net_apply && s->net && s->net->nr_ifaces) {
 		err_clear();
 		r = st->srv->net_apply(s->net);
 		if (r < 0)
