@@ -136,7 +136,9 @@ static int set_cap_sets(const struct proto_process *p)
 	cap_free(caps);
 	if (r < 0)
 		return r;
-	if (CAP_AMBIENT_SUPPORTED() && cap_reset_ambient() < 0)
+	/* One prctl: libcap's cap_reset_ambient() asks about each
+	 * capability first. EINVAL: a kernel without ambient sets. */
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return err_setsys(-errno, "reset ambient capabilities");
 	/* runc only warns (in its own log) when an ambient capability cannot
 	 * be raised because it is not inheritable, as with `runc spec`'s
