@@ -281,6 +281,12 @@ struct bpf_insn;
 int gi_devfilter_build(const struct proto_start *s, struct bpf_insn **ret, size_t *ret_n);
 /* Load it and attach it to cgroup_dir (nothing when s has no filter). */
 int gi_devfilter_attach(const char *cgroup_dir, const struct proto_start *s);
+/* Load the program of the default filter (proto_default_device_rules)
+ * now, so that an attach of the same program needs no load (the kernel's
+ * verifier, a large part of a container start where the guest kernel is
+ * emulated). PID 1 does it before HELLO: a template has it loaded.
+ * Nothing happens where it fails (the attach loads as before). */
+void gi_devfilter_preload(void);
 
 /* ---- restore.c: a VM restored from a template ---- */
 

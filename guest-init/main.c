@@ -136,6 +136,7 @@ int main(void)
 	if (r < 0)
 		log_error("%s", err_msg());
 	gi_cgroup_init("/sys/fs/cgroup", GI_CGROUP_DIR);
+	gi_devfilter_preload();
 	/* Loopback works even when START brings no network (or never comes). */
 	if (netcfg_apply(NULL) < 0)
 		log_error("%s", err_msg());

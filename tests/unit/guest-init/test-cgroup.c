@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -174,6 +175,55 @@ TEST(device_filter)
 	is_int(fresh_cgroup(root, 3), 0);
 	is_int(gi_devfilter_attach(cg, &s), 0);
 	is_int(probes_in_cgroup(), 0);
+}
+
+/* The id of the one program attached to cg (0: none or not one). */
+static uint32_t attached_prog(void)
+{
+	uint32_t ids[4] = {0};
+	union bpf_attr attr;
+	int fd = open(cg, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+
+	memset(&attr, 0, sizeof(attr));
+	attr.query.target_fd = (uint32_t)fd;
+	attr.query.attach_type = BPF_CGROUP_DEVICE;
+	attr.query.prog_ids = (uint64_t)(uintptr_t)ids;
+	attr.query.prog_cnt = 4;
+	if (fd < 0 || syscall(SYS_bpf, BPF_PROG_QUERY, &attr, sizeof(attr)) < 0 || attr.query.prog_cnt != 1)
+		ids[0] = 0;
+	if (fd >= 0)
+		close(fd);
+	return ids[0];
+}
+
+/* The default filter (runc's devices), loaded ahead as PID 1 does: each
+ * START with it attaches that program, loaded once; another rule set
+ * gets a program of its own. */
+TEST(device_filter_preloaded)
+{
+	const char *root = cgroup2_root();
+	struct proto_start s = {.device_filter = true,
+	                        .device_rules = (struct proto_device_rule *)proto_default_device_rules,
+	                        .n_device_rules = proto_n_default_device_rules};
+	struct proto_device_rule null_only[] = {{'c', true, true, 1, 3, PROTO_DEV_ACC_READ | PROTO_DEV_ACC_WRITE}};
+	uint32_t first;
+
+	gi_devfilter_preload();
+	is_int(fresh_cgroup(root, 4), 0);
+	is_int(gi_devfilter_attach(cg, &s), 0);
+	is_int(probes_in_cgroup(), NULL_RW | ZERO_R | ZERO_W | FULL_R | MKNOD_C | MKNOD_B);
+	first = attached_prog();
+	ok(first != 0, "one program attached (id %u)", first);
+	is_int(fresh_cgroup(root, 5), 0);
+	is_int(gi_devfilter_attach(cg, &s), 0);
+	is_int(probes_in_cgroup(), NULL_RW | ZERO_R | ZERO_W | FULL_R | MKNOD_C | MKNOD_B);
+	ok(attached_prog() == first, "the same program again: loaded once (id %u)", attached_prog());
+	s.device_rules = null_only;
+	s.n_device_rules = 1;
+	is_int(fresh_cgroup(root, 6), 0);
+	is_int(gi_devfilter_attach(cg, &s), 0);
+	is_int(probes_in_cgroup(), NULL_RW);
+	ok(attached_prog() && attached_prog() != first, "another rule set: a program of its own");
 }
 
 TEST(bad_rules_refused)
