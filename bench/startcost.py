@@ -44,7 +44,11 @@ MARKS = {
     54: "child: masked and read-only paths", 19: "child: root set up, hooks run", 20: "child: stdio set",
     21: "child: process prepared (caps, seccomp, lookup)", 22: "PID 1: READY from child", 23: "READY sent",
     30: "GO received", 31: "child: GO read", 32: "child: execve next", 33: "PID 1: exec seen",
-    34: "STARTED sent", 40: "EXEC received",
+    34: "STARTED sent", 40: "EXEC received", 5: "cgroup values written", 6: "device filter loaded",
+    7: "root disk has media", 24: "child: before /dev nodes", 25: "child: /dev nodes made",
+    26: "child: rlimits, scheduler", 27: "child: cwd, bounding set", 28: "child: user and groups",
+    29: "child: capability sets", 35: "child: executable looked up",
+    **{55 + i: f"child: mount {i} done" for i in range(8)}, 63: "child: a further mount done",
 }
 MARK_RE = re.compile(r"VM: mark (\d+): t_us=(\d+) exits=(\d+) insn_emulation=(\d+) user_exits=(\d+)")
 
@@ -53,11 +57,16 @@ def log(msg):
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def kvrun(a, env, *args, check=True, timeout=900, **kw):
-    p = subprocess.run([a.kvrun, "--root", a.state] + list(args), env=env, capture_output=True, text=True,
-                       stdin=subprocess.DEVNULL, timeout=timeout, **kw)
+def kvrun(a, env, *args, check=True, timeout=900):
+    """kvrun with its output in a file, not a pipe: create's monitor keeps
+    the stdout and stderr it was given, so a pipe would never end."""
+    with tempfile.TemporaryFile("w+") as out:
+        p = subprocess.run([a.kvrun, "--root", a.state] + list(args), env=env, stdout=out, stderr=out,
+                           stdin=subprocess.DEVNULL, timeout=timeout)
+        out.seek(0)
+        p.stdout = out.read()
     if check and p.returncode != 0:
-        raise RuntimeError(f"kvrun {' '.join(args)}: {(p.stderr or p.stdout).strip()[-800:]}")
+        raise RuntimeError(f"kvrun {' '.join(args)}: {p.stdout.strip()[-800:]}")
     return p
 
 

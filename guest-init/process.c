@@ -348,19 +348,24 @@ int gi_child_prepare(const struct proto_process *p, const struct proto_seccomp *
 		return r;
 	if ((r = apply_sched(p)) < 0)
 		return r;
+	gi_mark(26);
 	/* Without no_new_privs the filter needs CAP_SYS_ADMIN, so it goes in
 	 * before the user switch; with it, as late as possible (runc). */
 	if (!p->no_new_privileges && (r = gi_seccomp_load(sc)) < 0)
 		return r;
-	if ((r = enter_cwd(p, false, &again)) < 0 || (r = drop_bounding(p)) < 0 || (r = switch_user(p, &u)) < 0 ||
-	    (r = enter_cwd(p, true, &again)) < 0)
+	if ((r = enter_cwd(p, false, &again)) < 0 || (r = drop_bounding(p)) < 0)
 		goto out;
+	gi_mark(27);
+	if ((r = switch_user(p, &u)) < 0 || (r = enter_cwd(p, true, &again)) < 0)
+		goto out;
+	gi_mark(28);
 	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0) {
 		r = err_setsys(-errno, "PR_SET_KEEPCAPS");
 		goto out;
 	}
 	if ((r = set_cap_sets(p)) < 0)
 		goto out;
+	gi_mark(29);
 	if (p->has_umask)
 		umask(p->umask & 0777);
 	ret->env = build_env(p, &u, &ret->home);
@@ -369,6 +374,7 @@ int gi_child_prepare(const struct proto_process *p, const struct proto_seccomp *
 		goto out;
 	}
 	r = look_path(p->args[0], ret->env, ret->path, sizeof(ret->path));
+	gi_mark(35);
 	if (r < 0) {
 		ret->code = r == -EACCES ? 126 : 127;
 		goto out;

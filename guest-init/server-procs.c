@@ -238,6 +238,7 @@ int ctr_cgroup_setup(const char *cg, const struct proto_start *s)
 
 	err_clear();
 	r = gi_cgroup_apply(cg, s);
+	gi_mark(5);
 	if (r < 0 || !s->device_filter)
 		return r;
 	if (!cg)
