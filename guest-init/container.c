@@ -135,6 +135,15 @@ static int child_stdio(const int stdio[3])
 {
 	int tmp[3];
 
+	/* None of them on 0, 1 or 2 (as PID 1 hands them over): each goes
+	 * straight into place. */
+	if (stdio[0] > 2 && stdio[1] > 2 && stdio[2] > 2) {
+		for (int i = 0; i < 3; i++)
+			if (dup2(stdio[i], i) < 0)
+				return err_setsys(-errno, "dup2 stdio");
+		return 0;
+	}
+
 	for (int i = 0; i < 3; i++) {
 		tmp[i] = stdio[i] >= 0 ? fcntl(stdio[i], F_DUPFD_CLOEXEC, 3) : open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (tmp[i] < 0)
