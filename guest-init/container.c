@@ -189,11 +189,18 @@ static int child_extra_fds(const int *extra, size_t n)
 	return 0;
 }
 
+/* EXEC: a pidfd of the process whose namespaces the child joins, opened
+ * by PID 1 before the clone (the child's pid namespace numbers it
+ * otherwise); -1: none (a kernel without pidfd_open). */
+static int join_pidfd = -1;
+
 /* The namespaces of pid that types names (CLONE_NEW* bits; the user and
- * cgroup ones only when the container c has them). The user namespace
- * first: it owns the others. Every namespace is opened before any is
- * joined: once in the container's mount namespace, /proc is the
- * container's, where pid is not pid. */
+ * cgroup ones only when the container c has them). With join_pidfd, all
+ * at once (setns with a pidfd, Linux 5.8: the user namespace first, as
+ * it owns the others); else, or where the kernel refuses that, one by
+ * one, the user namespace first, every one opened before any is joined:
+ * once in the container's mount namespace, /proc is the container's,
+ * where pid is not pid. */
 static int join_namespaces(pid_t pid, const struct proto_start *c, int types)
 {
 	static const struct {
@@ -206,8 +213,21 @@ static int join_namespaces(pid_t pid, const struct proto_start *c, int types)
 	           {"cgroup", CLONE_NEWCGROUP}};
 	int fds[ARRAY_SIZE(nss)];
 	char path[64];
-	int r = 0;
+	int r = 0, all = 0;
 
+	for (size_t i = 0; i < ARRAY_SIZE(nss); i++)
+		if ((nss[i].type & types) && (nss[i].type != CLONE_NEWUSER || (c && c->user_ns)) &&
+		    (nss[i].type != CLONE_NEWCGROUP || (c && c->cgroup_ns)))
+			all |= nss[i].type;
+	if (join_pidfd >= 0) {
+		if (setns(join_pidfd, all) == 0) {
+			close(join_pidfd);
+			join_pidfd = -1;
+			return 0;
+		}
+		if (errno != EINVAL)
+			return err_setsys(-errno, "join the namespaces of process %d", (int)pid);
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(nss); i++) {
 		fds[i] = -1;
 		if (!(nss[i].type & types) || (nss[i].type == CLONE_NEWUSER && !(c && c->user_ns)) ||
@@ -422,6 +442,8 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret)
 	}
 	if (pidns_of > 0 && (r = enter_pidns(pidns_of, &saved_pidns)) < 0)
 		goto fail;
+	if (!sp->start && sp->join_pid > 0)
+		join_pidfd = (int)syscall(SYS_pidfd_open, sp->join_pid, 0);
 	/* A raw clone behaves as fork() and takes namespace flags. */
 	pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
 	if (pid == 0) {
@@ -430,6 +452,10 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret)
 	}
 	gi_mark(16);
 	r = pid < 0 ? -errno : 0;
+	if (join_pidfd >= 0) {
+		close(join_pidfd);
+		join_pidfd = -1;
+	}
 	if (saved_pidns >= 0 && setns(saved_pidns, CLONE_NEWPID) < 0 && r == 0)
 		r = -errno;
 	if (pid < 0) {
