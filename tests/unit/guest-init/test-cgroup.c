@@ -226,6 +226,59 @@ TEST(device_filter_preloaded)
 	ok(attached_prog() && attached_prog() != first, "another rule set: a program of its own");
 }
 
+static uint64_t file_value(const char *path, const char *key)
+{
+	char line[256];
+	size_t klen = strlen(key);
+	uint64_t v = UINT64_MAX;
+	FILE *f = fopen(path, "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
+			v = strtoull(line + klen + 1, NULL, 10);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* STATS: cpu.stat's three counters (read once), and MemTotal as
+ * /proc/meminfo has it, in bytes. */
+TEST(stats_read)
+{
+	const char *root = cgroup2_root();
+	struct proto_stats st = {0};
+	char path[300], procs[300], me[16];
+	pid_t pid;
+	int status;
+
+	is_int(fresh_cgroup(root, 7), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct timespec t0, t;
+		int fd;
+
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+		snprintf(me, sizeof(me), "%d", (int)getpid());
+		fd = open(procs, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, me, strlen(me)) < 0)
+			_exit(1);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do /* some CPU time for the counters */
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - t0.tv_nsec < 30000000L);
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	gi_cgroup_stats(cg, &st);
+	snprintf(path, sizeof(path), "%s/cpu.stat", cg);
+	ok(st.cpu_usage_usec > 0 && st.cpu_usage_usec == file_value(path, "usage_usec"), "usage_usec %llu",
+	   (unsigned long long)st.cpu_usage_usec);
+	is_int(st.cpu_user_usec, file_value(path, "user_usec"));
+	is_int(st.cpu_system_usec, file_value(path, "system_usec"));
+	ok(st.memory_total > 0 && st.memory_total == file_value("/proc/meminfo", "MemTotal:") * 1024,
+	   "MemTotal: %llu bytes", (unsigned long long)st.memory_total);
+}
+
 TEST(bad_rules_refused)
 {
 	struct proto_device_rule bad = {'a', false, false, 0, 0, PROTO_DEV_ACC_READ};
