@@ -105,6 +105,33 @@ int write_file_replace(const char *path, const void *data, size_t len, mode_t mo
 	return write_replace(path, data, len, mode, false);
 }
 
+/* The whole path first: where it exists already (the usual case) that is
+ * one mkdir, not one per component. Only a missing parent makes the walk
+ * up. buf is restored before returning. */
+static int mkdir_p_in(char *buf, mode_t mode)
+{
+	char *slash, *end;
+	int r;
+
+	if (mkdir(buf, mode) == 0 || errno == EEXIST)
+		return 0;
+	if (errno != ENOENT)
+		return -errno;
+	slash = strrchr(buf, '/');
+	for (end = slash; end && end > buf && end[-1] == '/'; end--)
+		;
+	if (!end || end == buf)
+		return -ENOENT; /* no parent to make: / or the cwd is missing */
+	*end = '\0';
+	r = mkdir_p_in(buf, mode);
+	*end = '/';
+	if (r < 0)
+		return r;
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
 int mkdir_p(const char *path, mode_t mode)
 {
 	char buf[PATH_MAX];
@@ -113,17 +140,10 @@ int mkdir_p(const char *path, mode_t mode)
 	if (n == 0 || n >= sizeof(buf))
 		return -EINVAL;
 	memcpy(buf, path, n + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, mode) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
+	/* A trailing slash names the same directory. */
+	while (n > 1 && buf[n - 1] == '/')
+		buf[--n] = '\0';
+	return mkdir_p_in(buf, mode);
 }
 
 static int rm_rf_at(int parent, const char *name, dev_t dev)

@@ -398,3 +398,25 @@ bool proto_field_embedded(const struct desc *d, const struct field *f)
 {
 	return d == &start_desc && f->tag == 1;
 }
+
+#define DEV_RWM (PROTO_DEV_ACC_READ | PROTO_DEV_ACC_WRITE | PROTO_DEV_ACC_MKNOD)
+#define DEV(t, maj, min, acc)                                                              \
+	{                                                                                  \
+		(uint32_t)(t), (maj) >= 0, (min) >= 0, (uint32_t)((maj) >= 0 ? (maj) : 0), \
+		    (uint32_t)((min) >= 0 ? (min) : 0), (acc)                              \
+	}
+
+const struct proto_device_rule proto_default_device_rules[] = {
+    DEV('b', -1, -1, PROTO_DEV_ACC_MKNOD),
+    DEV('c', -1, -1, PROTO_DEV_ACC_MKNOD),
+    DEV('c', 1, 3, DEV_RWM),
+    DEV('c', 1, 5, DEV_RWM),
+    DEV('c', 1, 7, DEV_RWM),
+    DEV('c', 1, 8, DEV_RWM),
+    DEV('c', 1, 9, DEV_RWM),
+    DEV('c', 5, 0, DEV_RWM),
+    DEV('c', 5, 2, DEV_RWM),
+    DEV('c', 10, 200, DEV_RWM),
+    DEV('c', 136, -1, DEV_RWM),
+};
+const size_t proto_n_default_device_rules = sizeof(proto_default_device_rules) / sizeof(proto_default_device_rules[0]);

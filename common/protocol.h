@@ -242,6 +242,14 @@ struct proto_device_rule {
 #define PROTO_DEV_ACC_READ 0x2u
 #define PROTO_DEV_ACC_WRITE 0x4u
 
+/* The exceptions of the deny-all filter START carries for a spec without
+ * linux.resources.devices (or whose rules start with a deny-all): runc's
+ * default devices as the host reduces them (runtime/monitor/
+ * device-rules.c, whose test compares). guest-init loads this program
+ * before a template is saved, so that such a START finds it verified. */
+extern const struct proto_device_rule proto_default_device_rules[];
+extern const size_t proto_n_default_device_rules;
+
 /* A value for a file of the container's cgroup in the guest. */
 struct proto_cgroup_set {
 	char *file; /* "pids.max" */

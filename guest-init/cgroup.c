@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,18 +40,43 @@ static int read_u64(const char *dir, const char *file, const char *key, uint64_t
 	return -ENOENT;
 }
 
+/* cpu.stat's counters in one read: each read of the file flushes the
+ * cgroup's statistics and prints every line. */
+static void read_cpu_stat(const char *cg, struct proto_stats *s)
+{
+	const struct {
+		const char *key;
+		uint64_t *v;
+	} keys[] = {
+	    {"usage_usec", &s->cpu_usage_usec}, {"user_usec", &s->cpu_user_usec}, {"system_usec", &s->cpu_system_usec}};
+	char path[512], line[256];
+	_cleanup_fclose_ FILE *f = NULL;
+
+	snprintf(path, sizeof(path), "%s/cpu.stat", cg);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+			size_t klen = strlen(keys[i].key);
+
+			if (strncmp(line, keys[i].key, klen) == 0 && line[klen] == ' ')
+				*keys[i].v = strtoull(line + klen + 1, NULL, 10);
+		}
+}
+
 void gi_cgroup_stats(const char *cg, struct proto_stats *s)
 {
+	struct sysinfo si;
+
 	if (cg) {
-		read_u64(cg, "cpu.stat", "usage_usec", &s->cpu_usage_usec);
-		read_u64(cg, "cpu.stat", "user_usec", &s->cpu_user_usec);
-		read_u64(cg, "cpu.stat", "system_usec", &s->cpu_system_usec);
+		read_cpu_stat(cg, s);
 		read_u64(cg, "memory.current", NULL, &s->memory_current);
 		read_u64(cg, "memory.max", NULL, &s->memory_max);
 		read_u64(cg, "pids.current", NULL, &s->pids_current);
 	}
-	if (read_u64("/proc", "meminfo", "MemTotal:", &s->memory_total) == 0)
-		s->memory_total *= 1024;
+	/* /proc/meminfo's MemTotal (totalram_pages in kB) without the fifty
+	 * other lines that file computes and prints. */
+	if (sysinfo(&si) == 0)
+		s->memory_total = (uint64_t)si.totalram * si.mem_unit;
 }
 
 int gi_cgroup_set_limit(const char *cg, const char *file, uint64_t v)

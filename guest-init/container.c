@@ -135,6 +135,15 @@ static int child_stdio(const int stdio[3])
 {
 	int tmp[3];
 
+	/* None of them on 0, 1 or 2 (as PID 1 hands them over): each goes
+	 * straight into place. */
+	if (stdio[0] > 2 && stdio[1] > 2 && stdio[2] > 2) {
+		for (int i = 0; i < 3; i++)
+			if (dup2(stdio[i], i) < 0)
+				return err_setsys(-errno, "dup2 stdio");
+		return 0;
+	}
+
 	for (int i = 0; i < 3; i++) {
 		tmp[i] = stdio[i] >= 0 ? fcntl(stdio[i], F_DUPFD_CLOEXEC, 3) : open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (tmp[i] < 0)
@@ -180,11 +189,18 @@ static int child_extra_fds(const int *extra, size_t n)
 	return 0;
 }
 
+/* EXEC: a pidfd of the process whose namespaces the child joins, opened
+ * by PID 1 before the clone (the child's pid namespace numbers it
+ * otherwise); -1: none (a kernel without pidfd_open). */
+static int join_pidfd = -1;
+
 /* The namespaces of pid that types names (CLONE_NEW* bits; the user and
- * cgroup ones only when the container c has them). The user namespace
- * first: it owns the others. Every namespace is opened before any is
- * joined: once in the container's mount namespace, /proc is the
- * container's, where pid is not pid. */
+ * cgroup ones only when the container c has them). With join_pidfd, all
+ * at once (setns with a pidfd, Linux 5.8: the user namespace first, as
+ * it owns the others); else, or where the kernel refuses that, one by
+ * one, the user namespace first, every one opened before any is joined:
+ * once in the container's mount namespace, /proc is the container's,
+ * where pid is not pid. */
 static int join_namespaces(pid_t pid, const struct proto_start *c, int types)
 {
 	static const struct {
@@ -197,8 +213,21 @@ static int join_namespaces(pid_t pid, const struct proto_start *c, int types)
 	           {"cgroup", CLONE_NEWCGROUP}};
 	int fds[ARRAY_SIZE(nss)];
 	char path[64];
-	int r = 0;
+	int r = 0, all = 0;
 
+	for (size_t i = 0; i < ARRAY_SIZE(nss); i++)
+		if ((nss[i].type & types) && (nss[i].type != CLONE_NEWUSER || (c && c->user_ns)) &&
+		    (nss[i].type != CLONE_NEWCGROUP || (c && c->cgroup_ns)))
+			all |= nss[i].type;
+	if (join_pidfd >= 0) {
+		if (setns(join_pidfd, all) == 0) {
+			close(join_pidfd);
+			join_pidfd = -1;
+			return 0;
+		}
+		if (errno != EINVAL)
+			return err_setsys(-errno, "join the namespaces of process %d", (int)pid);
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(nss); i++) {
 		fds[i] = -1;
 		if (!(nss[i].type & types) || (nss[i].type == CLONE_NEWUSER && !(c && c->user_ns)) ||
@@ -245,6 +274,7 @@ static _Noreturn void child_after_go(const struct gi_spawn *sp, struct gi_exec *
 			_exit(1);
 		}
 	}
+	gi_mark(32);
 	gi_child_exec(sp->process, e);
 }
 
@@ -299,10 +329,13 @@ static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 		child_fail(fd, r, 1);
 	/* Nothing before PID 1 has placed us: the cgroup (its limits and
 	 * device filter apply from the first step), the maps. */
+	gi_mark(17);
 	if (sync_recv(fd, &m, NULL) <= 0 || m.type != SYNC_CONTINUE)
 		_exit(1);
+	gi_mark(18);
 	m.type = SYNC_PTY;
 	r = child_setup(sp);
+	gi_mark(19);
 	if (r >= 0)
 		r = p->terminal ? child_terminal(p, &master) : child_stdio(sp->stdio);
 	if (r >= 0 && sp->n_extra) {
@@ -324,12 +357,15 @@ static _Noreturn void child_main(const struct gi_spawn *sp, int fd)
 	}
 	/* As runc: everything up to the lookup of the executable fails
 	 * create (or exec), not start. */
+	gi_mark(20);
 	r = gi_child_prepare(p, sp->seccomp, c && c->user_ns, &e);
+	gi_mark(21);
 	if (r < 0)
 		child_fail(fd, r, e.code);
 	m.type = SYNC_READY;
 	if (sync_send(fd, &m, -1) < 0 || !child_wait_go(fd))
 		_exit(1);
+	gi_mark(31);
 	close(fd);
 	child_after_go(sp, &e);
 }
@@ -406,13 +442,20 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret)
 	}
 	if (pidns_of > 0 && (r = enter_pidns(pidns_of, &saved_pidns)) < 0)
 		goto fail;
+	if (!sp->start && sp->join_pid > 0)
+		join_pidfd = (int)syscall(SYS_pidfd_open, sp->join_pid, 0);
 	/* A raw clone behaves as fork() and takes namespace flags. */
 	pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, NULL);
 	if (pid == 0) {
 		close(sv[0]);
 		child_main(sp, sv[1]);
 	}
+	gi_mark(16);
 	r = pid < 0 ? -errno : 0;
+	if (join_pidfd >= 0) {
+		close(join_pidfd);
+		join_pidfd = -1;
+	}
 	if (saved_pidns >= 0 && setns(saved_pidns, CLONE_NEWPID) < 0 && r == 0)
 		r = -errno;
 	if (pid < 0) {
@@ -434,6 +477,7 @@ int gi_spawn(const struct gi_spawn *sp, struct gi_child *ret)
 	if (r == 1 && m.type == SYNC_PTY)
 		r = sync_recv(sv[0], &m, NULL);
 	if (r == 1 && m.type == SYNC_READY) {
+		gi_mark(22);
 		ret->pty_master = master;
 		return 0;
 	}

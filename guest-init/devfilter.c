@@ -107,13 +107,53 @@ static int bpf(int cmd, union bpf_attr *attr)
 	return (int)syscall(SYS_bpf, cmd, attr, sizeof(*attr));
 }
 
+static int prog_load(const struct bpf_insn *insn, size_t n)
+{
+	union bpf_attr attr;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE;
+	attr.insns = (uint64_t)(uintptr_t)insn;
+	attr.insn_cnt = (uint32_t)n;
+	attr.license = (uint64_t)(uintptr_t) "Apache";
+	return bpf(BPF_PROG_LOAD, &attr);
+}
+
+/* The default filter's program, loaded ahead (gi_devfilter_preload). */
+static struct {
+	struct bpf_insn *insn;
+	size_t n;
+	int fd;
+} preloaded = {.fd = -1};
+
+void gi_devfilter_preload(void)
+{
+	struct proto_start s = {.device_filter = true,
+	                        .device_rules = (struct proto_device_rule *)proto_default_device_rules,
+	                        .n_device_rules = proto_n_default_device_rules};
+	struct bpf_insn *insn;
+	size_t n;
+	int fd;
+
+	if (preloaded.fd >= 0 || gi_devfilter_build(&s, &insn, &n) < 0)
+		return;
+	fd = prog_load(insn, n);
+	if (fd < 0) {
+		free(insn); /* loaded at START as any other, which says why */
+		return;
+	}
+	preloaded.insn = insn;
+	preloaded.n = n;
+	preloaded.fd = fd;
+}
+
 int gi_devfilter_attach(const char *cgroup_dir, const struct proto_start *s)
 {
 	_cleanup_free_ struct bpf_insn *insn = NULL;
-	_cleanup_close_ int cg = -1, prog = -1;
+	_cleanup_close_ int cg = -1, loaded = -1;
 	union bpf_attr attr;
 	size_t n;
-	int r;
+	int r, prog;
 
 	if (!s->device_filter)
 		return 0;
@@ -123,14 +163,16 @@ int gi_devfilter_attach(const char *cgroup_dir, const struct proto_start *s)
 	cg = open(cgroup_dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	if (cg < 0)
 		return err_setsys(-errno, "open %s", cgroup_dir);
-	memset(&attr, 0, sizeof(attr));
-	attr.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE;
-	attr.insns = (uint64_t)(uintptr_t)insn;
-	attr.insn_cnt = (uint32_t)n;
-	attr.license = (uint64_t)(uintptr_t) "Apache";
-	prog = bpf(BPF_PROG_LOAD, &attr);
-	if (prog < 0)
-		return err_setsys(-errno, "linux.resources.devices: load the device cgroup program");
+	/* The same program as the one loaded ahead: attached as it is (a
+	 * program may be attached to many cgroups), its verification done. */
+	if (preloaded.fd >= 0 && n == preloaded.n && !memcmp(insn, preloaded.insn, n * sizeof(*insn))) {
+		prog = preloaded.fd;
+	} else {
+		prog = loaded = prog_load(insn, n);
+		if (prog < 0)
+			return err_setsys(-errno, "linux.resources.devices: load the device cgroup program");
+	}
+	gi_mark(6);
 	memset(&attr, 0, sizeof(attr));
 	attr.target_fd = (uint32_t)cg;
 	attr.attach_bpf_fd = (uint32_t)prog;

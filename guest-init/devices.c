@@ -70,18 +70,23 @@ static int bind_node(const struct proto_device *d, const char *dest)
 static int make_node(const struct proto_device *d, const char *dest)
 {
 	mode_t kind = d->type == 'b' ? S_IFBLK : d->type == 'p' ? S_IFIFO : S_IFCHR;
+	dev_t dev = d->type == 'p' ? 0 : makedev(d->major, d->minor);
 
-	if (unlink(dest) < 0 && errno != ENOENT)
-		return -errno;
-	if (mknod(dest, kind | (d->mode & 07777), d->type == 'p' ? 0 : makedev(d->major, d->minor)) < 0)
-		return -errno;
-	/* mknod honours the umask; the mode is the spec's. */
-	if (chmod(dest, d->mode & 07777) < 0 || chown(dest, d->uid, d->gid) < 0)
+	/* A fresh /dev has nothing in the way: the unlink only when needed.
+	 * The umask is 0 here (gi_devices_create), so the mode is the
+	 * spec's as made. */
+	if (mknod(dest, kind | (d->mode & 07777), dev) < 0) {
+		if (errno != EEXIST || unlink(dest) < 0 || mknod(dest, kind | (d->mode & 07777), dev) < 0)
+			return -errno;
+	}
+	if (chown(dest, d->uid, d->gid) < 0)
 		return -errno;
 	return 0;
 }
 
-static int create_one(const struct proto_device *d, const char *rootfs, bool bind, const char *what)
+/* check: whether to ask sysfs that the VM's kernel has the device (the
+ * default nodes' drivers, mem and tty, are always built in). */
+static int create_one(const struct proto_device *d, const char *rootfs, bool bind, bool check, const char *what)
 {
 	_cleanup_free_ char *dest = NULL, *parent = NULL;
 	char node[PATH_MAX];
@@ -92,7 +97,7 @@ static int create_one(const struct proto_device *d, const char *rootfs, bool bin
 		return err_set(-EINVAL, "%s: the path must be absolute", what);
 	if (d->type != 'c' && d->type != 'u' && d->type != 'b' && d->type != 'p')
 		return err_set(-EINVAL, "%s (%s): unknown device type", what, d->path);
-	if (d->type != 'p' && gi_device_guest_node(d->type, d->major, d->minor, node, sizeof(node)) == -ENODEV)
+	if (check && d->type != 'p' && gi_device_guest_node(d->type, d->major, d->minor, node, sizeof(node)) == -ENODEV)
 		return err_set(-ENODEV, "%s (%s, %c %u:%u): the VM's kernel has no such device", what, d->path,
 		               d->type == 'b' ? 'b' : 'c', d->major, d->minor);
 	r = path_join_in(rootfs, d->path, &dest);
@@ -114,7 +119,7 @@ static int create_one(const struct proto_device *d, const char *rootfs, bool bin
 	return 0;
 }
 
-int gi_devices_create(const struct proto_start *s, const char *rootfs)
+static int devices_create(const struct proto_start *s, const char *rootfs)
 {
 	char what[64];
 	int r;
@@ -125,13 +130,24 @@ int gi_devices_create(const struct proto_start *s, const char *rootfs)
 		/* A spec device of the same path takes the default's place. */
 		for (size_t j = 0; j < s->n_devices && !replaced; j++)
 			replaced = s->devices[j].path && strcmp(s->devices[j].path, default_nodes[i].path) == 0;
-		if (!replaced && (r = create_one(&default_nodes[i], rootfs, s->user_ns, "default device")) < 0)
+		if (!replaced && (r = create_one(&default_nodes[i], rootfs, s->user_ns, false, "default device")) < 0)
 			return r;
 	}
 	for (size_t i = 0; i < s->n_devices; i++) {
 		snprintf(what, sizeof(what), "linux.devices[%zu]", i);
-		if ((r = create_one(&s->devices[i], rootfs, s->user_ns, what)) < 0)
+		if ((r = create_one(&s->devices[i], rootfs, s->user_ns, true, what)) < 0)
 			return r;
 	}
 	return 0;
+}
+
+int gi_devices_create(const struct proto_start *s, const char *rootfs)
+{
+	/* mknod honours the umask: 0 while the nodes are made, so that each
+	 * gets the spec's mode without a chmod. */
+	mode_t old = umask(0);
+	int r = devices_create(s, rootfs);
+
+	umask(old);
+	return r;
 }

@@ -281,12 +281,27 @@ struct bpf_insn;
 int gi_devfilter_build(const struct proto_start *s, struct bpf_insn **ret, size_t *ret_n);
 /* Load it and attach it to cgroup_dir (nothing when s has no filter). */
 int gi_devfilter_attach(const char *cgroup_dir, const struct proto_start *s);
+/* Load the program of the default filter (proto_default_device_rules)
+ * now, so that an attach of the same program needs no load (the kernel's
+ * verifier, a large part of a container start where the guest kernel is
+ * emulated). PID 1 does it before HELLO: a template has it loaded.
+ * Nothing happens where it fails (the attach loads as before). */
+void gi_devfilter_preload(void);
 
 /* ---- restore.c: a VM restored from a template ---- */
 
 /* Set the clock and seed the entropy pool from START's identity fields
  * (those present). Returns the last failure, or 0. */
 int gi_apply_identity(const struct proto_start *s);
+
+/* Measurement builds (meson option phase_marks): the step n (below 64)
+ * of a container start or exec reached, written to the console as 0x1e,
+ * 0x40 + n, where the monitor logs the vCPUs' counters instead
+ * (docs/benchmarks.md). A no-op in other builds and until PID 1 opened
+ * the console for it (gi_marks_open(); its children inherit the fd up to
+ * their exec). */
+void gi_marks_open(void);
+void gi_mark(unsigned int n);
 
 /* Wait until block device dev (a /dev path) has a non-zero size, up to
  * timeout_ms: a restored template's disk gets its media after the

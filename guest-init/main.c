@@ -87,11 +87,15 @@ static int connect_control(void)
  * opaque is the server, which gets the host's token. */
 static int reconnect(void *opaque)
 {
-	int fd = connect_control(), r;
+	int fd, r;
 
+	gi_mark(2);
+	fd = connect_control();
+	gi_mark(3);
 	if (fd < 0)
 		return fd;
 	r = gi_hello(fd, opaque);
+	gi_mark(4);
 	if (r < 0) {
 		close(fd);
 		return r;
@@ -127,10 +131,12 @@ int main(void)
 
 	boot_marker();
 	mount_basics();
+	gi_marks_open();
 	r = gi_load_modules(GI_MODULES_DIR, GI_MODULES_LIST);
 	if (r < 0)
 		log_error("%s", err_msg());
 	gi_cgroup_init("/sys/fs/cgroup", GI_CGROUP_DIR);
+	gi_devfilter_preload();
 	/* Loopback works even when START brings no network (or never comes). */
 	if (netcfg_apply(NULL) < 0)
 		log_error("%s", err_msg());

@@ -46,6 +46,7 @@ int gi_mount_root_disk(const struct proto_start *s, const char *target)
 	if (shared && !tag_ok(dev))
 		return err_set(-EINVAL, "the root filesystem's virtio-fs tag '%s' is not a name", dev);
 	r = shared ? 0 : gi_wait_disk(dev, 60 * 1000);
+	gi_mark(7);
 	if (r < 0)
 		return r;
 	r = mkdir_p(target, 0755);
@@ -406,12 +407,15 @@ int gi_rootfs_mounts(const struct proto_start *s, const char *rootfs, const char
 		/* Device nodes go in as soon as /dev is mounted, before the
 		 * mounts below it (/dev/pts, /dev/shm, /dev/mqueue). */
 		if (!dev_done && s->mounts[i].destination && strncmp(s->mounts[i].destination, "/dev/", 5) == 0) {
+			gi_mark(24);
 			r = setup_dev(s, rootfs);
+			gi_mark(25);
 			if (r < 0)
 				return r;
 			dev_done = true;
 		}
 		r = mount_one(&s->mounts[i], i, rootfs, files_dir, s->user_ns);
+		gi_mark(55 + (unsigned int)(i < 8 ? i : 8));
 		if (r < 0)
 			return r;
 	}
@@ -527,10 +531,13 @@ int gi_rootfs_setup(const struct proto_start *s, const char *rootfs, const char 
 		return err_setsys(-errno, "bind %s", rootfs);
 	if (mount(NULL, rootfs, NULL, MS_PRIVATE, NULL) < 0)
 		return err_setsys(-errno, "make %s private", rootfs);
+	gi_mark(50);
 	r = gi_rootfs_mounts(s, rootfs, files_dir);
+	gi_mark(51);
 	if (r < 0)
 		return r;
 	r = gi_rootfs_pivot(rootfs);
+	gi_mark(52);
 	if (r < 0)
 		return r;
 	if (s->rootfs_propagation && mount(NULL, "/", NULL, root_propagation(s), NULL) < 0)
@@ -539,7 +546,10 @@ int gi_rootfs_setup(const struct proto_start *s, const char *rootfs, const char 
 	if (r < 0)
 		return r;
 	r = gi_apply_sysctl(s);
+	gi_mark(53);
 	if (r < 0)
 		return r;
-	return gi_rootfs_finalize(s);
+	r = gi_rootfs_finalize(s);
+	gi_mark(54);
+	return r;
 }

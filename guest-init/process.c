@@ -93,12 +93,14 @@ static int apply_sched(const struct proto_process *p)
 
 static int drop_bounding(const struct proto_process *p)
 {
+	/* cap_max_bits() is what the kernel supports (libcap probes it
+	 * once): no capability up to it needs asking about (a prctl each). */
 	int last = (int)cap_max_bits() - 1;
 
 	if (!p->has_caps)
 		return 0;
 	for (int c = 0; c <= last && c < 64; c++)
-		if (!(p->cap_bounding & (1ull << c)) && CAP_IS_SUPPORTED(c) && cap_drop_bound(c) < 0)
+		if (!(p->cap_bounding & (1ull << c)) && cap_drop_bound(c) < 0)
 			return err_setsys(-errno, "drop capability %d from the bounding set", c);
 	return 0;
 }
@@ -134,7 +136,9 @@ static int set_cap_sets(const struct proto_process *p)
 	cap_free(caps);
 	if (r < 0)
 		return r;
-	if (CAP_AMBIENT_SUPPORTED() && cap_reset_ambient() < 0)
+	/* One prctl: libcap's cap_reset_ambient() asks about each
+	 * capability first. EINVAL: a kernel without ambient sets. */
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return err_setsys(-errno, "reset ambient capabilities");
 	/* runc only warns (in its own log) when an ambient capability cannot
 	 * be raised because it is not inheritable, as with `runc spec`'s
@@ -344,19 +348,24 @@ int gi_child_prepare(const struct proto_process *p, const struct proto_seccomp *
 		return r;
 	if ((r = apply_sched(p)) < 0)
 		return r;
+	gi_mark(26);
 	/* Without no_new_privs the filter needs CAP_SYS_ADMIN, so it goes in
 	 * before the user switch; with it, as late as possible (runc). */
 	if (!p->no_new_privileges && (r = gi_seccomp_load(sc)) < 0)
 		return r;
-	if ((r = enter_cwd(p, false, &again)) < 0 || (r = drop_bounding(p)) < 0 || (r = switch_user(p, &u)) < 0 ||
-	    (r = enter_cwd(p, true, &again)) < 0)
+	if ((r = enter_cwd(p, false, &again)) < 0 || (r = drop_bounding(p)) < 0)
 		goto out;
+	gi_mark(27);
+	if ((r = switch_user(p, &u)) < 0 || (r = enter_cwd(p, true, &again)) < 0)
+		goto out;
+	gi_mark(28);
 	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0) {
 		r = err_setsys(-errno, "PR_SET_KEEPCAPS");
 		goto out;
 	}
 	if ((r = set_cap_sets(p)) < 0)
 		goto out;
+	gi_mark(29);
 	if (p->has_umask)
 		umask(p->umask & 0777);
 	ret->env = build_env(p, &u, &ret->home);
@@ -365,6 +374,7 @@ int gi_child_prepare(const struct proto_process *p, const struct proto_seccomp *
 		goto out;
 	}
 	r = look_path(p->args[0], ret->env, ret->path, sizeof(ret->path));
+	gi_mark(35);
 	if (r < 0) {
 		ret->code = r == -EACCES ? 126 : 127;
 		goto out;

@@ -131,6 +131,7 @@ int proc_spawn(struct state *st, const struct proto_msg *m, struct ctr *c, struc
 	r = proc_stdio_connect(st, p, pp, child_fds);
 	if (r >= 0)
 		r = proc_extra_connect(st, p, pp);
+	gi_mark(15);
 	if (r >= 0)
 		r = proc_spawn_child(st, p, pp, c, child_fds);
 	/* The child has its own copies: the streams end with it. */
@@ -158,8 +159,12 @@ int proc_created(struct state *st, struct proc *p)
 	const struct proto_msg *start = &p->ctr->start;
 	struct proto_msg m = {.u.started = {(uint32_t)p->pid}};
 
-	if (start->flags & PROTO_START_F_WAIT)
-		return server_reply(st, PROTO_MSG_READY, start->id, &m);
+	if (start->flags & PROTO_START_F_WAIT) {
+		int r = server_reply(st, PROTO_MSG_READY, start->id, &m);
+
+		gi_mark(23);
+		return r;
+	}
 	return proc_go(st, p, start->id);
 }
 
@@ -168,9 +173,12 @@ int proc_go(struct state *st, struct proc *p, uint64_t id)
 	struct proto_msg m = {.u.started = {(uint32_t)p->pid}};
 	int r = gi_go(&p->child);
 
+	gi_mark(33);
 	if (r < 0)
 		return server_reply_error(st, id, r, err_msg());
-	return server_reply(st, PROTO_MSG_STARTED, id, &m);
+	r = server_reply(st, PROTO_MSG_STARTED, id, &m);
+	gi_mark(34);
+	return r;
 }
 
 struct ctr *ctr_new(struct state *st)
@@ -230,6 +238,7 @@ int ctr_cgroup_setup(const char *cg, const struct proto_start *s)
 
 	err_clear();
 	r = gi_cgroup_apply(cg, s);
+	gi_mark(5);
 	if (r < 0 || !s->device_filter)
 		return r;
 	if (!cg)

@@ -22,11 +22,12 @@ void proc_extra_close(struct proc *p)
 	p->n_extra = 0;
 }
 
+/* Every fd made non-blocking here is new (a vsock stream, a pipe, the
+ * pty master): it has no other status flag (O_APPEND, O_ASYNC...) that an
+ * F_GETFL first would keep. */
 static int nonblock(int fd)
 {
-	int fl = fcntl(fd, F_GETFL);
-
-	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ? -errno : 0;
+	return fcntl(fd, F_SETFL, O_NONBLOCK) < 0 ? -errno : 0;
 }
 
 /* The stream to host port (none for 0), opened with token (when not

@@ -34,9 +34,10 @@ struct gi_server {
 	 * mounted, bind a directory. */
 	int (*mount_root)(const struct proto_start *s, const char *target);
 	/* Configure the VM's network (the container shares the VM's network
-	 * namespace) from START's net record (NULL: loopback only), before
-	 * the container's process is created; NULL: leave the network alone
-	 * (tests on the host). */
+	 * namespace) from START's net record, before the container's process
+	 * is created; not called for a record without interfaces (loopback
+	 * only: up since boot); NULL: leave the network alone (tests on the
+	 * host). */
 	int (*net_apply)(const struct net_config *cfg);
 	/* NETWORK (a restored checkpoint): configure the interfaces again,
 	 * removing the addresses and routes they had (NULL: refused). */

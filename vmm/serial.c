@@ -105,7 +105,11 @@ void serial_flush(struct serial *s)
 
 static void serial_tx(struct serial *s, uint8_t c)
 {
-	if (s->mcr & UART_MCR_LOOP) {
+	if (s->on_mark && (s->mark_next || c == 0x1e)) {
+		if (s->mark_next)
+			s->on_mark(s->mark_opaque, (uint8_t)(c - 0x40));
+		s->mark_next = !s->mark_next;
+	} else if (s->mcr & UART_MCR_LOOP) {
 		s->rbr = c;
 		s->lsr |= UART_LSR_DR;
 	} else if (s->out_fd >= 0) {

@@ -29,6 +29,12 @@ struct serial {
 	/* Drive the interrupt line (KVM_IRQ_LINE); called with lock held. */
 	void (*set_irq)(void *opaque, bool level);
 	void *irq_opaque;
+	/* Measurement builds (meson option phase_marks): a byte 0x1e
+	 * followed by 0x40 + n is phase mark n, given to on_mark (called
+	 * with lock held) instead of the output; NULL: plain output. */
+	void (*on_mark)(void *opaque, uint8_t value);
+	void *mark_opaque;
+	bool mark_next;
 };
 
 extern const struct bus_dev_ops serial_ops;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "vmm/vcpu.h"
 #include "vmm/vm-stats.h"
 #include "vmm/vm.h"
@@ -159,4 +160,25 @@ uint64_t vm_stats_vcpu_delta(const struct vm_stats *s, const struct vm_stats_sam
 		return 0;
 	i = kvm_stats_find(s->vcpu[0], name);
 	return i < 0 ? 0 : b->vcpu_values[i] - a->vcpu_values[i];
+}
+
+void vm_stats_log_mark(void *opaque, uint8_t value)
+{
+	const struct vm_stats *s = opaque;
+	struct vm_stats_sample now;
+	uint64_t exits = 0, insns = 0;
+	int i;
+
+	if (vm_stats_sample(s, &now) < 0)
+		return;
+	if (s->ncpus && now.vcpu_values) {
+		if ((i = kvm_stats_find(s->vcpu[0], "exits")) >= 0)
+			exits = now.vcpu_values[i];
+		if ((i = kvm_stats_find(s->vcpu[0], "insn_emulation")) >= 0)
+			insns = now.vcpu_values[i];
+	}
+	log_info("VM: mark %u: t_us=%" PRIu64 " exits=%" PRIu64 " insn_emulation=%" PRIu64 " user_exits=%" PRIu64,
+	         value, now.t_ns / 1000, exits, insns,
+	         now.own[VMM_EXIT_IO] + now.own[VMM_EXIT_MMIO] + now.own[VMM_EXIT_OTHER]);
+	vm_stats_sample_free(&now);
 }

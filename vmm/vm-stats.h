@@ -50,4 +50,10 @@ void vm_stats_write_delta(const struct vm_stats *s, const struct vm_stats_sample
 uint64_t vm_stats_vcpu_delta(const struct vm_stats *s, const struct vm_stats_sample *a, const struct vm_stats_sample *b,
                              const char *name);
 
+/* A serial on_mark for measurement builds (meson option phase_marks):
+ * logs, at info level, the mark's value with the time and the vCPUs'
+ * exits, emulated instructions and kvrun's userspace exits so far.
+ * opaque: the struct vm_stats. */
+void vm_stats_log_mark(void *opaque, uint8_t value);
+
 #endif

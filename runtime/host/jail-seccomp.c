@@ -30,6 +30,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "runtime/host/jail-int.h"
@@ -350,6 +351,10 @@ static const unsigned long vcpu_ioctls[] = {
 
 static const struct rule vcpu_rules[] = {
     ANY("epoll_ctl"),
+#if KVRUN_PHASE_MARKS
+    /* Measurement builds only: KVM's statistics read at a phase mark. */
+    ANY("pread64"),
+#endif
 };
 
 /* A terminal: its attributes (raw mode set and restored) and size. Never

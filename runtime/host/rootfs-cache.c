@@ -23,7 +23,7 @@
 
 /* Raised whenever the images built for one key text would differ (mke2fs
  * options, the layout of the text). */
-#define CACHE_FORMAT 1
+#define CACHE_FORMAT 2
 #define ABANDONED_S (60 * 60)
 #define ID_LEN 16
 

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "common/clock.h"
 #include "common/cleanup.h"
 #include "common/error.h"
@@ -28,6 +29,7 @@
 #include "runtime/host/jail.h"
 #include "runtime/monitor/guest-spec.h"
 #include "runtime/monitor/monitor-int.h"
+#include "vmm/serial.h"
 #include "vmm/vm-stats.h"
 #include "runtime/monitor/monitor-relay.h"
 #include "runtime/monitor/monitor.h"
@@ -379,6 +381,10 @@ static int bring_up(struct monitor *m)
 	 * waiting for this very thread ("vmstats" froze the monitor). */
 	if (r >= 0)
 		r = vm_stats_open(m->sb->vm, &m->vm_stats);
+	if (r >= 0 && KVRUN_PHASE_MARKS && m->sb->serial) {
+		m->sb->serial->mark_opaque = m->vm_stats;
+		m->sb->serial->on_mark = vm_stats_log_mark;
+	}
 	t0 = vm_now_ns();
 	if (r >= 0)
 		r = monitor_jail_finish(m);

@@ -48,4 +48,37 @@ TEST(atomic_write_and_read)
 	is_int(rm_rf(dir), 0);
 }
 
+/* mkdir_p: the whole path first, the parents only when one is missing;
+ * what exists already is fine, a file in the way is not. */
+TEST(mkdir_p_paths)
+{
+	char dir[] = "/tmp/kvrun-test-XXXXXX";
+	char path[256];
+	mode_t um = umask(022);
+	struct stat st;
+	int fd;
+
+	umask(um);
+	ok(mkdtemp(dir) != NULL, "mkdtemp");
+	snprintf(path, sizeof(path), "%s/a//b/c/", dir);
+	is_int(mkdir_p(path, 0750), 0);
+	snprintf(path, sizeof(path), "%s/a/b/c", dir);
+	ok(stat(path, &st) == 0 && S_ISDIR(st.st_mode), "a//b/c/ made, doubled and trailing slashes too");
+	is_int(st.st_mode & 0777, 0750 & ~um);
+	snprintf(path, sizeof(path), "%s/a", dir);
+	ok(stat(path, &st) == 0 && S_ISDIR(st.st_mode), "its parents made");
+	snprintf(path, sizeof(path), "%s/a/b/c", dir);
+	is_int(mkdir_p(path, 0755), 0);
+	is_int(mkdir_p(dir, 0755), 0);
+	is_int(mkdir_p("/", 0755), 0);
+	snprintf(path, sizeof(path), "%s/a/f", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ok(fd >= 0, "a file");
+	close(fd);
+	snprintf(path, sizeof(path), "%s/a/f/g/h", dir);
+	is_int(mkdir_p(path, 0755), -ENOTDIR);
+	is_int(mkdir_p("", 0755), -EINVAL);
+	is_int(rm_rf(dir), 0);
+}
+
 TAP_MAIN()

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -174,6 +175,108 @@ TEST(device_filter)
 	is_int(fresh_cgroup(root, 3), 0);
 	is_int(gi_devfilter_attach(cg, &s), 0);
 	is_int(probes_in_cgroup(), 0);
+}
+
+/* The id of the one program attached to cg (0: none or not one). */
+static uint32_t attached_prog(void)
+{
+	uint32_t ids[4] = {0};
+	union bpf_attr attr;
+	int fd = open(cg, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+
+	memset(&attr, 0, sizeof(attr));
+	attr.query.target_fd = (uint32_t)fd;
+	attr.query.attach_type = BPF_CGROUP_DEVICE;
+	attr.query.prog_ids = (uint64_t)(uintptr_t)ids;
+	attr.query.prog_cnt = 4;
+	if (fd < 0 || syscall(SYS_bpf, BPF_PROG_QUERY, &attr, sizeof(attr)) < 0 || attr.query.prog_cnt != 1)
+		ids[0] = 0;
+	if (fd >= 0)
+		close(fd);
+	return ids[0];
+}
+
+/* The default filter (runc's devices), loaded ahead as PID 1 does: each
+ * START with it attaches that program, loaded once; another rule set
+ * gets a program of its own. */
+TEST(device_filter_preloaded)
+{
+	const char *root = cgroup2_root();
+	struct proto_start s = {.device_filter = true,
+	                        .device_rules = (struct proto_device_rule *)proto_default_device_rules,
+	                        .n_device_rules = proto_n_default_device_rules};
+	struct proto_device_rule null_only[] = {{'c', true, true, 1, 3, PROTO_DEV_ACC_READ | PROTO_DEV_ACC_WRITE}};
+	uint32_t first;
+
+	gi_devfilter_preload();
+	is_int(fresh_cgroup(root, 4), 0);
+	is_int(gi_devfilter_attach(cg, &s), 0);
+	is_int(probes_in_cgroup(), NULL_RW | ZERO_R | ZERO_W | FULL_R | MKNOD_C | MKNOD_B);
+	first = attached_prog();
+	ok(first != 0, "one program attached (id %u)", first);
+	is_int(fresh_cgroup(root, 5), 0);
+	is_int(gi_devfilter_attach(cg, &s), 0);
+	is_int(probes_in_cgroup(), NULL_RW | ZERO_R | ZERO_W | FULL_R | MKNOD_C | MKNOD_B);
+	ok(attached_prog() == first, "the same program again: loaded once (id %u)", attached_prog());
+	s.device_rules = null_only;
+	s.n_device_rules = 1;
+	is_int(fresh_cgroup(root, 6), 0);
+	is_int(gi_devfilter_attach(cg, &s), 0);
+	is_int(probes_in_cgroup(), NULL_RW);
+	ok(attached_prog() && attached_prog() != first, "another rule set: a program of its own");
+}
+
+static uint64_t file_value(const char *path, const char *key)
+{
+	char line[256];
+	size_t klen = strlen(key);
+	uint64_t v = UINT64_MAX;
+	FILE *f = fopen(path, "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
+			v = strtoull(line + klen + 1, NULL, 10);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* STATS: cpu.stat's three counters (read once), and MemTotal as
+ * /proc/meminfo has it, in bytes. */
+TEST(stats_read)
+{
+	const char *root = cgroup2_root();
+	struct proto_stats st = {0};
+	char path[300], procs[300], me[16];
+	pid_t pid;
+	int status;
+
+	is_int(fresh_cgroup(root, 7), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct timespec t0, t;
+		int fd;
+
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+		snprintf(me, sizeof(me), "%d", (int)getpid());
+		fd = open(procs, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, me, strlen(me)) < 0)
+			_exit(1);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do /* some CPU time for the counters */
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - t0.tv_nsec < 30000000L);
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	gi_cgroup_stats(cg, &st);
+	snprintf(path, sizeof(path), "%s/cpu.stat", cg);
+	ok(st.cpu_usage_usec > 0 && st.cpu_usage_usec == file_value(path, "usage_usec"), "usage_usec %llu",
+	   (unsigned long long)st.cpu_usage_usec);
+	is_int(st.cpu_user_usec, file_value(path, "user_usec"));
+	is_int(st.cpu_system_usec, file_value(path, "system_usec"));
+	ok(st.memory_total > 0 && st.memory_total == file_value("/proc/meminfo", "MemTotal:") * 1024,
+	   "MemTotal: %llu bytes", (unsigned long long)st.memory_total);
 }
 
 TEST(bad_rules_refused)

@@ -581,10 +581,50 @@ TEST(no_reconnect_ends_loop)
 	ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "loop ended (0x%x)", st);
 }
 
+/* START whose record has no interfaces (loopback only, up since
+ * boot): the network hook is not run, READY comes as usual. */
+static void net_start_loopback(bool record)
+{
+	int sv[2], p[2], st;
+	struct proto_msg m = {0};
+	char buf[128] = "";
+	pid_t guest;
+	ssize_t n;
+
+	is_int(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	is_int(pipe2(p, O_CLOEXEC), 0);
+	net_pipe = p[1];
+	net_hook = record_net;
+	guest = start_guest(sv[1], sv[0]);
+	net_hook = NULL;
+	close(sv[1]);
+	close(p[1]);
+	if (expect(sv[0], PROTO_MSG_HELLO, &m) == 0)
+		proto_msg_free(&m);
+	m = (struct proto_msg){.type = PROTO_MSG_HELLO, .u.hello = {1, 1, NULL}};
+	send_msg(sv[0], &m);
+	m = (struct proto_msg){.type = PROTO_MSG_START, .flags = PROTO_START_F_WAIT, .id = 41};
+	m.u.start.process.args = strv((const char *const[]){"/bin/busybox", "true", NULL});
+	if (record)
+		m.u.start.net = calloc(1, sizeof(*m.u.start.net));
+	send_msg(sv[0], &m);
+	proto_start_free(&m.u.start);
+	if (expect(sv[0], PROTO_MSG_READY, &m) == 0)
+		is_int(m.id, 41);
+	close(sv[0]);
+	waitpid(guest, &st, 0);
+	n = read(p[0], buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = 0;
+	ok(n == 0, "%s: the network hook was not run (%s)", record ? "no interfaces" : "no record", buf);
+	close(p[0]);
+}
+
 TEST(start_configures_network)
 {
 	net_start("eth0", true);
 	net_start("fail0", false);
+	net_start_loopback(true);
+	net_start_loopback(false);
 }
 
 static void send_network(int ctl, uint64_t id, const char *name)

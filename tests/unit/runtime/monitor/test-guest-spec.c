@@ -18,6 +18,7 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/fileio.h"
+#include "runtime/monitor/device-rules.h"
 #include "runtime/monitor/guest-linux.h"
 #include "runtime/monitor/guest-shares.h"
 #include "runtime/monitor/guest-spec.h"
@@ -503,6 +504,41 @@ TEST(vsock_annotation)
 TEST(cleanup)
 {
 	is_int(rm_rf(tmp), 0);
+}
+
+/* The rules START carries without linux.resources.devices, and with a
+ * leading deny-all (docker's, podman's), are the table guest-init loads
+ * ahead of START (common/protocol.h): the same program, not loaded again. */
+static bool default_rules_match(const struct oci_linux_resources *res)
+{
+	struct proto_start s = {0};
+	bool same;
+
+	if (device_rules_from_oci(res, &s) < 0)
+		return false;
+	same = s.device_filter && !s.device_default_allow && s.n_device_rules == proto_n_default_device_rules;
+	for (size_t i = 0; same && i < s.n_device_rules; i++)
+		same = !memcmp(&s.device_rules[i], &proto_default_device_rules[i], sizeof(s.device_rules[i]));
+	proto_start_free(&s);
+	return same;
+}
+
+TEST(default_device_rules)
+{
+	struct oci_device_cgroup deny = {.allow = false, .type = (char *)"a", .access = (char *)"rwm"};
+	struct oci_device_cgroup tun = {.allow = true,
+	                                .type = (char *)"c",
+	                                .major = 10,
+	                                .minor = 229,
+	                                .has_major = true,
+	                                .has_minor = true,
+	                                .access = (char *)"rw"};
+	struct oci_linux_resources res = {.devices = &deny, .n_devices = 1};
+
+	ok(default_rules_match(NULL), "no linux.resources.devices: the table guest-init loads ahead");
+	ok(default_rules_match(&res), "a leading deny-all: the same");
+	res.devices = &tun;
+	ok(!default_rules_match(&res), "an extra device: another program");
 }
 
 TAP_MAIN()
