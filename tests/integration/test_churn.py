@@ -23,8 +23,8 @@ shared with the engines tests: one cold boot per build tree):
 
 It runs in the slow suite, in CI, on a host where the guest's own work is
 emulated; its default size fits CI's budget there: 2 sequential cycles and
-one parallel batch of 4 (about 3 minutes, and the one-NIC template's build
-when it is the first to need it: docs/testing.md). $KVRUN_CHURN_CYCLES,
+one parallel batch of 3 (about 2 minutes, and some 100 s more to build the
+one-NIC template when it is the first to need it: docs/testing.md). $KVRUN_CHURN_CYCLES,
 $KVRUN_CHURN_BATCHES and $KVRUN_CHURN_WIDTH (2 at least) set it (the full
 size, on a host with hardware KVM: KVRUN_CHURN_CYCLES=1000
 KVRUN_CHURN_BATCHES=100 KVRUN_CHURN_WIDTH=10, census every
@@ -53,7 +53,7 @@ BUSYBOX = os.environ.get("KVRUN_TEST_BUSYBOX") or shutil.which("busybox") or "/b
 CYCLES = int(os.environ.get("KVRUN_CHURN_CYCLES", "2"))
 BATCHES = int(os.environ.get("KVRUN_CHURN_BATCHES", "1"))
 EVERY = int(os.environ.get("KVRUN_CHURN_EVERY", "50"))
-WIDTH = int(os.environ.get("KVRUN_CHURN_WIDTH", "4"))
+WIDTH = int(os.environ.get("KVRUN_CHURN_WIDTH", "3"))
 TAG = f"ch{os.getpid()}"
 CGROUP = f"/kvt-churn-{os.getpid()}"
 BOOT_WAIT = int(os.environ.get("KVRUN_BOOT_TIMEOUT", "1300")) + 300
