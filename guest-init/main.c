@@ -12,6 +12,7 @@
 #include <sys/reboot.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,13 +53,23 @@ static void mount_basics(void)
 	}
 }
 
+/* How long a connect() waits for the host's answer. Linux gives up after
+ * 2 s by default, and resets the stream the host's answer then opens: the
+ * host answers at once, but a guest restored on a loaded host (its memory
+ * faulted in page by page, its kernel emulated) can take longer than that
+ * to see the answer, and the host had taken the stream by then. */
+#define VSOCK_CONNECT_TIMEOUT_S 120
+
 static int vsock_connect(uint32_t port, void *opaque)
 {
 	struct sockaddr_vm sa = {.svm_family = AF_VSOCK, .svm_cid = KVRUN_VSOCK_HOST_CID, .svm_port = port};
+	struct timeval tv = {.tv_sec = VSOCK_CONNECT_TIMEOUT_S};
 	int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -errno;
+	if (setsockopt(fd, AF_VSOCK, SO_VM_SOCKETS_CONNECT_TIMEOUT, &tv, sizeof(tv)) < 0)
+		log_warn("vsock connect timeout: %m"); /* Linux's 2 s then */
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		int r = -errno;
 

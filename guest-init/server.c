@@ -344,12 +344,13 @@ static bool busy(struct state *st)
 /* A control stream that broke while the container is not done: the VM
  * was restored (see struct gi_server); connect again. True when there is
  * a new stream. */
-static bool reconnect(struct state *st)
+static bool reconnect(struct state *st, int why)
 {
 	int fd;
 
 	if (st->init_done || !st->srv->reconnect)
 		return false;
+	log_warn("the control stream broke (%s): connecting again", strerror(-why));
 	close(st->srv->ctl);
 	st->srv->ctl = -1;
 	fd = st->srv->reconnect(st->srv->opaque);
@@ -396,7 +397,7 @@ static int poll_once(struct state *st, int sfd)
 	}
 	if (pfd[1].revents) {
 		r = proto_recv(st->srv->ctl, &m);
-		if (r < 0 && reconnect(st))
+		if (r < 0 && reconnect(st, r))
 			return 0;
 		if (r < 0) {
 			/* The monitor is gone or speaks nonsense: end the VM. */

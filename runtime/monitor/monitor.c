@@ -274,9 +274,7 @@ static int finish_boot(struct monitor *m)
 {
 	int r;
 
-	r = guest_channel_accept(&m->ch, CHAN_CTL, guest_boot_timeout_ms(), "the guest to boot");
-	if (r >= 0)
-		r = guest_channel_hello(&m->ch, GUEST_REPLY_TIMEOUT_MS);
+	r = guest_channel_open_control(&m->ch, guest_boot_timeout_ms(), "the guest to boot");
 	if (r >= 0)
 		r = m->a->restore_dir ? monitor_resume_restored(m) : create_container(m);
 	return r;

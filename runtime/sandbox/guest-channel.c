@@ -237,10 +237,10 @@ static void unlisten_extra(struct guest_channel *ch, unsigned int i)
 	unlink(path);
 }
 
-int guest_channel_accept(struct guest_channel *ch, int i, int timeout_ms, const char *what)
+/* The next stream of port i (after HELLO, of a stdio port: one that opens
+ * with its token) into ch->stream_fds[i]; the listener stays. */
+static int accept_stream(struct guest_channel *ch, int i, int64_t deadline, int timeout_ms, const char *what)
 {
-	int64_t deadline = clock_now_ms() + timeout_ms;
-
 	for (;;) {
 		int r, fd;
 
@@ -262,12 +262,46 @@ int guest_channel_accept(struct guest_channel *ch, int i, int timeout_ms, const 
 		}
 		if (r == 0) {
 			ch->stream_fds[i] = fd;
-			unlisten_port(ch, i);
 			return 0;
 		}
 		close(fd);
 		log_warn("a stream to vsock port %u did not open with guest-init's token (%s): closed", ports[i],
 		         strerror(-r));
+	}
+}
+
+int guest_channel_accept(struct guest_channel *ch, int i, int timeout_ms, const char *what)
+{
+	int r = accept_stream(ch, i, clock_now_ms() + timeout_ms, timeout_ms, what);
+
+	if (r >= 0)
+		unlisten_port(ch, i);
+	return r;
+}
+
+int guest_channel_open_control(struct guest_channel *ch, int timeout_ms, const char *what)
+{
+	int64_t deadline = clock_now_ms() + timeout_ms;
+
+	for (;;) {
+		int r = accept_stream(ch, CHAN_CTL, deadline, timeout_ms, what);
+
+		if (r >= 0)
+			r = guest_channel_hello(ch, GUEST_REPLY_TIMEOUT_MS);
+		if (r >= 0) {
+			unlisten_port(ch, CHAN_CTL);
+			return 0;
+		}
+		if (!ch->ctl_ended)
+			return r;
+		/* A stream that ended before its HELLO: guest-init gave up on
+		 * it and connects again (docs/guest-init.md). */
+		log_debug("a control stream ended before its HELLO (%s): waiting for the next one", err_msg());
+		err_clear();
+		close(ch->stream_fds[CHAN_CTL]);
+		ch->stream_fds[CHAN_CTL] = -1;
+		ch->ctl_ended = false;
+		proto_reader_reset(&ch->reader);
 	}
 }
 
@@ -304,8 +338,10 @@ int guest_channel_feed(struct guest_channel *ch, struct proto_msg *ret)
 {
 	int r = proto_reader_feed(&ch->reader, ch->stream_fds[CHAN_CTL], ret);
 
-	if (r == -ECONNRESET)
+	if (r == -ECONNRESET) {
+		ch->ctl_ended = true;
 		return err_set(r, "guest-init closed the control stream");
+	}
 	return r < 0 ? err_setsys(r, "reading from guest-init") : r;
 }
 

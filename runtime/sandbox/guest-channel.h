@@ -67,6 +67,9 @@ struct guest_channel {
 	 * with it (guest_channel_accept() of a stdio port checks). */
 	bool has_token;
 	uint8_t token[PROTO_TOKEN_BYTES];
+	/* The control stream ended (EOF or a reset read): guest-init's side
+	 * of it is gone. */
+	bool ctl_ended;
 	/* A message from the guest that answers no request. */
 	void (*on_note)(void *opaque, const struct proto_msg *msg);
 	void *opaque;
@@ -93,6 +96,15 @@ int guest_channel_own(const struct guest_channel *ch, uid_t uid, gid_t gid);
  * within GUEST_TOKEN_WAIT_MS, is closed with a warning (a process in the
  * guest that connected first) and the next is waited for. */
 int guest_channel_accept(struct guest_channel *ch, int i, int timeout_ms, const char *what);
+
+/* guest-init's control stream: accept a stream of the control port and do
+ * the HELLO exchange (guest_channel_hello()) within timeout_ms; only then
+ * is the port's listener closed. A stream that ends before its HELLO is
+ * one guest-init gave up on (Linux's connect() gives up after 2 s of the
+ * guest's time and resets the stream our answer then opens; a restored
+ * guest that faults its memory in on a loaded host can take that long):
+ * it is closed and the next one taken. */
+int guest_channel_open_control(struct guest_channel *ch, int timeout_ms, const char *what);
 
 /* A new random token for a process's stdio streams. 0 or -errno. */
 int guest_stream_token(uint8_t token[PROTO_TOKEN_BYTES]);

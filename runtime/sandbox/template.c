@@ -123,9 +123,7 @@ static int reach_ready(struct guest_channel *ch)
 	struct proto_msg m = {.type = PROTO_MSG_STATS}, ans = {0};
 	int r;
 
-	r = guest_channel_accept(ch, CHAN_CTL, guest_boot_timeout_ms(), "the guest to boot");
-	if (r >= 0)
-		r = guest_channel_hello(ch, GUEST_REPLY_TIMEOUT_MS);
+	r = guest_channel_open_control(ch, guest_boot_timeout_ms(), "the guest to boot");
 	if (r >= 0)
 		r = guest_channel_request(ch, &m, GUEST_REPLY_TIMEOUT_MS, &ans);
 	proto_msg_free(&ans);

@@ -37,6 +37,10 @@
  *   intrude=1     before each exec's real streams, a stream to its stdout
  *                 port that opens with 16 wrong bytes and "HIJACK": the
  *                 host must not take it
+ *   drop_ctl=1    each control stream (at boot, after each restore) comes
+ *                 after one that was opened and reset before its HELLO,
+ *                 as a Linux guest's connect() that gave up leaves: the
+ *                 host must take the next one
  */
 #include "fake-fs.h"
 #include "hw.h"
@@ -621,6 +625,18 @@ static bool fi_connect_ctl(struct fi *f)
 	f->have = f->taken = 0;
 	f->ctl_closed = f->reset = false;
 	f->has_token = false;
+	/* drop_ctl: first a stream given up on, as Linux's connect() does
+	 * when the host's answer comes after its timeout: the answer is
+	 * taken, then the stream reset; then the real one. */
+	if (cmd_num("drop_ctl", 0)) {
+		struct vs_stream gone = {.local = f->next_local++, .peer = CTL_PORT};
+
+		tap_ok(vs_send(&f->d, &gone, VS_REQUEST, 0, NULL, 0) && fi_wait_op(f, &gone, VS_RESPONSE) &&
+		           vs_send(&f->d, &gone, VS_RST, 0, NULL, 0),
+		       "fake-init: a control stream opened and reset before its HELLO");
+		if (f->reset)
+			return false;
+	}
 	f->ctl = (struct vs_stream){.local = f->next_local++, .peer = CTL_PORT};
 	if (!tap_ok(vs_send(&f->d, &f->ctl, VS_REQUEST, 0, NULL, 0) && fi_wait_op(f, &f->ctl, VS_RESPONSE),
 	            "fake-init: control stream to host port %u", CTL_PORT))

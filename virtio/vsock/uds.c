@@ -31,6 +31,9 @@ struct vsock_uds {
 	TAILQ_HEAD(, vsock_conn) rxq;
 	unsigned int nr_conns;
 	uint32_t next_port;
+	/* vsock_uds_forget_streams(): the saved VM's streams. */
+	struct vsock_port_pair *saved;
+	unsigned int n_saved;
 };
 
 static uint64_t uds_guest_cid(const struct vsock_uds *u)
@@ -188,6 +191,53 @@ static void uds_reply_rst(struct vsock_uds *u, const struct vsock_hdr *h)
 	uds_rx_queue(u, c);
 }
 
+unsigned int vsock_uds_streams(const struct vsock_uds *u, struct vsock_port_pair *pairs, unsigned int max)
+{
+	const struct vsock_conn *c;
+	unsigned int n = 0;
+
+	TAILQ_FOREACH(c, &u->conns, link)
+	{
+		if (c->state == CONN_HANDSHAKE)
+			continue;
+		if (n < max)
+			pairs[n] = (struct vsock_port_pair){c->local_port, c->peer_port};
+		n++;
+	}
+	return n;
+}
+
+int vsock_uds_forget_streams(struct vsock_uds *u, const struct vsock_port_pair *pairs, unsigned int n)
+{
+	struct vsock_port_pair *p;
+
+	if (!n)
+		return 0;
+	p = reallocarray(u->saved, u->n_saved + n, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	memcpy(p + u->n_saved, pairs, n * sizeof(*p));
+	u->saved = p;
+	u->n_saved += n;
+	return 0;
+}
+
+/* Whether h belongs to a stream of the saved VM; a REQUEST opens a new
+ * stream on its ports, which are no longer the saved one's. */
+static bool uds_saved_stream(struct vsock_uds *u, const struct vsock_hdr *h)
+{
+	for (unsigned int i = 0; i < u->n_saved; i++) {
+		if (u->saved[i].host_port != h->dst_port || u->saved[i].guest_port != h->src_port)
+			continue;
+		if (h->op == VSOCK_OP_REQUEST) {
+			u->saved[i] = u->saved[--u->n_saved];
+			return false;
+		}
+		return true;
+	}
+	return false;
+}
+
 /* Guest REQUEST to host port P: connect to "<path>_P". */
 static void uds_guest_connect(struct vsock_uds *u, const struct vsock_hdr *h)
 {
@@ -231,6 +281,11 @@ void vsock_uds_send(struct vsock_uds *u, const struct vsock_hdr *h, const struct
 		return;
 	}
 	c = uds_lookup(u, h->dst_port, h->src_port);
+	if (!c && uds_saved_stream(u, h)) {
+		log_debug("vsock: port %u: a packet of the saved VM's stream from guest port %u dropped", h->dst_port,
+		          h->src_port);
+		return;
+	}
 	if (!c) {
 		if (h->op == VSOCK_OP_REQUEST)
 			uds_guest_connect(u, h);
@@ -355,6 +410,7 @@ void vsock_uds_free(struct vsock_uds *u)
 		close(u->listen_fd);
 		unlink(u->path);
 	}
+	free(u->saved);
 	free(u->path);
 	free(u);
 }

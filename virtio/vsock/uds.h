@@ -56,6 +56,25 @@ bool vsock_uds_recv(struct vsock_uds *u, struct vsock_hdr *hdr, const struct iov
  * listener stays. Caller holds the lock. */
 void vsock_uds_reset(struct vsock_uds *u);
 
+/* A stream as both ends name it: the host's port and the guest's. */
+struct vsock_port_pair {
+	uint32_t host_port, guest_port;
+};
+
+/* The streams the guest knows of (every connection past its handshake),
+ * up to max of them into pairs: for a snapshot. Returns how many there
+ * are. Caller holds the lock. */
+unsigned int vsock_uds_streams(const struct vsock_uds *u, struct vsock_port_pair *pairs, unsigned int max);
+
+/* The streams of a saved VM (vsock_uds_streams() of the device that saved
+ * it), which this backend never had: a packet of one from the restored
+ * guest is dropped, not answered with RST, as the transport reset event
+ * ends them in the guest. An RST that the guest takes before that event
+ * would end a stream it had just opened again (Linux handles the event
+ * and rx packets in separate work items). A new REQUEST on a pair
+ * forgets it. Caller holds the lock. 0 or -ENOMEM. */
+int vsock_uds_forget_streams(struct vsock_uds *u, const struct vsock_port_pair *pairs, unsigned int n);
+
 /* Number of live connections (for tests and stats). */
 unsigned int vsock_uds_nr_conns(const struct vsock_uds *u);
 
