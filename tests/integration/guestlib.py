@@ -18,6 +18,7 @@ import os
 import re
 import struct
 import subprocess
+import tempfile
 import time
 
 # Exit statuses of `kvrun boot` for each way a VM can end (`kvrun boot
@@ -66,6 +67,35 @@ def kvm_problem():
         return f"cannot open /dev/kvm: {e.strerror}"
     os.close(fd)
     return None
+
+
+def test_guest_tmp(t, guest, prefix, root_why):
+    """The start of a test running the freestanding test guest as its
+    containers' VMs: skips without /dev/kvm or root (root_why says what
+    for), fails without the guest ELF; a temporary directory of its own."""
+    problem = kvm_problem()
+    if problem:
+        t.skip_all(f"needs /dev/kvm: {problem}")
+    if os.geteuid() != 0:
+        t.skip_all(f"needs root ({root_why})")
+    if not os.path.isfile(guest):
+        t.ok(False, f"test guest ELF exists (KVRUN_TEST_GUEST={guest!r})")
+        t.done()
+    return tempfile.mkdtemp(prefix=prefix)
+
+
+def run_kvrun(root, log, args, env, timeout):
+    """kvrun --root ROOT --log LOG --debug ARGS, its output through files
+    (a monitor keeps a pipe open); a timeout is status None."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        try:
+            p = subprocess.run([kvrun(), "--root", root, "--log", log, "--debug"] + list(args), stdout=out,
+                               stderr=err, env=env, stdin=subprocess.DEVNULL, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return subprocess.CompletedProcess(args, None, "", f"(timed out after {timeout} s)")
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(p.args, p.returncode, out.read(), err.read())
 
 
 def host_kind():

@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 
 import guestlib
 import netlib
@@ -34,15 +33,7 @@ GUEST = os.environ.get("KVRUN_TEST_GUEST", "")
 TAG = f"cm{os.getpid()}"
 
 t = Tap()
-problem = guestlib.kvm_problem()
-if problem:
-    t.skip_all(f"needs /dev/kvm: {problem}")
-if os.geteuid() != 0:
-    t.skip_all("needs root (state, network namespaces)")
-if not os.path.isfile(GUEST):
-    t.ok(False, f"test guest ELF exists (KVRUN_TEST_GUEST={GUEST!r})")
-    t.done()
-tmp = tempfile.mkdtemp(prefix="kvrun-test-ckm-")
+tmp = guestlib.test_guest_tmp(t, GUEST, "kvrun-test-ckm-", "state, network namespaces")
 root, cache, tpl = (os.path.join(tmp, d) for d in ("root", "cache", "templates"))
 log = os.path.join(tmp, "kvrun.log")
 cfg = os.path.join(tmp, "config.json")
@@ -56,15 +47,7 @@ ENV.pop("KVRUN_TEMPLATES", None)
 
 
 def kvrun(*args, env=ENV, timeout=120):
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        try:
-            p = subprocess.run([KVRUN, "--root", root, "--log", log, "--debug"] + list(args), stdout=out, stderr=err,
-                               env=env, stdin=subprocess.DEVNULL, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return subprocess.CompletedProcess(args, None, "", f"(timed out after {timeout} s)")
-        out.seek(0)
-        err.seek(0)
-        return subprocess.CompletedProcess(p.args, p.returncode, out.read(), err.read())
+    return guestlib.run_kvrun(root, log, args, env, timeout)
 
 
 def make_bundle(name, readonly, netns):

@@ -58,15 +58,7 @@ DELETE_STEPS = [("delete:locked", True), ("delete:killed", False), ("teardown:cg
                 ("teardown:net", False)]
 
 t = Tap()
-problem = guestlib.kvm_problem()
-if problem:
-    t.skip_all(f"needs /dev/kvm: {problem}")
-if os.geteuid() != 0:
-    t.skip_all("needs root (state, cgroups, network namespaces)")
-if not os.path.isfile(GUEST):
-    t.ok(False, f"test guest ELF exists (KVRUN_TEST_GUEST={GUEST!r})")
-    t.done()
-tmp = tempfile.mkdtemp(prefix="kvrun-test-kill-")
+tmp = guestlib.test_guest_tmp(t, GUEST, "kvrun-test-kill-", "state, cgroups, network namespaces")
 root, cache = os.path.join(tmp, "root"), os.path.join(tmp, "cache")
 log = os.path.join(tmp, "kvrun.log")
 

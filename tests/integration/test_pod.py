@@ -60,15 +60,7 @@ CRI_SANDBOX = {"io.kubernetes.cri.container-type": "sandbox", "io.kubernetes.cri
                "io.kubernetes.cri.sandbox-namespace": "default"}
 
 t = Tap()
-problem = guestlib.kvm_problem()
-if problem:
-    t.skip_all(f"needs /dev/kvm: {problem}")
-if os.geteuid() != 0:
-    t.skip_all("needs root (state, network namespaces)")
-if not os.path.isfile(GUEST):
-    t.ok(False, f"test guest ELF exists (KVRUN_TEST_GUEST={GUEST!r})")
-    t.done()
-tmp = tempfile.mkdtemp(prefix="kvrun-test-pod-")
+tmp = guestlib.test_guest_tmp(t, GUEST, "kvrun-test-pod-", "state, network namespaces")
 root, cache = os.path.join(tmp, "root"), os.path.join(tmp, "cache")
 log = os.path.join(tmp, "kvrun.log")
 cfg = os.path.join(tmp, "config.json")
