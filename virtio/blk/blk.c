@@ -52,30 +52,18 @@ static bool blk_poll(struct virtio_blk *b, struct virtq *vq)
 	return false;
 }
 
-/* BLK_SPLIT_MIN, or $KVRUN_BLK_SPLIT_KIB (0: transfers are never split). */
-static size_t blk_split_min(void)
+/* $name, a number up to max, times unit; dflt when unset or not such a
+ * number. */
+static uint64_t env_scaled(const char *name, unsigned long max, uint64_t unit, uint64_t dflt)
 {
-	const char *s = getenv("KVRUN_BLK_SPLIT_KIB");
+	const char *s = getenv(name);
 	char *end;
 	unsigned long v;
 
 	if (!s || !*s)
-		return BLK_SPLIT_MIN;
+		return dflt;
 	v = strtoul(s, &end, 10);
-	return *end || v > 1024 * 1024 ? BLK_SPLIT_MIN : v * 1024;
-}
-
-/* BLK_POLL_NS, or $KVRUN_BLK_POLL_US (0 turns the polling off). */
-static uint64_t blk_poll_ns(void)
-{
-	const char *s = getenv("KVRUN_BLK_POLL_US");
-	char *end;
-	unsigned long v;
-
-	if (!s || !*s)
-		return BLK_POLL_NS;
-	v = strtoul(s, &end, 10);
-	return *end || v > 10000 ? BLK_POLL_NS : v * 1000ULL;
+	return *end || v > max ? dflt : v * unit;
 }
 
 void blk_lock(struct virtio_blk *b)
@@ -236,8 +224,10 @@ static int blk_start(struct virtio_blk *b, const struct guest_mem *mem, const ch
 	/* Two descriptors of each chain carry the header and the status. */
 	b->config.seg_max = VIRTQ_MAX_SEGS - 2;
 	b->config.blk_size = SECTOR_SIZE;
-	b->poll_ns = blk_poll_ns();
-	b->split_min = blk_split_min();
+	/* $KVRUN_BLK_POLL_US: 0 turns the polling off. */
+	b->poll_ns = env_scaled("KVRUN_BLK_POLL_US", 10000, 1000, BLK_POLL_NS);
+	/* $KVRUN_BLK_SPLIT_KIB: 0, transfers are never split. */
+	b->split_min = (size_t)env_scaled("KVRUN_BLK_SPLIT_KIB", 1024 * 1024, 1024, BLK_SPLIT_MIN);
 	r = virtio_mmio_init(&b->mmio, mem, &info, &blk_ops, b);
 	if (r < 0)
 		return err_set(r, "virtio-blk transport");
