@@ -363,15 +363,13 @@ static int record_net(const struct net_config *cfg)
 	return 0;
 }
 
-/* START: the network is configured before the process exists, with the
- * record START carried; a failure fails START, and the init "exits". */
-static void net_start(const char *name, bool want_ok)
+/* A guest whose network hook writes what it got to a pipe (*rec, read
+ * end), past HELLO both ways on *ctl; its pid. */
+static pid_t net_guest(int *ctl, int *rec)
 {
-	int sv[2], p[2], st;
+	int sv[2], p[2];
 	struct proto_msg m = {0};
-	char buf[128] = "";
 	pid_t guest;
-	ssize_t n;
 
 	is_int(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	is_int(pipe2(p, O_CLOEXEC), 0);
@@ -385,6 +383,22 @@ static void net_start(const char *name, bool want_ok)
 		proto_msg_free(&m);
 	m = (struct proto_msg){.type = PROTO_MSG_HELLO, .u.hello = {1, 1, NULL}};
 	send_msg(sv[0], &m);
+	*ctl = sv[0];
+	*rec = p[0];
+	return guest;
+}
+
+/* START: the network is configured before the process exists, with the
+ * record START carried; a failure fails START, and the init "exits". */
+static void net_start(const char *name, bool want_ok)
+{
+	int sv[2], p[2], st;
+	struct proto_msg m = {0};
+	char buf[128] = "";
+	pid_t guest;
+	ssize_t n;
+
+	guest = net_guest(&sv[0], &p[0]);
 	m = (struct proto_msg){.type = PROTO_MSG_START, .flags = PROTO_START_F_WAIT, .id = 40};
 	m.u.start.process.args = strv((const char *const[]){"/bin/busybox", "true", NULL});
 	m.u.start.net = calloc(1, sizeof(*m.u.start.net));
@@ -591,18 +605,7 @@ static void net_start_loopback(bool record)
 	pid_t guest;
 	ssize_t n;
 
-	is_int(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	is_int(pipe2(p, O_CLOEXEC), 0);
-	net_pipe = p[1];
-	net_hook = record_net;
-	guest = start_guest(sv[1], sv[0]);
-	net_hook = NULL;
-	close(sv[1]);
-	close(p[1]);
-	if (expect(sv[0], PROTO_MSG_HELLO, &m) == 0)
-		proto_msg_free(&m);
-	m = (struct proto_msg){.type = PROTO_MSG_HELLO, .u.hello = {1, 1, NULL}};
-	send_msg(sv[0], &m);
+	guest = net_guest(&sv[0], &p[0]);
 	m = (struct proto_msg){.type = PROTO_MSG_START, .flags = PROTO_START_F_WAIT, .id = 41};
 	m.u.start.process.args = strv((const char *const[]){"/bin/busybox", "true", NULL});
 	if (record)
