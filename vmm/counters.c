@@ -17,6 +17,7 @@ static const char *const names[VMM_NR_COUNTERS] = {
     [VMM_QUEUE_PASSES] = "queue_passes",
     [VMM_BLK_REQUESTS] = "blk_requests",
     [VMM_BLK_MERGED] = "blk_merged",
+    [VMM_BLK_SPLIT] = "blk_split",
     [VMM_NET_TX_FRAMES] = "net_tx_frames",
     [VMM_NET_RX_FRAMES] = "net_rx_frames",
     [VMM_VSOCK_TX_PACKETS] = "vsock_tx_packets",

@@ -32,10 +32,13 @@ enum vmm_counter {
 	VMM_IRQ_RAISED,
 	VMM_IRQ_SUPPRESSED,
 	/* Device work: passes over a queue, requests, block requests merged
-	 * into a neighbour's I/O, network frames, vsock packets. */
+	 * into a neighbour's I/O, block transfers cut in two halves moved at
+	 * once (the second on the disk's helper thread), network frames,
+	 * vsock packets. */
 	VMM_QUEUE_PASSES,
 	VMM_BLK_REQUESTS,
 	VMM_BLK_MERGED,
+	VMM_BLK_SPLIT,
 	VMM_NET_TX_FRAMES,
 	VMM_NET_RX_FRAMES,
 	VMM_VSOCK_TX_PACKETS,

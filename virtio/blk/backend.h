@@ -37,6 +37,9 @@ struct blk_backend {
 	bool read_only;
 	/* preadv/pwritev of disjoint ranges may run on two threads at once. */
 	bool concurrent;
+	/* Only preadv may: two reads of disjoint ranges at once, never a
+	 * write beside anything (set with or without concurrent). */
+	bool concurrent_reads;
 };
 
 /* Open path (a regular file or a block device) as a raw disk. The file is

@@ -148,8 +148,10 @@ struct virtio_blk {
  * -EINVAL when the driver broke the queue. */
 int blk_pass(struct virtio_blk *b, struct virtq *vq, unsigned int max, unsigned int *ret_n);
 
-/* The helper thread of a backend that allows concurrent calls (made
- * with the worker, before the guest runs); 0 or -errno. */
+/* The helper thread of a backend that allows concurrent calls, or
+ * concurrent reads (made with the worker, before the guest runs, or when
+ * an empty disk gets its media, under the device lock); none again when
+ * there is one; 0 or -errno. */
 int blk_helper_start(struct virtio_blk *b);
 void blk_helper_stop(struct virtio_blk *b);
 

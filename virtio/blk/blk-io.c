@@ -10,7 +10,8 @@
  * only the failing ones answer IOERR. Order is kept: a request that cannot
  * join the run (another type, direction or place) first ends it. A large
  * transfer is cut in two halves moved at once, the second by the disk's
- * helper thread (backends whose calls may run concurrently).
+ * helper thread (backends whose calls may run concurrently; reads only,
+ * for backends whose reads may).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -65,7 +66,7 @@ int blk_helper_start(struct virtio_blk *b)
 	struct blk_helper *h;
 	int r;
 
-	if (!b->backend->concurrent || !b->split_min)
+	if (b->helper || !(b->backend->concurrent || b->backend->concurrent_reads) || !b->split_min)
 		return 0;
 	h = calloc(1, sizeof(*h));
 	if (!h)
@@ -115,10 +116,11 @@ static int blk_rw_split(struct virtio_blk *b, bool write, const struct iovec *io
 	size_t half;
 	int r;
 
-	if (!h || len < b->split_min)
+	if (!h || len < b->split_min || (write && !b->backend->concurrent))
 		return blk_rw(b, write, iov, n, len, off);
 	/* Whole pages on both sides where the buffers allow it. */
 	half = (len / 2) & ~(size_t)4095;
+	vmm_count(VMM_BLK_SPLIT, 1);
 	pthread_mutex_lock(&h->lock);
 	h->write = write;
 	h->n = iov_slice(iov, n, half, len - half, h->iov, BLK_MERGE_SEGS, NULL);

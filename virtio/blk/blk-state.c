@@ -85,6 +85,14 @@ int virtio_blk_attach_media(struct virtio_blk *b, const char *path, const char *
 	blk_lock(b);
 	old = b->backend;
 	b->backend = be;
+	/* An empty disk had no helper thread; the media may want one. */
+	r = blk_helper_start(b);
+	if (r < 0) {
+		b->backend = old;
+		blk_unlock(b);
+		blk_backend_close(be);
+		return err_set(r, "virtio-blk helper thread");
+	}
 	b->config.capacity = be->size / SECTOR_SIZE;
 	blk_unlock(b);
 	blk_backend_close(old);

@@ -17,9 +17,10 @@
  * the price is that the first write to a block copies up to 64 KiB. The
  * last block is short when the base's size is not a multiple of it.
  *
- * Calls come one at a time (the device's single worker, under its lock;
+ * Writes come one at a time (the device's single worker, under its lock;
  * an export while the device is paused), so the copy-up buffers are the
- * disk's own.
+ * disk's own. Reads only read the bitmap, so the two halves of a large
+ * read may run at once (the device's helper thread): concurrent_reads.
  */
 #include <errno.h>
 #include <limits.h>
@@ -297,7 +298,7 @@ int blk_cow_open(const char *base, const char *overlay, struct blk_backend **ret
 		free(c);
 		return -ENOMEM;
 	}
-	c->b = (struct blk_backend){.ops = &cow_ops, .size = (uint64_t)bst.st_size};
+	c->b = (struct blk_backend){.ops = &cow_ops, .size = (uint64_t)bst.st_size, .concurrent_reads = true};
 	c->base = TAKE_FD(bfd);
 	c->overlay = TAKE_FD(ofd);
 	*ret = &c->b;

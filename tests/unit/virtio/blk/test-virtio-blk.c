@@ -226,6 +226,67 @@ TEST(large_transfers_split)
 	disk_close(&k);
 }
 
+/* Sectors [first, first + n) of buf read as the image's (seed) but those
+ * in [w, w + wn), which hold wseed's pattern. */
+static bool read_back(struct disk *k, uint64_t buf, int first, int n, uint8_t seed, int w, int wn, uint8_t wseed)
+{
+	bool good = true;
+
+	for (int i = 0; i < n; i++) {
+		const uint8_t *p = (uint8_t *)fake_ptr(&k->d, buf) + i * 512;
+		int s = first + i;
+
+		good &= s >= w && s < w + wn ? p[0] == wseed && p[511] == wseed : sector_is(p, s, seed);
+	}
+	return good;
+}
+
+/* A copy-on-write disk splits its large reads (they only read its block
+ * map) but never its writes; an empty disk that gets media later (a VM
+ * restored from a template) splits as one made with it. */
+TEST(split_cow_reads_and_attached_media)
+{
+	uint64_t buf, split;
+	char overlay[64] = "/tmp/kvrun-blk-ovl-XXXXXX";
+	struct disk k;
+	int ofd;
+
+	make_image(&k, 0x3a);
+	ofd = mkstemp(overlay);
+	fake_drv_init(&k.d);
+	setenv("KVRUN_BLK_SPLIT_KIB", "4", 1);
+	is_int(virtio_blk_new(&k.d.mem, &(struct virtio_blk_opts){.path = overlay, .base = k.path, .id = "cow"}, &k.b),
+	       0);
+	fake_drv_attach(&k.d, virtio_blk_mmio(k.b));
+	fake_bringup(&k.d, FEATURES, 1, 128);
+	buf = fake_alloc(&k.d, 256 * 512);
+	memset(fake_ptr(&k.d, buf), 0x77, 64 * 512);
+	split = vmm_counter_get(VMM_BLK_SPLIT);
+	is_int(blk_req(&k, 1, 300, buf, 64 * 512, false).status, 0);
+	ok(vmm_counter_get(VMM_BLK_SPLIT) == split, "a 32 KiB write to the copy-on-write disk is not split");
+	memset(fake_ptr(&k.d, buf), 0, 256 * 512);
+	is_int(blk_req(&k, 0, 200, buf, 256 * 512, false).status, 0);
+	ok(vmm_counter_get(VMM_BLK_SPLIT) == split + 1, "a 128 KiB read of it is");
+	ok(read_back(&k, buf, 200, 256, 0x3a, 300, 64, 0x77), "each sector from the base or the overlay as written");
+	disk_close(&k);
+	close(ofd);
+	unlink(overlay);
+
+	make_image(&k, 0x4b);
+	fake_drv_init(&k.d);
+	is_int(virtio_blk_new_empty(&k.d.mem, "late", &k.b), 0);
+	unsetenv("KVRUN_BLK_SPLIT_KIB");
+	fake_drv_attach(&k.d, virtio_blk_mmio(k.b));
+	fake_bringup(&k.d, FEATURES, 1, 128);
+	is_int(virtio_blk_attach_media(k.b, k.path, NULL, false), 0);
+	buf = fake_alloc(&k.d, 256 * 512);
+	split = vmm_counter_get(VMM_BLK_SPLIT);
+	is_int(blk_req(&k, 0, 1000, buf, 256 * 512, true).status, 0);
+	ok(vmm_counter_get(VMM_BLK_SPLIT) == split + 1, "a raw disk attached to an empty one splits a 128 KiB read");
+	ok(read_back(&k, buf, 1000, 256, 0x4b, 0, 0, 0), "each sector its own");
+	disk_close(&k);
+}
+
 TEST(config_space)
 {
 	struct disk k;
