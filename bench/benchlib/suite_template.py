@@ -388,14 +388,16 @@ def memory(ctx, env, rtname, rt, bundle):
     return pss1, pss3, rss3
 
 
-def create_once_keep(ctx, rt, bundle, cid, logf=None):
-    """create and start, the container left running; kvrun's --log to logf."""
+def create_once_keep(ctx, rt, bundle, cid, logf=None, niceness=0):
+    """create and start, the container left running; kvrun's --log to logf;
+    both commands (and what they leave running) at niceness."""
     out = os.path.join(ctx.work, f"{cid}.out")
     pre = ["--log", logf, "--log-format", "json"] if logf else []
     for op in (["create", "-b", bundle, cid], ["start", cid]):
         with open(out, "a") as f:
             p = subprocess.run(rt.argv(*pre, *op), env=rt.env, stdin=subprocess.DEVNULL, stdout=f,
-                               stderr=subprocess.STDOUT, timeout=ctx.boot_timeout("kvrun") + 600)
+                               stderr=subprocess.STDOUT, timeout=ctx.boot_timeout("kvrun") + 600,
+                               preexec_fn=(lambda: os.nice(niceness)) if niceness else None)
         if p.returncode != 0:
             text = open(out, errors="replace").read() + (open(logf, errors="replace").read() if logf else "")
             raise RuntimeError(f"{rt.name} {op[0]} {cid}: {kvrun_error(text)}")
