@@ -42,7 +42,7 @@ import time
 from . import rootfs
 from .runtimes import Limits, Runtime, write_bundle
 from .suite_template import Env, build, create_once_keep, kvrun_error, parse_restore, remove_templates
-from .util import descendants, log, pss_kib
+from .util import descendants, log, proc_dir, pss_kib
 
 S = "density"
 SE = "exits"
@@ -122,11 +122,7 @@ START_NICENESS = 19
 def unnice(pids):
     """Every thread of pids back to niceness 0."""
     for pid in pids:
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
+        for tid in proc_dir(pid, "task"):
             try:
                 os.setpriority(os.PRIO_PROCESS, int(tid), 0)
             except OSError:

@@ -52,7 +52,7 @@ from .runtimes import Limits, Runtime, write_bundle
 from .suite_density import console_tail
 from .suite_start import rotate
 from .suite_template import Env, build, kvrun_error, parse_restore, remove_templates
-from .util import descendants, log, pss_kib
+from .util import descendants, log, proc_dir, pss_kib
 
 S = "pod"
 SETTLE_S = 10
@@ -137,11 +137,7 @@ def vm_pids(pids):
     """Those of pids that hold a KVM VM (a kvrun monitor each)."""
     found = []
     for pid in pids:
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
+        for fd in proc_dir(pid, "fd"):
             try:
                 if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:kvm-vm":
                     found.append(pid)

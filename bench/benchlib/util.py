@@ -133,6 +133,14 @@ def pss_kib(pids):
     return pss, rss
 
 
+def proc_dir(pid, what):
+    """The names in /proc/pid/what ("task", "fd"); [] when it is gone."""
+    try:
+        return os.listdir(f"/proc/{pid}/{what}")
+    except OSError:
+        return []
+
+
 def descendants(root_pid):
     """root_pid and every process below it."""
     children = {}
