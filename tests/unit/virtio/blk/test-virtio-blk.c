@@ -187,6 +187,21 @@ TEST(adjacent_requests_merged)
 	disk_close(&k);
 }
 
+/* Sectors [first, first + n) of buf read as the image's (seed) but those
+ * in [w, w + wn), which hold wseed's pattern. */
+static bool read_back(struct disk *k, uint64_t buf, int first, int n, uint8_t seed, int w, int wn, uint8_t wseed)
+{
+	bool good = true;
+
+	for (int i = 0; i < n; i++) {
+		const uint8_t *p = (uint8_t *)fake_ptr(&k->d, buf) + i * 512;
+		int s = first + i;
+
+		good &= s >= w && s < w + wn ? p[0] == wseed && p[511] == wseed : sector_is(p, s, seed);
+	}
+	return good;
+}
+
 /* Transfers from 4 KiB up cut in two halves, the second moved by the
  * helper thread: reads and writes of odd sizes and buffer splits land
  * exactly where they belong. */
@@ -204,8 +219,7 @@ TEST(large_transfers_split)
 		struct blk_result r = blk_req(&k, 0, 7 * n, buf, n * 512, n % 2);
 
 		ok_read &= r.done && r.status == 0 && r.used_len == n * 512 + 1;
-		for (uint32_t i = 0; i < n; i++)
-			ok_read &= sector_is((uint8_t *)fake_ptr(&k.d, buf) + i * 512, (int)(7 * n + i), 0x5c);
+		ok_read &= read_back(&k, buf, (int)(7 * n), (int)n, 0x5c, 0, 0, 0);
 	}
 	ok(ok_read, "reads of 4 to 128 KiB, split in two, each sector its own");
 	for (uint32_t i = 0; i < 200; i++)
@@ -224,21 +238,6 @@ TEST(large_transfers_split)
 	ok(sector_is(fake_ptr(&k.d, buf), 999, 0x5c) && sector_is((uint8_t *)fake_ptr(&k.d, buf) + 512, 1200, 0x5c),
 	   "the sectors on either side of it untouched");
 	disk_close(&k);
-}
-
-/* Sectors [first, first + n) of buf read as the image's (seed) but those
- * in [w, w + wn), which hold wseed's pattern. */
-static bool read_back(struct disk *k, uint64_t buf, int first, int n, uint8_t seed, int w, int wn, uint8_t wseed)
-{
-	bool good = true;
-
-	for (int i = 0; i < n; i++) {
-		const uint8_t *p = (uint8_t *)fake_ptr(&k->d, buf) + i * 512;
-		int s = first + i;
-
-		good &= s >= w && s < w + wn ? p[0] == wseed && p[511] == wseed : sector_is(p, s, seed);
-	}
-	return good;
 }
 
 /* A copy-on-write disk splits its large reads (they only read its block
